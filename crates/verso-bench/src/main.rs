@@ -1,0 +1,171 @@
+//! `verso-bench core [--bench point-read|update|ycsb|all] [--runs 5] [--seconds 3]
+//! [--rows N] [--gc steam|watermark] [--tiny] [--json FILE]`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use verso::GarbageCollector;
+use verso_bench::core::{self, Bench, Config};
+use verso_bench::{report_json, report_table, thousands, validate};
+
+/// Benchmarks of the Verso storage engine.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Single-thread transaction benchmarks: point read, one-row update, YCSB.
+    Core(CoreArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BenchArg {
+    PointRead,
+    Update,
+    Ycsb,
+    All,
+}
+
+#[derive(clap::Args, Debug)]
+struct CoreArgs {
+    /// Which benchmark to run.
+    #[arg(long, value_enum, default_value_t = BenchArg::All)]
+    bench: BenchArg,
+    /// Measured runs per benchmark [default: 5, 1 with --tiny].
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Seconds per measured run [default: 3, 0.05 with --tiny].
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Seconds of warm-up before the first run [default: 1, 0.01 with --tiny].
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Rows of every table [default: 1,000,000 for point-read and update, 2,000,000 for
+    /// ycsb; 10,000 with --tiny].
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Garbage collector.
+    #[arg(long, default_value = "steam", value_parser = parse_gc)]
+    gc: GarbageCollector,
+    /// Zipf skew of the YCSB keys (0 < theta < 1).
+    #[arg(long, default_value_t = 0.6)]
+    theta: f64,
+    /// Seed of the workload's random numbers.
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Tiny data and runs: finishes in about a second even in a debug build.
+    #[arg(long)]
+    tiny: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
+    GarbageCollector::from_name(name).map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Core(args) => core_command(args),
+    }
+}
+
+fn core_command(args: CoreArgs) -> ExitCode {
+    let mut config = if args.tiny {
+        Config::tiny()
+    } else {
+        Config::full()
+    };
+    if let Some(runs) = args.runs {
+        config.runs = runs.max(1);
+    }
+    if let Some(seconds) = args.seconds {
+        config.seconds = seconds;
+    }
+    if let Some(warmup) = args.warmup {
+        config.warmup_seconds = warmup;
+    }
+    if let Some(rows) = args.rows {
+        config.rows = rows.max(1);
+        config.ycsb_rows = rows.max(1);
+    }
+    if !(args.theta > 0.0 && args.theta < 1.0) {
+        eprintln!("--theta must lie strictly between 0 and 1");
+        return ExitCode::FAILURE;
+    }
+    config.theta = args.theta;
+    config.gc = args.gc;
+    config.seed = args.seed;
+    let benches: Vec<Bench> = match args.bench {
+        BenchArg::PointRead => vec![Bench::PointRead],
+        BenchArg::Update => vec![Bench::Update],
+        BenchArg::Ycsb => vec![Bench::Ycsb],
+        BenchArg::All => Bench::ALL.to_vec(),
+    };
+
+    let mut results = Vec::new();
+    let mut failed = false;
+    for bench in benches {
+        eprintln!(
+            "{}: loading {} rows, {} run(s) of {} s after {} s of warm-up, gc {} ...",
+            bench.name(),
+            thousands(config.rows_for(bench) as f64),
+            config.runs,
+            config.seconds,
+            config.warmup_seconds,
+            config.gc.name(),
+        );
+        let result = match core::run(bench, &config) {
+            Ok(result) => result,
+            Err(e) => {
+                eprintln!("{}: failed: {e}", bench.name());
+                failed = true;
+                continue;
+            }
+        };
+        eprintln!(
+            "  design {}; loaded in {:.2} s ({} rows/s)",
+            result.design,
+            result.load_seconds,
+            thousands(result.rows as f64 / result.load_seconds.max(1e-9)),
+        );
+        for (i, run) in result.runs.iter().enumerate() {
+            eprintln!(
+                "  run {}: {} commits/s ({} commits, {} aborts, {:.3} s; {:.3} CPU-s, {} commits/CPU-s)",
+                i + 1,
+                thousands(run.commits_per_second()),
+                run.commits,
+                run.aborts,
+                run.seconds,
+                run.cpu_seconds,
+                thousands(run.commits_per_cpu_second()),
+            );
+        }
+        for problem in validate(&result, &config) {
+            eprintln!("  CHECK FAILED: {problem}");
+            failed = true;
+        }
+        results.push(result);
+    }
+
+    println!();
+    println!("{}", report_table(&results));
+    if let Some(path) = args.json {
+        if let Err(e) = std::fs::write(&path, report_json(&results)) {
+            eprintln!("cannot write {}: {e}", path.display());
+            failed = true;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,475 @@
+//! The public surface: [`Database`], [`Transaction`], [`Options`].
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::cc::snapshot::FirstUpdaterWins;
+use crate::engine::txn::EngineTxn;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::gc::steam::Steam;
+use crate::gc::watermark::WatermarkOnly;
+use crate::gc::Collector;
+use crate::schema::Schema;
+use crate::stats::Stats;
+use crate::value::Value;
+use crate::version::delta::DeltaStorage;
+use crate::version::VersionStorage;
+
+/// The isolation level of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Isolation {
+    /// Snapshot isolation: reads see the snapshot taken at `begin`; of two concurrent
+    /// transactions writing the same row, the second writer fails at its write.
+    #[default]
+    Snapshot,
+    /// Serializable. **For now this runs as snapshot isolation** (write skew is still
+    /// possible); the serializable validation is being built on top of it.
+    Serializable,
+}
+
+/// Which garbage collector runs (see `docs/design/transactions-and-gc.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum GarbageCollector {
+    /// Steam: thread-local transaction lists, interspersed finalizing, and eager pruning
+    /// of obsolete versions on every write. The default.
+    #[default]
+    Steam,
+    /// HyPer's watermark-only collector: Steam without eager pruning. Versions newer than
+    /// the oldest active snapshot stay until it ends.
+    WatermarkOnly,
+}
+
+impl GarbageCollector {
+    /// Every collector, in the order reports list them.
+    pub const ALL: [GarbageCollector; 2] =
+        [GarbageCollector::Steam, GarbageCollector::WatermarkOnly];
+
+    /// The name used in configuration and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            GarbageCollector::Steam => Steam::NAME,
+            GarbageCollector::WatermarkOnly => WatermarkOnly::NAME,
+        }
+    }
+
+    /// Parses a name as printed by [`GarbageCollector::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|gc| gc.name() == name)
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!(
+                    "unknown garbage collector {name:?}; known: {}",
+                    Self::ALL.map(Self::name).join(", ")
+                ),
+            })
+    }
+}
+
+/// Where versions live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum VersionStorageKind {
+    /// Newest version in place, before-images of changed columns in undo records, newest
+    /// to oldest (HyPer, Steam). The default.
+    #[default]
+    Delta,
+}
+
+impl VersionStorageKind {
+    /// The name used in configuration and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionStorageKind::Delta => DeltaStorage::NAME,
+        }
+    }
+}
+
+/// How to open a database. `Options::default()` is in memory, Steam's collector, delta
+/// storage, with an idle-garbage janitor waking every 10 ms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// The garbage collector.
+    pub garbage_collector: GarbageCollector,
+    /// The version storage.
+    pub version_storage: VersionStorageKind,
+    /// How often a background thread finalizes garbage that idle threads left behind
+    /// (Steam §4.2: "the scheduler periodically checks if threads have become inactive").
+    /// Busy threads collect for themselves and for each other; this only matters when every
+    /// thread stops. `None`: no background thread (call [`Database::collect_garbage`]).
+    pub idle_collection_interval: Option<std::time::Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            garbage_collector: GarbageCollector::default(),
+            version_storage: VersionStorageKind::default(),
+            idle_collection_interval: Some(std::time::Duration::from_millis(10)),
+        }
+    }
+}
+
+impl Options {
+    /// Options with this garbage collector.
+    pub fn garbage_collector(mut self, gc: GarbageCollector) -> Self {
+        self.garbage_collector = gc;
+        self
+    }
+
+    /// Options with this idle-collection interval (`None`: no background thread).
+    pub fn idle_collection_interval(mut self, interval: Option<std::time::Duration>) -> Self {
+        self.idle_collection_interval = interval;
+        self
+    }
+
+    /// Options with this version storage.
+    pub fn version_storage(mut self, storage: VersionStorageKind) -> Self {
+        self.version_storage = storage;
+        self
+    }
+}
+
+/// A table's handle, returned by [`Database::create_table`] and [`Database::table`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TableId {
+    pub(crate) index: u32,
+    pub(crate) database: u32,
+}
+
+/// A range of primary-key (or secondary-index key) *prefixes*. A bound with fewer values
+/// than the key has columns stands for every key that starts with it: `..=[a]` includes all
+/// keys starting with `a`, `..[a]` excludes them, `[a]..` starts at the first of them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRange {
+    pub(crate) start: Bound<Vec<Value>>,
+    pub(crate) end: Bound<Vec<Value>>,
+}
+
+impl KeyRange {
+    /// From any range of key vectors: `..`, `a..b`, `a..=b`, `a..`, `..b`.
+    pub fn new(range: impl RangeBounds<Vec<Value>>) -> Self {
+        KeyRange {
+            start: range.start_bound().cloned(),
+            end: range.end_bound().cloned(),
+        }
+    }
+
+    /// Every key that starts with `prefix`.
+    pub fn prefix(prefix: Vec<Value>) -> Self {
+        KeyRange {
+            start: Bound::Included(prefix.clone()),
+            end: Bound::Included(prefix),
+        }
+    }
+}
+
+type SteamDelta = Engine<DeltaStorage, Steam, FirstUpdaterWins>;
+type WatermarkDelta = Engine<DeltaStorage, WatermarkOnly, FirstUpdaterWins>;
+
+enum AnyEngine {
+    SteamDelta(SteamDelta),
+    WatermarkDelta(WatermarkDelta),
+}
+
+macro_rules! on_engine {
+    ($any:expr, $engine:ident => $body:expr) => {
+        match $any {
+            AnyEngine::SteamDelta($engine) => $body,
+            AnyEngine::WatermarkDelta($engine) => $body,
+        }
+    };
+}
+
+/// An open database. Cheap to clone (all clones share the same data); `Send + Sync`.
+#[derive(Clone)]
+pub struct Database {
+    engine: Arc<AnyEngine>,
+    options: Arc<Options>,
+}
+
+static NEXT_DATABASE_TAG: AtomicU32 = AtomicU32::new(1);
+
+impl Database {
+    /// Opens a database. Combinations of designs that cannot work together are refused
+    /// here with [`Error::UnsupportedConfiguration`].
+    pub fn open(options: Options) -> Result<Database> {
+        let tag = NEXT_DATABASE_TAG.fetch_add(1, Ordering::Relaxed);
+        let engine = match (options.version_storage, options.garbage_collector) {
+            (VersionStorageKind::Delta, GarbageCollector::Steam) => {
+                AnyEngine::SteamDelta(SteamDelta::new(tag, FirstUpdaterWins))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::WatermarkOnly) => {
+                AnyEngine::WatermarkDelta(WatermarkDelta::new(tag, FirstUpdaterWins))
+            }
+        };
+        if options.idle_collection_interval == Some(std::time::Duration::ZERO) {
+            return Err(Error::UnsupportedConfiguration {
+                reason: "the idle-collection interval must be longer than zero".into(),
+            });
+        }
+        let engine = Arc::new(engine);
+        if let Some(interval) = options.idle_collection_interval {
+            spawn_janitor(Arc::downgrade(&engine), interval)?;
+        }
+        Ok(Database {
+            engine,
+            options: Arc::new(options),
+        })
+    }
+
+    /// The configuration in words: `storage/collector/protocol`, e.g.
+    /// `delta/steam/si-first-updater-wins`.
+    pub fn design(&self) -> String {
+        on_engine!(&*self.engine, e => e.design())
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Creates a table. Fails with [`Error::DuplicateTable`] or [`Error::InvalidSchema`]
+    /// (or [`Error::UnknownColumn`] for a key or index naming a missing column).
+    pub fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        on_engine!(&*self.engine, e => e.create_table(name, schema))
+    }
+
+    /// The id of the table with this name.
+    pub fn table(&self, name: &str) -> Result<TableId> {
+        on_engine!(&*self.engine, e => e.table_id(name))
+    }
+
+    /// The position of a column in a table's rows (what [`Transaction::update`] takes).
+    pub fn column_index(&self, table: TableId, column: &str) -> Result<usize> {
+        on_engine!(&*self.engine, e => e.table(table)?.schema.column_position(column))
+    }
+
+    /// The names of all tables, in creation order.
+    pub fn table_names(&self) -> Vec<String> {
+        on_engine!(&*self.engine, e => e.table_names())
+    }
+
+    /// Begins a transaction on the calling thread. Any number may be open per thread.
+    ///
+    /// # Panics
+    /// If more than 65,536 threads hold transactions of this database at once; use
+    /// [`Database::try_begin`] to get an error instead.
+    pub fn begin(&self, isolation: Isolation) -> Transaction<'_> {
+        match self.try_begin(isolation) {
+            Ok(txn) => txn,
+            Err(error) => panic!("cannot begin a transaction: {error}"),
+        }
+    }
+
+    /// Begins a transaction, or fails with [`Error::CapacityExceeded`] when too many
+    /// threads use the database at once.
+    pub fn try_begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        let inner = match &*self.engine {
+            AnyEngine::SteamDelta(e) => AnyTxn::SteamDelta(EngineTxn::begin(e, isolation)?),
+            AnyEngine::WatermarkDelta(e) => AnyTxn::WatermarkDelta(EngineTxn::begin(e, isolation)?),
+        };
+        Ok(Transaction { inner })
+    }
+
+    /// The engine's counters, summed over all threads.
+    pub fn stats(&self) -> Stats {
+        on_engine!(&*self.engine, e => e.stats())
+    }
+
+    /// Finalizes, on the calling thread, every committed transaction of every thread that
+    /// no snapshot needs any more. Collection normally happens by itself after commits;
+    /// this is for a program that stops writing and wants the memory back now.
+    pub fn collect_garbage(&self) {
+        on_engine!(&*self.engine, e => {
+            if let Some(local) = e.txns.local() {
+                crate::engine::collect::collect_all(e, &local);
+            }
+        })
+    }
+
+    /// Number of version records behind the newest state of the row with this primary key
+    /// (`None` if no row with this key is in the index). For observing the collector.
+    pub fn version_chain_length(&self, table: TableId, key: &[Value]) -> Result<Option<usize>> {
+        on_engine!(&*self.engine, e => e.chain_length(table, key))
+    }
+
+    /// Number of entries in a table's primary index: live rows plus deleted rows some
+    /// snapshot may still see.
+    pub fn primary_index_entries(&self, table: TableId) -> Result<usize> {
+        on_engine!(&*self.engine, e => e.index_entries(table))
+    }
+}
+
+/// The idle-garbage janitor: wakes every `interval`, finalizes what idle threads left, and
+/// exits once the database is gone (it holds only a weak reference between rounds).
+fn spawn_janitor(engine: std::sync::Weak<AnyEngine>, interval: std::time::Duration) -> Result<()> {
+    std::thread::Builder::new()
+        .name("verso-janitor".into())
+        .spawn(move || loop {
+            std::thread::sleep(interval);
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            on_engine!(&*engine, e => {
+                if let Some(local) = e.txns.local() {
+                    crate::engine::collect::collect_idle(e, &local, interval);
+                }
+            });
+        })
+        .map(drop)
+        .map_err(|error| Error::UnsupportedConfiguration {
+            reason: format!("cannot start the idle-collection thread: {error}"),
+        })
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+enum AnyTxn<'db> {
+    SteamDelta(EngineTxn<'db, DeltaStorage, Steam, FirstUpdaterWins>),
+    WatermarkDelta(EngineTxn<'db, DeltaStorage, WatermarkOnly, FirstUpdaterWins>),
+}
+
+macro_rules! on_txn {
+    ($any:expr, $txn:ident => $body:expr) => {
+        match $any {
+            AnyTxn::SteamDelta($txn) => $body,
+            AnyTxn::WatermarkDelta($txn) => $body,
+        }
+    };
+}
+
+/// A transaction. It sees the snapshot taken when it began plus its own writes.
+///
+/// Errors: a conflict ([`Error::WriteConflict`]) rolls the transaction back at once and
+/// every later call returns [`Error::TransactionAborted`]; any other error (bad input, a
+/// duplicate key) leaves the transaction usable and changes nothing. Dropping a transaction
+/// without committing aborts it.
+///
+/// A transaction belongs to the thread that began it (it is not `Send`).
+pub struct Transaction<'db> {
+    inner: AnyTxn<'db>,
+}
+
+impl Transaction<'_> {
+    /// The snapshot timestamp: the transaction sees commits with smaller timestamps.
+    pub fn start_ts(&self) -> u64 {
+        on_txn!(&self.inner, t => t.start_ts())
+    }
+
+    /// The isolation level it was begun with.
+    pub fn isolation(&self) -> Isolation {
+        on_txn!(&self.inner, t => t.isolation())
+    }
+
+    /// The row with this primary key (values in key order), if this transaction sees one.
+    pub fn get(&self, table: TableId, key: &[Value]) -> Result<Option<Vec<Value>>> {
+        on_txn!(&self.inner, t => t.get(table, key))
+    }
+
+    /// Like [`Transaction::get`], but lends the row to `reader` instead of copying it:
+    /// the fast path for hot loops.
+    pub fn get_with<R>(
+        &self,
+        table: TableId,
+        key: &[Value],
+        reader: impl FnOnce(&[Value]) -> R,
+    ) -> Result<Option<R>> {
+        on_txn!(&self.inner, t => t.get_with(table, key, reader))
+    }
+
+    /// Inserts a row (all columns, in schema order). Fails with [`Error::DuplicateKey`] if
+    /// this transaction sees a row with the same primary key.
+    pub fn insert(&mut self, table: TableId, row: &[Value]) -> Result<()> {
+        on_txn!(&mut self.inner, t => t.insert(table, row))
+    }
+
+    /// Sets the given columns (by position) of the row with this key. Returns whether the
+    /// row exists in this transaction's view.
+    pub fn update(
+        &mut self,
+        table: TableId,
+        key: &[Value],
+        changes: &[(usize, Value)],
+    ) -> Result<bool> {
+        on_txn!(&mut self.inner, t => t.update(table, key, changes))
+    }
+
+    /// Deletes the row with this key. Returns whether it existed in this transaction's view.
+    pub fn delete(&mut self, table: TableId, key: &[Value]) -> Result<bool> {
+        on_txn!(&mut self.inner, t => t.delete(table, key))
+    }
+
+    /// The rows whose primary key lies in `range` (see [`KeyRange`] for prefix bounds), in
+    /// primary-key order. For large results prefer [`Transaction::scan_with`].
+    pub fn scan(
+        &self,
+        table: TableId,
+        range: impl RangeBounds<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>> {
+        let mut rows = Vec::new();
+        self.scan_with(table, KeyRange::new(range), |row| {
+            rows.push(row.to_vec());
+            true
+        })?;
+        Ok(rows)
+    }
+
+    /// Streams the rows in `range` in primary-key order to `visit`, which lends each row and
+    /// returns `false` to stop.
+    pub fn scan_with(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        visit: impl FnMut(&[Value]) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan_with(table, &range, visit))
+    }
+
+    /// The rows whose key in secondary index `index` lies in `range` (prefixes of the
+    /// index's columns), in index order (ties in primary-key order).
+    pub fn scan_index(
+        &self,
+        table: TableId,
+        index: &str,
+        range: impl RangeBounds<Vec<Value>>,
+    ) -> Result<Vec<Vec<Value>>> {
+        let mut rows = Vec::new();
+        self.scan_index_with(table, index, KeyRange::new(range), |row| {
+            rows.push(row.to_vec());
+            true
+        })?;
+        Ok(rows)
+    }
+
+    /// Streams the rows of a secondary-index range to `visit`, until it returns `false`.
+    pub fn scan_index_with(
+        &self,
+        table: TableId,
+        index: &str,
+        range: KeyRange,
+        visit: impl FnMut(&[Value]) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan_index_with(table, index, &range, visit))
+    }
+
+    /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.
+    pub fn commit(self) -> Result<()> {
+        on_txn!(self.inner, t => t.commit())
+    }
+
+    /// Rolls back every write and ends the transaction.
+    pub fn abort(self) {
+        on_txn!(self.inner, t => t.abort())
+    }
+}

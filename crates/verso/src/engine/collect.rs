@@ -1,0 +1,314 @@
+//! The collection mechanism: what the collector policy (`gc/`) decides, executed against
+//! tables, indexes and chains.
+//!
+//! - `prune_after_write`: Steam's EPO on the chain a writer just extended, under the latch
+//!   the write already holds.
+//! - `after_end`: interspersed finalizing of the thread's committed transactions below the
+//!   watermark, and every few milliseconds the same for idle threads' slots.
+//! - Index upkeep: a secondary entry is removed once no version of its row has its key;
+//!   a row no snapshot can see any more (deleted below the watermark, or inserted and
+//!   rolled back) is removed from every index and marked dead, all under its latch.
+
+use std::collections::VecDeque;
+
+use std::time::Instant;
+
+use crate::cc::Protocol;
+use crate::engine::{Engine, RowRef, Table, WrittenRow};
+use crate::gc::{self, Collector};
+use crate::key;
+use crate::stats::Counter;
+use crate::sync::Arc;
+use crate::txn::slots::{Committed, LocalSlot, Slot};
+use crate::value::Value;
+use crate::version::{ChainEdit, VersionStorage};
+
+/// Beyond this many waiting committed transactions (a long reader holds the watermark),
+/// a slot's queue is folded into one entry per distinct row, so its memory is bounded by
+/// the rows written, not by the time the reader runs.
+const QUEUE_FOLD_AT: usize = 1024;
+
+/// Steam's EPO on the chain of `row`, which the caller holds exclusively.
+pub(crate) fn prune_after_write<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+    table: &Table<V>,
+    row: &RowRef<V>,
+    chain: &mut V::Chain,
+) {
+    let met = chain.chain_len();
+    if met < 2 {
+        return; // only this transaction's own record: nothing anyone could have left behind
+    }
+    let started = Instant::now();
+    let stats = &local.slot.stats;
+    let mut local_gc = local.gc.borrow_mut();
+    let local_gc = &mut *local_gc;
+    if gc::active_list_is_stale::<G>(local_gc, || engine.txns.now_ns()) {
+        refresh_active_list(engine, local_gc, stats);
+    }
+    let mut entry = Vec::new();
+    let report = with_index_upkeep(table, row, chain, &mut entry, |chain| {
+        let mut report = chain.prune(&local_gc.active);
+        if report.blocked_by_horizon && engine.txns.clock() > local_gc.active.horizon {
+            // A record committed after the list was taken is in the way: the list is too
+            // old for this chain. Take a fresh one (Steam's period trades precision for
+            // cost; a hot row is worth the scan) and prune again.
+            refresh_active_list(engine, local_gc, stats);
+            let again = chain.prune(&local_gc.active);
+            report.removed += again.removed;
+            report.freed_bytes += again.freed_bytes;
+            report.remaining = again.remaining;
+        }
+        report
+    });
+    debug_assert!(report.remaining >= 1, "the writer's own record stays");
+    stats.add(Counter::VersionsPrunedEagerly, report.removed as u64);
+    stats.add(Counter::VersionBytesFreed, report.freed_bytes as u64);
+    stats.record_gc_chain(met);
+    stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
+}
+
+fn refresh_active_list<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local_gc: &mut gc::LocalGc,
+    stats: &crate::stats::SlotStats,
+) {
+    let mut buffer = std::mem::take(&mut local_gc.scan_buffer);
+    local_gc.active = engine.txns.active_snapshots(&mut buffer);
+    local_gc.scan_buffer = buffer;
+    local_gc.taken_ns = engine.txns.now_ns().max(1);
+    local_gc.writes_since_age_check = 0;
+    stats.add(Counter::ActiveListRefreshes, 1);
+}
+
+/// Queues a committed transaction on its thread's slot, folding the queue if it grew long.
+pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, committed: Committed<R>) {
+    let mut queue = slot.committed.lock();
+    queue.push_back(committed);
+    if queue.len() >= QUEUE_FOLD_AT {
+        fold_queue(&mut queue);
+    }
+}
+
+/// Something with an identity to deduplicate by (a row pointer).
+pub(crate) trait RowIdentity {
+    fn identity(&self) -> usize;
+}
+
+impl<V: VersionStorage> RowIdentity for WrittenRow<V> {
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.row) as *const () as usize
+    }
+}
+
+/// Replaces the queue by one entry holding each distinct row once, with the newest commit
+/// timestamp: finalizing it later is exactly as safe (it waits for the newest) and does the
+/// same unlinking, because finalizing a row truncates below the watermark whichever
+/// transaction queued it.
+fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) {
+    let commit_ts = queue.back().map_or(0, |c| c.commit_ts);
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for committed in queue.drain(..) {
+        debug_assert!(committed.commit_ts <= commit_ts, "queue is in commit order");
+        for row in committed.rows {
+            if seen.insert(row.identity()) {
+                rows.push(row);
+            }
+        }
+    }
+    queue.push_back(Committed { commit_ts, rows });
+}
+
+/// After a transaction ends on this thread: finalize what is due, and now and then help
+/// idle threads.
+pub(crate) fn after_end<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+    committed: bool,
+) {
+    let help = {
+        let mut local_gc = local.gc.borrow_mut();
+        gc::due_to_help::<G>(&mut local_gc, || engine.txns.now_ns())
+    };
+    if !committed && !help {
+        return;
+    }
+    let watermark = engine.txns.watermark();
+    if committed {
+        let mut queue = local.slot.committed.lock();
+        finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+    }
+    if help {
+        for slot in engine.txns.slots() {
+            if let Some(mut queue) = slot.committed.try_lock() {
+                finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+            }
+        }
+    }
+}
+
+/// Finalizes every committed transaction of every slot that is below the watermark now.
+pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    let watermark = engine.txns.watermark();
+    for slot in engine.txns.slots() {
+        let mut queue = slot.committed.lock();
+        finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+    }
+}
+
+/// Finalizes, for slots whose thread has not ended a transaction for `idle_for`, what is
+/// below the watermark. Busy slots are left to their threads (no contention on their queue).
+pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+    idle_for: std::time::Duration,
+) {
+    let now = engine.txns.now_ns();
+    let idle_ns = idle_for.as_nanos() as u64;
+    let mut watermark = None;
+    for slot in engine.txns.slots() {
+        let last_end = slot.last_end_ns.load(std::sync::atomic::Ordering::Relaxed);
+        if now.saturating_sub(last_end) < idle_ns {
+            continue;
+        }
+        if let Some(mut queue) = slot.committed.try_lock() {
+            if queue.is_empty() {
+                continue;
+            }
+            let watermark = *watermark.get_or_insert_with(|| engine.txns.watermark());
+            finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+        }
+    }
+}
+
+fn finalize_queue<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    queue: &mut VecDeque<Committed<WrittenRow<V>>>,
+    watermark: u64,
+    stats: &crate::stats::SlotStats,
+) {
+    if queue.front().is_none_or(|c| c.commit_ts >= watermark) {
+        return;
+    }
+    let started = Instant::now();
+    let mut entry = Vec::new();
+    while let Some(committed) = queue.front() {
+        if committed.commit_ts >= watermark {
+            break;
+        }
+        let committed = queue.pop_front().expect("front exists");
+        for written in committed.rows {
+            let table = engine
+                .table_by_index(written.table)
+                .expect("a written table exists");
+            V::edit(&written.row, |chain| {
+                stats.record_gc_chain(chain.chain_len());
+                let (removed, bytes) =
+                    with_index_upkeep(table, &written.row, chain, &mut entry, |chain| {
+                        chain.truncate(watermark)
+                    });
+                stats.add(Counter::VersionsReclaimed, removed as u64);
+                stats.add(Counter::VersionBytesFreed, bytes as u64);
+                if bury_if_unreachable(table, &written.row, chain, &mut entry) {
+                    stats.add(Counter::RowsReclaimed, 1);
+                }
+            });
+        }
+    }
+    stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+}
+
+/// Runs `op` (which unlinks versions) and then removes the secondary entries only the
+/// unlinked versions had. Cheap when the chain holds no indexed column: then every version
+/// has the newest state's index keys.
+fn with_index_upkeep<V: VersionStorage, T>(
+    table: &Table<V>,
+    row: &RowRef<V>,
+    chain: &mut V::Chain,
+    entry: &mut Vec<u8>,
+    op: impl FnOnce(&mut V::Chain) -> T,
+) -> T {
+    let secondary = table.schema.secondary_mask;
+    if secondary.is_empty() || chain.chain_mask().intersection(secondary).is_empty() {
+        return op(chain);
+    }
+    let before = version_entries(table, chain);
+    let result = op(chain);
+    let after = version_entries(table, chain);
+    for (index, bytes) in before {
+        if !after.contains(&(index, bytes.clone())) {
+            table.secondary[index].remove_if(&bytes, |r| Arc::ptr_eq(r, row));
+        }
+    }
+    entry.clear();
+    result
+}
+
+/// Every (index, entry) pair some version of the row needs.
+fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec<(usize, Vec<u8>)> {
+    let mut entries = Vec::new();
+    chain.for_each_version(&mut |values| {
+        for (index, schema) in table.schema.indexes.iter().enumerate() {
+            let mut entry = Vec::new();
+            key::encode_index_entry(
+                &mut entry,
+                values,
+                &schema.columns,
+                &table.schema.primary_key,
+            );
+            if !entries.contains(&(index, entry.clone())) {
+                entries.push((index, entry));
+            }
+        }
+    });
+    entries
+}
+
+/// After a rollback: removes the entries of the rolled-back version `values` that no
+/// remaining version needs.
+pub(crate) fn drop_unused_entries<V: VersionStorage>(
+    table: &Table<V>,
+    row: &RowRef<V>,
+    chain: &V::Chain,
+    values: &[Value],
+    entry: &mut Vec<u8>,
+) {
+    if table.schema.indexes.is_empty() {
+        return;
+    }
+    let remaining = version_entries(table, chain);
+    for (index, schema) in table.schema.indexes.iter().enumerate() {
+        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+        if !remaining.iter().any(|(i, e)| *i == index && e == entry) {
+            table.secondary[index].remove_if(entry, |r| Arc::ptr_eq(r, row));
+        }
+    }
+}
+
+/// If no snapshot can see the row any more, removes it from every index and marks it dead
+/// (a writer that still holds it looks its key up again). Returns whether it did.
+pub(crate) fn bury_if_unreachable<V: VersionStorage>(
+    table: &Table<V>,
+    row: &RowRef<V>,
+    chain: &mut V::Chain,
+    entry: &mut Vec<u8>,
+) -> bool {
+    if chain.is_dead() || !chain.is_unreachable() {
+        return false;
+    }
+    let values = chain.values().0;
+    key::encode_row_key(entry, values, &table.schema.primary_key);
+    let removed = table.primary.remove_if(entry, |r| Arc::ptr_eq(r, row));
+    debug_assert!(removed, "a live row is in the primary index");
+    for (index, schema) in table.schema.indexes.iter().enumerate() {
+        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+        table.secondary[index].remove_if(entry, |r| Arc::ptr_eq(r, row));
+    }
+    chain.mark_dead();
+    true
+}

@@ -1,0 +1,181 @@
+//! The engine, generic over the seams: version storage `V` and collector `G`. The public
+//! [`Database`](crate::Database) picks one monomorphized engine at `open`, so the hot path
+//! has no dynamic dispatch.
+
+pub(crate) mod collect;
+pub(crate) mod txn;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::cc::Protocol;
+use crate::error::{Error, Result};
+use crate::gc::Collector;
+use crate::index::ordered::{OrderedIndex, PrimaryIndex};
+use crate::schema::{Schema, TableSchema};
+use crate::stats::Stats;
+use crate::txn::slots::TxnManager;
+use crate::version::{ChainEdit, VersionStorage};
+use crate::TableId;
+
+/// The most tables one database may hold.
+pub(crate) const MAX_TABLES: usize = 4096;
+
+/// A row as the indexes and write sets hold it.
+pub(crate) type RowRef<V> = Arc<<V as VersionStorage>::Row>;
+
+/// A row a transaction wrote, kept for stamping, rollback and finalizing.
+pub(crate) struct WrittenRow<V: VersionStorage> {
+    pub(crate) table: u32,
+    pub(crate) row: RowRef<V>,
+}
+
+/// One table: its schema and its indexes.
+pub(crate) struct Table<V: VersionStorage> {
+    pub(crate) schema: TableSchema,
+    pub(crate) primary: PrimaryIndex<RowRef<V>>,
+    pub(crate) secondary: Vec<OrderedIndex<RowRef<V>>>,
+}
+
+/// The engine.
+pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
+    pub(crate) txns: TxnManager<WrittenRow<V>>,
+    tables: Box<[OnceLock<Table<V>>]>,
+    table_count: AtomicUsize,
+    table_names: Mutex<HashMap<String, u32>>,
+    /// Distinguishes this database's table ids from another's.
+    pub(crate) tag: u32,
+    /// The concurrency-control protocol's shared state.
+    pub(crate) protocol: P,
+    _collector: std::marker::PhantomData<G>,
+}
+
+impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
+    pub(crate) fn new(tag: u32, protocol: P) -> Self {
+        Engine {
+            txns: TxnManager::new(),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            table_count: AtomicUsize::new(0),
+            table_names: Mutex::new(HashMap::new()),
+            tag,
+            protocol,
+            _collector: std::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn design(&self) -> String {
+        format!("{}/{}/{}", V::NAME, G::NAME, P::NAME)
+    }
+
+    pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        let schema = schema.validate(name)?;
+        // Creating a table is rare and not on any transaction's path: a mutex is fine.
+        let mut names = self.table_names.lock();
+        if names.contains_key(name) {
+            return Err(Error::DuplicateTable {
+                name: name.to_owned(),
+            });
+        }
+        let index = self.table_count.load(Ordering::Acquire);
+        if index >= MAX_TABLES {
+            return Err(Error::CapacityExceeded {
+                what: "tables".into(),
+                limit: MAX_TABLES,
+            });
+        }
+        let secondary = schema.indexes.iter().map(|_| OrderedIndex::new()).collect();
+        let table = Table {
+            schema,
+            primary: PrimaryIndex::new(),
+            secondary,
+        };
+        if self.tables[index].set(table).is_err() {
+            unreachable!("table slots are filled in order under the names mutex");
+        }
+        self.table_count.store(index + 1, Ordering::Release);
+        names.insert(name.to_owned(), index as u32);
+        Ok(TableId {
+            index: index as u32,
+            database: self.tag,
+        })
+    }
+
+    pub(crate) fn table_id(&self, name: &str) -> Result<TableId> {
+        self.table_names
+            .lock()
+            .get(name)
+            .map(|&index| TableId {
+                index,
+                database: self.tag,
+            })
+            .ok_or_else(|| Error::UnknownTable {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The table behind an id, if it belongs to this database.
+    pub(crate) fn table(&self, id: TableId) -> Result<&Table<V>> {
+        if id.database != self.tag {
+            return Err(Error::UnknownTable {
+                name: format!("{id:?} (an id from another database)"),
+            });
+        }
+        self.table_by_index(id.index)
+            .ok_or_else(|| Error::UnknownTable {
+                name: format!("{id:?}"),
+            })
+    }
+
+    pub(crate) fn table_by_index(&self, index: u32) -> Option<&Table<V>> {
+        self.tables.get(index as usize).and_then(OnceLock::get)
+    }
+
+    pub(crate) fn table_names(&self) -> Vec<String> {
+        let names = self.table_names.lock();
+        let mut sorted: Vec<(u32, String)> =
+            names.iter().map(|(name, &i)| (i, name.clone())).collect();
+        sorted.sort();
+        sorted.into_iter().map(|(_, name)| name).collect()
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut stats = Stats::default();
+        for slot in self.txns.slots() {
+            slot.stats.add_to(&mut stats);
+        }
+        stats
+    }
+
+    /// Number of version records behind the newest state of the row with this key.
+    pub(crate) fn chain_length(&self, id: TableId, key: &[crate::Value]) -> Result<Option<usize>> {
+        let table = self.table(id)?;
+        table.schema.check_key(key)?;
+        let mut encoded = Vec::new();
+        crate::key::encode_key_values(&mut encoded, key);
+        let guard = scc::Guard::new();
+        Ok(table
+            .primary
+            .get(&encoded, &guard)
+            .map(|row| V::edit(row, |chain| chain.chain_len())))
+    }
+
+    /// Number of rows in the primary index of a table, including deleted rows that some
+    /// snapshot may still see.
+    pub(crate) fn index_entries(&self, id: TableId) -> Result<usize> {
+        Ok(self.table(id)?.primary.len())
+    }
+}
+
+impl<V: VersionStorage, G: Collector, P: Protocol> Drop for Engine<V, G, P> {
+    fn drop(&mut self) {
+        // Slots may outlive the engine in thread-local handles; drop the rows they hold.
+        for slot in self.txns.slots() {
+            slot.committed.lock().clear();
+        }
+    }
+}

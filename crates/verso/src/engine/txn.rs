@@ -1,0 +1,647 @@
+//! A transaction on one monomorphized engine.
+
+use crate::sync::Arc;
+use std::cell::RefCell;
+use std::ops::Bound;
+use std::rc::Rc;
+
+use scc::Guard;
+
+use crate::cc::Protocol;
+use crate::engine::{Engine, RowRef, Table, WrittenRow};
+use crate::error::{Error, Result};
+use crate::gc::Collector;
+use crate::key;
+use crate::schema::TableSchema;
+use crate::stats::Counter;
+use crate::txn::slots::{Committed, LocalSlot};
+use crate::txn::state::TxnShared;
+use crate::value::Value;
+use crate::version::{ChainEdit, Snapshot, VersionStorage, WriteCheck, WriteIntent, WriteResult};
+use crate::{Isolation, KeyRange, TableId};
+
+/// Rows read per pin of the index's epoch during a scan: long scans re-pin so that they
+/// never hold back the index's memory reclamation.
+const SCAN_BATCH: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Active,
+    /// Rolled back by a conflict; every call now fails.
+    RolledBack,
+    Finished,
+}
+
+/// Reusable buffers.
+#[derive(Default)]
+struct Scratch {
+    key: Vec<u8>,
+    values: Vec<Value>,
+    entry: Vec<u8>,
+}
+
+pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector, P: Protocol> {
+    engine: &'e Engine<V, G, P>,
+    local: Rc<LocalSlot<WrittenRow<V>>>,
+    start_ts: u64,
+    isolation: Isolation,
+    /// Created on the first write: readers resolve this transaction's records through it.
+    shared: Option<Arc<TxnShared>>,
+    writes: Vec<WrittenRow<V>>,
+    phase: Phase,
+    scratch: RefCell<Scratch>,
+}
+
+impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
+    pub(crate) fn begin(engine: &'e Engine<V, G, P>, isolation: Isolation) -> Result<Self> {
+        let local = engine.txns.local().ok_or_else(|| Error::CapacityExceeded {
+            what: "threads using one database at once".into(),
+            limit: crate::txn::slots::MAX_THREADS,
+        })?;
+        let start_ts = engine.txns.begin(&local);
+        local.slot.stats.add(Counter::TxnBegun, 1);
+        Ok(EngineTxn {
+            engine,
+            local,
+            start_ts,
+            isolation,
+            shared: None,
+            writes: Vec::new(),
+            phase: Phase::Active,
+            scratch: RefCell::new(Scratch::default()),
+        })
+    }
+
+    pub(crate) fn start_ts(&self) -> u64 {
+        self.start_ts
+    }
+
+    pub(crate) fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    fn check_active(&self) -> Result<()> {
+        match self.phase {
+            Phase::Active => Ok(()),
+            Phase::RolledBack | Phase::Finished => Err(Error::TransactionAborted),
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            start_ts: self.start_ts,
+            owner: self.shared.as_deref(),
+        }
+    }
+
+    fn owner(&mut self) -> Arc<TxnShared> {
+        Arc::clone(
+            self.shared
+                .get_or_insert_with(|| Arc::new(TxnShared::new())),
+        )
+    }
+
+    fn table(&self, id: TableId) -> Result<&'e Table<V>> {
+        self.engine.table(id)
+    }
+
+    // ----- reads -----------------------------------------------------------------------
+
+    /// Calls `reader` with the visible row under `key`, without copying it.
+    pub(crate) fn get_with<R>(
+        &self,
+        id: TableId,
+        key_values: &[Value],
+        reader: impl FnOnce(&[Value]) -> R,
+    ) -> Result<Option<R>> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        table.schema.check_key(key_values)?;
+        let mut scratch = self.scratch.borrow_mut();
+        let scratch = &mut *scratch;
+        key::encode_key_values(&mut scratch.key, key_values);
+        let guard = Guard::new();
+        let Some(row) = table.primary.get(&scratch.key, &guard) else {
+            return Ok(None);
+        };
+        let (result, walked) = V::read(row, &self.snapshot(), &mut scratch.values, |v| {
+            v.map(reader)
+        });
+        self.local.slot.stats.record_read_chain(walked);
+        Ok(result)
+    }
+
+    pub(crate) fn get(&self, id: TableId, key_values: &[Value]) -> Result<Option<Vec<Value>>> {
+        self.get_with(id, key_values, <[Value]>::to_vec)
+    }
+
+    /// Calls `visit` with each visible row in primary-key order within `range`, until it
+    /// returns `false`.
+    pub(crate) fn scan_with(
+        &self,
+        id: TableId,
+        range: &KeyRange,
+        mut visit: impl FnMut(&[Value]) -> bool,
+    ) -> Result<()> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        let Some((lower, upper)) = encode_range(&table.schema, range, None)? else {
+            return Ok(());
+        };
+        let snapshot = self.snapshot();
+        let mut values = Vec::new();
+        let mut resume: Option<Vec<u8>> = None;
+        loop {
+            let mut seen = 0;
+            let mut stopped = false;
+            let mut last_key = Vec::new();
+            {
+                let guard = Guard::new();
+                let from = match &resume {
+                    Some(k) => Bound::Excluded(k.as_slice()),
+                    None => as_bound(&lower),
+                };
+                table
+                    .primary
+                    .range_from(from, as_bound(&upper), &guard, |key, row| {
+                        seen += 1;
+                        let (keep_going, walked) =
+                            V::read(row, &snapshot, &mut values, |v| v.is_none_or(&mut visit));
+                        self.local.slot.stats.record_read_chain(walked);
+                        if !keep_going {
+                            stopped = true;
+                            return false;
+                        }
+                        if seen == SCAN_BATCH {
+                            last_key.clear();
+                            last_key.extend_from_slice(key);
+                            return false;
+                        }
+                        true
+                    });
+            }
+            if stopped || seen < SCAN_BATCH {
+                return Ok(());
+            }
+            resume = Some(last_key);
+        }
+    }
+
+    /// Calls `visit` with each visible row whose secondary key starts with / lies in
+    /// `range`, in index order, until it returns `false`.
+    pub(crate) fn scan_index_with(
+        &self,
+        id: TableId,
+        index_name: &str,
+        range: &KeyRange,
+        mut visit: impl FnMut(&[Value]) -> bool,
+    ) -> Result<()> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        let index = table.schema.index_position(index_name)?;
+        let Some((lower, upper)) = encode_range(&table.schema, range, Some(index))? else {
+            return Ok(());
+        };
+        let index_schema = &table.schema.indexes[index];
+        let snapshot = self.snapshot();
+        let mut values = Vec::new();
+        let mut visible_entry = Vec::new();
+        let mut resume: Option<Vec<u8>> = None;
+        loop {
+            let mut seen = 0;
+            let mut stopped = false;
+            let mut last_key = Vec::new();
+            {
+                let guard = Guard::new();
+                let from = match &resume {
+                    Some(k) => Bound::Excluded(k.as_slice()),
+                    None => as_bound(&lower),
+                };
+                table.secondary[index].range_from(from, as_bound(&upper), &guard, |entry, row| {
+                    seen += 1;
+                    let (keep_going, walked) = V::read(row, &snapshot, &mut values, |v| {
+                        let Some(v) = v else { return true };
+                        // The entry is a hint: yield the row only if the version this
+                        // snapshot sees has exactly this entry's key.
+                        key::encode_index_entry(
+                            &mut visible_entry,
+                            v,
+                            &index_schema.columns,
+                            &table.schema.primary_key,
+                        );
+                        visible_entry.as_slice() != entry || visit(v)
+                    });
+                    self.local.slot.stats.record_read_chain(walked);
+                    if !keep_going {
+                        stopped = true;
+                        return false;
+                    }
+                    if seen == SCAN_BATCH {
+                        last_key.clear();
+                        last_key.extend_from_slice(entry);
+                        return false;
+                    }
+                    true
+                });
+            }
+            if stopped || seen < SCAN_BATCH {
+                return Ok(());
+            }
+            resume = Some(last_key);
+        }
+    }
+
+    // ----- writes ----------------------------------------------------------------------
+
+    pub(crate) fn insert(&mut self, id: TableId, row_values: &[Value]) -> Result<()> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        table.schema.check_row(row_values)?;
+        let owner = self.owner();
+        let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().key);
+        key::encode_row_key(&mut key_bytes, row_values, &table.schema.primary_key);
+        let result = self.insert_encoded(id, table, &key_bytes, row_values, &owner);
+        self.scratch.get_mut().key = key_bytes;
+        result
+    }
+
+    fn insert_encoded(
+        &mut self,
+        id: TableId,
+        table: &'e Table<V>,
+        key_bytes: &[u8],
+        row_values: &[Value],
+        owner: &Arc<TxnShared>,
+    ) -> Result<()> {
+        loop {
+            let existing = {
+                let guard = Guard::new();
+                table.primary.get(key_bytes, &guard).cloned()
+            };
+            match existing {
+                Some(row) => {
+                    match self.write_row(table, id, &row, WriteIntent::Insert(row_values))? {
+                        Written::Done => return Ok(()),
+                        Written::RowGone => continue,
+                        Written::NotFound => unreachable!("an insert never reports not-found"),
+                    }
+                }
+                None => {
+                    let (new_row, bytes) = V::new_row(row_values.to_vec(), owner);
+                    let row = Arc::new(new_row);
+                    // Index the row before publishing it: until the primary entry exists
+                    // nobody can find it, and its secondary entries are hints anyway. The
+                    // row's own record (uncommitted) hides it from everyone else.
+                    if table
+                        .primary
+                        .insert_if_absent(key_bytes, Arc::clone(&row))
+                        .is_err()
+                    {
+                        continue; // someone inserted the key meanwhile: write over it
+                    }
+                    V::edit(&row, |chain| {
+                        add_secondary_entries(table, &row, chain.values().0, &mut Vec::new());
+                    });
+                    let stats = &self.local.slot.stats;
+                    stats.add(Counter::VersionsCreated, 1);
+                    stats.add(Counter::VersionBytesCreated, bytes as u64);
+                    self.writes.push(WrittenRow {
+                        table: id.index,
+                        row,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    pub(crate) fn update(
+        &mut self,
+        id: TableId,
+        key_values: &[Value],
+        changes: &[(usize, Value)],
+    ) -> Result<bool> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        table.schema.check_key(key_values)?;
+        let mask = table.schema.check_assignments(changes)?;
+        self.write_by_key(id, table, key_values, WriteIntent::Update(mask, changes))
+    }
+
+    pub(crate) fn delete(&mut self, id: TableId, key_values: &[Value]) -> Result<bool> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        table.schema.check_key(key_values)?;
+        self.write_by_key(id, table, key_values, WriteIntent::Delete)
+    }
+
+    fn write_by_key(
+        &mut self,
+        id: TableId,
+        table: &'e Table<V>,
+        key_values: &[Value],
+        intent: WriteIntent<'_>,
+    ) -> Result<bool> {
+        let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().key);
+        key::encode_key_values(&mut key_bytes, key_values);
+        let result = loop {
+            let row = {
+                let guard = Guard::new();
+                table.primary.get(&key_bytes, &guard).cloned()
+            };
+            let Some(row) = row else { break Ok(false) };
+            let intent = match &intent {
+                WriteIntent::Update(mask, changes) => WriteIntent::Update(*mask, changes),
+                WriteIntent::Delete => WriteIntent::Delete,
+                WriteIntent::Insert(values) => WriteIntent::Insert(values),
+            };
+            match self.write_row(table, id, &row, intent) {
+                Ok(Written::Done) => break Ok(true),
+                Ok(Written::NotFound) => break Ok(false),
+                Ok(Written::RowGone) => continue,
+                Err(error) => break Err(error),
+            }
+        };
+        self.scratch.get_mut().key = key_bytes;
+        result
+    }
+
+    /// Installs a write into one row; prunes its chain if the collector says so.
+    fn write_row(
+        &mut self,
+        table: &'e Table<V>,
+        id: TableId,
+        row: &RowRef<V>,
+        intent: WriteIntent<'_>,
+    ) -> Result<Written> {
+        let owner = self.owner();
+        let snapshot = Snapshot {
+            start_ts: self.start_ts,
+            owner: Some(&owner),
+        };
+        let touches_index = match &intent {
+            WriteIntent::Update(mask, _) => {
+                !mask.intersection(table.schema.secondary_mask).is_empty()
+            }
+            WriteIntent::Insert(_) => !table.schema.indexes.is_empty(),
+            WriteIntent::Delete => false,
+        };
+        match V::write(row, &snapshot, intent, &owner) {
+            WriteResult::Installed {
+                mut chain,
+                new_record,
+                created_bytes,
+                replaced,
+            } => {
+                let stats = &self.local.slot.stats;
+                if new_record {
+                    stats.add(Counter::VersionsCreated, 1);
+                }
+                stats.add(Counter::VersionBytesCreated, created_bytes as u64);
+                if touches_index {
+                    let mut entry = std::mem::take(&mut self.scratch.get_mut().entry);
+                    add_secondary_entries(table, row, chain.values().0, &mut entry);
+                    if let Some(replaced) = replaced {
+                        // This transaction's earlier version of the row is gone: drop the
+                        // entries only it had.
+                        crate::engine::collect::drop_unused_entries(
+                            table, row, &chain, &replaced, &mut entry,
+                        );
+                    }
+                    self.scratch.get_mut().entry = entry;
+                }
+                if G::EAGER_PRUNING {
+                    crate::engine::collect::prune_after_write::<V, G, P>(
+                        self.engine,
+                        &self.local,
+                        table,
+                        row,
+                        &mut chain,
+                    );
+                }
+                drop(chain);
+                if new_record {
+                    self.writes.push(WrittenRow {
+                        table: id.index,
+                        row: Arc::clone(row),
+                    });
+                }
+                Ok(Written::Done)
+            }
+            WriteResult::Refused(WriteCheck::DuplicateKey) => Err(Error::DuplicateKey {
+                table: table.schema.name.clone(),
+            }),
+            WriteResult::Refused(WriteCheck::NotFound) => Ok(Written::NotFound),
+            WriteResult::Refused(WriteCheck::Ok) => unreachable!("Ok is not a refusal"),
+            WriteResult::RowGone => Ok(Written::RowGone),
+            WriteResult::Conflict => {
+                self.rollback(Counter::AbortedWriteConflict);
+                self.phase = Phase::RolledBack;
+                Err(Error::WriteConflict {
+                    table: table.schema.name.clone(),
+                })
+            }
+        }
+    }
+
+    // ----- end ---------------------------------------------------------------------------
+
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.check_active()?;
+        let Some(owner) = self.shared.clone().filter(|_| !self.writes.is_empty()) else {
+            self.finish();
+            self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
+            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
+            return Ok(());
+        };
+        owner.mark_committing();
+        if let Err(error) = self.engine.protocol.validate_commit(self.start_ts) {
+            // Not visible yet: nobody can have read these writes; undo them.
+            owner.mark_validation_failed();
+            self.rollback(Counter::AbortedSerialization);
+            self.finish();
+            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
+            return Err(error);
+        }
+        // (A redo-log append goes here, between validation and visibility.)
+        let commit_ts = self.engine.txns.draw_commit_ts();
+        debug_assert!(commit_ts >= self.start_ts);
+        owner.mark_committed(commit_ts);
+        for written in &self.writes {
+            V::stamp(&written.row, &owner, commit_ts);
+        }
+        let rows = std::mem::take(&mut self.writes);
+        self.finish();
+        let slot = &self.local.slot;
+        slot.stats.add(Counter::Committed, 1);
+        crate::engine::collect::enqueue_committed(slot, Committed { commit_ts, rows });
+        crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, true);
+        Ok(())
+    }
+
+    pub(crate) fn abort(mut self) {
+        self.abort_in_place();
+    }
+
+    fn abort_in_place(&mut self) {
+        match self.phase {
+            Phase::Active => {
+                self.rollback(Counter::AbortedByUser);
+                self.finish();
+            }
+            Phase::RolledBack => self.finish(),
+            Phase::Finished => {}
+        }
+    }
+
+    /// Undoes every write, newest first, and counts the abort.
+    fn rollback(&mut self, reason: Counter) {
+        let stats = &self.local.slot.stats;
+        stats.add(reason, 1);
+        let Some(owner) = self.shared.clone() else {
+            return;
+        };
+        let mut entry = Vec::new();
+        for written in self.writes.drain(..).rev() {
+            let table = self
+                .engine
+                .table_by_index(written.table)
+                .expect("a written table exists");
+            V::edit(&written.row, |chain| {
+                let report = chain.rollback(&owner);
+                stats.add(Counter::VersionsRolledBack, 1);
+                stats.add(Counter::VersionBytesFreed, report.freed_bytes as u64);
+                if let Some(values) = report.written {
+                    crate::engine::collect::drop_unused_entries(
+                        table,
+                        &written.row,
+                        chain,
+                        &values,
+                        &mut entry,
+                    );
+                }
+                crate::engine::collect::bury_if_unreachable(table, &written.row, chain, &mut entry);
+            });
+        }
+        owner.mark_aborted();
+    }
+
+    fn finish(&mut self) {
+        if self.phase != Phase::Finished {
+            self.engine.txns.end(&self.local, self.start_ts);
+            self.phase = Phase::Finished;
+        }
+    }
+}
+
+impl<V: VersionStorage, G: Collector, P: Protocol> Drop for EngineTxn<'_, V, G, P> {
+    fn drop(&mut self) {
+        if self.phase != Phase::Finished {
+            self.abort_in_place();
+            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
+        }
+    }
+}
+
+/// How a write to one row ended, short of an error.
+enum Written {
+    Done,
+    /// Update or delete of a row this transaction does not see.
+    NotFound,
+    /// The collector removed the row from the index: look the key up again.
+    RowGone,
+}
+
+/// Adds the secondary-index entries of one version. An entry that already points at this
+/// row stays; one that points at another row is stale (that row was removed from the
+/// primary index, since primary keys are unique and the entry holds the primary key) and is
+/// replaced.
+pub(crate) fn add_secondary_entries<V: VersionStorage>(
+    table: &Table<V>,
+    row: &RowRef<V>,
+    values: &[Value],
+    entry: &mut Vec<u8>,
+) {
+    for (index, schema) in table.schema.indexes.iter().enumerate() {
+        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+        let secondary = &table.secondary[index];
+        while secondary.insert_if_absent(entry, Arc::clone(row)).is_err() {
+            if !secondary.remove_if(entry, |other| !Arc::ptr_eq(other, row)) {
+                break; // the entry is this row's already
+            }
+        }
+    }
+}
+
+type EncodedBound = Bound<Vec<u8>>;
+
+fn as_bound(bound: &EncodedBound) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Encodes a range of key prefixes (primary key, or a secondary index's key when `index`
+/// is given). A prefix bound stands for all keys that start with it: `..=p` includes them,
+/// `..p` excludes them. Returns `None` for a range that is empty by construction.
+fn encode_range(
+    schema: &TableSchema,
+    range: &KeyRange,
+    index: Option<usize>,
+) -> Result<Option<(EncodedBound, EncodedBound)>> {
+    let encode = |values: &Vec<Value>| -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        match index {
+            None => {
+                if values.len() > schema.primary_key.len() {
+                    return Err(Error::WrongArity {
+                        what: format!("primary-key range bound of {}", schema.name),
+                        expected: schema.primary_key.len(),
+                        found: values.len(),
+                    });
+                }
+                for (value, &column) in values.iter().zip(&schema.primary_key) {
+                    if value.is_null() {
+                        return Err(Error::NullInPrimaryKey {
+                            table: schema.name.clone(),
+                            column: schema.column_names[column].clone(),
+                        });
+                    }
+                    if !value.fits(schema.column_types[column]) {
+                        // Reuse the full check for its error.
+                        let mut probe = vec![Value::Null; schema.arity()];
+                        probe[column] = value.clone();
+                        schema.check_row(&probe)?;
+                    }
+                    key::encode_value(&mut out, value);
+                }
+            }
+            Some(index) => {
+                schema.check_index_key(index, values)?;
+                for value in values {
+                    key::encode_tagged(&mut out, value);
+                }
+            }
+        }
+        Ok(out)
+    };
+    let lower = match &range.start {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(p) => Bound::Included(encode(p)?),
+        Bound::Excluded(p) => match key::prefix_successor(&encode(p)?) {
+            Some(s) => Bound::Included(s),
+            None => return Ok(None),
+        },
+    };
+    let upper = match &range.end {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Excluded(p) => Bound::Excluded(encode(p)?),
+        Bound::Included(p) => match key::prefix_successor(&encode(p)?) {
+            Some(s) => Bound::Excluded(s),
+            None => Bound::Unbounded,
+        },
+    };
+    Ok(Some((lower, upper)))
+}

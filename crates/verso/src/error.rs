@@ -1,0 +1,189 @@
+//! The one error type of Verso.
+
+use std::fmt;
+
+use crate::value::ColumnType;
+
+/// Everything that can go wrong in Verso.
+///
+/// Variants fall into two families, told apart by [`Error::is_retryable`]:
+/// *conflicts* (the transaction lost a race with another one and was rolled back; run it
+/// again) and *misuse* (the request itself is wrong; running it again gives the same error).
+///
+/// What an error does to the transaction that returned it:
+/// - a conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`]) rolls the
+///   transaction back on the spot; every later call on it returns
+///   [`Error::TransactionAborted`];
+/// - any other error leaves the transaction usable: the failed call changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Another transaction wrote this row first (it is still running, or it committed after
+    /// this transaction began): snapshot isolation's first-updater-wins rule. Retry.
+    WriteConflict {
+        /// The table of the row.
+        table: String,
+    },
+    /// The transaction could not be serialized with the ones that committed while it ran.
+    /// Retry.
+    SerializationFailure {
+        /// What the validation found.
+        reason: String,
+    },
+    /// The transaction was already rolled back because of an earlier conflict.
+    TransactionAborted,
+    /// An insert found a row with the same primary key visible to this transaction.
+    DuplicateKey {
+        /// The table.
+        table: String,
+    },
+    /// No table has this name (or this id, in this database).
+    UnknownTable {
+        /// The name or id asked for.
+        name: String,
+    },
+    /// A table with this name already exists.
+    DuplicateTable {
+        /// The name.
+        name: String,
+    },
+    /// The table has no column with this name or index.
+    UnknownColumn {
+        /// The table.
+        table: String,
+        /// The column name or index asked for.
+        column: String,
+    },
+    /// The table has no secondary index with this name.
+    UnknownIndex {
+        /// The table.
+        table: String,
+        /// The index name asked for.
+        index: String,
+    },
+    /// A row or key had the wrong number of values.
+    WrongArity {
+        /// What was being checked ("row of orders", "primary key of orders", ...).
+        what: String,
+        /// How many values were expected.
+        expected: usize,
+        /// How many were given.
+        found: usize,
+    },
+    /// A value does not fit its column's type.
+    WrongType {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The column's type.
+        expected: ColumnType,
+        /// A short description of the value given.
+        found: String,
+    },
+    /// A primary-key column was given NULL.
+    NullInPrimaryKey {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+    /// An update tried to change a primary-key column; delete and insert instead.
+    PrimaryKeyUpdate {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+    /// The schema is not valid (no columns, no primary key, a duplicate name, ...).
+    InvalidSchema {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The options ask for a combination of designs that cannot work together.
+    UnsupportedConfiguration {
+        /// Why it cannot work.
+        reason: String,
+    },
+    /// A fixed capacity of the engine was reached (tables, threads).
+    CapacityExceeded {
+        /// Which capacity.
+        what: String,
+        /// Its limit.
+        limit: usize,
+    },
+}
+
+impl Error {
+    /// Whether the transaction lost a race and running it again may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::WriteConflict { .. } | Error::SerializationFailure { .. }
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::WriteConflict { table } => write!(
+                f,
+                "write-write conflict on a row of {table}: another transaction wrote it first; \
+                 the transaction was rolled back, retry it"
+            ),
+            Error::SerializationFailure { reason } => write!(
+                f,
+                "serialization failure ({reason}); the transaction was rolled back, retry it"
+            ),
+            Error::TransactionAborted => {
+                f.write_str("the transaction was already rolled back by an earlier conflict")
+            }
+            Error::DuplicateKey { table } => {
+                write!(f, "a row with this primary key already exists in {table}")
+            }
+            Error::UnknownTable { name } => write!(f, "no table named {name}"),
+            Error::DuplicateTable { name } => write!(f, "a table named {name} already exists"),
+            Error::UnknownColumn { table, column } => {
+                write!(f, "table {table} has no column {column}")
+            }
+            Error::UnknownIndex { table, index } => {
+                write!(f, "table {table} has no secondary index {index}")
+            }
+            Error::WrongArity {
+                what,
+                expected,
+                found,
+            } => write!(f, "{what}: expected {expected} values, got {found}"),
+            Error::WrongType {
+                table,
+                column,
+                expected,
+                found,
+            } => write!(
+                f,
+                "column {table}.{column} has type {expected}, got the value {found}"
+            ),
+            Error::NullInPrimaryKey { table, column } => {
+                write!(f, "primary-key column {table}.{column} cannot be NULL")
+            }
+            Error::PrimaryKeyUpdate { table, column } => write!(
+                f,
+                "column {table}.{column} is part of the primary key and cannot be updated; \
+                 delete the row and insert it again"
+            ),
+            Error::InvalidSchema { reason } => write!(f, "invalid schema: {reason}"),
+            Error::UnsupportedConfiguration { reason } => {
+                write!(f, "unsupported configuration: {reason}")
+            }
+            Error::CapacityExceeded { what, limit } => {
+                write!(f, "too many {what}: the limit is {limit}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Verso's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

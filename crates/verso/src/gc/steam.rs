@@ -1,0 +1,13 @@
+//! Steam (Böttcher et al., PVLDB 2019, §4): thread-local transaction lists, interspersed
+//! finalizing, and eager pruning of obsolete versions (EPO) on every write, so a chain never
+//! holds more versions than there are active snapshots. The default collector.
+
+use super::Collector;
+
+/// Steam's collector.
+pub(crate) struct Steam;
+
+impl Collector for Steam {
+    const NAME: &'static str = "steam";
+    const EAGER_PRUNING: bool = true;
+}

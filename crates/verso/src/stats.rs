@@ -1,0 +1,208 @@
+//! What the engine measures about itself (DESIGN.md §7): cheap per-thread counters, summed
+//! when read.
+//!
+//! Each counter lives in a thread slot and is written only by the thread that owns the slot
+//! (a plain load and store, no read-modify-write), so counting costs no shared traffic.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Number of buckets in a [`ChainHistogram`].
+pub const CHAIN_BUCKETS: usize = 16;
+
+#[derive(Clone, Copy, Debug)]
+#[repr(usize)]
+pub(crate) enum Counter {
+    TxnBegun,
+    Committed,
+    CommittedReadOnly,
+    AbortedByUser,
+    AbortedWriteConflict,
+    AbortedSerialization,
+    VersionsCreated,
+    VersionsPrunedEagerly,
+    VersionsReclaimed,
+    VersionsRolledBack,
+    VersionBytesCreated,
+    VersionBytesFreed,
+    RowsReclaimed,
+    GcNanos,
+    PruneNanos,
+    ActiveListRefreshes,
+}
+
+const COUNTERS: usize = Counter::ActiveListRefreshes as usize + 1;
+
+/// A slot's counters and histograms.
+#[derive(Default)]
+pub(crate) struct SlotStats {
+    counters: [AtomicU64; COUNTERS],
+    read_chain: HistogramCell,
+    gc_chain: HistogramCell,
+}
+
+#[derive(Default)]
+struct HistogramCell {
+    buckets: [AtomicU64; CHAIN_BUCKETS],
+    max: AtomicU64,
+}
+
+impl HistogramCell {
+    fn record(&self, len: usize) {
+        bump(&self.buckets[chain_bucket(len)], 1);
+        if len as u64 > self.max.load(Ordering::Relaxed) {
+            self.max.store(len as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn add_to(&self, out: &mut ChainHistogram) {
+        for (sum, bucket) in out.buckets.iter_mut().zip(&self.buckets) {
+            *sum += bucket.load(Ordering::Relaxed);
+        }
+        out.max = out.max.max(self.max.load(Ordering::Relaxed));
+    }
+}
+
+/// Owner-only increment: no other thread writes this counter, so load+store is exact.
+fn bump(cell: &AtomicU64, by: u64) {
+    cell.store(
+        cell.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
+/// Bucket of a chain length: 0 for 0, then one bucket per power of two
+/// (`1`, `2..=3`, `4..=7`, ...), the last bucket open-ended.
+pub fn chain_bucket(len: usize) -> usize {
+    ((usize::BITS - len.leading_zeros()) as usize).min(CHAIN_BUCKETS - 1)
+}
+
+impl SlotStats {
+    pub(crate) fn add(&self, counter: Counter, by: u64) {
+        bump(&self.counters[counter as usize], by);
+    }
+
+    pub(crate) fn record_read_chain(&self, len: usize) {
+        self.read_chain.record(len);
+    }
+
+    pub(crate) fn record_gc_chain(&self, len: usize) {
+        self.gc_chain.record(len);
+    }
+
+    pub(crate) fn add_to(&self, stats: &mut Stats) {
+        let get = |c: Counter| self.counters[c as usize].load(Ordering::Relaxed);
+        stats.transactions_begun += get(Counter::TxnBegun);
+        stats.commits += get(Counter::Committed);
+        stats.read_only_commits += get(Counter::CommittedReadOnly);
+        stats.aborts_by_user += get(Counter::AbortedByUser);
+        stats.aborts_write_conflict += get(Counter::AbortedWriteConflict);
+        stats.aborts_serialization += get(Counter::AbortedSerialization);
+        stats.versions_created += get(Counter::VersionsCreated);
+        stats.versions_pruned_eagerly += get(Counter::VersionsPrunedEagerly);
+        stats.versions_reclaimed += get(Counter::VersionsReclaimed);
+        stats.versions_rolled_back += get(Counter::VersionsRolledBack);
+        stats.version_bytes_created += get(Counter::VersionBytesCreated);
+        stats.version_bytes_freed += get(Counter::VersionBytesFreed);
+        stats.rows_reclaimed += get(Counter::RowsReclaimed);
+        stats.gc_nanos += get(Counter::GcNanos);
+        stats.prune_nanos += get(Counter::PruneNanos);
+        stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
+        self.read_chain.add_to(&mut stats.read_chain_lengths);
+        self.gc_chain.add_to(&mut stats.gc_chain_lengths);
+    }
+}
+
+/// Chain lengths seen, in power-of-two buckets (see [`chain_bucket`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainHistogram {
+    /// `buckets[b]` counts lengths whose bucket is `b`.
+    pub buckets: [u64; CHAIN_BUCKETS],
+    /// The longest chain seen.
+    pub max: u64,
+}
+
+impl ChainHistogram {
+    /// Number of observations.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+}
+
+/// A snapshot of the engine's counters, summed over all threads. Counters only grow; the
+/// `live_*` methods derive what is alive now.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Transactions begun.
+    pub transactions_begun: u64,
+    /// Transactions that committed writes.
+    pub commits: u64,
+    /// Transactions that committed without writing.
+    pub read_only_commits: u64,
+    /// Transactions the user aborted (or dropped without committing).
+    pub aborts_by_user: u64,
+    /// Transactions rolled back by a write-write conflict.
+    pub aborts_write_conflict: u64,
+    /// Transactions rolled back by a failed serializability validation.
+    pub aborts_serialization: u64,
+    /// Version records created by writes.
+    pub versions_created: u64,
+    /// Version records removed from chains by eager pruning (Steam's EPO).
+    pub versions_pruned_eagerly: u64,
+    /// Version records freed when their transaction fell below the watermark.
+    pub versions_reclaimed: u64,
+    /// Version records freed by rollbacks.
+    pub versions_rolled_back: u64,
+    /// Bytes of version records created.
+    pub version_bytes_created: u64,
+    /// Bytes of version records freed.
+    pub version_bytes_freed: u64,
+    /// Deleted rows removed from the indexes and freed.
+    pub rows_reclaimed: u64,
+    /// Nanoseconds spent finalizing committed transactions (unlinking below the watermark).
+    pub gc_nanos: u64,
+    /// Nanoseconds spent in eager pruning (including refreshing the active list).
+    pub prune_nanos: u64,
+    /// Times a thread rebuilt its sorted list of active snapshots.
+    pub active_list_refreshes: u64,
+    /// Version records walked per read.
+    pub read_chain_lengths: ChainHistogram,
+    /// Chain lengths the collector met: a writer's chain before it pruned it (Steam), a
+    /// row's chain before finalizing cut it.
+    pub gc_chain_lengths: ChainHistogram,
+}
+
+impl Stats {
+    /// Version records alive now.
+    pub fn live_versions(&self) -> u64 {
+        self.versions_created.saturating_sub(
+            self.versions_pruned_eagerly + self.versions_reclaimed + self.versions_rolled_back,
+        )
+    }
+
+    /// Bytes of version records alive now.
+    pub fn live_version_bytes(&self) -> u64 {
+        self.version_bytes_created
+            .saturating_sub(self.version_bytes_freed)
+    }
+
+    /// Transactions aborted for any reason.
+    pub fn aborts(&self) -> u64 {
+        self.aborts_by_user + self.aborts_write_conflict + self.aborts_serialization
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_powers_of_two() {
+        assert_eq!(chain_bucket(0), 0);
+        assert_eq!(chain_bucket(1), 1);
+        assert_eq!(chain_bucket(2), 2);
+        assert_eq!(chain_bucket(3), 2);
+        assert_eq!(chain_bucket(4), 3);
+        assert_eq!(chain_bucket(usize::MAX), CHAIN_BUCKETS - 1);
+    }
+}

@@ -1,0 +1,67 @@
+//! The synchronization primitives of the version chain and the transaction state, swapped
+//! for loom's under `--cfg loom` so the loom tests can explore their interleavings.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::AtomicU64;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Arc;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::AtomicU64;
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc;
+
+/// Gives up the processor while waiting for another thread's few instructions.
+pub(crate) fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// A row's reader-writer latch.
+#[cfg(not(loom))]
+pub(crate) struct Latch<T>(parking_lot::RwLock<T>);
+#[cfg(not(loom))]
+pub(crate) type ReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
+#[cfg(not(loom))]
+pub(crate) type WriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+
+#[cfg(not(loom))]
+impl<T> Latch<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Latch(parking_lot::RwLock::new(value))
+    }
+
+    pub(crate) fn read(&self) -> ReadGuard<'_, T> {
+        self.0.read()
+    }
+
+    pub(crate) fn write(&self) -> WriteGuard<'_, T> {
+        self.0.write()
+    }
+}
+
+/// A row's reader-writer latch.
+#[cfg(loom)]
+pub(crate) struct Latch<T>(loom::sync::RwLock<T>);
+#[cfg(loom)]
+pub(crate) type ReadGuard<'a, T> = loom::sync::RwLockReadGuard<'a, T>;
+#[cfg(loom)]
+pub(crate) type WriteGuard<'a, T> = loom::sync::RwLockWriteGuard<'a, T>;
+
+#[cfg(loom)]
+impl<T> Latch<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Latch(loom::sync::RwLock::new(value))
+    }
+
+    pub(crate) fn read(&self) -> ReadGuard<'_, T> {
+        // A panic while latched aborts the test anyway; poisoning carries no information.
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> WriteGuard<'_, T> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,317 @@
+//! Per-thread slots (Steam §4.2): each thread publishes the start timestamps of its running
+//! transactions in its own slot; the global minimum and the list of active snapshots are
+//! scans over the slots. Begin and commit take no global lock; the commit clock is the only
+//! shared word they write.
+//!
+//! Invariants:
+//! - **Exact publication.** A thread publishes a start timestamp *before* it is final: it
+//!   reads the clock, publishes the value, then re-reads the clock and retries if it moved.
+//!   So when `begin` returns `s`, `s` is in the slot; and a scan that read the clock as `t`
+//!   before reading the slot and missed the publication can only have missed a transaction
+//!   whose start is `>= t` (all loads and stores here are SeqCst).
+//! - A slot's `oldest` is the smallest start of its thread's running transactions
+//!   (`u64::MAX` if none); `others` holds the rest. While the set changes, a value may be
+//!   listed twice or linger briefly, never go missing: removal only follows the end of the
+//!   transaction it stood for.
+//! - Slots are never freed while the database lives; a thread that exits releases its slot
+//!   for reuse, leaving its queue of committed transactions for others to finalize.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+
+use crate::stats::SlotStats;
+use crate::version::ActiveSnapshots;
+
+const SLOTS_PER_CHUNK: usize = 64;
+const CHUNKS: usize = 1024;
+/// How many threads may hold a slot of one database at once.
+pub(crate) const MAX_THREADS: usize = SLOTS_PER_CHUNK * CHUNKS;
+
+/// A committed writing transaction waiting until no snapshot can need its versions.
+pub(crate) struct Committed<R> {
+    pub(crate) commit_ts: u64,
+    /// The rows it wrote (each holds its version record, possibly pruned already).
+    pub(crate) rows: Vec<R>,
+}
+
+/// One thread's slot.
+pub(crate) struct Slot<R> {
+    oldest: AtomicU64,
+    others_len: AtomicUsize,
+    others: Mutex<Vec<u64>>,
+    in_use: AtomicBool,
+    /// Committed transactions not yet finalized, in commit order.
+    pub(crate) committed: Mutex<VecDeque<Committed<R>>>,
+    /// Nanoseconds (from the manager's epoch) of the owner's last commit or abort.
+    pub(crate) last_end_ns: AtomicU64,
+    pub(crate) stats: SlotStats,
+}
+
+impl<R> Slot<R> {
+    fn new() -> Self {
+        Slot {
+            oldest: AtomicU64::new(u64::MAX),
+            others_len: AtomicUsize::new(0),
+            others: Mutex::new(Vec::new()),
+            in_use: AtomicBool::new(false),
+            committed: Mutex::new(VecDeque::new()),
+            last_end_ns: AtomicU64::new(0),
+            stats: SlotStats::default(),
+        }
+    }
+
+    /// Publishes the sorted start timestamps of the owner's running transactions.
+    fn publish(&self, starts: &[u64]) {
+        match starts {
+            [] => {
+                self.oldest.store(u64::MAX, Ordering::SeqCst);
+                if self.others_len.load(Ordering::Relaxed) != 0 {
+                    self.others.lock().clear();
+                    self.others_len.store(0, Ordering::SeqCst);
+                }
+            }
+            [oldest, rest @ ..] => {
+                // New oldest first, then the rest: a value is listed twice for a moment
+                // rather than missing.
+                self.oldest.store(*oldest, Ordering::SeqCst);
+                if !rest.is_empty() || self.others_len.load(Ordering::Relaxed) != 0 {
+                    let mut others = self.others.lock();
+                    others.clear();
+                    others.extend_from_slice(rest);
+                    self.others_len.store(rest.len(), Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    /// Adds one start timestamp to what is published (before it is final).
+    fn publish_additional(&self, running: &[u64], candidate: u64) {
+        if running.is_empty() {
+            self.oldest.store(candidate, Ordering::SeqCst);
+        } else {
+            let mut others = self.others.lock();
+            others.push(candidate);
+            self.others_len.store(others.len(), Ordering::SeqCst);
+        }
+    }
+}
+
+/// A fixed-size block of slots; blocks are allocated on demand and never move.
+type SlotChunk<R> = Box<[Arc<Slot<R>>]>;
+
+/// The clock and the slots.
+pub(crate) struct TxnManager<R> {
+    /// The next commit timestamp. A snapshot taken now sees commits below this value.
+    clock: AtomicU64,
+    chunks: Box<[OnceLock<SlotChunk<R>>]>,
+    slots_used: AtomicUsize,
+    epoch: std::time::Instant,
+    /// Alive while the database is; thread-local handles hold a weak reference.
+    liveness: Arc<()>,
+    id: u64,
+}
+
+static NEXT_MANAGER_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<R: Send + 'static> TxnManager<R> {
+    pub(crate) fn new() -> Self {
+        TxnManager {
+            clock: AtomicU64::new(1),
+            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+            slots_used: AtomicUsize::new(0),
+            epoch: std::time::Instant::now(),
+            liveness: Arc::new(()),
+            id: NEXT_MANAGER_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// The clock: the commit timestamp the next committer will take.
+    pub(crate) fn clock(&self) -> u64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// Draws a commit timestamp. The caller has marked itself committing first.
+    pub(crate) fn draw_commit_ts(&self) -> u64 {
+        let ts = self.clock.fetch_add(1, Ordering::SeqCst);
+        debug_assert!(ts < crate::txn::state::MAX_TIMESTAMP, "clock exhausted");
+        ts
+    }
+
+    fn slot(&self, index: usize) -> Option<&Arc<Slot<R>>> {
+        self.chunks[index / SLOTS_PER_CHUNK]
+            .get()
+            .map(|chunk| &chunk[index % SLOTS_PER_CHUNK])
+    }
+
+    /// Every slot that exists (in use or not).
+    pub(crate) fn slots(&self) -> impl Iterator<Item = &Arc<Slot<R>>> {
+        let used = self.slots_used.load(Ordering::SeqCst).min(MAX_THREADS);
+        (0..used).filter_map(|index| self.slot(index))
+    }
+
+    /// The calling thread's handle for this manager, created (and a slot claimed) on first
+    /// use. Returns `None` when all `MAX_THREADS` slots are taken.
+    pub(crate) fn local(&self) -> Option<Rc<LocalSlot<R>>> {
+        LocalSlot::lookup(self)
+    }
+
+    fn claim_slot(&self) -> Option<Arc<Slot<R>>> {
+        for slot in self.slots() {
+            if slot
+                .in_use
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Some(Arc::clone(slot));
+            }
+        }
+        let index = self.slots_used.fetch_add(1, Ordering::SeqCst);
+        if index >= MAX_THREADS {
+            self.slots_used.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        let chunk = self.chunks[index / SLOTS_PER_CHUNK].get_or_init(|| {
+            (0..SLOTS_PER_CHUNK)
+                .map(|_| Arc::new(Slot::new()))
+                .collect()
+        });
+        let slot = &chunk[index % SLOTS_PER_CHUNK];
+        // A fresh index is ours alone, but an earlier thread may have claimed it by the
+        // scan above once `slots_used` covered it; take it only if still free.
+        if slot
+            .in_use
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            Some(Arc::clone(slot))
+        } else {
+            self.claim_slot()
+        }
+    }
+
+    /// Begins a snapshot on `local`'s thread: publishes, then returns the start timestamp.
+    pub(crate) fn begin(&self, local: &LocalSlot<R>) -> u64 {
+        let mut running = local.running.borrow_mut();
+        loop {
+            let candidate = self.clock.load(Ordering::SeqCst);
+            local.slot.publish_additional(&running, candidate);
+            if self.clock.load(Ordering::SeqCst) == candidate {
+                let at = running.partition_point(|&s| s <= candidate);
+                running.insert(at, candidate);
+                // `publish_additional` may have left an older candidate behind in `others`.
+                local.slot.publish(&running);
+                return candidate;
+            }
+            // The clock moved: the candidate is too old to be exact. Publish the running set
+            // again (dropping the candidate) and retry.
+            local.slot.publish(&running);
+        }
+    }
+
+    /// Ends the transaction that started at `start_ts` on `local`'s thread.
+    pub(crate) fn end(&self, local: &LocalSlot<R>, start_ts: u64) {
+        let mut running = local.running.borrow_mut();
+        let at = running
+            .iter()
+            .position(|&s| s == start_ts)
+            .expect("an ending transaction is running on its thread");
+        running.remove(at);
+        local.slot.publish(&running);
+        local
+            .slot
+            .last_end_ns
+            .store(self.now_ns(), Ordering::Relaxed);
+    }
+
+    /// The oldest snapshot any transaction can hold now or later: versions committed
+    /// before it and superseded before it are invisible to everyone.
+    pub(crate) fn watermark(&self) -> u64 {
+        let mut watermark = self.clock.load(Ordering::SeqCst);
+        for slot in self.slots() {
+            watermark = watermark.min(slot.oldest.load(Ordering::SeqCst));
+        }
+        watermark
+    }
+
+    /// The snapshots that may read old versions now (see [`ActiveSnapshots`]).
+    pub(crate) fn active_snapshots(&self, into: &mut Vec<u64>) -> ActiveSnapshots {
+        let horizon = self.clock.load(Ordering::SeqCst);
+        into.clear();
+        for slot in self.slots() {
+            let oldest = slot.oldest.load(Ordering::SeqCst);
+            if oldest != u64::MAX {
+                into.push(oldest);
+            }
+            if slot.others_len.load(Ordering::SeqCst) != 0 {
+                into.extend_from_slice(&slot.others.lock());
+            }
+        }
+        ActiveSnapshots::new(horizon, std::mem::take(into))
+    }
+
+    pub(crate) fn is_alive_token(&self) -> Weak<()> {
+        Arc::downgrade(&self.liveness)
+    }
+}
+
+/// A thread's handle on its slot in one database. Not `Send`: it is the thread's.
+pub(crate) struct LocalSlot<R> {
+    pub(crate) slot: Arc<Slot<R>>,
+    /// Start timestamps of this thread's running transactions, ascending.
+    running: RefCell<Vec<u64>>,
+    /// Thread-local collector state (the cached active-snapshot list, scratch buffers).
+    pub(crate) gc: RefCell<crate::gc::LocalGc>,
+}
+
+impl<R> Drop for LocalSlot<R> {
+    fn drop(&mut self) {
+        debug_assert!(self.running.borrow().is_empty());
+        self.slot.publish(&[]);
+        self.slot.in_use.store(false, Ordering::Release);
+    }
+}
+
+type AnyLocal = Rc<dyn std::any::Any>;
+
+struct LocalEntry {
+    manager_id: u64,
+    alive: Weak<()>,
+    local: AnyLocal,
+}
+
+thread_local! {
+    static LOCALS: RefCell<Vec<LocalEntry>> = const { RefCell::new(Vec::new()) };
+}
+
+impl<R: Send + 'static> LocalSlot<R> {
+    fn lookup(manager: &TxnManager<R>) -> Option<Rc<LocalSlot<R>>> {
+        LOCALS.with(|locals| {
+            let mut locals = locals.borrow_mut();
+            if let Some(entry) = locals.iter().find(|e| e.manager_id == manager.id) {
+                return Rc::clone(&entry.local).downcast::<LocalSlot<R>>().ok();
+            }
+            // Forget handles of databases that are gone (their slots die with them).
+            locals.retain(|entry| entry.alive.strong_count() > 0);
+            let local = Rc::new(LocalSlot {
+                slot: manager.claim_slot()?,
+                running: RefCell::new(Vec::new()),
+                gc: RefCell::new(crate::gc::LocalGc::default()),
+            });
+            locals.push(LocalEntry {
+                manager_id: manager.id,
+                alive: manager.is_alive_token(),
+                local: Rc::clone(&local) as AnyLocal,
+            });
+            Some(local)
+        })
+    }
+}

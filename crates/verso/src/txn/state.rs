@@ -1,0 +1,90 @@
+//! The shared state of one writing transaction, which readers consult to resolve a version
+//! record that its transaction has not stamped yet.
+
+use std::sync::atomic::Ordering;
+
+use crate::sync::AtomicU64;
+
+/// Largest timestamp the clock may hand out; every state marker is above it.
+pub(crate) const MAX_TIMESTAMP: u64 = (1 << 62) - 1;
+/// The transaction is running (or rolling back): its versions are invisible to others.
+const ACTIVE: u64 = u64::MAX;
+/// The transaction has decided to commit and is taking its timestamp; wait for it.
+const COMMITTING: u64 = u64::MAX - 1;
+/// The transaction rolled back.
+const ABORTED: u64 = u64::MAX - 2;
+
+/// What a reader learns from a transaction's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxnOutcome {
+    /// Running or rolled back: its writes are not visible to anyone else.
+    Uncommitted,
+    /// Committed at this timestamp.
+    Committed(u64),
+}
+
+/// The state word of a writing transaction.
+///
+/// Invariant: moves only ACTIVE → COMMITTING → commit timestamp, or ACTIVE → ABORTED.
+/// COMMITTING is stored (SeqCst) *before* the commit timestamp is drawn from the clock, so a
+/// reader that began after the draw (its start timestamp is larger) can never see ACTIVE:
+/// it sees COMMITTING and waits, or the final timestamp. This makes a commit atomic for
+/// readers without a second shared counter (DESIGN.md §3, "commit must look atomic").
+#[derive(Debug)]
+pub(crate) struct TxnShared {
+    state: AtomicU64,
+}
+
+impl TxnShared {
+    pub(crate) fn new() -> Self {
+        TxnShared {
+            state: AtomicU64::new(ACTIVE),
+        }
+    }
+
+    /// The transaction's outcome; spins (yielding) while it is between COMMITTING and its
+    /// timestamp, which takes two instructions on the committing thread.
+    pub(crate) fn outcome(&self) -> TxnOutcome {
+        let mut spins = 0u32;
+        loop {
+            match self.state.load(Ordering::SeqCst) {
+                ACTIVE | ABORTED => return TxnOutcome::Uncommitted,
+                COMMITTING => {
+                    spins += 1;
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        crate::sync::yield_now();
+                    }
+                }
+                ts => {
+                    debug_assert!(ts <= MAX_TIMESTAMP);
+                    return TxnOutcome::Committed(ts);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn mark_committing(&self) {
+        let previous = self.state.swap(COMMITTING, Ordering::SeqCst);
+        debug_assert_eq!(previous, ACTIVE, "only an active transaction can commit");
+    }
+
+    pub(crate) fn mark_committed(&self, commit_ts: u64) {
+        debug_assert!(commit_ts <= MAX_TIMESTAMP);
+        let previous = self.state.swap(commit_ts, Ordering::SeqCst);
+        debug_assert_eq!(previous, COMMITTING);
+    }
+
+    /// A committing transaction whose validation failed goes back to ACTIVE (its records
+    /// are still invisible) so that it can roll back like any active transaction.
+    pub(crate) fn mark_validation_failed(&self) {
+        let previous = self.state.swap(ACTIVE, Ordering::SeqCst);
+        debug_assert_eq!(previous, COMMITTING);
+    }
+
+    pub(crate) fn mark_aborted(&self) {
+        let previous = self.state.swap(ABORTED, Ordering::SeqCst);
+        debug_assert_eq!(previous, ACTIVE, "only an active transaction can abort");
+    }
+}

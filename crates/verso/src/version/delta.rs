@@ -1,0 +1,504 @@
+//! Delta (undo-log) version storage, newest to oldest: the design of HyPer and Steam.
+//!
+//! The newest version of a row, committed or not, lives in place in the [`DeltaRow`]. Each
+//! write links a [`VersionRecord`] at the head of the row's chain holding the *before-images*
+//! of only the columns it changed and an attribute mask (Steam Table 3). A reader copies the
+//! in-place values and walks the chain, applying before-images, until it reaches a record
+//! whose change it can see.
+//!
+//! Definitions (record `R_i`, newest first, `C_i` its commit timestamp):
+//! - `R_i` undoes the change that transaction `T_i` made; a snapshot `S` applies `R_i`
+//!   exactly when it cannot see `T_i` (`T_i` uncommitted, or `C_i >= S`).
+//! - Committed timestamps strictly decrease along the chain; at most one record is
+//!   uncommitted, and it is the head.
+//!
+//! Concurrency: everything about a row, the in-place values and the whole chain, is guarded
+//! by the row's reader-writer latch. Readers hold it shared while they walk; writers, the
+//! pruner and the collector hold it exclusively while they link or unlink records. A record
+//! is reachable only through its chain, so once it is unlinked under the exclusive latch no
+//! reader can reach it and it is freed at once: the latch is the grace period. The only
+//! field written under a shared latch is a record's timestamp (an atomic), when its
+//! transaction stamps it at commit.
+
+use std::sync::atomic::Ordering;
+
+use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
+
+use crate::schema::ColumnMask;
+use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
+use crate::value::Value;
+use crate::version::{
+    ActiveSnapshots, ChainEdit, PruneReport, RollbackReport, Snapshot, VersionStorage, WriteCheck,
+    WriteIntent, WriteResult,
+};
+
+/// `ts` of a record whose transaction has not stamped it yet.
+const UNSTAMPED: u64 = u64::MAX;
+
+/// One row: its newest state in place, and the chain of before-images behind it.
+pub(crate) struct DeltaRow {
+    latch: Latch<RowState>,
+}
+
+pub(crate) struct RowState {
+    /// The newest values (possibly written by a transaction that has not committed).
+    values: Box<[Value]>,
+    /// Whether the newest state is a live row (false: deleted, or inserted and rolled back).
+    exists: bool,
+    /// Set once the collector has removed the row from the indexes; a writer that still
+    /// finds it must look the key up again.
+    dead: bool,
+    head: Option<Box<VersionRecord>>,
+}
+
+/// A before-image: what the row looked like before one transaction's change.
+pub(crate) struct VersionRecord {
+    /// Commit timestamp of the transaction whose change this undoes, or `UNSTAMPED`.
+    ts: AtomicU64,
+    /// That transaction, consulted while the record is unstamped.
+    owner: Arc<TxnShared>,
+    /// Whether the row existed before the change.
+    before_exists: bool,
+    /// The columns this record holds before-images of.
+    mask: ColumnMask,
+    /// Before-images of the masked columns, in ascending column order.
+    before: Box<[Value]>,
+    next: Option<Box<VersionRecord>>,
+}
+
+impl VersionRecord {
+    /// The commit timestamp of the change this record undoes, if it committed.
+    fn commit_ts(&self) -> Option<u64> {
+        let ts = self.ts.load(Ordering::Acquire);
+        if ts != UNSTAMPED {
+            debug_assert!(ts <= MAX_TIMESTAMP);
+            return Some(ts);
+        }
+        match self.owner.outcome() {
+            TxnOutcome::Committed(ts) => Some(ts),
+            TxnOutcome::Uncommitted => None,
+        }
+    }
+
+    /// Whether `snapshot` sees the change this record undoes (so it stops here).
+    fn change_visible_to(&self, snapshot: &Snapshot<'_>) -> bool {
+        if snapshot
+            .owner
+            .is_some_and(|me| std::ptr::eq(me, Arc::as_ptr(&self.owner)))
+        {
+            return true;
+        }
+        self.commit_ts().is_some_and(|ts| ts < snapshot.start_ts)
+    }
+
+    fn apply_to(&self, values: &mut [Value], exists: &mut bool) {
+        for (slot, column) in self.mask.iter().enumerate() {
+            values[column].clone_from(&self.before[slot]);
+        }
+        *exists = self.before_exists;
+    }
+
+    /// Bytes this record occupies (header, before-image slots and their heap data).
+    fn footprint(&self) -> usize {
+        std::mem::size_of::<VersionRecord>()
+            + self.before.len() * std::mem::size_of::<Value>()
+            + self.before.iter().map(Value::heap_bytes).sum::<usize>()
+    }
+
+    fn before_image(&self, column: usize) -> Option<&Value> {
+        self.mask
+            .contains(column)
+            .then(|| &self.before[self.mask.rank(column)])
+    }
+}
+
+impl Drop for RowState {
+    fn drop(&mut self) {
+        free_chain(self.head.take());
+    }
+}
+
+/// Frees a chain iteratively: a recursive drop of a 100,000-record chain (what the
+/// watermark collector builds behind a long reader) would overflow the stack.
+fn free_chain(mut cursor: Option<Box<VersionRecord>>) -> (usize, usize) {
+    let (mut count, mut bytes) = (0, 0);
+    while let Some(mut record) = cursor {
+        cursor = record.next.take();
+        count += 1;
+        bytes += record.footprint();
+    }
+    (count, bytes)
+}
+
+/// The delta storage design.
+pub(crate) struct DeltaStorage;
+
+impl DeltaRow {
+    fn read(&self) -> ReadGuard<'_, RowState> {
+        self.latch.read()
+    }
+
+    fn write(&self) -> WriteGuard<'_, RowState> {
+        self.latch.write()
+    }
+}
+
+impl VersionStorage for DeltaStorage {
+    type Row = DeltaRow;
+    type Chain = RowState;
+    type Guard<'a> = WriteGuard<'a, RowState>;
+    const NAME: &'static str = "delta";
+
+    fn new_row(values: Vec<Value>, owner: &Arc<TxnShared>) -> (DeltaRow, usize) {
+        let record = Box::new(VersionRecord {
+            ts: AtomicU64::new(UNSTAMPED),
+            owner: Arc::clone(owner),
+            before_exists: false,
+            mask: ColumnMask::EMPTY,
+            before: Box::new([]),
+            next: None,
+        });
+        let bytes = record.footprint();
+        let row = DeltaRow {
+            latch: Latch::new(RowState {
+                values: values.into_boxed_slice(),
+                exists: true,
+                dead: false,
+                head: Some(record),
+            }),
+        };
+        (row, bytes)
+    }
+
+    fn read<R>(
+        row: &DeltaRow,
+        snapshot: &Snapshot<'_>,
+        scratch: &mut Vec<Value>,
+        reader: impl FnOnce(Option<&[Value]>) -> R,
+    ) -> (R, usize) {
+        let state = row.read();
+        let Some(head) = state.head.as_deref() else {
+            return (reader(state.exists.then_some(&state.values[..])), 0);
+        };
+        if head.change_visible_to(snapshot) {
+            return (reader(state.exists.then_some(&state.values[..])), 1);
+        }
+        // Reconstruct: start from the newest values and undo invisible changes.
+        scratch.clear();
+        scratch.extend_from_slice(&state.values);
+        let mut exists = state.exists;
+        let mut walked = 0;
+        let mut cursor = Some(head);
+        while let Some(record) = cursor {
+            walked += 1;
+            if record.change_visible_to(snapshot) {
+                break;
+            }
+            record.apply_to(scratch, &mut exists);
+            cursor = record.next.as_deref();
+        }
+        (reader(exists.then_some(&scratch[..])), walked)
+    }
+
+    fn write<'a>(
+        row: &'a DeltaRow,
+        snapshot: &Snapshot<'_>,
+        intent: WriteIntent<'_>,
+        owner: &Arc<TxnShared>,
+    ) -> WriteResult<WriteGuard<'a, RowState>> {
+        let mut state = row.write();
+        if state.dead {
+            return WriteResult::RowGone;
+        }
+        let mine = state
+            .head
+            .as_deref()
+            .is_some_and(|head| Arc::ptr_eq(&head.owner, owner));
+        if !mine {
+            if let Some(head) = state.head.as_deref() {
+                match head.commit_ts() {
+                    None => return WriteResult::Conflict,
+                    Some(ts) if ts >= snapshot.start_ts => return WriteResult::Conflict,
+                    Some(_) => {}
+                }
+            }
+        }
+        // The in-place state is now this transaction's view of the row.
+        let check = match (&intent, state.exists) {
+            (WriteIntent::Insert(_), true) => WriteCheck::DuplicateKey,
+            (WriteIntent::Update(..) | WriteIntent::Delete, false) => WriteCheck::NotFound,
+            _ => WriteCheck::Ok,
+        };
+        if check != WriteCheck::Ok {
+            return WriteResult::Refused(check);
+        }
+        let arity = state.values.len();
+        let changed = match &intent {
+            WriteIntent::Update(mask, _) => *mask,
+            WriteIntent::Delete => ColumnMask::EMPTY,
+            WriteIntent::Insert(_) => ColumnMask::all(arity),
+        };
+        let mut created_bytes = 0usize;
+        let new_record = !mine;
+        let replaced = (mine && state.exists).then(|| state.values.clone());
+        if mine {
+            // Extend this transaction's own record with before-images of newly touched
+            // columns: one record per row per transaction.
+            let state = &mut *state;
+            let head = state.head.as_deref_mut().expect("own head exists");
+            let missing = changed.difference(head.mask);
+            if !missing.is_empty() {
+                let old_bytes = head.footprint();
+                let mask = head.mask.union(missing);
+                let before: Box<[Value]> = mask
+                    .iter()
+                    .map(|column| match head.before_image(column) {
+                        Some(value) => value.clone(),
+                        None => state.values[column].clone(),
+                    })
+                    .collect();
+                head.mask = mask;
+                head.before = before;
+                created_bytes += head.footprint() - old_bytes;
+            }
+        } else {
+            let before: Box<[Value]> = changed.iter().map(|c| state.values[c].clone()).collect();
+            let record = Box::new(VersionRecord {
+                ts: AtomicU64::new(UNSTAMPED),
+                owner: Arc::clone(owner),
+                before_exists: state.exists,
+                mask: changed,
+                before,
+                next: state.head.take(),
+            });
+            created_bytes += record.footprint();
+            state.head = Some(record);
+        }
+        match intent {
+            WriteIntent::Update(_, assignments) => {
+                for (column, value) in assignments {
+                    state.values[*column].clone_from(value);
+                }
+            }
+            WriteIntent::Delete => state.exists = false,
+            WriteIntent::Insert(values) => {
+                debug_assert_eq!(values.len(), arity);
+                state.values.clone_from_slice(values);
+                state.exists = true;
+            }
+        }
+        WriteResult::Installed {
+            chain: state,
+            new_record,
+            created_bytes,
+            replaced,
+        }
+    }
+
+    fn stamp(row: &DeltaRow, owner: &Arc<TxnShared>, commit_ts: u64) {
+        // The record is usually the head, but once the owner's state says "committed" a
+        // writer may install on top of it, and the pruner may even merge it away or fold it
+        // into an older survivor whose timestamp it then sets; so look for it, and stamp
+        // only a record that is still unstamped.
+        let state = row.read();
+        let mut cursor = state.head.as_deref();
+        while let Some(record) = cursor {
+            if Arc::ptr_eq(&record.owner, owner) {
+                let _ = record.ts.compare_exchange(
+                    UNSTAMPED,
+                    commit_ts,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+                return;
+            }
+            cursor = record.next.as_deref();
+        }
+    }
+
+    fn edit<R>(row: &DeltaRow, edit: impl FnOnce(&mut RowState) -> R) -> R {
+        let mut state = row.write();
+        edit(&mut state)
+    }
+}
+
+impl ChainEdit for RowState {
+    fn values(&self) -> (&[Value], bool) {
+        (&self.values, self.exists)
+    }
+
+    fn chain_len(&self) -> usize {
+        let mut len = 0;
+        let mut cursor = self.head.as_deref();
+        while let Some(record) = cursor {
+            len += 1;
+            cursor = record.next.as_deref();
+        }
+        len
+    }
+
+    fn chain_mask(&self) -> ColumnMask {
+        let mut mask = ColumnMask::EMPTY;
+        let mut cursor = self.head.as_deref();
+        while let Some(record) = cursor {
+            mask = mask.union(record.mask);
+            cursor = record.next.as_deref();
+        }
+        mask
+    }
+
+    fn for_each_version(&self, visit: &mut dyn FnMut(&[Value])) {
+        let mut values = self.values.to_vec();
+        let mut exists = self.exists;
+        if exists {
+            visit(&values);
+        }
+        let mut cursor = self.head.as_deref();
+        while let Some(record) = cursor {
+            record.apply_to(&mut values, &mut exists);
+            if exists {
+                visit(&values);
+            }
+            cursor = record.next.as_deref();
+        }
+    }
+
+    fn is_dead(&self) -> bool {
+        self.dead
+    }
+
+    fn is_unreachable(&self) -> bool {
+        !self.exists && self.head.is_none()
+    }
+
+    fn mark_dead(&mut self) {
+        debug_assert!(self.is_unreachable());
+        self.dead = true;
+    }
+
+    fn truncate(&mut self, watermark: u64) -> (usize, usize) {
+        // Find the first record every snapshot can see past: it and all older are obsolete.
+        let mut link = &mut self.head;
+        loop {
+            let obsolete = match link.as_deref() {
+                None => return (0, 0),
+                Some(record) => record.commit_ts().is_some_and(|ts| ts < watermark),
+            };
+            if obsolete {
+                return free_chain(link.take());
+            }
+            link = &mut link.as_mut().expect("checked above").next;
+        }
+    }
+
+    fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
+        prune_chain(&mut self.head, active)
+    }
+
+    fn rollback(&mut self, owner: &Arc<TxnShared>) -> RollbackReport {
+        let state = self;
+        let mut record = state
+            .head
+            .take()
+            .expect("a row in a write set has its writer's record at the head");
+        debug_assert!(Arc::ptr_eq(&record.owner, owner));
+        let written = state.values.clone();
+        let written_exists = state.exists;
+        record.apply_to(&mut state.values, &mut state.exists);
+        state.head = record.next.take();
+        RollbackReport {
+            freed_bytes: record.footprint(),
+            written: written_exists.then_some(written),
+        }
+    }
+}
+
+/// Steam's EPO (§4.3) over a delta chain.
+///
+/// Every active snapshot `S` (and every snapshot that can still begin, which is at or after
+/// `active.horizon`) must read exactly what it read before. Records committed at or after
+/// the horizon are kept as they are (a snapshot we do not know of may sit between any two of
+/// them). Older committed records are grouped by the active snapshot that first needs them:
+/// the group applied by `S` but not by the next newer snapshot collapses into its oldest
+/// record, which takes the columns of the newer ones it lacks (the older image of a column
+/// wins) and the timestamp of the newest one, so it is applied by exactly the snapshots that
+/// applied any of them. Records no snapshot applies are dropped. An uncommitted head is
+/// never touched.
+fn prune_chain(head: &mut Option<Box<VersionRecord>>, active: &ActiveSnapshots) -> PruneReport {
+    let mut report = PruneReport::default();
+    // Skip the uncommitted head, if any (at most one record is uncommitted, the head).
+    let mut link: &mut Option<Box<VersionRecord>> = head;
+    if link.as_deref().is_some_and(|h| h.commit_ts().is_none()) {
+        report.remaining += 1;
+        link = &mut link.as_mut().expect("checked").next;
+    }
+    // Keep records committed at or after the horizon.
+    while link
+        .as_deref()
+        .and_then(VersionRecord::commit_ts)
+        .is_some_and(|ts| ts >= active.horizon)
+    {
+        report.remaining += 1;
+        report.blocked_by_horizon = true;
+        link = &mut link.as_mut().expect("checked").next;
+    }
+    for &snapshot in active.starts_desc() {
+        debug_assert!(snapshot < active.horizon);
+        // The group: records with commit timestamp >= snapshot from here on.
+        let Some(first) = link.as_deref() else { break };
+        let first_ts = first.commit_ts().expect("only the head can be uncommitted");
+        if first_ts < snapshot {
+            continue; // this snapshot needs the same state as the newer one
+        }
+        let mut group = link.take().expect("checked");
+        let mut rest = group.next.take();
+        // Collapse while the next record is still applied by `snapshot`.
+        while let Some(mut older) = rest {
+            let older_ts = older.commit_ts().expect("committed");
+            debug_assert!(older_ts < first_ts);
+            if older_ts < snapshot {
+                rest = Some(older);
+                break;
+            }
+            rest = older.next.take();
+            report.removed += 1;
+            report.freed_bytes += merge_newer_into(&mut older, *group);
+            group = older;
+        }
+        group.ts.store(first_ts, Ordering::Release);
+        group.next = rest;
+        *link = Some(group);
+        report.remaining += 1;
+        link = &mut link.as_mut().expect("just set").next;
+    }
+    let (dropped, bytes) = free_chain(link.take());
+    report.removed += dropped;
+    report.freed_bytes += bytes;
+    report
+}
+
+/// Folds `newer` into `older` (the survivor, applied after `newer` when walking): columns
+/// only `newer` has are added; for columns both have, `older`'s image wins. Returns the
+/// bytes freed.
+fn merge_newer_into(older: &mut VersionRecord, mut newer: VersionRecord) -> usize {
+    let before_bytes = older.footprint() + newer.footprint();
+    if !older.mask.covers(newer.mask) {
+        let mask = older.mask.union(newer.mask);
+        let before: Box<[Value]> = mask
+            .iter()
+            .map(|column| {
+                if older.mask.contains(column) {
+                    std::mem::replace(&mut older.before[older.mask.rank(column)], Value::Null)
+                } else {
+                    std::mem::replace(&mut newer.before[newer.mask.rank(column)], Value::Null)
+                }
+            })
+            .collect();
+        older.mask = mask;
+        older.before = before;
+    }
+    let freed = before_bytes - older.footprint();
+    debug_assert!(newer.next.is_none());
+    drop(newer);
+    freed
+}

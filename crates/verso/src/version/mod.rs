@@ -1,0 +1,197 @@
+//! The version-storage seam: where the versions of a row live, how a reader finds the one
+//! its snapshot sees, how a writer installs one, and how versions are unlinked.
+//!
+//! Contract every implementation keeps (checked by `tests/contract_*.rs`):
+//! - `read` returns exactly the state of the row produced by the transactions committed
+//!   before `snapshot.start_ts`, plus the snapshot owner's own writes; it never blocks on a
+//!   running writer (it may wait the few instructions between a writer's "committing" mark
+//!   and its timestamp).
+//! - `write` either refuses (conflict, duplicate, not found, row gone) and changes nothing,
+//!   or installs the change, leaves the row exclusively latched in the returned guard, and
+//!   counts the bytes of version records it added.
+//! - `rollback` restores the row exactly as it was before the transaction's first write.
+//! - `prune` and `truncate` never change what any snapshot in the list (or at or after its
+//!   horizon) reads; they return what they freed.
+//!
+//! Implementations: [`delta::DeltaStorage`] (default; HyPer/Steam undo-log deltas, newest to
+//! oldest).
+
+pub(crate) mod delta;
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+use crate::sync::Arc;
+use std::ops::DerefMut;
+
+use crate::schema::ColumnMask;
+use crate::txn::state::TxnShared;
+use crate::value::Value;
+
+/// Who is reading: the snapshot timestamp, and the transaction whose own writes it sees.
+#[derive(Clone, Copy)]
+pub(crate) struct Snapshot<'a> {
+    /// Sees every transaction with a commit timestamp strictly below this.
+    pub(crate) start_ts: u64,
+    /// The reading transaction's own state, if it has written anything.
+    pub(crate) owner: Option<&'a TxnShared>,
+}
+
+/// The snapshots that may still read old versions, as the pruner knows them.
+///
+/// Invariant: every transaction running now either has its start timestamp in `starts`, or
+/// began at or after `horizon` (the clock value read *before* the slots were scanned).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ActiveSnapshots {
+    pub(crate) horizon: u64,
+    /// Distinct start timestamps below `horizon`, newest first.
+    starts_desc: Vec<u64>,
+}
+
+impl ActiveSnapshots {
+    /// Builds the list from the horizon and the start timestamps seen in the slots.
+    pub(crate) fn new(horizon: u64, mut starts: Vec<u64>) -> Self {
+        starts.retain(|&s| s < horizon);
+        starts.sort_unstable_by(|a, b| b.cmp(a));
+        starts.dedup();
+        ActiveSnapshots {
+            horizon,
+            starts_desc: starts,
+        }
+    }
+
+    pub(crate) fn starts_desc(&self) -> &[u64] {
+        &self.starts_desc
+    }
+}
+
+/// A write a transaction asks to install.
+pub(crate) enum WriteIntent<'a> {
+    /// Change the listed columns (the mask is the set of columns assigned).
+    Update(ColumnMask, &'a [(usize, Value)]),
+    /// Delete the row.
+    Delete,
+    /// Insert the row over a deleted one with the same key.
+    Insert(&'a [Value]),
+}
+
+/// Why a write was refused without conflict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteCheck {
+    Ok,
+    /// Insert: the row exists in this transaction's view.
+    DuplicateKey,
+    /// Update or delete: the row does not exist in this transaction's view.
+    NotFound,
+}
+
+/// The outcome of [`VersionStorage::write`].
+pub(crate) enum WriteResult<G> {
+    /// Installed; the row stays exclusively latched in `chain` until it is dropped.
+    Installed {
+        chain: G,
+        /// Whether a new record was linked (first write of this transaction to the row).
+        new_record: bool,
+        /// Bytes of version records added.
+        created_bytes: usize,
+        /// When the transaction overwrote its own earlier write to the row: the values it
+        /// replaced (an uncommitted version that is now gone, so its index entries may be
+        /// unneeded).
+        replaced: Option<Box<[Value]>>,
+    },
+    /// Another transaction wrote the row first (first-updater-wins).
+    Conflict,
+    /// Refused for a reason that is the caller's, not a race.
+    Refused(WriteCheck),
+    /// The collector removed the row from the indexes; look the key up again.
+    RowGone,
+}
+
+/// What a rollback undid.
+pub(crate) struct RollbackReport {
+    pub(crate) freed_bytes: usize,
+    /// The values the transaction had written, if the row existed in its state: the caller
+    /// drops index entries only that version needed.
+    pub(crate) written: Option<Box<[Value]>>,
+}
+
+/// What eager pruning did to one chain.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PruneReport {
+    /// Records unlinked and freed (merged away or dropped).
+    pub(crate) removed: usize,
+    /// Bytes freed.
+    pub(crate) freed_bytes: usize,
+    /// Records left in the chain.
+    pub(crate) remaining: usize,
+    /// Whether a record committed at or after the list's horizon had to be kept as it is:
+    /// the list is too old for this chain, and a fresher one would prune more.
+    pub(crate) blocked_by_horizon: bool,
+}
+
+/// Operations on one row's chain under its exclusive latch: what garbage collection
+/// (the mechanism in `gc/`) needs, whatever the storage.
+pub(crate) trait ChainEdit {
+    /// The newest values and whether the newest state is a live row.
+    fn values(&self) -> (&[Value], bool);
+    /// Number of version records behind the newest state.
+    fn chain_len(&self) -> usize;
+    /// Union of the columns the chain's records hold.
+    fn chain_mask(&self) -> ColumnMask;
+    /// Calls `visit` with every version in which the row exists, newest first.
+    fn for_each_version(&self, visit: &mut dyn FnMut(&[Value]));
+    /// Whether the row has been removed from the indexes.
+    fn is_dead(&self) -> bool;
+    /// Whether no snapshot can ever see the row again (deleted, no chain left).
+    fn is_unreachable(&self) -> bool;
+    /// Marks an unreachable row as removed from the indexes.
+    fn mark_dead(&mut self);
+    /// Frees every record no snapshot at or after `watermark` applies. Returns the records
+    /// and bytes freed.
+    fn truncate(&mut self, watermark: u64) -> (usize, usize);
+    /// Eager pruning (Steam §4.3) against a list of active snapshots.
+    fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport;
+    /// Undoes `owner`'s write to the row (its record must be the newest).
+    fn rollback(&mut self, owner: &Arc<TxnShared>) -> RollbackReport;
+}
+
+/// A version-storage design.
+pub(crate) trait VersionStorage: Send + Sync + 'static {
+    /// One row, as the indexes point at it.
+    type Row: Send + Sync + 'static;
+    /// The row's latched state, for chain edits.
+    type Chain: ChainEdit;
+    /// An exclusive latch on a row after a write.
+    type Guard<'a>: DerefMut<Target = Self::Chain>
+    where
+        Self: 'a;
+    /// The design's name in configuration and reports.
+    const NAME: &'static str;
+
+    /// A new row inserted by `owner` (uncommitted). Returns it and the bytes of version
+    /// records created.
+    fn new_row(values: Vec<Value>, owner: &Arc<TxnShared>) -> (Self::Row, usize);
+
+    /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
+    /// Returns its result and the number of version records walked.
+    fn read<R>(
+        row: &Self::Row,
+        snapshot: &Snapshot<'_>,
+        scratch: &mut Vec<Value>,
+        reader: impl FnOnce(Option<&[Value]>) -> R,
+    ) -> (R, usize);
+
+    /// Installs a write of `owner` (whose snapshot is `snapshot`) into the row.
+    fn write<'a>(
+        row: &'a Self::Row,
+        snapshot: &Snapshot<'_>,
+        intent: WriteIntent<'_>,
+        owner: &Arc<TxnShared>,
+    ) -> WriteResult<Self::Guard<'a>>;
+
+    /// Stamps `owner`'s record in the row with its commit timestamp (after the owner's state
+    /// says committed; readers are correct before and after).
+    fn stamp(row: &Self::Row, owner: &Arc<TxnShared>, commit_ts: u64);
+
+    /// Runs `edit` on the row's chain under its exclusive latch.
+    fn edit<R>(row: &Self::Row, edit: impl FnOnce(&mut Self::Chain) -> R) -> R;
+}
