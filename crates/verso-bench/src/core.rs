@@ -1,6 +1,6 @@
 //! The core transaction benchmarks: one worker thread, committed transactions per second.
 //!
-//! - [`Bench::PointRead`]: begin (snapshot), `get_with` one uniformly random key, commit.
+//! - [`Bench::PointRead`]: begin (snapshot), `get_view` one uniformly random key, commit.
 //! - [`Bench::Update`]: begin, update one column of one uniformly random row, commit.
 //! - [`Bench::Ycsb`]: YCSB as DBx1000 runs it: 16 operations per transaction, 90% reads
 //!   of the whole row, 10% updates of one column, keys by scrambled Zipf (theta 0.6) over
@@ -15,7 +15,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value};
+use verso::{
+    ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value, ValueRef,
+};
 
 use crate::rng::SplitMix64;
 use crate::zipf::ScrambledZipfian;
@@ -179,7 +181,7 @@ pub fn thread_cpu_seconds() -> f64 {
 /// names.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Checks {
-    /// Point reads issued (`get_with` calls).
+    /// Point reads issued (`get_view` calls).
     pub reads: u64,
     /// Reads that found a row whose key is the one asked for.
     pub reads_found: u64,
@@ -424,16 +426,13 @@ fn run_point_read(config: &Config) -> verso::Result<BenchResult> {
         note_key(&mut checks, &mut sample, id, rows);
         let key = [Value::U64(id)];
         let txn = db.begin(Isolation::Snapshot);
-        let got = txn.get_with(table, &key, |row| {
-            let (Value::U64(k), Value::U64(c), Value::I64(b), Value::Text(name)) =
-                (&row[0], &row[1], &row[2], &row[3])
+        let got = txn.get_view(table, &key, |row| {
+            let (ValueRef::U64(k), ValueRef::U64(c), ValueRef::I64(b), ValueRef::Text(name)) =
+                (row.get(0), row.get(1), row.get(2), row.get(3))
             else {
                 return None;
             };
-            Some((
-                *k,
-                c.wrapping_add(*b as u64).wrapping_add(name.len() as u64),
-            ))
+            Some((k, c.wrapping_add(b as u64).wrapping_add(name.len() as u64)))
         })?;
         txn.commit()?;
         checks.reads += 1;
@@ -593,14 +592,14 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
                 match *op {
                     Op::Read(key) => {
                         reads += 1;
-                        let got = txn.get_with(table, &[Value::U64(key)], |row| {
+                        let got = txn.get_view(table, &[Value::U64(key)], |row| {
                             // Touch every column of the row.
                             let mut acc = 0u64;
                             let mut seen = 0u64;
-                            for v in row {
+                            for v in row.iter() {
                                 match v {
-                                    Value::U64(k) => acc = acc.wrapping_add(*k),
-                                    Value::Bytes(b) => {
+                                    ValueRef::U64(k) => acc = acc.wrapping_add(k),
+                                    ValueRef::Bytes(b) => {
                                         acc = acc.wrapping_add(
                                             u64::from(b[0]) + u64::from(b[b.len() - 1]),
                                         )
@@ -609,7 +608,7 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
                                 }
                                 seen += 1;
                             }
-                            (row[0].as_u64(), seen, acc)
+                            (row.get(0).as_u64(), seen, acc)
                         })?;
                         match got {
                             Some((Some(k), seen, acc)) if k == key => {

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::gc::steam::Steam;
 use crate::gc::watermark::WatermarkOnly;
 use crate::gc::Collector;
+use crate::row::RowView;
 use crate::schema::Schema;
 use crate::stats::Stats;
 use crate::value::Value;
@@ -377,8 +378,20 @@ impl Transaction<'_> {
         on_txn!(&self.inner, t => t.get(table, key))
     }
 
-    /// Like [`Transaction::get`], but lends the row to `reader` instead of copying it:
-    /// the fast path for hot loops.
+    /// Lends the visible row under `key` to `reader` without copying or allocating: the
+    /// fast path for hot loops. Columns are read with [`RowView::get`].
+    pub fn get_view<R>(
+        &self,
+        table: TableId,
+        key: &[Value],
+        reader: impl FnOnce(RowView<'_>) -> R,
+    ) -> Result<Option<R>> {
+        on_txn!(&self.inner, t => t.get_view(table, key, reader))
+    }
+
+    /// Like [`Transaction::get`], but lends the row to `reader` as values, decoded into a
+    /// buffer the transaction reuses (so a hot loop allocates little). For no copy at all
+    /// use [`Transaction::get_view`].
     pub fn get_with<R>(
         &self,
         table: TableId,
@@ -418,22 +431,37 @@ impl Transaction<'_> {
         range: impl RangeBounds<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        self.scan_with(table, KeyRange::new(range), |row| {
-            rows.push(row.to_vec());
+        self.scan_view(table, KeyRange::new(range), |row| {
+            rows.push(row.to_values());
             true
         })?;
         Ok(rows)
     }
 
-    /// Streams the rows in `range` in primary-key order to `visit`, which lends each row and
-    /// returns `false` to stop.
+    /// Streams the rows in `range` in primary-key order to `visit` as values (decoded into
+    /// a reused buffer); `visit` returns `false` to stop.
     pub fn scan_with(
         &self,
         table: TableId,
         range: KeyRange,
-        visit: impl FnMut(&[Value]) -> bool,
+        mut visit: impl FnMut(&[Value]) -> bool,
     ) -> Result<()> {
-        on_txn!(&self.inner, t => t.scan_with(table, &range, visit))
+        let mut values = Vec::new();
+        self.scan_view(table, range, |row| {
+            crate::engine::txn::decode_into(&mut values, row);
+            visit(&values)
+        })
+    }
+
+    /// Streams the rows in `range` in primary-key order to `visit`, lent without copying;
+    /// `visit` returns `false` to stop. The fast path for analytical scans.
+    pub fn scan_view(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        visit: impl FnMut(RowView<'_>) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan_view(table, &range, visit))
     }
 
     /// The rows whose key in secondary index `index` lies in `range` (prefixes of the
@@ -445,22 +473,39 @@ impl Transaction<'_> {
         range: impl RangeBounds<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        self.scan_index_with(table, index, KeyRange::new(range), |row| {
-            rows.push(row.to_vec());
+        self.scan_index_view(table, index, KeyRange::new(range), |row| {
+            rows.push(row.to_values());
             true
         })?;
         Ok(rows)
     }
 
-    /// Streams the rows of a secondary-index range to `visit`, until it returns `false`.
+    /// Streams the rows of a secondary-index range to `visit` as values, until it returns
+    /// `false`.
     pub fn scan_index_with(
         &self,
         table: TableId,
         index: &str,
         range: KeyRange,
-        visit: impl FnMut(&[Value]) -> bool,
+        mut visit: impl FnMut(&[Value]) -> bool,
     ) -> Result<()> {
-        on_txn!(&self.inner, t => t.scan_index_with(table, index, &range, visit))
+        let mut values = Vec::new();
+        self.scan_index_view(table, index, range, |row| {
+            crate::engine::txn::decode_into(&mut values, row);
+            visit(&values)
+        })
+    }
+
+    /// Streams the rows of a secondary-index range to `visit`, lent without copying, until
+    /// it returns `false`.
+    pub fn scan_index_view(
+        &self,
+        table: TableId,
+        index: &str,
+        range: KeyRange,
+        visit: impl FnMut(RowView<'_>) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan_index_view(table, index, &range, visit))
     }
 
     /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.

@@ -12,6 +12,7 @@
 //! whose prefixes are exactly the encodings of its leading columns: a key *prefix* can be
 //! used as a range bound (see [`prefix_successor`]).
 
+use crate::row::{Columns, ValueRef};
 use crate::value::Value;
 
 /// Bytes of a key stored inline in the index node (no allocation, no pointer to chase).
@@ -112,12 +113,12 @@ impl std::fmt::Debug for Key {
 }
 
 /// Appends the encoding of one non-NULL value.
-pub(crate) fn encode_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn encode_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
     match value {
-        Value::Null => unreachable!("callers encode NULL with encode_tagged"),
-        Value::I64(v) => out.extend_from_slice(&((*v as u64) ^ (1 << 63)).to_be_bytes()),
-        Value::U64(v) => out.extend_from_slice(&v.to_be_bytes()),
-        Value::F64(v) => {
+        ValueRef::Null => unreachable!("callers encode NULL with encode_tagged"),
+        ValueRef::I64(v) => out.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes()),
+        ValueRef::U64(v) => out.extend_from_slice(&v.to_be_bytes()),
+        ValueRef::F64(v) => {
             let bits = v.to_bits();
             let ordered = if bits >> 63 == 1 {
                 !bits
@@ -126,8 +127,8 @@ pub(crate) fn encode_value(out: &mut Vec<u8>, value: &Value) {
             };
             out.extend_from_slice(&ordered.to_be_bytes());
         }
-        Value::Text(v) => encode_escaped(out, v.as_bytes()),
-        Value::Bytes(v) => encode_escaped(out, v),
+        ValueRef::Text(v) => encode_escaped(out, v.as_bytes()),
+        ValueRef::Bytes(v) => encode_escaped(out, v),
     }
 }
 
@@ -142,7 +143,7 @@ fn encode_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Appends a value with its NULL tag (secondary-index columns).
-pub(crate) fn encode_tagged(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn encode_tagged(out: &mut Vec<u8>, value: ValueRef<'_>) {
     if value.is_null() {
         out.push(0);
     } else {
@@ -155,33 +156,37 @@ pub(crate) fn encode_tagged(out: &mut Vec<u8>, value: &Value) {
 pub(crate) fn encode_key_values(out: &mut Vec<u8>, key: &[Value]) {
     out.clear();
     for value in key {
-        encode_value(out, value);
+        encode_value(out, ValueRef::from(value));
     }
 }
 
 /// Encodes the primary key of a full row.
-pub(crate) fn encode_row_key(out: &mut Vec<u8>, row: &[Value], key_columns: &[usize]) {
+pub(crate) fn encode_row_key<C: Columns + ?Sized>(
+    out: &mut Vec<u8>,
+    row: &C,
+    key_columns: &[usize],
+) {
     out.clear();
     for &column in key_columns {
-        encode_value(out, &row[column]);
+        encode_value(out, row.column(column));
     }
 }
 
 /// Encodes a secondary-index entry: the indexed columns (tagged), then the primary key.
 /// Returns the length of the secondary part.
-pub(crate) fn encode_index_entry(
+pub(crate) fn encode_index_entry<C: Columns + ?Sized>(
     out: &mut Vec<u8>,
-    row: &[Value],
+    row: &C,
     index_columns: &[usize],
     key_columns: &[usize],
 ) -> usize {
     out.clear();
     for &column in index_columns {
-        encode_tagged(out, &row[column]);
+        encode_tagged(out, row.column(column));
     }
     let secondary_len = out.len();
     for &column in key_columns {
-        encode_value(out, &row[column]);
+        encode_value(out, row.column(column));
     }
     secondary_len
 }

@@ -48,6 +48,7 @@ mod error;
 mod gc;
 mod index;
 mod key;
+mod row;
 mod schema;
 mod stats;
 mod sync;
@@ -60,6 +61,7 @@ pub use db::{
     VersionStorageKind,
 };
 pub use error::{Error, Result};
+pub use row::{RowView, ValueRef};
 pub use schema::{ColumnMask, Schema, MAX_COLUMNS};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
 pub use value::{ColumnType, Value};

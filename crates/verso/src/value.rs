@@ -65,15 +65,6 @@ impl Value {
         self.column_type().is_none_or(|own| own == ty)
     }
 
-    /// Heap bytes owned by this value (for memory accounting), excluding the enum itself.
-    pub(crate) fn heap_bytes(&self) -> usize {
-        match self {
-            Value::Text(text) => text.capacity(),
-            Value::Bytes(bytes) => bytes.capacity(),
-            _ => 0,
-        }
-    }
-
     /// The value as `i64`, if it is an `I64`.
     pub fn as_i64(&self) -> Option<i64> {
         match self {

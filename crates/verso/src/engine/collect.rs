@@ -17,10 +17,10 @@ use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::gc::{self, Collector};
 use crate::key;
+use crate::row::PackedRow;
 use crate::stats::Counter;
 use crate::sync::Arc;
 use crate::txn::slots::{Committed, LocalSlot, Slot};
-use crate::value::Value;
 use crate::version::{ChainEdit, VersionStorage};
 
 /// Beyond this many waiting committed transactions (a long reader holds the watermark),
@@ -257,7 +257,7 @@ fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec
             let mut entry = Vec::new();
             key::encode_index_entry(
                 &mut entry,
-                values,
+                &values,
                 &schema.columns,
                 &table.schema.primary_key,
             );
@@ -275,7 +275,7 @@ pub(crate) fn drop_unused_entries<V: VersionStorage>(
     table: &Table<V>,
     row: &RowRef<V>,
     chain: &V::Chain,
-    values: &[Value],
+    values: &PackedRow,
     entry: &mut Vec<u8>,
 ) {
     if table.schema.indexes.is_empty() {
@@ -302,11 +302,11 @@ pub(crate) fn bury_if_unreachable<V: VersionStorage>(
         return false;
     }
     let values = chain.values().0;
-    key::encode_row_key(entry, values, &table.schema.primary_key);
+    key::encode_row_key(entry, &values, &table.schema.primary_key);
     let removed = table.primary.remove_if(entry, |r| Arc::ptr_eq(r, row));
     debug_assert!(removed, "a live row is in the primary index");
     for (index, schema) in table.schema.indexes.iter().enumerate() {
-        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+        key::encode_index_entry(entry, &values, &schema.columns, &table.schema.primary_key);
         table.secondary[index].remove_if(entry, |r| Arc::ptr_eq(r, row));
     }
     chain.mark_dead();

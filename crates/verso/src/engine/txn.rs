@@ -12,6 +12,7 @@ use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
 use crate::gc::Collector;
 use crate::key;
+use crate::row::{Columns, RowView, ValueRef};
 use crate::schema::TableSchema;
 use crate::stats::Counter;
 use crate::txn::slots::{Committed, LocalSlot};
@@ -107,41 +108,54 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
 
     // ----- reads -----------------------------------------------------------------------
 
-    /// Calls `reader` with the visible row under `key`, without copying it.
+    /// Calls `reader` with the visible row under `key`, lent without copying.
+    pub(crate) fn get_view<R>(
+        &self,
+        id: TableId,
+        key_values: &[Value],
+        reader: impl FnOnce(RowView<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        table.schema.check_key(key_values)?;
+        let mut scratch = self.scratch.borrow_mut();
+        key::encode_key_values(&mut scratch.key, key_values);
+        let guard = Guard::new();
+        let Some(row) = table.primary.get(&scratch.key, &guard) else {
+            return Ok(None);
+        };
+        drop(scratch);
+        let (result, walked) = V::read(row, &self.snapshot(), |v| v.map(reader));
+        self.local.slot.stats.record_read_chain(walked);
+        Ok(result)
+    }
+
+    /// Calls `reader` with the visible row under `key` as values, decoded into a buffer
+    /// that is reused from call to call.
     pub(crate) fn get_with<R>(
         &self,
         id: TableId,
         key_values: &[Value],
         reader: impl FnOnce(&[Value]) -> R,
     ) -> Result<Option<R>> {
-        self.check_active()?;
-        let table = self.table(id)?;
-        table.schema.check_key(key_values)?;
-        let mut scratch = self.scratch.borrow_mut();
-        let scratch = &mut *scratch;
-        key::encode_key_values(&mut scratch.key, key_values);
-        let guard = Guard::new();
-        let Some(row) = table.primary.get(&scratch.key, &guard) else {
-            return Ok(None);
-        };
-        let (result, walked) = V::read(row, &self.snapshot(), &mut scratch.values, |v| {
-            v.map(reader)
-        });
-        self.local.slot.stats.record_read_chain(walked);
+        let mut values = std::mem::take(&mut self.scratch.borrow_mut().values);
+        let found = self.get_view(id, key_values, |row| decode_into(&mut values, row))?;
+        let result = found.map(|()| reader(&values));
+        self.scratch.borrow_mut().values = values;
         Ok(result)
     }
 
     pub(crate) fn get(&self, id: TableId, key_values: &[Value]) -> Result<Option<Vec<Value>>> {
-        self.get_with(id, key_values, <[Value]>::to_vec)
+        self.get_view(id, key_values, |row| row.to_values())
     }
 
     /// Calls `visit` with each visible row in primary-key order within `range`, until it
     /// returns `false`.
-    pub(crate) fn scan_with(
+    pub(crate) fn scan_view(
         &self,
         id: TableId,
         range: &KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
+        mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -149,7 +163,6 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             return Ok(());
         };
         let snapshot = self.snapshot();
-        let mut values = Vec::new();
         let mut resume: Option<Vec<u8>> = None;
         loop {
             let mut seen = 0;
@@ -166,7 +179,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     .range_from(from, as_bound(&upper), &guard, |key, row| {
                         seen += 1;
                         let (keep_going, walked) =
-                            V::read(row, &snapshot, &mut values, |v| v.is_none_or(&mut visit));
+                            V::read(row, &snapshot, |v| v.is_none_or(&mut visit));
                         self.local.slot.stats.record_read_chain(walked);
                         if !keep_going {
                             stopped = true;
@@ -187,14 +200,14 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         }
     }
 
-    /// Calls `visit` with each visible row whose secondary key starts with / lies in
-    /// `range`, in index order, until it returns `false`.
-    pub(crate) fn scan_index_with(
+    /// Calls `visit` with each visible row whose secondary key lies in `range`, in index
+    /// order, until it returns `false`.
+    pub(crate) fn scan_index_view(
         &self,
         id: TableId,
         index_name: &str,
         range: &KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
+        mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -204,7 +217,6 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         };
         let index_schema = &table.schema.indexes[index];
         let snapshot = self.snapshot();
-        let mut values = Vec::new();
         let mut visible_entry = Vec::new();
         let mut resume: Option<Vec<u8>> = None;
         loop {
@@ -219,13 +231,13 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 };
                 table.secondary[index].range_from(from, as_bound(&upper), &guard, |entry, row| {
                     seen += 1;
-                    let (keep_going, walked) = V::read(row, &snapshot, &mut values, |v| {
+                    let (keep_going, walked) = V::read(row, &snapshot, |v| {
                         let Some(v) = v else { return true };
                         // The entry is a hint: yield the row only if the version this
                         // snapshot sees has exactly this entry's key.
                         key::encode_index_entry(
                             &mut visible_entry,
-                            v,
+                            &v,
                             &index_schema.columns,
                             &table.schema.primary_key,
                         );
@@ -287,7 +299,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     }
                 }
                 None => {
-                    let (new_row, bytes) = V::new_row(row_values.to_vec(), owner);
+                    let (new_row, bytes) = V::new_row(row_values, owner);
                     let row = Arc::new(new_row);
                     // Index the row before publishing it: until the primary entry exists
                     // nobody can find it, and its secondary entries are hints anyway. The
@@ -299,9 +311,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     {
                         continue; // someone inserted the key meanwhile: write over it
                     }
-                    V::edit(&row, |chain| {
-                        add_secondary_entries(table, &row, chain.values().0, &mut Vec::new());
-                    });
+                    add_secondary_entries(table, &row, row_values, &mut Vec::new());
                     let stats = &self.local.slot.stats;
                     stats.add(Counter::VersionsCreated, 1);
                     stats.add(Counter::VersionBytesCreated, bytes as u64);
@@ -400,7 +410,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 stats.add(Counter::VersionBytesCreated, created_bytes as u64);
                 if touches_index {
                     let mut entry = std::mem::take(&mut self.scratch.get_mut().entry);
-                    add_secondary_entries(table, row, chain.values().0, &mut entry);
+                    add_secondary_entries(table, row, &chain.values().0, &mut entry);
                     if let Some(replaced) = replaced {
                         // This transaction's earlier version of the row is gone: drop the
                         // entries only it had.
@@ -556,10 +566,10 @@ enum Written {
 /// row stays; one that points at another row is stale (that row was removed from the
 /// primary index, since primary keys are unique and the entry holds the primary key) and is
 /// replaced.
-pub(crate) fn add_secondary_entries<V: VersionStorage>(
+pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
     table: &Table<V>,
     row: &RowRef<V>,
-    values: &[Value],
+    values: &C,
     entry: &mut Vec<u8>,
 ) {
     for (index, schema) in table.schema.indexes.iter().enumerate() {
@@ -615,13 +625,13 @@ fn encode_range(
                         probe[column] = value.clone();
                         schema.check_row(&probe)?;
                     }
-                    key::encode_value(&mut out, value);
+                    key::encode_value(&mut out, ValueRef::from(value));
                 }
             }
             Some(index) => {
                 schema.check_index_key(index, values)?;
                 for value in values {
-                    key::encode_tagged(&mut out, value);
+                    key::encode_tagged(&mut out, ValueRef::from(value));
                 }
             }
         }
@@ -644,4 +654,22 @@ fn encode_range(
         },
     };
     Ok(Some((lower, upper)))
+}
+
+/// Decodes a row into `values`, reusing the buffers of text and bytes already there.
+pub(crate) fn decode_into(values: &mut Vec<Value>, row: RowView<'_>) {
+    values.resize(row.len(), Value::Null);
+    for (slot, value) in values.iter_mut().zip(row.iter()) {
+        match (slot, value) {
+            (Value::Text(text), ValueRef::Text(new)) => {
+                text.clear();
+                text.push_str(new);
+            }
+            (Value::Bytes(bytes), ValueRef::Bytes(new)) => {
+                bytes.clear();
+                bytes.extend_from_slice(new);
+            }
+            (slot, value) => *slot = value.to_value(),
+        }
+    }
 }

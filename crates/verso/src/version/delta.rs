@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
 
+use crate::row::{PackedRow, RowView, ValueRef};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -42,7 +43,7 @@ pub(crate) struct DeltaRow {
 
 pub(crate) struct RowState {
     /// The newest values (possibly written by a transaction that has not committed).
-    values: Box<[Value]>,
+    values: PackedRow,
     /// Whether the newest state is a live row (false: deleted, or inserted and rolled back).
     exists: bool,
     /// Set once the collector has removed the row from the indexes; a writer that still
@@ -62,7 +63,7 @@ pub(crate) struct VersionRecord {
     /// The columns this record holds before-images of.
     mask: ColumnMask,
     /// Before-images of the masked columns, in ascending column order.
-    before: Box<[Value]>,
+    before: PackedRow,
     next: Option<Box<VersionRecord>>,
 }
 
@@ -91,24 +92,23 @@ impl VersionRecord {
         self.commit_ts().is_some_and(|ts| ts < snapshot.start_ts)
     }
 
-    fn apply_to(&self, values: &mut [Value], exists: &mut bool) {
+    /// Undoes this record's change on a reconstructed row.
+    fn apply_to<'a>(&'a self, values: &mut [ValueRef<'a>], exists: &mut bool) {
         for (slot, column) in self.mask.iter().enumerate() {
-            values[column].clone_from(&self.before[slot]);
+            values[column] = self.before.get(slot);
         }
         *exists = self.before_exists;
     }
 
-    /// Bytes this record occupies (header, before-image slots and their heap data).
+    /// Bytes this record occupies (header and packed before-images).
     fn footprint(&self) -> usize {
-        std::mem::size_of::<VersionRecord>()
-            + self.before.len() * std::mem::size_of::<Value>()
-            + self.before.iter().map(Value::heap_bytes).sum::<usize>()
+        std::mem::size_of::<VersionRecord>() + self.before.heap_bytes()
     }
 
-    fn before_image(&self, column: usize) -> Option<&Value> {
+    fn before_image(&self, column: usize) -> Option<ValueRef<'_>> {
         self.mask
             .contains(column)
-            .then(|| &self.before[self.mask.rank(column)])
+            .then(|| self.before.get(self.mask.rank(column)))
     }
 }
 
@@ -149,19 +149,19 @@ impl VersionStorage for DeltaStorage {
     type Guard<'a> = WriteGuard<'a, RowState>;
     const NAME: &'static str = "delta";
 
-    fn new_row(values: Vec<Value>, owner: &Arc<TxnShared>) -> (DeltaRow, usize) {
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (DeltaRow, usize) {
         let record = Box::new(VersionRecord {
             ts: AtomicU64::new(UNSTAMPED),
             owner: Arc::clone(owner),
             before_exists: false,
             mask: ColumnMask::EMPTY,
-            before: Box::new([]),
+            before: PackedRow::empty(),
             next: None,
         });
         let bytes = record.footprint();
         let row = DeltaRow {
             latch: Latch::new(RowState {
-                values: values.into_boxed_slice(),
+                values: PackedRow::from_values(values),
                 exists: true,
                 dead: false,
                 head: Some(record),
@@ -173,19 +173,21 @@ impl VersionStorage for DeltaStorage {
     fn read<R>(
         row: &DeltaRow,
         snapshot: &Snapshot<'_>,
-        scratch: &mut Vec<Value>,
-        reader: impl FnOnce(Option<&[Value]>) -> R,
+        reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, usize) {
         let state = row.read();
+        let newest = || state.exists.then(|| RowView::packed(&state.values));
         let Some(head) = state.head.as_deref() else {
-            return (reader(state.exists.then_some(&state.values[..])), 0);
+            return (reader(newest()), 0);
         };
         if head.change_visible_to(snapshot) {
-            return (reader(state.exists.then_some(&state.values[..])), 1);
+            return (reader(newest()), 1);
         }
-        // Reconstruct: start from the newest values and undo invisible changes.
-        scratch.clear();
-        scratch.extend_from_slice(&state.values);
+        // Reconstruct: start from the newest values and undo invisible changes, borrowing
+        // every value from the row or its records (all pinned by the latch).
+        let mut values: Vec<ValueRef<'_>> = (0..state.values.arity())
+            .map(|i| state.values.get(i))
+            .collect();
         let mut exists = state.exists;
         let mut walked = 0;
         let mut cursor = Some(head);
@@ -194,10 +196,13 @@ impl VersionStorage for DeltaStorage {
             if record.change_visible_to(snapshot) {
                 break;
             }
-            record.apply_to(scratch, &mut exists);
+            record.apply_to(&mut values, &mut exists);
             cursor = record.next.as_deref();
         }
-        (reader(exists.then_some(&scratch[..])), walked)
+        (
+            reader(exists.then(|| RowView::reconstructed(&values))),
+            walked,
+        )
     }
 
     fn write<'a>(
@@ -232,7 +237,7 @@ impl VersionStorage for DeltaStorage {
         if check != WriteCheck::Ok {
             return WriteResult::Refused(check);
         }
-        let arity = state.values.len();
+        let arity = state.values.arity();
         let changed = match &intent {
             WriteIntent::Update(mask, _) => *mask,
             WriteIntent::Delete => ColumnMask::EMPTY,
@@ -250,19 +255,19 @@ impl VersionStorage for DeltaStorage {
             if !missing.is_empty() {
                 let old_bytes = head.footprint();
                 let mask = head.mask.union(missing);
-                let before: Box<[Value]> = mask
-                    .iter()
-                    .map(|column| match head.before_image(column) {
-                        Some(value) => value.clone(),
-                        None => state.values[column].clone(),
-                    })
-                    .collect();
+                let columns: Vec<usize> = mask.iter().collect();
+                let before = PackedRow::build(columns.len(), |slot| {
+                    let column = columns[slot];
+                    head.before_image(column)
+                        .unwrap_or_else(|| state.values.get(column))
+                });
                 head.mask = mask;
                 head.before = before;
                 created_bytes += head.footprint() - old_bytes;
             }
         } else {
-            let before: Box<[Value]> = changed.iter().map(|c| state.values[c].clone()).collect();
+            let columns: Vec<usize> = changed.iter().collect();
+            let before = PackedRow::build(columns.len(), |slot| state.values.get(columns[slot]));
             let record = Box::new(VersionRecord {
                 ts: AtomicU64::new(UNSTAMPED),
                 owner: Arc::clone(owner),
@@ -276,14 +281,12 @@ impl VersionStorage for DeltaStorage {
         }
         match intent {
             WriteIntent::Update(_, assignments) => {
-                for (column, value) in assignments {
-                    state.values[*column].clone_from(value);
-                }
+                state.values = state.values.with_changes(assignments);
             }
             WriteIntent::Delete => state.exists = false,
             WriteIntent::Insert(values) => {
                 debug_assert_eq!(values.len(), arity);
-                state.values.clone_from_slice(values);
+                state.values = PackedRow::from_values(values);
                 state.exists = true;
             }
         }
@@ -323,8 +326,8 @@ impl VersionStorage for DeltaStorage {
 }
 
 impl ChainEdit for RowState {
-    fn values(&self) -> (&[Value], bool) {
-        (&self.values, self.exists)
+    fn values(&self) -> (RowView<'_>, bool) {
+        (RowView::packed(&self.values), self.exists)
     }
 
     fn chain_len(&self) -> usize {
@@ -347,17 +350,19 @@ impl ChainEdit for RowState {
         mask
     }
 
-    fn for_each_version(&self, visit: &mut dyn FnMut(&[Value])) {
-        let mut values = self.values.to_vec();
+    fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>)) {
+        let mut values: Vec<ValueRef<'_>> = (0..self.values.arity())
+            .map(|i| self.values.get(i))
+            .collect();
         let mut exists = self.exists;
         if exists {
-            visit(&values);
+            visit(RowView::reconstructed(&values));
         }
         let mut cursor = self.head.as_deref();
         while let Some(record) = cursor {
             record.apply_to(&mut values, &mut exists);
             if exists {
-                visit(&values);
+                visit(RowView::reconstructed(&values));
             }
             cursor = record.next.as_deref();
         }
@@ -402,9 +407,22 @@ impl ChainEdit for RowState {
             .take()
             .expect("a row in a write set has its writer's record at the head");
         debug_assert!(Arc::ptr_eq(&record.owner, owner));
-        let written = state.values.clone();
         let written_exists = state.exists;
-        record.apply_to(&mut state.values, &mut state.exists);
+        let restored = if record.mask.is_empty() {
+            None
+        } else {
+            let columns: Vec<usize> = (0..state.values.arity()).collect();
+            Some(PackedRow::build(columns.len(), |column| {
+                record
+                    .before_image(column)
+                    .unwrap_or_else(|| state.values.get(column))
+            }))
+        };
+        let written = match restored {
+            Some(restored) => std::mem::replace(&mut state.values, restored),
+            None => state.values.clone(),
+        };
+        state.exists = record.before_exists;
         state.head = record.next.take();
         RollbackReport {
             freed_bytes: record.footprint(),
@@ -480,20 +498,18 @@ fn prune_chain(head: &mut Option<Box<VersionRecord>>, active: &ActiveSnapshots) 
 /// Folds `newer` into `older` (the survivor, applied after `newer` when walking): columns
 /// only `newer` has are added; for columns both have, `older`'s image wins. Returns the
 /// bytes freed.
-fn merge_newer_into(older: &mut VersionRecord, mut newer: VersionRecord) -> usize {
+fn merge_newer_into(older: &mut VersionRecord, newer: VersionRecord) -> usize {
     let before_bytes = older.footprint() + newer.footprint();
     if !older.mask.covers(newer.mask) {
         let mask = older.mask.union(newer.mask);
-        let before: Box<[Value]> = mask
-            .iter()
-            .map(|column| {
-                if older.mask.contains(column) {
-                    std::mem::replace(&mut older.before[older.mask.rank(column)], Value::Null)
-                } else {
-                    std::mem::replace(&mut newer.before[newer.mask.rank(column)], Value::Null)
-                }
-            })
-            .collect();
+        let columns: Vec<usize> = mask.iter().collect();
+        let before = PackedRow::build(columns.len(), |slot| {
+            let column = columns[slot];
+            older
+                .before_image(column)
+                .or_else(|| newer.before_image(column))
+                .expect("the union mask covers the column")
+        });
         older.mask = mask;
         older.before = before;
     }

@@ -35,7 +35,7 @@ fn value_of(row: &<DeltaStorage as VersionStorage>::Row, start_ts: u64) -> Optio
 /// A committed row `(1, initial)` with its insert stamped at timestamp 1; the clock at 2.
 fn committed_row(initial: i64) -> (Arc<<DeltaStorage as VersionStorage>::Row>, Arc<AtomicU64>) {
     let inserter = Arc::new(TxnShared::new());
-    let (row, _) = DeltaStorage::new_row(vec![Value::U64(1), Value::I64(initial)], &inserter);
+    let (row, _) = DeltaStorage::new_row(&[Value::U64(1), Value::I64(initial)], &inserter);
     inserter.mark_committing();
     inserter.mark_committed(1);
     DeltaStorage::stamp(&row, &inserter, 1);

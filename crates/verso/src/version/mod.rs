@@ -23,6 +23,7 @@ mod loom_tests;
 use crate::sync::Arc;
 use std::ops::DerefMut;
 
+use crate::row::{PackedRow, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
@@ -96,7 +97,7 @@ pub(crate) enum WriteResult<G> {
         /// When the transaction overwrote its own earlier write to the row: the values it
         /// replaced (an uncommitted version that is now gone, so its index entries may be
         /// unneeded).
-        replaced: Option<Box<[Value]>>,
+        replaced: Option<PackedRow>,
     },
     /// Another transaction wrote the row first (first-updater-wins).
     Conflict,
@@ -111,7 +112,7 @@ pub(crate) struct RollbackReport {
     pub(crate) freed_bytes: usize,
     /// The values the transaction had written, if the row existed in its state: the caller
     /// drops index entries only that version needed.
-    pub(crate) written: Option<Box<[Value]>>,
+    pub(crate) written: Option<PackedRow>,
 }
 
 /// What eager pruning did to one chain.
@@ -132,13 +133,13 @@ pub(crate) struct PruneReport {
 /// (the mechanism in `gc/`) needs, whatever the storage.
 pub(crate) trait ChainEdit {
     /// The newest values and whether the newest state is a live row.
-    fn values(&self) -> (&[Value], bool);
+    fn values(&self) -> (RowView<'_>, bool);
     /// Number of version records behind the newest state.
     fn chain_len(&self) -> usize;
     /// Union of the columns the chain's records hold.
     fn chain_mask(&self) -> ColumnMask;
     /// Calls `visit` with every version in which the row exists, newest first.
-    fn for_each_version(&self, visit: &mut dyn FnMut(&[Value]));
+    fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>));
     /// Whether the row has been removed from the indexes.
     fn is_dead(&self) -> bool;
     /// Whether no snapshot can ever see the row again (deleted, no chain left).
@@ -169,15 +170,14 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 
     /// A new row inserted by `owner` (uncommitted). Returns it and the bytes of version
     /// records created.
-    fn new_row(values: Vec<Value>, owner: &Arc<TxnShared>) -> (Self::Row, usize);
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Self::Row, usize);
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
     /// Returns its result and the number of version records walked.
     fn read<R>(
         row: &Self::Row,
         snapshot: &Snapshot<'_>,
-        scratch: &mut Vec<Value>,
-        reader: impl FnOnce(Option<&[Value]>) -> R,
+        reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, usize);
 
     /// Installs a write of `owner` (whose snapshot is `snapshot`) into the row.
