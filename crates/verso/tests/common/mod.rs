@@ -1,0 +1,165 @@
+//! Helpers shared by the integration tests: every supported configuration, and a few
+//! standard tables.
+//!
+//! Tests loop over [`all_configurations`] so that a collector or storage added later runs
+//! every test without touching the tests.
+
+#![allow(dead_code)]
+
+use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value};
+
+/// One `Options` per supported configuration: today every garbage collector over the
+/// default version storage.
+pub fn all_configurations() -> Vec<Options> {
+    GarbageCollector::ALL
+        .into_iter()
+        .map(|gc| Options::default().garbage_collector(gc))
+        .collect()
+}
+
+/// Opens a database, panicking with the options if that fails.
+pub fn open(options: &Options) -> Database {
+    Database::open(options.clone())
+        .unwrap_or_else(|error| panic!("cannot open {options:?}: {error}"))
+}
+
+/// A freshly opened database per supported configuration.
+pub fn all_databases() -> impl Iterator<Item = Database> {
+    all_configurations()
+        .into_iter()
+        .map(|options| open(&options))
+}
+
+// ----- the "items" table: composite key, every column type, two secondary indexes -------
+
+/// Name of the standard table.
+pub const ITEMS: &str = "items";
+
+/// Column positions of the standard table.
+pub mod items {
+    /// `Text`, first primary-key column.
+    pub const REGION: usize = 0;
+    /// `U64`, second primary-key column.
+    pub const ID: usize = 1;
+    /// `I64`, indexed with `WEIGHT` by `by_score`.
+    pub const SCORE: usize = 2;
+    /// `F64`.
+    pub const WEIGHT: usize = 3;
+    /// `Text`, indexed by `by_name`.
+    pub const NAME: usize = 4;
+    /// `Bytes`.
+    pub const BLOB: usize = 5;
+    /// `U64`, nullable and not indexed.
+    pub const TAG: usize = 6;
+    /// Number of columns.
+    pub const ARITY: usize = 7;
+    /// Secondary index over `NAME`.
+    pub const BY_NAME: &str = "by_name";
+    /// Secondary index over `(SCORE, WEIGHT)`.
+    pub const BY_SCORE: &str = "by_score";
+}
+
+/// The standard table's schema: primary key `(region, id)`, indexes `by_name(name)` and
+/// `by_score(score, weight)`.
+pub fn items_schema() -> Schema {
+    Schema::new()
+        .column("region", ColumnType::Text)
+        .column("id", ColumnType::U64)
+        .column("score", ColumnType::I64)
+        .column("weight", ColumnType::F64)
+        .column("name", ColumnType::Text)
+        .column("blob", ColumnType::Bytes)
+        .column("tag", ColumnType::U64)
+        .primary_key(&["region", "id"])
+        .index(items::BY_NAME, &["name"])
+        .index(items::BY_SCORE, &["score", "weight"])
+}
+
+/// Creates the standard table.
+pub fn create_items(db: &Database) -> TableId {
+    db.create_table(ITEMS, items_schema())
+        .unwrap_or_else(|error| panic!("{}: create {ITEMS}: {error}", db.design()))
+}
+
+/// A row of the standard table with every non-key column set.
+pub fn item(region: &str, id: u64, score: i64, name: &str) -> Vec<Value> {
+    vec![
+        Value::from(region),
+        Value::U64(id),
+        Value::I64(score),
+        Value::F64(score as f64 / 4.0),
+        Value::from(name),
+        Value::Bytes(vec![id as u8, 0, 0xFF]),
+        Value::U64(id * 10),
+    ]
+}
+
+/// The primary key of a row of the standard table.
+pub fn item_key(region: &str, id: u64) -> Vec<Value> {
+    vec![Value::from(region), Value::U64(id)]
+}
+
+// ----- the "accounts" table: one u64 key, one i64 balance ----------------------------------
+
+/// Name of the accounts table.
+pub const ACCOUNTS: &str = "accounts";
+/// Column of the balance in the accounts table.
+pub const BALANCE: usize = 1;
+
+/// Creates `accounts(id U64 primary key, balance I64)` and commits `count` accounts with
+/// `balance` each.
+pub fn create_accounts(db: &Database, count: u64, balance: i64) -> TableId {
+    let table = db
+        .create_table(
+            ACCOUNTS,
+            Schema::new()
+                .column("id", ColumnType::U64)
+                .column("balance", ColumnType::I64)
+                .primary_key(&["id"]),
+        )
+        .unwrap_or_else(|error| panic!("{}: create {ACCOUNTS}: {error}", db.design()));
+    let mut txn = db.begin(Isolation::Snapshot);
+    for id in 0..count {
+        txn.insert(table, &[Value::U64(id), Value::I64(balance)])
+            .unwrap_or_else(|error| panic!("{}: insert account {id}: {error}", db.design()));
+    }
+    txn.commit()
+        .unwrap_or_else(|error| panic!("{}: commit accounts: {error}", db.design()));
+    table
+}
+
+// ----- small conveniences ----------------------------------------------------------------
+
+/// Inserts `rows` in one transaction and commits.
+pub fn commit_rows(db: &Database, table: TableId, rows: &[Vec<Value>]) {
+    let mut txn = db.begin(Isolation::Snapshot);
+    for row in rows {
+        txn.insert(table, row)
+            .unwrap_or_else(|error| panic!("{}: insert {row:?}: {error}", db.design()));
+    }
+    txn.commit()
+        .unwrap_or_else(|error| panic!("{}: commit: {error}", db.design()));
+}
+
+/// Every row of `table` a new snapshot sees, in primary-key order.
+pub fn all_rows(db: &Database, table: TableId) -> Vec<Vec<Value>> {
+    let txn = db.begin(Isolation::Snapshot);
+    let rows = txn
+        .scan(table, ..)
+        .unwrap_or_else(|error| panic!("{}: scan: {error}", db.design()));
+    // Commit rather than drop, so that reading does not count as an abort.
+    txn.commit()
+        .unwrap_or_else(|error| panic!("{}: read-only commit: {error}", db.design()));
+    rows
+}
+
+/// The rows a new snapshot finds in secondary index `index` under key prefix `prefix`.
+pub fn index_rows(db: &Database, table: TableId, index: &str, prefix: &[Value]) -> Vec<Vec<Value>> {
+    let txn = db.begin(Isolation::Snapshot);
+    let rows = txn
+        .scan_index(table, index, prefix.to_vec()..=prefix.to_vec())
+        .unwrap_or_else(|error| panic!("{}: scan_index {index}: {error}", db.design()));
+    txn.commit()
+        .unwrap_or_else(|error| panic!("{}: read-only commit: {error}", db.design()));
+    rows
+}
