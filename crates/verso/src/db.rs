@@ -318,7 +318,7 @@ fn spawn_janitor(engine: std::sync::Weak<AnyEngine>, interval: std::time::Durati
             };
             on_engine!(&*engine, e => {
                 if let Some(local) = e.txns.local() {
-                    crate::engine::collect::collect_idle(e, &local, interval);
+                    crate::engine::collect::collect_idle(e, &local);
                 }
             });
         })

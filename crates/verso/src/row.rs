@@ -142,11 +142,22 @@ impl Columns for [Value] {
     }
 }
 
-/// The values of one row (or one before-image) in one allocation.
+/// Packed rows up to this many bytes live inline, in the row object or version record
+/// itself: a point read then misses the cache once for the row instead of twice, and a
+/// small before-image needs no allocation of its own.
+const INLINE_BYTES: usize = 64;
+
+/// The values of one row (or one before-image), inline when small, else in one allocation.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct PackedRow {
-    bytes: Box<[u8]>,
+    storage: Storage,
     arity: u32,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Storage {
+    Inline { len: u8, bytes: [u8; INLINE_BYTES] },
+    Heap(Box<[u8]>),
 }
 
 fn slots_start(arity: usize) -> usize {
@@ -164,7 +175,15 @@ impl PackedRow {
                 _ => 0,
             })
             .sum();
-        let mut bytes = vec![0u8; fixed + variable];
+        let total = fixed + variable;
+        let mut inline = [0u8; INLINE_BYTES];
+        let mut heap = Vec::new();
+        let bytes: &mut [u8] = if total <= INLINE_BYTES {
+            &mut inline[..total]
+        } else {
+            heap.resize(total, 0);
+            &mut heap
+        };
         let mut next = fixed;
         for i in 0..arity {
             let (tag, slot) = match value(i) {
@@ -172,18 +191,44 @@ impl PackedRow {
                 ValueRef::I64(v) => (TAG_I64, v as u64),
                 ValueRef::U64(v) => (TAG_U64, v),
                 ValueRef::F64(v) => (TAG_F64, v.to_bits()),
-                ValueRef::Text(t) => (TAG_TEXT, place(&mut bytes, &mut next, t.as_bytes())),
-                ValueRef::Bytes(b) => (TAG_BYTES, place(&mut bytes, &mut next, b)),
+                ValueRef::Text(t) => (TAG_TEXT, place(bytes, &mut next, t.as_bytes())),
+                ValueRef::Bytes(b) => (TAG_BYTES, place(bytes, &mut next, b)),
             };
             bytes[i] = tag;
             let at = slots_start(arity) + 8 * i;
             bytes[at..at + 8].copy_from_slice(&slot.to_ne_bytes());
         }
-        debug_assert_eq!(next, bytes.len());
+        debug_assert_eq!(next, total);
+        let storage = if total <= INLINE_BYTES {
+            Storage::Inline {
+                len: total as u8,
+                bytes: inline,
+            }
+        } else {
+            Storage::Heap(heap.into_boxed_slice())
+        };
         PackedRow {
-            bytes: bytes.into_boxed_slice(),
+            storage,
             arity: u32::try_from(arity).expect("at most MAX_COLUMNS columns"),
         }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Inline { len, bytes } => &bytes[..*len as usize],
+            Storage::Heap(bytes) => bytes,
+        }
+    }
+
+    /// Packs the columns of `mask`, in ascending order, taking each from `column`.
+    pub(crate) fn project<'v>(
+        mask: crate::schema::ColumnMask,
+        column: impl Fn(usize) -> ValueRef<'v>,
+    ) -> Self {
+        // `build` asks for slots in order (twice); map slot k to the k-th masked column by
+        // walking the mask alongside, without allocating a list of columns.
+        let columns = ColumnsOf::new(mask);
+        Self::build(mask.len(), |slot| column(columns.nth(slot)))
     }
 
     pub(crate) fn from_values(values: &[Value]) -> Self {
@@ -198,26 +243,30 @@ impl PackedRow {
         self.arity as usize
     }
 
-    /// Bytes this row occupies on the heap.
+    /// Bytes this row occupies on the heap (beyond its inline part).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.bytes.len()
+        match &self.storage {
+            Storage::Inline { .. } => 0,
+            Storage::Heap(bytes) => bytes.len(),
+        }
     }
 
     pub(crate) fn get(&self, index: usize) -> ValueRef<'_> {
         let arity = self.arity();
         assert!(index < arity, "column {index} of a row of {arity}");
+        let bytes = self.bytes();
         let at = slots_start(arity) + 8 * index;
         let mut word = [0u8; 8];
-        word.copy_from_slice(&self.bytes[at..at + 8]);
+        word.copy_from_slice(&bytes[at..at + 8]);
         let slot = u64::from_ne_bytes(word);
-        match self.bytes[index] {
+        match bytes[index] {
             TAG_NULL => ValueRef::Null,
             TAG_I64 => ValueRef::I64(slot as i64),
             TAG_U64 => ValueRef::U64(slot),
             TAG_F64 => ValueRef::F64(f64::from_bits(slot)),
             tag => {
                 let (offset, len) = ((slot >> 32) as usize, (slot & 0xFFFF_FFFF) as usize);
-                let data = &self.bytes[offset..offset + len];
+                let data = &bytes[offset..offset + len];
                 if tag == TAG_TEXT {
                     // Only `build` writes text here, from a `&str`.
                     ValueRef::Text(std::str::from_utf8(data).unwrap_or_default())
@@ -243,6 +292,38 @@ impl PackedRow {
     #[cfg(test)]
     pub(crate) fn to_values(&self) -> Vec<Value> {
         (0..self.arity()).map(|i| self.get(i).to_value()).collect()
+    }
+}
+
+/// The columns of a mask, looked up by rank; sequential lookups (`nth(0)`, `nth(1)`, ...)
+/// cost one bit operation each.
+struct ColumnsOf {
+    mask: crate::schema::ColumnMask,
+    cursor: std::cell::Cell<(usize, usize)>,
+}
+
+impl ColumnsOf {
+    fn new(mask: crate::schema::ColumnMask) -> Self {
+        ColumnsOf {
+            mask,
+            cursor: std::cell::Cell::new((0, 0)),
+        }
+    }
+
+    /// The `rank`-th column of the mask.
+    fn nth(&self, rank: usize) -> usize {
+        let (mut at_rank, mut column) = self.cursor.get();
+        if rank < at_rank {
+            (at_rank, column) = (0, 0);
+        }
+        let mut columns = self.mask.iter().skip_while(|&c| c < column);
+        let found = columns
+            .nth(rank - at_rank)
+            .expect("rank is below the mask's length");
+        at_rank = rank;
+        column = found;
+        self.cursor.set((at_rank, column));
+        found
     }
 }
 
@@ -368,6 +449,33 @@ mod tests {
             assert_eq!(packed.get(i), *value);
         }
         assert_eq!(PackedRow::empty().arity(), 0);
+    }
+
+    #[test]
+    fn projection_keeps_the_masked_columns_in_order() {
+        let packed = PackedRow::from_values(&sample());
+        let mask = crate::schema::ColumnMask::from_columns(&[6, 0, 4]);
+        let projected = PackedRow::project(mask, |column| packed.get(column));
+        assert_eq!(
+            projected.to_values(),
+            vec![
+                sample()[0].clone(),
+                sample()[4].clone(),
+                sample()[6].clone()
+            ]
+        );
+        let none = PackedRow::project(crate::schema::ColumnMask::EMPTY, |c| packed.get(c));
+        assert_eq!(none.arity(), 0);
+    }
+
+    #[test]
+    fn small_rows_are_inline_and_large_ones_on_the_heap() {
+        let small = PackedRow::from_values(&[Value::U64(1), Value::Text("ab".into())]);
+        assert_eq!(small.heap_bytes(), 0);
+        assert_eq!(small.get(1), ValueRef::Text("ab"));
+        let large = PackedRow::from_values(&[Value::Bytes(vec![7; 100])]);
+        assert!(large.heap_bytes() > INLINE_BYTES);
+        assert_eq!(large.get(0), ValueRef::Bytes(&[7; 100]));
     }
 
     #[test]

@@ -161,20 +161,18 @@ pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
     }
 }
 
-/// Finalizes, for slots whose thread has not ended a transaction for `idle_for`, what is
+/// Finalizes, for slots whose thread ended no transaction since the previous round, what is
 /// below the watermark. Busy slots are left to their threads (no contention on their queue).
 pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
     engine: &Engine<V, G, P>,
     local: &LocalSlot<WrittenRow<V>>,
-    idle_for: std::time::Duration,
 ) {
-    let now = engine.txns.now_ns();
-    let idle_ns = idle_for.as_nanos() as u64;
+    use std::sync::atomic::Ordering::Relaxed;
     let mut watermark = None;
     for slot in engine.txns.slots() {
-        let last_end = slot.last_end_ns.load(std::sync::atomic::Ordering::Relaxed);
-        if now.saturating_sub(last_end) < idle_ns {
-            continue;
+        let ends = slot.ends.load(Relaxed);
+        if slot.ends_seen_by_janitor.swap(ends, Relaxed) != ends {
+            continue; // busy since the last round: it collects for itself
         }
         if let Some(mut queue) = slot.committed.try_lock() {
             if queue.is_empty() {

@@ -47,8 +47,11 @@ pub(crate) struct Slot<R> {
     in_use: AtomicBool,
     /// Committed transactions not yet finalized, in commit order.
     pub(crate) committed: Mutex<VecDeque<Committed<R>>>,
-    /// Nanoseconds (from the manager's epoch) of the owner's last commit or abort.
-    pub(crate) last_end_ns: AtomicU64,
+    /// Transactions the owner has ended (written only by the owner).
+    pub(crate) ends: AtomicU64,
+    /// `ends` as the janitor saw it on its previous round (written only by the janitor):
+    /// equal means the owner ended nothing for a whole round, so it is idle.
+    pub(crate) ends_seen_by_janitor: AtomicU64,
     pub(crate) stats: SlotStats,
 }
 
@@ -60,7 +63,8 @@ impl<R> Slot<R> {
             others: Mutex::new(Vec::new()),
             in_use: AtomicBool::new(false),
             committed: Mutex::new(VecDeque::new()),
-            last_end_ns: AtomicU64::new(0),
+            ends: AtomicU64::new(0),
+            ends_seen_by_janitor: AtomicU64::new(0),
             stats: SlotStats::default(),
         }
     }
@@ -226,10 +230,8 @@ impl<R: Send + 'static> TxnManager<R> {
             .expect("an ending transaction is running on its thread");
         running.remove(at);
         local.slot.publish(&running);
-        local
-            .slot
-            .last_end_ns
-            .store(self.now_ns(), Ordering::Relaxed);
+        let ends = &local.slot.ends;
+        ends.store(ends.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// The oldest snapshot any transaction can hold now or later: versions committed

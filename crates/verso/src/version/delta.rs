@@ -100,7 +100,7 @@ impl VersionRecord {
         *exists = self.before_exists;
     }
 
-    /// Bytes this record occupies (header and packed before-images).
+    /// Bytes this record occupies (header, inline before-images, and any spilled ones).
     fn footprint(&self) -> usize {
         std::mem::size_of::<VersionRecord>() + self.before.heap_bytes()
     }
@@ -255,9 +255,7 @@ impl VersionStorage for DeltaStorage {
             if !missing.is_empty() {
                 let old_bytes = head.footprint();
                 let mask = head.mask.union(missing);
-                let columns: Vec<usize> = mask.iter().collect();
-                let before = PackedRow::build(columns.len(), |slot| {
-                    let column = columns[slot];
+                let before = PackedRow::project(mask, |column| {
                     head.before_image(column)
                         .unwrap_or_else(|| state.values.get(column))
                 });
@@ -266,8 +264,7 @@ impl VersionStorage for DeltaStorage {
                 created_bytes += head.footprint() - old_bytes;
             }
         } else {
-            let columns: Vec<usize> = changed.iter().collect();
-            let before = PackedRow::build(columns.len(), |slot| state.values.get(columns[slot]));
+            let before = PackedRow::project(changed, |column| state.values.get(column));
             let record = Box::new(VersionRecord {
                 ts: AtomicU64::new(UNSTAMPED),
                 owner: Arc::clone(owner),
@@ -411,8 +408,7 @@ impl ChainEdit for RowState {
         let restored = if record.mask.is_empty() {
             None
         } else {
-            let columns: Vec<usize> = (0..state.values.arity()).collect();
-            Some(PackedRow::build(columns.len(), |column| {
+            Some(PackedRow::build(state.values.arity(), |column| {
                 record
                     .before_image(column)
                     .unwrap_or_else(|| state.values.get(column))
@@ -502,9 +498,7 @@ fn merge_newer_into(older: &mut VersionRecord, newer: VersionRecord) -> usize {
     let before_bytes = older.footprint() + newer.footprint();
     if !older.mask.covers(newer.mask) {
         let mask = older.mask.union(newer.mask);
-        let columns: Vec<usize> = mask.iter().collect();
-        let before = PackedRow::build(columns.len(), |slot| {
-            let column = columns[slot];
+        let before = PackedRow::project(mask, |column| {
             older
                 .before_image(column)
                 .or_else(|| newer.before_image(column))
