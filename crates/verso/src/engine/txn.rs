@@ -11,6 +11,7 @@ use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
 use crate::gc::Collector;
+use crate::index::ordered::RangeScan;
 use crate::key;
 use crate::row::{Columns, RowView, ValueRef};
 use crate::schema::TableSchema;
@@ -163,41 +164,12 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             return Ok(());
         };
         let snapshot = self.snapshot();
-        let mut resume: Option<Vec<u8>> = None;
-        loop {
-            let mut seen = 0;
-            let mut stopped = false;
-            let mut last_key = Vec::new();
-            {
-                let guard = Guard::new();
-                let from = match &resume {
-                    Some(k) => Bound::Excluded(k.as_slice()),
-                    None => as_bound(&lower),
-                };
-                table
-                    .primary
-                    .range_from(from, as_bound(&upper), &guard, |key, row| {
-                        seen += 1;
-                        let (keep_going, walked) =
-                            V::read(row, &snapshot, |v| v.is_none_or(&mut visit));
-                        self.local.slot.stats.record_read_chain(walked);
-                        if !keep_going {
-                            stopped = true;
-                            return false;
-                        }
-                        if seen == SCAN_BATCH {
-                            last_key.clear();
-                            last_key.extend_from_slice(key);
-                            return false;
-                        }
-                        true
-                    });
-            }
-            if stopped || seen < SCAN_BATCH {
-                return Ok(());
-            }
-            resume = Some(last_key);
-        }
+        scan_in_batches(&table.primary, &lower, &upper, |_, row| {
+            let (keep_going, walked) = V::read(row, &snapshot, |v| v.is_none_or(&mut visit));
+            self.local.slot.stats.record_read_chain(walked);
+            keep_going
+        });
+        Ok(())
     }
 
     /// Calls `visit` with each visible row whose secondary key lies in `range`, in index
@@ -218,49 +190,23 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let index_schema = &table.schema.indexes[index];
         let snapshot = self.snapshot();
         let mut visible_entry = Vec::new();
-        let mut resume: Option<Vec<u8>> = None;
-        loop {
-            let mut seen = 0;
-            let mut stopped = false;
-            let mut last_key = Vec::new();
-            {
-                let guard = Guard::new();
-                let from = match &resume {
-                    Some(k) => Bound::Excluded(k.as_slice()),
-                    None => as_bound(&lower),
-                };
-                table.secondary[index].range_from(from, as_bound(&upper), &guard, |entry, row| {
-                    seen += 1;
-                    let (keep_going, walked) = V::read(row, &snapshot, |v| {
-                        let Some(v) = v else { return true };
-                        // The entry is a hint: yield the row only if the version this
-                        // snapshot sees has exactly this entry's key.
-                        key::encode_index_entry(
-                            &mut visible_entry,
-                            &v,
-                            &index_schema.columns,
-                            &table.schema.primary_key,
-                        );
-                        visible_entry.as_slice() != entry || visit(v)
-                    });
-                    self.local.slot.stats.record_read_chain(walked);
-                    if !keep_going {
-                        stopped = true;
-                        return false;
-                    }
-                    if seen == SCAN_BATCH {
-                        last_key.clear();
-                        last_key.extend_from_slice(entry);
-                        return false;
-                    }
-                    true
-                });
-            }
-            if stopped || seen < SCAN_BATCH {
-                return Ok(());
-            }
-            resume = Some(last_key);
-        }
+        scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
+            let (keep_going, walked) = V::read(row, &snapshot, |v| {
+                let Some(v) = v else { return true };
+                // The entry is a hint: yield the row only if the version this snapshot
+                // sees has exactly this entry's key.
+                key::encode_index_entry(
+                    &mut visible_entry,
+                    &v,
+                    &index_schema.columns,
+                    &table.schema.primary_key,
+                );
+                visible_entry.as_slice() != entry || visit(v)
+            });
+            self.local.slot.stats.record_read_chain(walked);
+            keep_going
+        });
+        Ok(())
     }
 
     // ----- writes ----------------------------------------------------------------------
@@ -580,6 +526,45 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
                 break; // the entry is this row's already
             }
         }
+    }
+}
+
+/// Walks an index range in batches of [`SCAN_BATCH`] entries, pinning the index's epoch
+/// once per batch and resuming after the last key, until `on_entry` returns `false`.
+fn scan_in_batches<R, I: RangeScan<R>>(
+    index: &I,
+    lower: &EncodedBound,
+    upper: &EncodedBound,
+    mut on_entry: impl FnMut(&[u8], &R) -> bool,
+) {
+    let mut resume: Option<Vec<u8>> = None;
+    loop {
+        let mut seen = 0;
+        let mut stopped = false;
+        let mut last_key = Vec::new();
+        {
+            let guard = Guard::new();
+            let from = match &resume {
+                Some(k) => Bound::Excluded(k.as_slice()),
+                None => as_bound(lower),
+            };
+            index.range_from(from, as_bound(upper), &guard, |key, row| {
+                seen += 1;
+                if !on_entry(key, row) {
+                    stopped = true;
+                    return false;
+                }
+                if seen == SCAN_BATCH {
+                    last_key.extend_from_slice(key);
+                    return false;
+                }
+                true
+            });
+        }
+        if stopped || seen < SCAN_BATCH {
+            return;
+        }
+        resume = Some(last_key);
     }
 }
 

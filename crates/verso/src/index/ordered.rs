@@ -11,6 +11,19 @@ use scc::{Guard, HashIndex, TreeIndex};
 
 use crate::key::Key;
 
+/// Ordered iteration, as scans use it (both index kinds offer it).
+pub(crate) trait RangeScan<V> {
+    /// Calls `visit` with entries in ascending key order within the bounds, until it
+    /// returns `false`.
+    fn range_from(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        guard: &Guard,
+        visit: impl FnMut(&[u8], &V) -> bool,
+    );
+}
+
 /// An ordered map from encoded keys to `V` (a row pointer).
 pub(crate) struct OrderedIndex<V: Clone + Send + Sync + 'static> {
     map: TreeIndex<Key, V>,
@@ -35,9 +48,13 @@ impl<V: Clone + Send + Sync + 'static> OrderedIndex<V> {
         self.map.remove_if_sync(&Key::from_bytes(key), condition)
     }
 
-    /// Calls `visit` with entries in ascending key order within the bounds, until it
-    /// returns `false`. Returns the last key visited, so a caller can resume after it.
-    pub(crate) fn range_from(
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> RangeScan<V> for OrderedIndex<V> {
+    fn range_from(
         &self,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
@@ -50,10 +67,6 @@ impl<V: Clone + Send + Sync + 'static> OrderedIndex<V> {
                 return;
             }
         }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
     }
 }
 
@@ -100,8 +113,13 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
         removed && also
     }
 
-    /// See [`OrderedIndex::range_from`].
-    pub(crate) fn range_from(
+    pub(crate) fn len(&self) -> usize {
+        self.ordered.len()
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> RangeScan<V> for PrimaryIndex<V> {
+    fn range_from(
         &self,
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
@@ -109,9 +127,5 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
         visit: impl FnMut(&[u8], &V) -> bool,
     ) {
         self.ordered.range_from(lower, upper, guard, visit);
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.ordered.len()
     }
 }
