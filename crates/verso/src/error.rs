@@ -81,6 +81,17 @@ pub enum Error {
         /// A short description of the value given.
         found: String,
     },
+    /// A text or bytes value is longer than [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES).
+    ValueTooLarge {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The value's length.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A primary-key column was given NULL.
     NullInPrimaryKey {
         /// The table.
@@ -163,6 +174,15 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "column {table}.{column} has type {expected}, got the value {found}"
+            ),
+            Error::ValueTooLarge {
+                table,
+                column,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "value of {table}.{column} is {bytes} bytes long; the limit is {limit}"
             ),
             Error::NullInPrimaryKey { table, column } => {
                 write!(f, "primary-key column {table}.{column} cannot be NULL")

@@ -62,7 +62,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use row::{RowView, ValueRef};
-pub use schema::{ColumnMask, Schema, MAX_COLUMNS};
+pub use schema::{ColumnMask, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
 pub use value::{ColumnType, Value};
 

@@ -6,6 +6,10 @@ use crate::value::{ColumnType, Value};
 /// The most columns a table may have: one bit each in a [`ColumnMask`].
 pub const MAX_COLUMNS: usize = 128;
 
+/// The largest text or bytes value, in bytes (16 MiB). With at most [`MAX_COLUMNS`] columns
+/// a packed row stays far below the 4 GiB its 32-bit offsets can address.
+pub const MAX_VALUE_BYTES: usize = 16 << 20;
+
 /// A table description, built with chained calls and checked by
 /// [`Database::create_table`](crate::Database::create_table).
 ///
@@ -190,6 +194,19 @@ impl TableSchema {
 
     fn check_value(&self, column: usize, value: &Value) -> Result<()> {
         let expected = self.column_types[column];
+        let len = match value {
+            Value::Text(text) => text.len(),
+            Value::Bytes(bytes) => bytes.len(),
+            _ => 0,
+        };
+        if len > MAX_VALUE_BYTES {
+            return Err(Error::ValueTooLarge {
+                table: self.name.clone(),
+                column: self.column_names[column].clone(),
+                bytes: len,
+                limit: MAX_VALUE_BYTES,
+            });
+        }
         if value.fits(expected) {
             Ok(())
         } else {

@@ -19,7 +19,7 @@ use crate::stats::Counter;
 use crate::txn::slots::{Committed, LocalSlot};
 use crate::txn::state::TxnShared;
 use crate::value::Value;
-use crate::version::{ChainEdit, Snapshot, VersionStorage, WriteCheck, WriteIntent, WriteResult};
+use crate::version::{ChainEdit, Refusal, Snapshot, VersionStorage, WriteIntent, WriteResult};
 use crate::{Isolation, KeyRange, TableId};
 
 /// Rows read per pin of the index's epoch during a scan: long scans re-pin so that they
@@ -384,11 +384,10 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 }
                 Ok(Written::Done)
             }
-            WriteResult::Refused(WriteCheck::DuplicateKey) => Err(Error::DuplicateKey {
+            WriteResult::Refused(Refusal::DuplicateKey) => Err(Error::DuplicateKey {
                 table: table.schema.name.clone(),
             }),
-            WriteResult::Refused(WriteCheck::NotFound) => Ok(Written::NotFound),
-            WriteResult::Refused(WriteCheck::Ok) => unreachable!("Ok is not a refusal"),
+            WriteResult::Refused(Refusal::NotFound) => Ok(Written::NotFound),
             WriteResult::RowGone => Ok(Written::RowGone),
             WriteResult::Conflict => {
                 self.rollback(Counter::AbortedWriteConflict);

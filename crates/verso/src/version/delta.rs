@@ -29,7 +29,7 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, PruneReport, RollbackReport, Snapshot, VersionStorage, WriteCheck,
+    ActiveSnapshots, ChainEdit, PruneReport, Refusal, RollbackReport, Snapshot, VersionStorage,
     WriteIntent, WriteResult,
 };
 
@@ -229,13 +229,13 @@ impl VersionStorage for DeltaStorage {
             }
         }
         // The in-place state is now this transaction's view of the row.
-        let check = match (&intent, state.exists) {
-            (WriteIntent::Insert(_), true) => WriteCheck::DuplicateKey,
-            (WriteIntent::Update(..) | WriteIntent::Delete, false) => WriteCheck::NotFound,
-            _ => WriteCheck::Ok,
+        let refusal = match (&intent, state.exists) {
+            (WriteIntent::Insert(_), true) => Some(Refusal::DuplicateKey),
+            (WriteIntent::Update(..) | WriteIntent::Delete, false) => Some(Refusal::NotFound),
+            _ => None,
         };
-        if check != WriteCheck::Ok {
-            return WriteResult::Refused(check);
+        if let Some(refusal) = refusal {
+            return WriteResult::Refused(refusal);
         }
         let arity = state.values.arity();
         let changed = match &intent {

@@ -77,8 +77,7 @@ pub(crate) enum WriteIntent<'a> {
 
 /// Why a write was refused without conflict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WriteCheck {
-    Ok,
+pub(crate) enum Refusal {
     /// Insert: the row exists in this transaction's view.
     DuplicateKey,
     /// Update or delete: the row does not exist in this transaction's view.
@@ -102,7 +101,7 @@ pub(crate) enum WriteResult<G> {
     /// Another transaction wrote the row first (first-updater-wins).
     Conflict,
     /// Refused for a reason that is the caller's, not a race.
-    Refused(WriteCheck),
+    Refused(Refusal),
     /// The collector removed the row from the indexes; look the key up again.
     RowGone,
 }

@@ -1,0 +1,55 @@
+//! Size limits give typed errors, never a panic, and leave the transaction usable.
+
+mod common;
+
+use verso::{ColumnType, Error, Isolation, Schema, Value, MAX_VALUE_BYTES};
+
+#[test]
+fn values_up_to_the_limit_round_trip_and_longer_ones_are_refused() {
+    for options in common::all_configurations() {
+        let db = verso::Database::open(options).expect("open");
+        let table = db
+            .create_table(
+                "blobs",
+                Schema::new()
+                    .column("id", ColumnType::U64)
+                    .column("data", ColumnType::Bytes)
+                    .column("note", ColumnType::Text)
+                    .primary_key(&["id"]),
+            )
+            .expect("create");
+        let mut txn = db.begin(Isolation::Snapshot);
+        let largest = vec![7u8; MAX_VALUE_BYTES];
+        txn.insert(
+            table,
+            &[Value::U64(1), Value::Bytes(largest.clone()), Value::Null],
+        )
+        .expect("a value of exactly the limit fits");
+
+        let too_long = Value::Bytes(vec![0; MAX_VALUE_BYTES + 1]);
+        let error = txn
+            .insert(table, &[Value::U64(2), too_long.clone(), Value::Null])
+            .expect_err("one byte over the limit");
+        assert!(
+            matches!(error, Error::ValueTooLarge { bytes, limit, .. }
+                if bytes == MAX_VALUE_BYTES + 1 && limit == MAX_VALUE_BYTES),
+            "{}: {error:?}",
+            db.design()
+        );
+        let text = Value::Text("x".repeat(MAX_VALUE_BYTES + 1));
+        assert!(matches!(
+            txn.update(table, &[Value::U64(1)], &[(2, text)]),
+            Err(Error::ValueTooLarge { .. })
+        ));
+        // The transaction is still usable and nothing of the failed calls stuck.
+        assert_eq!(txn.get(table, &[Value::U64(2)]).expect("get"), None);
+        txn.commit().expect("commit");
+        let check = db.begin(Isolation::Snapshot);
+        let row = check
+            .get(table, &[Value::U64(1)])
+            .expect("get")
+            .expect("row");
+        assert_eq!(row[1], Value::Bytes(largest));
+        assert_eq!(row[2], Value::Null);
+    }
+}
