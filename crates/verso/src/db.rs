@@ -380,6 +380,10 @@ impl Transaction<'_> {
 
     /// Lends the visible row under `key` to `reader` without copying or allocating: the
     /// fast path for hot loops. Columns are read with [`RowView::get`].
+    ///
+    /// `reader` runs while the row is latched for reading: it must not write, commit or
+    /// collect garbage in this database (that can wait for the latch for ever); copy what
+    /// it needs instead. [`Transaction::get_with`] has no such rule.
     pub fn get_view<R>(
         &self,
         table: TableId,
@@ -390,8 +394,9 @@ impl Transaction<'_> {
     }
 
     /// Like [`Transaction::get`], but lends the row to `reader` as values, decoded into a
-    /// buffer the transaction reuses (so a hot loop allocates little). For no copy at all
-    /// use [`Transaction::get_view`].
+    /// buffer the transaction reuses (so a hot loop allocates little). `reader` runs after
+    /// the row is released, so it may use the database freely. For no copy at all use
+    /// [`Transaction::get_view`].
     pub fn get_with<R>(
         &self,
         table: TableId,
@@ -431,37 +436,44 @@ impl Transaction<'_> {
         range: impl RangeBounds<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        self.scan_view(table, KeyRange::new(range), |row| {
-            rows.push(row.to_values());
+        on_txn!(&self.inner, t => t.scan(table, &KeyRange::new(range), |row| row.to_values(), |row| {
+            rows.push(row);
             true
-        })?;
+        }))?;
         Ok(rows)
     }
 
     /// Streams the rows in `range` in primary-key order to `visit` as values (decoded into
-    /// a reused buffer); `visit` returns `false` to stop.
+    /// a reused buffer); `visit` returns `false` to stop. `visit` runs with no row latched,
+    /// so it may use the database freely.
     pub fn scan_with(
         &self,
         table: TableId,
         range: KeyRange,
         mut visit: impl FnMut(&[Value]) -> bool,
     ) -> Result<()> {
-        let mut values = Vec::new();
-        self.scan_view(table, range, |row| {
-            crate::engine::txn::decode_into(&mut values, row);
-            visit(&values)
-        })
+        let values = std::cell::RefCell::new(Vec::new());
+        on_txn!(&self.inner, t => t.scan(
+            table,
+            &range,
+            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
+            |()| visit(&values.borrow()),
+        ))
     }
 
     /// Streams the rows in `range` in primary-key order to `visit`, lent without copying;
     /// `visit` returns `false` to stop. The fast path for analytical scans.
+    ///
+    /// `visit` runs while the row is latched for reading: it must not write, commit or
+    /// collect garbage in this database (that can wait for the latch for ever). Use
+    /// [`Transaction::scan_with`] for a visitor that does.
     pub fn scan_view(
         &self,
         table: TableId,
         range: KeyRange,
-        visit: impl FnMut(RowView<'_>) -> bool,
+        mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
-        on_txn!(&self.inner, t => t.scan_view(table, &range, visit))
+        on_txn!(&self.inner, t => t.scan(table, &range, &mut visit, |keep_going| keep_going))
     }
 
     /// The rows whose key in secondary index `index` lies in `range` (prefixes of the
@@ -473,15 +485,21 @@ impl Transaction<'_> {
         range: impl RangeBounds<Vec<Value>>,
     ) -> Result<Vec<Vec<Value>>> {
         let mut rows = Vec::new();
-        self.scan_index_view(table, index, KeyRange::new(range), |row| {
-            rows.push(row.to_values());
-            true
-        })?;
+        on_txn!(&self.inner, t => t.scan_index(
+            table,
+            index,
+            &KeyRange::new(range),
+            |row| row.to_values(),
+            |row| {
+                rows.push(row);
+                true
+            },
+        ))?;
         Ok(rows)
     }
 
     /// Streams the rows of a secondary-index range to `visit` as values, until it returns
-    /// `false`.
+    /// `false`. `visit` runs with no row latched, so it may use the database freely.
     pub fn scan_index_with(
         &self,
         table: TableId,
@@ -489,23 +507,27 @@ impl Transaction<'_> {
         range: KeyRange,
         mut visit: impl FnMut(&[Value]) -> bool,
     ) -> Result<()> {
-        let mut values = Vec::new();
-        self.scan_index_view(table, index, range, |row| {
-            crate::engine::txn::decode_into(&mut values, row);
-            visit(&values)
-        })
+        let values = std::cell::RefCell::new(Vec::new());
+        on_txn!(&self.inner, t => t.scan_index(
+            table,
+            index,
+            &range,
+            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
+            |()| visit(&values.borrow()),
+        ))
     }
 
     /// Streams the rows of a secondary-index range to `visit`, lent without copying, until
-    /// it returns `false`.
+    /// it returns `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the
+    /// row's read latch and must not write, commit or collect in this database.
     pub fn scan_index_view(
         &self,
         table: TableId,
         index: &str,
         range: KeyRange,
-        visit: impl FnMut(RowView<'_>) -> bool,
+        mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
-        on_txn!(&self.inner, t => t.scan_index_view(table, index, &range, visit))
+        on_txn!(&self.inner, t => t.scan_index(table, index, &range, &mut visit, |keep_going| keep_going))
     }
 
     /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.

@@ -150,13 +150,15 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         self.get_view(id, key_values, |row| row.to_values())
     }
 
-    /// Calls `visit` with each visible row in primary-key order within `range`, until it
-    /// returns `false`.
-    pub(crate) fn scan_view(
+    /// Scans the primary key in `range`: for each row this snapshot sees, `inside` runs
+    /// under the row's latch and may borrow the row; `outside` then gets its result with
+    /// the latch released, and returns `false` to stop.
+    pub(crate) fn scan<T>(
         &self,
         id: TableId,
         range: &KeyRange,
-        mut visit: impl FnMut(RowView<'_>) -> bool,
+        mut inside: impl FnMut(RowView<'_>) -> T,
+        mut outside: impl FnMut(T) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -165,21 +167,22 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         };
         let snapshot = self.snapshot();
         scan_in_batches(&table.primary, &lower, &upper, |_, row| {
-            let (keep_going, walked) = V::read(row, &snapshot, |v| v.is_none_or(&mut visit));
+            let (seen, walked) = V::read(row, &snapshot, |v| v.map(&mut inside));
             self.local.slot.stats.record_read_chain(walked);
-            keep_going
+            seen.is_none_or(&mut outside)
         });
         Ok(())
     }
 
-    /// Calls `visit` with each visible row whose secondary key lies in `range`, in index
-    /// order, until it returns `false`.
-    pub(crate) fn scan_index_view(
+    /// Like [`Self::scan`] over a secondary index: rows whose index key lies in `range`, in
+    /// index order, each re-checked against the version this snapshot sees.
+    pub(crate) fn scan_index<T>(
         &self,
         id: TableId,
         index_name: &str,
         range: &KeyRange,
-        mut visit: impl FnMut(RowView<'_>) -> bool,
+        mut inside: impl FnMut(RowView<'_>) -> T,
+        mut outside: impl FnMut(T) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -191,8 +194,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let snapshot = self.snapshot();
         let mut visible_entry = Vec::new();
         scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
-            let (keep_going, walked) = V::read(row, &snapshot, |v| {
-                let Some(v) = v else { return true };
+            let (seen, walked) = V::read(row, &snapshot, |v| {
+                let v = v?;
                 // The entry is a hint: yield the row only if the version this snapshot
                 // sees has exactly this entry's key.
                 key::encode_index_entry(
@@ -201,10 +204,10 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     &index_schema.columns,
                     &table.schema.primary_key,
                 );
-                visible_entry.as_slice() != entry || visit(v)
+                (visible_entry.as_slice() == entry).then(|| inside(v))
             });
             self.local.slot.stats.record_read_chain(walked);
-            keep_going
+            seen.is_none_or(&mut outside)
         });
         Ok(())
     }
@@ -466,15 +469,13 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 let report = chain.rollback(&owner);
                 stats.add(Counter::VersionsRolledBack, 1);
                 stats.add(Counter::VersionBytesFreed, report.freed_bytes as u64);
-                if let Some(values) = report.written {
-                    crate::engine::collect::drop_unused_entries(
-                        table,
-                        &written.row,
-                        chain,
-                        &values,
-                        &mut entry,
-                    );
-                }
+                crate::engine::collect::drop_unused_entries(
+                    table,
+                    &written.row,
+                    chain,
+                    &report.written,
+                    &mut entry,
+                );
                 crate::engine::collect::bury_if_unreachable(table, &written.row, chain, &mut entry);
             });
         }

@@ -12,7 +12,9 @@
 //! - A slot's `oldest` is the smallest start of its thread's running transactions
 //!   (`u64::MAX` if none); `others` holds the rest. While the set changes, a value may be
 //!   listed twice or linger briefly, never go missing: removal only follows the end of the
-//!   transaction it stood for.
+//!   transaction it stood for, a promoted value is stored in `oldest` before it leaves
+//!   `others`, and scans read `others` before `oldest` (the opposite order could miss it:
+//!   found in review, `regression_active_list_misses_a_snapshot_moving_from_others_to_oldest`).
 //! - Slots are never freed while the database lives; a thread that exits releases its slot
 //!   for reuse, leaving its queue of committed transactions for others to finalize.
 
@@ -249,12 +251,15 @@ impl<R: Send + 'static> TxnManager<R> {
         let horizon = self.clock.load(Ordering::SeqCst);
         into.clear();
         for slot in self.slots() {
+            // `others` before `oldest`: `publish` stores a new `oldest` (promoted from
+            // `others`) before it clears `others`, so reading in the opposite order sees a
+            // promoted value in one place or the other, never in neither.
+            if slot.others_len.load(Ordering::SeqCst) != 0 {
+                into.extend_from_slice(&slot.others.lock());
+            }
             let oldest = slot.oldest.load(Ordering::SeqCst);
             if oldest != u64::MAX {
                 into.push(oldest);
-            }
-            if slot.others_len.load(Ordering::SeqCst) != 0 {
-                into.extend_from_slice(&slot.others.lock());
             }
         }
         ActiveSnapshots::new(horizon, std::mem::take(into))

@@ -245,7 +245,9 @@ impl VersionStorage for DeltaStorage {
         };
         let mut created_bytes = 0usize;
         let new_record = !mine;
-        let replaced = (mine && state.exists).then(|| state.values.clone());
+        // Whatever this transaction had in place, even a deleted row's values: their index
+        // entries may be needed by no version once they are overwritten.
+        let replaced = mine.then(|| state.values.clone());
         if mine {
             // Extend this transaction's own record with before-images of newly touched
             // columns: one record per row per transaction.
@@ -404,7 +406,6 @@ impl ChainEdit for RowState {
             .take()
             .expect("a row in a write set has its writer's record at the head");
         debug_assert!(Arc::ptr_eq(&record.owner, owner));
-        let written_exists = state.exists;
         let restored = if record.mask.is_empty() {
             None
         } else {
@@ -422,7 +423,7 @@ impl ChainEdit for RowState {
         state.head = record.next.take();
         RollbackReport {
             freed_bytes: record.footprint(),
-            written: written_exists.then_some(written),
+            written,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The version-storage seam: where the versions of a row live, how a reader finds the one
 //! its snapshot sees, how a writer installs one, and how versions are unlinked.
 //!
-//! Contract every implementation keeps (checked by `tests/contract_*.rs`):
+//! Contract every implementation keeps (checked by `tests/contract.rs`, `tests/model.rs` and the loom tests):
 //! - `read` returns exactly the state of the row produced by the transactions committed
 //!   before `snapshot.start_ts`, plus the snapshot owner's own writes; it never blocks on a
 //!   running writer (it may wait the few instructions between a writer's "committing" mark
@@ -94,8 +94,8 @@ pub(crate) enum WriteResult<G> {
         /// Bytes of version records added.
         created_bytes: usize,
         /// When the transaction overwrote its own earlier write to the row: the values it
-        /// replaced (an uncommitted version that is now gone, so its index entries may be
-        /// unneeded).
+        /// had in place (an uncommitted version that is now gone, so its index entries may
+        /// be unneeded), including those of a row it had deleted.
         replaced: Option<PackedRow>,
     },
     /// Another transaction wrote the row first (first-updater-wins).
@@ -109,9 +109,9 @@ pub(crate) enum WriteResult<G> {
 /// What a rollback undid.
 pub(crate) struct RollbackReport {
     pub(crate) freed_bytes: usize,
-    /// The values the transaction had written, if the row existed in its state: the caller
-    /// drops index entries only that version needed.
-    pub(crate) written: Option<PackedRow>,
+    /// The values the transaction had in place (also when it had deleted the row, whose
+    /// values stay in place): the caller drops index entries only they needed.
+    pub(crate) written: PackedRow,
 }
 
 /// What eager pruning did to one chain.
