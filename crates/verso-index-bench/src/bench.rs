@@ -27,6 +27,8 @@ pub struct Sizes {
     pub mixed_ops: u64,
     /// Keys both threads race to insert in the race check.
     pub race_keys: u64,
+    /// Duration of the one-reader-one-writer run, in milliseconds.
+    pub rw_millis: u64,
     /// Before each run, wait up to this long for other processes to leave the CPUs (0: don't).
     pub quiet_wait_secs: u64,
 }
@@ -41,7 +43,8 @@ impl Sizes {
             scan_ops: 500,
             scan_len: 100,
             mixed_ops: 5_000,
-            race_keys: 5_000,
+            race_keys: 2_000,
+            rw_millis: 4,
             quiet_wait_secs: 0,
         }
     }
@@ -56,6 +59,7 @@ impl Sizes {
             scan_len: 100,
             mixed_ops: 500_000,
             race_keys: 200_000,
+            rw_millis: 1_000,
             quiet_wait_secs: 30,
         }
     }
@@ -80,11 +84,15 @@ pub enum Workload {
     Scan2,
     /// 90% gets, 5% inserts of fresh keys, 5% removes of them; 2 threads.
     Mixed2,
+    /// One thread only reads (gets) while another only writes: its get rate.
+    RwGet,
+    /// Same run: the writer's rate (inserts of fresh keys and their removes, each one op).
+    RwWrite,
 }
 
 impl Workload {
     /// Report order.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Load1,
         Workload::Get1,
         Workload::Get2,
@@ -93,6 +101,8 @@ impl Workload {
         Workload::Scan1,
         Workload::Scan2,
         Workload::Mixed2,
+        Workload::RwGet,
+        Workload::RwWrite,
     ];
 
     /// Column header.
@@ -106,6 +116,8 @@ impl Workload {
             Workload::Scan1 => "scan 1T",
             Workload::Scan2 => "scan 2T",
             Workload::Mixed2 => "mixed 2T",
+            Workload::RwGet => "1R+1W: R",
+            Workload::RwWrite => "1R+1W: W",
         }
     }
 
@@ -383,6 +395,49 @@ fn mixed<K: KeyRepr, M: OrderedIndex<K>>(
     errors
 }
 
+/// Thread 0 gets random existing keys, thread 1 inserts fresh keys and removes them again, both
+/// for `millis`. Returns (ops, elapsed seconds, errors) of the calling thread.
+fn reader_writer<K: KeyRepr, M: OrderedIndex<K>>(
+    map: &M,
+    shape: Shape,
+    sizes: &Sizes,
+    writer: bool,
+    fresh_base: u64,
+    seed: u64,
+) -> (u64, f64, u64) {
+    let mut rng = Rng::new(seed);
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(sizes.rw_millis);
+    let (mut ops, mut errors) = (0u64, 0u64);
+    let mut next_fresh = fresh_base;
+    loop {
+        for _ in 0..64 {
+            if writer {
+                let id = next_fresh;
+                next_fresh += 1;
+                let buf = K::encode(shape, id);
+                if !map.insert_if_absent(K::owned(&buf), id_value(id)) {
+                    errors += 1;
+                }
+                if !map.remove(K::query(&buf)) {
+                    errors += 1;
+                }
+                ops += 2;
+            } else {
+                let id = rng.below(sizes.keys);
+                if map.get(K::query(&K::encode(shape, id))) != Some(id_value(id)) {
+                    errors += 1;
+                }
+                ops += 1;
+            }
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+    (ops, start.elapsed().as_secs_f64(), errors)
+}
+
 /// Measures every workload `runs` times on fresh maps. With `verify`, scans also check key order
 /// and key/value agreement (slower; used by tiny mode and the tests).
 pub fn run_config<K: KeyRepr, M: OrderedIndex<K>>(
@@ -468,6 +523,19 @@ pub fn run_config<K: KeyRepr, M: OrderedIndex<K>>(
             &timing,
             e.iter().sum(),
         );
+
+        let (timing, out) = run_threads(2, |t| {
+            let fresh_base = (1 << 41) + (t as u64) * (1 << 36);
+            reader_writer::<K, M>(&map, shape, sizes, t == 1, fresh_base, seed + 300)
+        });
+        for (t, w) in [(0, Workload::RwGet), (1, Workload::RwWrite)] {
+            let (ops, secs, errors) = out[t];
+            let one = Timing {
+                wall: secs,
+                cpu: vec![timing.cpu[t]],
+            };
+            record(w, ops, &one, errors);
+        }
 
         // Inserts last: they grow the map.
         let ins = sizes.insert_ops;

@@ -1,7 +1,7 @@
 //! Measures concurrent ordered maps as candidates for Verso's primary and secondary indexes.
 //!
 //! See `docs/design/index-choice.md` for the results. `cargo run --release -p verso-index-bench
-//! -- --full` reproduces them; without `--full` a tiny, self-verifying run finishes in about a
+//! -- --full` reproduces them; without `--full` a tiny, self-verifying run finishes in under a
 //! second.
 
 pub mod bench;

@@ -99,7 +99,7 @@ fn main() -> ExitCode {
             c.shape.bytes()
         );
         if verify {
-            if let Err(e) = (c.verify)(c.shape, sizes.keys.min(20_000)) {
+            if let Err(e) = (c.verify)(c.shape, sizes.keys.min(3_000)) {
                 eprintln!("VERIFY FAILED: {e}");
                 failed = true;
             }
