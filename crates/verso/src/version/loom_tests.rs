@@ -25,9 +25,8 @@ fn value_of(row: &<DeltaStorage as VersionStorage>::Row, start_ts: u64) -> Optio
         start_ts,
         owner: None,
     };
-    let mut scratch = Vec::new();
-    DeltaStorage::read(row, &snapshot, &mut scratch, |v| {
-        v.map(|v| v[1].as_i64().expect("i64"))
+    DeltaStorage::read(row, &snapshot, |v| {
+        v.map(|v| v.get(1).as_i64().expect("an i64 column"))
     })
     .0
 }
