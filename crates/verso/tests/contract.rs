@@ -2495,18 +2495,6 @@ fn one_transaction_per_thread_with_scoped_threads() {
 
 // ----- regressions ---------------------------------------------------------------------------
 
-fn named_table(db: &Database) -> TableId {
-    db.create_table(
-        "named",
-        Schema::new()
-            .column("k", ColumnType::U64)
-            .column("name", ColumnType::Text)
-            .primary_key(&["k"])
-            .index("by_name", &["name"]),
-    )
-    .unwrap_or_else(|e| panic!("{}: create: {e}", db.design()))
-}
-
 fn named_rows(db: &Database, table: TableId, name: &str) -> Vec<Vec<Value>> {
     index_rows(db, table, "by_name", &[Value::from(name)])
 }
@@ -2519,7 +2507,7 @@ fn named_rows(db: &Database, table: TableId, name: &str) -> Vec<Vec<Value>> {
 fn regression_rolled_back_own_overwrite_leaves_an_index_entry_that_hides_a_new_row() {
     for db in all_databases() {
         let d = db.design();
-        let table = named_table(&db);
+        let table = common::create_named(&db);
         let mut txn = db.begin(Isolation::Snapshot);
         ok!(d, txn.insert(table, &[Value::U64(1), Value::from("b")]));
         assert!(
@@ -2555,7 +2543,7 @@ fn regression_rolled_back_own_overwrite_leaves_an_index_entry_that_hides_a_new_r
 fn regression_committed_own_overwrite_leaves_an_index_entry_that_hides_a_reinserted_row() {
     for db in all_databases() {
         let d = db.design();
-        let table = named_table(&db);
+        let table = common::create_named(&db);
         let mut txn = db.begin(Isolation::Snapshot);
         ok!(d, txn.insert(table, &[Value::U64(1), Value::from("b")]));
         assert!(

@@ -2,6 +2,8 @@
 //! (pruning changed what it read), index entries leaked by update-then-delete, and a scan
 //! callback deadlocking on its own row latch.
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
@@ -45,18 +47,6 @@ fn net_bytes() -> i64 {
 
 fn open_quiet(options: Options) -> Database {
     Database::open(options.idle_collection_interval(None)).expect("open")
-}
-
-fn named_table(db: &Database) -> TableId {
-    db.create_table(
-        "named",
-        Schema::new()
-            .column("k", ColumnType::U64)
-            .column("name", ColumnType::Text)
-            .primary_key(&["k"])
-            .index("by_name", &["name"]),
-    )
-    .expect("create")
 }
 
 fn counter_table(db: &Database) -> TableId {
@@ -108,7 +98,7 @@ fn regression_update_then_delete_then_abort_leaks_an_index_entry() {
         Options::default().garbage_collector(verso::GarbageCollector::WatermarkOnly),
     ] {
         let db = open_quiet(options);
-        let table = named_table(&db);
+        let table = common::create_named(&db);
         let mut txn = db.begin(Isolation::Snapshot);
         txn.insert(table, &[Value::U64(1), Value::from("a")])
             .unwrap();
@@ -148,7 +138,7 @@ fn regression_update_then_delete_then_abort_leaks_an_index_entry() {
 #[test]
 fn regression_update_delete_reinsert_leaks_an_index_entry() {
     let db = open_quiet(Options::default());
-    let table = named_table(&db);
+    let table = common::create_named(&db);
     let mut txn = db.begin(Isolation::Snapshot);
     txn.insert(table, &[Value::U64(1), Value::from("a")])
         .unwrap();

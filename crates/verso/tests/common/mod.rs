@@ -163,3 +163,17 @@ pub fn index_rows(db: &Database, table: TableId, index: &str, prefix: &[Value]) 
         .unwrap_or_else(|error| panic!("{}: read-only commit: {error}", db.design()));
     rows
 }
+
+/// A table `named(k U64 primary key, name Text)` with a secondary index `by_name(name)`: the
+/// smallest table whose secondary index can go stale (used by the regression tests).
+pub fn create_named(db: &Database) -> TableId {
+    db.create_table(
+        "named",
+        Schema::new()
+            .column("k", ColumnType::U64)
+            .column("name", ColumnType::Text)
+            .primary_key(&["k"])
+            .index("by_name", &["name"]),
+    )
+    .unwrap_or_else(|e| panic!("{}: create: {e}", db.design()))
+}
