@@ -113,14 +113,7 @@ impl Value {
 
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Null => f.write_str("NULL"),
-            Value::I64(v) => write!(f, "{v}"),
-            Value::U64(v) => write!(f, "{v}"),
-            Value::F64(v) => write!(f, "{v}"),
-            Value::Text(v) => write!(f, "{v:?}"),
-            Value::Bytes(v) => write!(f, "{} bytes", v.len()),
-        }
+        crate::row::ValueRef::from(self).fmt(f)
     }
 }
 

@@ -1,49 +1,11 @@
 //! Regression tests for bugs found in review: a snapshot missing from the active list
-//! (pruning changed what it read), index entries leaked by update-then-delete, and a scan
-//! callback deadlocking on its own row latch.
+//! (pruning changed what it read) and a scan callback deadlocking on its own row latch. The
+//! third, index entries leaked by update-then-delete, is in `index_entry_leaks.rs`: it
+//! measures heap bytes and needs a test binary of its own.
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use verso::{ColumnType, Database, Isolation, Options, Schema, TableId, Value};
-
-// ----- a per-thread count of live heap bytes ------------------------------------------------
-
-struct Counting;
-
-thread_local! {
-    static NET_BYTES: Cell<i64> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards to `System` with the caller's own arguments, so `System`'s
-// guarantees hold unchanged; the counting touches only a thread-local integer (and does
-// nothing once that thread-local is gone), never the memory being managed.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = NET_BYTES.try_with(|n| n.set(n.get() + layout.size() as i64));
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let _ = NET_BYTES.try_with(|n| n.set(n.get() - layout.size() as i64));
-        // SAFETY: `ptr` was allocated by this allocator (so by `System`) with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = NET_BYTES.try_with(|n| n.set(n.get() - layout.size() as i64 + new_size as i64));
-        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the rest.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn net_bytes() -> i64 {
-    NET_BYTES.with(|n| n.get())
-}
 
 fn open_quiet(options: Options) -> Database {
     Database::open(options.idle_collection_interval(None)).expect("open")
@@ -58,107 +20,6 @@ fn counter_table(db: &Database) -> TableId {
             .primary_key(&["id"]),
     )
     .expect("create")
-}
-
-/// Runs `step(i)` `n` times after a warm-up and returns the growth of live heap bytes on
-/// this thread per step.
-fn growth_per_step(db: &Database, n: u64, mut step: impl FnMut(u64)) -> i64 {
-    for i in 0..2_000 {
-        step(i);
-    }
-    settle(db);
-    let before = net_bytes();
-    for i in 2_000..2_000 + n {
-        step(i);
-    }
-    settle(db);
-    (net_bytes() - before) / n as i64
-}
-
-/// Lets deferred frees (the indexes reclaim removed entries by epochs) happen: collects
-/// garbage and pins and unpins the epoch for a while.
-fn settle(db: &Database) {
-    for _ in 0..200 {
-        db.collect_garbage();
-        let txn = db.begin(Isolation::Snapshot);
-        drop(txn);
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-}
-
-// ----- index entries that linger forever ----------------------------------------------------
-
-/// A transaction that changes an indexed column and then deletes the row, and is rolled
-/// back, leaves the index entry of the value it wrote behind for ever (it also keeps the row
-/// object alive once the row is buried). Repeating it grows memory without bound.
-#[test]
-fn regression_update_then_delete_then_abort_leaks_an_index_entry() {
-    for options in [
-        Options::default(),
-        Options::default().garbage_collector(verso::GarbageCollector::WatermarkOnly),
-    ] {
-        let db = open_quiet(options);
-        let table = common::create_named(&db);
-        let mut txn = db.begin(Isolation::Snapshot);
-        txn.insert(table, &[Value::U64(1), Value::from("a")])
-            .unwrap();
-        txn.commit().unwrap();
-        // Control: update + abort (no delete) does not grow.
-        let control = growth_per_step(&db, 20_000, |i| {
-            let mut txn = db.begin(Isolation::Snapshot);
-            let name = format!("name-{i:08}");
-            assert!(txn
-                .update(table, &[Value::U64(1)], &[(1, Value::from(name.as_str()))])
-                .unwrap());
-            txn.abort();
-        });
-        let leaking = growth_per_step(&db, 20_000, |i| {
-            let mut txn = db.begin(Isolation::Snapshot);
-            let name = format!("other-{i:08}");
-            assert!(txn
-                .update(table, &[Value::U64(1)], &[(1, Value::from(name.as_str()))])
-                .unwrap());
-            assert!(txn.delete(table, &[Value::U64(1)]).unwrap());
-            txn.abort();
-        });
-        assert!(
-            control < 8,
-            "{}: control grows by {control} bytes per step",
-            db.design()
-        );
-        assert!(
-            leaking < 8,
-            "{}: update+delete+abort grows memory by {leaking} bytes per transaction (control: {control})",
-            db.design()
-        );
-    }
-}
-
-/// Same, when the transaction re-inserts the row after deleting it and commits.
-#[test]
-fn regression_update_delete_reinsert_leaks_an_index_entry() {
-    let db = open_quiet(Options::default());
-    let table = common::create_named(&db);
-    let mut txn = db.begin(Isolation::Snapshot);
-    txn.insert(table, &[Value::U64(1), Value::from("a")])
-        .unwrap();
-    txn.commit().unwrap();
-    let leaking = growth_per_step(&db, 20_000, |i| {
-        let mut txn = db.begin(Isolation::Snapshot);
-        let name = format!("other-{i:08}");
-        assert!(txn
-            .update(table, &[Value::U64(1)], &[(1, Value::from(name.as_str()))])
-            .unwrap());
-        assert!(txn.delete(table, &[Value::U64(1)]).unwrap());
-        txn.insert(table, &[Value::U64(1), Value::from("a")])
-            .unwrap();
-        txn.commit().unwrap();
-    });
-    assert!(
-        leaking < 8,
-        "{}: update+delete+insert grows memory by {leaking} bytes per transaction",
-        db.design()
-    );
 }
 
 // ----- the active list can miss a running snapshot ------------------------------------------
