@@ -279,7 +279,14 @@ impl Database {
 
     /// The engine's counters, summed over all threads.
     pub fn stats(&self) -> Stats {
-        on_engine!(&*self.engine, e => e.stats())
+        on_engine!(&*self.engine, e => e.stats(false))
+    }
+
+    /// Like [`Database::stats`], and starts a new measurement window: the histograms'
+    /// `window_max` is the longest chain seen since the previous call. For one sampler (the
+    /// lab's per-second time series); two samplers would split each other's windows.
+    pub fn sample_stats(&self) -> Stats {
+        on_engine!(&*self.engine, e => e.stats(true))
     }
 
     /// Finalizes, on the calling thread, every committed transaction of every thread that

@@ -43,18 +43,34 @@ pub(crate) struct SlotStats {
 #[derive(Default)]
 struct HistogramCell {
     buckets: [AtomicU64; CHAIN_BUCKETS],
+    total: AtomicU64,
     max: AtomicU64,
+    /// The longest chain since the last [`crate::Database::sample_stats`]; the sampler
+    /// swaps it to 0. The owner's load+store can race with that swap and carry one length
+    /// into the next window, which a per-second plot tolerates.
+    window_max: AtomicU64,
 }
 
 impl HistogramCell {
     fn record(&self, len: usize) {
         bump(&self.buckets[chain_bucket(len)], 1);
+        bump(&self.total, len as u64);
         if len as u64 > self.max.load(Ordering::Relaxed) {
             self.max.store(len as u64, Ordering::Relaxed);
         }
+        if len as u64 > self.window_max.load(Ordering::Relaxed) {
+            self.window_max.store(len as u64, Ordering::Relaxed);
+        }
     }
 
-    fn add_to(&self, out: &mut ChainHistogram) {
+    fn add_to(&self, out: &mut ChainHistogram, new_window: bool) {
+        out.total += self.total.load(Ordering::Relaxed);
+        let window_max = if new_window {
+            self.window_max.swap(0, Ordering::Relaxed)
+        } else {
+            self.window_max.load(Ordering::Relaxed)
+        };
+        out.window_max = out.window_max.max(window_max);
         for (sum, bucket) in out.buckets.iter_mut().zip(&self.buckets) {
             *sum += bucket.load(Ordering::Relaxed);
         }
@@ -89,7 +105,9 @@ impl SlotStats {
         self.gc_chain.record(len);
     }
 
-    pub(crate) fn add_to(&self, stats: &mut Stats) {
+    /// Adds this slot's counters to `stats`; with `new_window`, also starts a new window for
+    /// the histograms' `window_max`.
+    pub(crate) fn add_to(&self, stats: &mut Stats, new_window: bool) {
         let get = |c: Counter| self.counters[c as usize].load(Ordering::Relaxed);
         stats.transactions_begun += get(Counter::TxnBegun);
         stats.commits += get(Counter::Committed);
@@ -107,8 +125,10 @@ impl SlotStats {
         stats.gc_nanos += get(Counter::GcNanos);
         stats.prune_nanos += get(Counter::PruneNanos);
         stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
-        self.read_chain.add_to(&mut stats.read_chain_lengths);
-        self.gc_chain.add_to(&mut stats.gc_chain_lengths);
+        self.read_chain
+            .add_to(&mut stats.read_chain_lengths, new_window);
+        self.gc_chain
+            .add_to(&mut stats.gc_chain_lengths, new_window);
     }
 }
 
@@ -117,14 +137,27 @@ impl SlotStats {
 pub struct ChainHistogram {
     /// `buckets[b]` counts lengths whose bucket is `b`.
     pub buckets: [u64; CHAIN_BUCKETS],
+    /// Sum of all lengths seen (so `total / count` is the exact mean).
+    pub total: u64,
     /// The longest chain seen.
     pub max: u64,
+    /// The longest chain seen since the previous [`crate::Database::sample_stats`]
+    /// (since the start, for [`crate::Database::stats`], which starts no window).
+    pub window_max: u64,
 }
 
 impl ChainHistogram {
     /// Number of observations.
     pub fn count(&self) -> u64 {
         self.buckets.iter().sum()
+    }
+
+    /// Mean length, 0 when nothing was seen.
+    pub fn mean(&self) -> f64 {
+        match self.count() {
+            0 => 0.0,
+            n => self.total as f64 / n as f64,
+        }
     }
 }
 

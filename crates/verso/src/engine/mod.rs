@@ -143,10 +143,10 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
         sorted.into_iter().map(|(_, name)| name).collect()
     }
 
-    pub(crate) fn stats(&self) -> Stats {
+    pub(crate) fn stats(&self, new_window: bool) -> Stats {
         let mut stats = Stats::default();
         for slot in self.txns.slots() {
-            slot.stats.add_to(&mut stats);
+            slot.stats.add_to(&mut stats, new_window);
         }
         stats
     }

@@ -1,0 +1,193 @@
+//! The seam between the runner and the workloads.
+//!
+//! A [`Workload`] creates and loads its tables, hands out per-thread OLTP and OLAP workers,
+//! and checks the database's consistency after a run. The runner (threads, timing, the
+//! per-second time series, `--hold-snapshot`) is the same for every workload.
+//!
+//! Workers are created *on* the thread that runs them (inside `std::thread::scope`), so
+//! they need not be `Send`: a worker may keep a [`verso::Transaction`], which is `!Send`.
+
+use verso::{Database, Error as EngineError, Isolation};
+
+/// Why one attempt of an OLTP transaction did not commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AbortReason {
+    /// A write-write conflict (snapshot isolation's first-updater-wins).
+    WriteConflict,
+    /// A failed serializability validation.
+    Serialization,
+    /// The workload itself decided to roll back (TPC-C's 1% New-Order with an unused item).
+    ByWorkload,
+}
+
+impl AbortReason {
+    /// Every reason, in the order reports list them.
+    pub const ALL: [AbortReason; 3] = [
+        AbortReason::WriteConflict,
+        AbortReason::Serialization,
+        AbortReason::ByWorkload,
+    ];
+
+    /// The name used in reports and JSON keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            AbortReason::WriteConflict => "write_conflict",
+            AbortReason::Serialization => "serialization",
+            AbortReason::ByWorkload => "by_workload",
+        }
+    }
+
+    /// The reason for a retryable engine error, `None` for any other error (which is a bug
+    /// in the workload or the engine and must stop the run).
+    pub fn of(error: &EngineError) -> Option<AbortReason> {
+        match error {
+            EngineError::WriteConflict { .. } | EngineError::TransactionAborted => {
+                Some(AbortReason::WriteConflict)
+            }
+            EngineError::SerializationFailure { .. } => Some(AbortReason::Serialization),
+            _ => None,
+        }
+    }
+}
+
+/// What one attempt of an OLTP transaction ended as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TxnOutcome {
+    /// It committed; `kind` indexes [`Workload::transaction_kinds`].
+    Committed {
+        /// Which transaction type ran.
+        kind: usize,
+    },
+    /// It was rolled back.
+    Aborted {
+        /// Which transaction type ran.
+        kind: usize,
+        /// Why.
+        reason: AbortReason,
+    },
+}
+
+/// What one analytical query did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueryOutcome {
+    /// Which query ran; indexes [`Workload::query_names`].
+    pub query: usize,
+    /// Tuples the query read from base tables (the normalization of Funke et al. that the
+    /// Steam paper uses for CH-benCHmark's OLAP throughput).
+    pub scanned_tuples: u64,
+}
+
+/// An error that stops a lab run: an unexpected engine error, a failed consistency check,
+/// bad options.
+#[derive(Debug)]
+pub enum LabError {
+    /// The engine returned an error the workload does not expect.
+    Engine(EngineError),
+    /// A consistency condition failed after load or after a run.
+    Inconsistent(String),
+    /// The options do not make sense.
+    BadOption(String),
+    /// Writing a report or JSON failed.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for LabError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LabError::Engine(e) => write!(f, "engine error: {e}"),
+            LabError::Inconsistent(what) => write!(f, "consistency check failed: {what}"),
+            LabError::BadOption(what) => write!(f, "bad option: {what}"),
+            LabError::Io(e) => write!(f, "i/o error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LabError {}
+
+impl From<EngineError> for LabError {
+    fn from(e: EngineError) -> Self {
+        LabError::Engine(e)
+    }
+}
+
+impl From<std::io::Error> for LabError {
+    fn from(e: std::io::Error) -> Self {
+        LabError::Io(e)
+    }
+}
+
+/// One OLTP worker: runs one transaction attempt per call.
+pub trait OltpWorker {
+    /// Run one transaction (one attempt, no retry: the runner counts aborts) at `isolation`.
+    /// Retryable engine errors become [`TxnOutcome::Aborted`]; any other error is returned.
+    fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError>;
+}
+
+/// One OLAP worker: runs one analytical query per call.
+pub trait OlapWorker {
+    /// Run the next query of the worker's stream, at a snapshot of its own.
+    fn run_one(&mut self) -> Result<QueryOutcome, LabError>;
+}
+
+/// Reports loading progress (rows loaded so far out of an expected total).
+pub trait LoadProgress: Sync {
+    /// Sets the expected total number of rows.
+    fn set_total(&self, rows: u64);
+    /// Adds `rows` loaded rows.
+    fn advance(&self, rows: u64);
+}
+
+/// A load progress that shows nothing (tests).
+pub struct NoProgress;
+
+impl LoadProgress for NoProgress {
+    fn set_total(&self, _rows: u64) {}
+    fn advance(&self, _rows: u64) {}
+}
+
+/// A workload: its tables, data, transactions and queries.
+pub trait Workload: Sync {
+    /// The name used on the command line and in reports (`ycsb`, `tpcc`, `ch`, ...).
+    fn name(&self) -> &'static str;
+
+    /// A one-line description of the size (rows, warehouses, theta...) for reports.
+    fn describe(&self) -> String;
+
+    /// Creates the tables and loads the initial data. Deterministic in the workload's seed.
+    fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError>;
+
+    /// The names of the OLTP transaction types, which [`TxnOutcome`]'s `kind` indexes.
+    fn transaction_kinds(&self) -> &'static [&'static str];
+
+    /// The names of the analytical queries, which [`QueryOutcome::query`] indexes; empty if
+    /// the workload has none.
+    fn query_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// A worker for OLTP thread number `worker` (0-based) of `workers`, with its own random
+    /// stream derived from `seed`. Called on the thread that will run it.
+    fn oltp_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        worker: usize,
+        workers: usize,
+        seed: u64,
+    ) -> Result<Box<dyn OltpWorker + 'db>, LabError>;
+
+    /// A worker for OLAP thread number `worker`, or `None` if the workload has no queries.
+    fn olap_worker<'db>(
+        &'db self,
+        _db: &'db Database,
+        _worker: usize,
+        _seed: u64,
+    ) -> Result<Option<Box<dyn OlapWorker + 'db>>, LabError> {
+        Ok(None)
+    }
+
+    /// Checks the workload's consistency conditions (TPC-C clause 3.3.2 for TPC-C and CH);
+    /// called after load and after every run. The default has none to check.
+    fn check_consistency(&self, _db: &Database) -> Result<(), LabError> {
+        Ok(())
+    }
+}

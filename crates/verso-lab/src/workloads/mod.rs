@@ -1,0 +1,1 @@
+//! One module per workload; each implements [`crate::workload::Workload`].

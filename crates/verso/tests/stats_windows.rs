@@ -1,0 +1,58 @@
+//! The per-window chain maxima and exact means the lab's time series are built from.
+
+use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, Value};
+
+#[test]
+fn sample_stats_starts_a_new_window_for_the_chain_maxima() {
+    let db = Database::open(Options::default().garbage_collector(GarbageCollector::WatermarkOnly))
+        .expect("open");
+    let table = db
+        .create_table(
+            "counter",
+            Schema::new()
+                .column("id", ColumnType::U64)
+                .column("value", ColumnType::I64)
+                .primary_key(&["id"]),
+        )
+        .expect("create");
+    let key = [Value::U64(1)];
+    let mut txn = db.begin(Isolation::Snapshot);
+    txn.insert(table, &[Value::U64(1), Value::I64(0)])
+        .expect("insert");
+    txn.commit().expect("commit");
+
+    let reader = db.begin(Isolation::Snapshot);
+    for i in 1..=50 {
+        let mut writer = db.begin(Isolation::Snapshot);
+        writer
+            .update(table, &key, &[(1, Value::I64(i))])
+            .expect("update");
+        writer.commit().expect("commit");
+    }
+    // The old snapshot walks past all 50 newer versions.
+    assert_eq!(
+        reader.get(table, &key).expect("get").expect("row")[1],
+        Value::I64(0)
+    );
+    let first = db.sample_stats();
+    assert!(first.read_chain_lengths.window_max >= 50, "{first:?}");
+    assert!(first.read_chain_lengths.max >= 50);
+    assert!(first.read_chain_lengths.mean() > 0.0);
+    assert!(first.read_chain_lengths.total >= 50);
+
+    // A fresh snapshot reads the newest version in place (looking at most at the newest
+    // record's timestamp): the new window's maximum is at most 1, while the all-time
+    // maximum stays.
+    let fresh = db.begin(Isolation::Snapshot);
+    assert_eq!(
+        fresh.get(table, &key).expect("get").expect("row")[1],
+        Value::I64(50)
+    );
+    let second = db.sample_stats();
+    assert!(second.read_chain_lengths.window_max <= 1, "{second:?}");
+    assert!(second.read_chain_lengths.max >= 50);
+    // Nothing was read since: the next window is empty, and `stats` starts no window.
+    assert_eq!(db.stats().read_chain_lengths.window_max, 0);
+    assert_eq!(db.sample_stats().read_chain_lengths.window_max, 0);
+    drop(reader);
+}
