@@ -25,8 +25,12 @@ pub enum Isolation {
     /// transactions writing the same row, the second writer fails at its write.
     #[default]
     Snapshot,
-    /// Serializable. **For now this runs as snapshot isolation** (write skew is still
-    /// possible); the serializable validation is being built on top of it.
+    /// Serializable: snapshot isolation plus a validation at commit (precision locking):
+    /// a transaction that wrote fails with [`Error::SerializationFailure`] if a transaction
+    /// that committed after it began wrote a row it read or a row in a range it scanned.
+    /// Serializable transactions are then serializable in commit order (read-only ones at
+    /// their snapshot). The guarantee covers the serializable transactions of a history; a
+    /// snapshot-isolation transaction beside them keeps its own, weaker guarantee.
     Serializable,
 }
 
@@ -270,9 +274,38 @@ impl Database {
     /// Begins a transaction, or fails with [`Error::CapacityExceeded`] when too many
     /// threads use the database at once.
     pub fn try_begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        self.begin_inner(isolation, false)
+    }
+
+    /// Begins a transaction declared read-only: its writes fail with
+    /// [`Error::ReadOnlyTransaction`]. At [`Isolation::Serializable`] it records nothing
+    /// and commits without validation — it is serialized at its snapshot, which is sound
+    /// because every serializable writer validates — so it never fails, and it never
+    /// blocks, aborts or holds back a writer (it keeps no validation records alive).
+    ///
+    /// # Panics
+    /// Like [`Database::begin`]; [`Database::try_begin_read_only`] returns the error.
+    pub fn begin_read_only(&self, isolation: Isolation) -> Transaction<'_> {
+        match self.try_begin_read_only(isolation) {
+            Ok(txn) => txn,
+            Err(error) => panic!("cannot begin a transaction: {error}"),
+        }
+    }
+
+    /// [`Database::begin_read_only`] that returns [`Error::CapacityExceeded`] instead of
+    /// panicking.
+    pub fn try_begin_read_only(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        self.begin_inner(isolation, true)
+    }
+
+    fn begin_inner(&self, isolation: Isolation, read_only: bool) -> Result<Transaction<'_>> {
         let inner = match &*self.engine {
-            AnyEngine::SteamDelta(e) => AnyTxn::SteamDelta(EngineTxn::begin(e, isolation)?),
-            AnyEngine::WatermarkDelta(e) => AnyTxn::WatermarkDelta(EngineTxn::begin(e, isolation)?),
+            AnyEngine::SteamDelta(e) => {
+                AnyTxn::SteamDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::WatermarkDelta(e) => {
+                AnyTxn::WatermarkDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
         };
         Ok(Transaction { inner })
     }
@@ -378,6 +411,11 @@ impl Transaction<'_> {
     /// The isolation level it was begun with.
     pub fn isolation(&self) -> Isolation {
         on_txn!(&self.inner, t => t.isolation())
+    }
+
+    /// Whether it was begun read-only ([`Database::begin_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        on_txn!(&self.inner, t => t.is_read_only())
     }
 
     /// The row with this primary key (values in key order), if this transaction sees one.

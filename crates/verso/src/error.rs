@@ -116,6 +116,8 @@ pub enum Error {
         /// Why it cannot work.
         reason: String,
     },
+    /// A transaction begun read-only ([`crate::Database::begin_read_only`]) tried to write.
+    ReadOnlyTransaction,
     /// A fixed capacity of the engine was reached (tables, threads).
     CapacityExceeded {
         /// Which capacity.
@@ -196,6 +198,10 @@ impl fmt::Display for Error {
             Error::UnsupportedConfiguration { reason } => {
                 write!(f, "unsupported configuration: {reason}")
             }
+            Error::ReadOnlyTransaction => write!(
+                f,
+                "this transaction was begun read-only and cannot insert, update or delete"
+            ),
             Error::CapacityExceeded { what, limit } => {
                 write!(f, "too many {what}: the limit is {limit}")
             }

@@ -169,10 +169,16 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     let mut watermark = None;
+    let mut serializable_horizon = None;
     for slot in engine.txns.slots() {
         let ends = slot.ends.load(Relaxed);
         if slot.ends_seen_by_janitor.swap(ends, Relaxed) != ends {
             continue; // busy since the last round: it collects for itself
+        }
+        if !slot.validation_log.lock().is_empty() {
+            let horizon =
+                *serializable_horizon.get_or_insert_with(|| engine.txns.serializable_horizon());
+            trim_validation_log(slot, horizon);
         }
         if let Some(mut queue) = slot.committed.try_lock() {
             if queue.is_empty() {
@@ -180,6 +186,21 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
             }
             let watermark = *watermark.get_or_insert_with(|| engine.txns.watermark());
             finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+        }
+    }
+}
+
+/// Drops the commit records of `slot` that no serializable transaction needs any more:
+/// drawn below `horizon` (the serializable horizon) and decided. The log is in commit
+/// order, so trimming stops at the first record that must stay.
+pub(crate) fn trim_validation_log<R>(slot: &Slot<R>, horizon: u64) {
+    let mut log = slot.validation_log.lock();
+    while let Some(front) = log.front() {
+        match front.commit_ts_if_drawn() {
+            Some(ts) if ts < horizon && front.is_decided() => {
+                log.pop_front();
+            }
+            _ => break,
         }
     }
 }

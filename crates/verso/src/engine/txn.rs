@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use scc::Guard;
 
+use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
 use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
@@ -47,6 +48,11 @@ pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector, P: Protocol> {
     local: Rc<LocalSlot<WrittenRow<V>>>,
     start_ts: u64,
     isolation: Isolation,
+    /// Begun read-only: writes are refused, reads are not recorded.
+    read_only: bool,
+    /// What the transaction read, for validation at commit; present iff the protocol
+    /// validates this isolation level and the transaction is not read-only.
+    reads: Option<RefCell<ReadSet>>,
     /// Created on the first write: readers resolve this transaction's records through it.
     shared: Option<Arc<TxnShared>>,
     writes: Vec<WrittenRow<V>>,
@@ -55,18 +61,29 @@ pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector, P: Protocol> {
 }
 
 impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
-    pub(crate) fn begin(engine: &'e Engine<V, G, P>, isolation: Isolation) -> Result<Self> {
+    pub(crate) fn begin(
+        engine: &'e Engine<V, G, P>,
+        isolation: Isolation,
+        read_only: bool,
+    ) -> Result<Self> {
         let local = engine.txns.local().ok_or_else(|| Error::CapacityExceeded {
             what: "threads using one database at once".into(),
             limit: crate::txn::slots::MAX_THREADS,
         })?;
-        let start_ts = engine.txns.begin(&local);
+        let validates = !read_only && P::validates(isolation);
+        let start_ts = if validates {
+            engine.txns.begin_serializable(&local)
+        } else {
+            engine.txns.begin(&local)
+        };
         local.slot.stats.add(Counter::TxnBegun, 1);
         Ok(EngineTxn {
             engine,
             local,
             start_ts,
             isolation,
+            read_only,
+            reads: validates.then(|| RefCell::new(ReadSet::default())),
             shared: None,
             writes: Vec::new(),
             phase: Phase::Active,
@@ -86,6 +103,38 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         match self.phase {
             Phase::Active => Ok(()),
             Phase::RolledBack | Phase::Finished => Err(Error::TransactionAborted),
+        }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_active()?;
+        if self.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Records a scan of `[lower, upper]` (cut at `stopped_at` if the scan stopped early)
+    /// for validation.
+    fn record_range(
+        &self,
+        id: TableId,
+        index: Option<usize>,
+        lower: EncodedBound,
+        upper: EncodedBound,
+        stopped_at: Option<Vec<u8>>,
+    ) {
+        if let Some(reads) = &self.reads {
+            reads.borrow_mut().record_range(RangeRead {
+                table: id.index,
+                index: index.map(|i| u16::try_from(i).expect("indexes per table fit u16")),
+                lower,
+                upper: stopped_at.map_or(upper, Bound::Included),
+            });
         }
     }
 
@@ -121,6 +170,10 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         table.schema.check_key(key_values)?;
         let mut scratch = self.scratch.borrow_mut();
         key::encode_key_values(&mut scratch.key, key_values);
+        if let Some(reads) = &self.reads {
+            // Found or not: a row appearing under this key changes what was read.
+            reads.borrow_mut().record_point(id.index, &scratch.key);
+        }
         let guard = Guard::new();
         let Some(row) = table.primary.get(&scratch.key, &guard) else {
             return Ok(None);
@@ -166,11 +219,18 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             return Ok(());
         };
         let snapshot = self.snapshot();
-        scan_in_batches(&table.primary, &lower, &upper, |_, row| {
+        let recording = self.reads.is_some();
+        let mut stopped_at = None;
+        scan_in_batches(&table.primary, &lower, &upper, |key, row| {
             let (seen, walked) = V::read(row, &snapshot, |v| v.map(&mut inside));
             self.local.slot.stats.record_read_chain(walked);
-            seen.is_none_or(&mut outside)
+            let go_on = seen.is_none_or(&mut outside);
+            if !go_on && recording {
+                stopped_at = Some(key.to_vec());
+            }
+            go_on
         });
+        self.record_range(id, None, lower, upper, stopped_at);
         Ok(())
     }
 
@@ -193,6 +253,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let index_schema = &table.schema.indexes[index];
         let snapshot = self.snapshot();
         let mut visible_entry = Vec::new();
+        let recording = self.reads.is_some();
+        let mut stopped_at = None;
         scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
             let (seen, walked) = V::read(row, &snapshot, |v| {
                 let v = v?;
@@ -207,15 +269,20 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 (visible_entry.as_slice() == entry).then(|| inside(v))
             });
             self.local.slot.stats.record_read_chain(walked);
-            seen.is_none_or(&mut outside)
+            let go_on = seen.is_none_or(&mut outside);
+            if !go_on && recording {
+                stopped_at = Some(entry.to_vec());
+            }
+            go_on
         });
+        self.record_range(id, Some(index), lower, upper, stopped_at);
         Ok(())
     }
 
     // ----- writes ----------------------------------------------------------------------
 
     pub(crate) fn insert(&mut self, id: TableId, row_values: &[Value]) -> Result<()> {
-        self.check_active()?;
+        self.check_writable()?;
         let table = self.table(id)?;
         table.schema.check_row(row_values)?;
         let owner = self.owner();
@@ -280,7 +347,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         key_values: &[Value],
         changes: &[(usize, Value)],
     ) -> Result<bool> {
-        self.check_active()?;
+        self.check_writable()?;
         let table = self.table(id)?;
         table.schema.check_key(key_values)?;
         let mask = table.schema.check_assignments(changes)?;
@@ -288,7 +355,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
     }
 
     pub(crate) fn delete(&mut self, id: TableId, key_values: &[Value]) -> Result<bool> {
-        self.check_active()?;
+        self.check_writable()?;
         let table = self.table(id)?;
         table.schema.check_key(key_values)?;
         self.write_by_key(id, table, key_values, WriteIntent::Delete)
@@ -407,23 +474,67 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
     pub(crate) fn commit(mut self) -> Result<()> {
         self.check_active()?;
         let Some(owner) = self.shared.clone().filter(|_| !self.writes.is_empty()) else {
+            // Without writes the transaction is placed at its snapshot: it read exactly
+            // the writers with smaller commit timestamps, each atomic at its own (the
+            // validating ones by their validation), so it needs no validation itself.
             self.finish();
             self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
             crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
             return Ok(());
         };
+        let txns = &self.engine.txns;
+        // A commit record is needed if a serializable transaction may be running whose
+        // snapshot will not see this commit. Build it while our records still read as
+        // uncommitted (a reader of our own rows in the COMMITTING state would wait for us).
+        let mut record = (self.reads.is_some() || txns.serializable_running_since(u64::MAX - 1))
+            .then(|| Arc::new(self.commit_record(&owner)));
         owner.mark_committing();
-        if let Err(error) = self.engine.protocol.validate_commit(self.start_ts) {
-            // Not visible yet: nobody can have read these writes; undo them.
-            owner.mark_validation_failed();
-            self.rollback(Counter::AbortedSerialization);
-            self.finish();
-            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
-            return Err(error);
+        if let Some(record) = &record {
+            self.local
+                .slot
+                .validation_log
+                .lock()
+                .push_back(Arc::clone(record));
+        }
+        let mut commit_ts = txns.draw_commit_ts();
+        if record.is_none() && txns.serializable_running_since(commit_ts) {
+            // A serializable transaction began between the check and the draw, before our
+            // timestamp: it must validate against this commit. Step back, publish, and draw
+            // again (the abandoned timestamp stamps nothing).
+            owner.mark_not_committing();
+            let built = Arc::new(self.commit_record(&owner));
+            owner.mark_committing();
+            self.local
+                .slot
+                .validation_log
+                .lock()
+                .push_back(Arc::clone(&built));
+            record = Some(built);
+            commit_ts = txns.draw_commit_ts();
+        }
+        debug_assert!(commit_ts >= self.start_ts);
+        if let Some(record) = &record {
+            record.set_commit_ts(commit_ts);
+        }
+        if let Some(reads) = self.reads.take() {
+            let mut reads = reads.into_inner();
+            reads.seal();
+            if let Err(error) = self.validate(&reads, commit_ts, record.as_ref()) {
+                if let Some(record) = &record {
+                    let mut log = self.local.slot.validation_log.lock();
+                    if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
+                        log.remove(at);
+                    }
+                }
+                // Not visible yet: nobody can have read these writes; undo them.
+                owner.mark_not_committing();
+                self.rollback(Counter::AbortedSerialization);
+                self.finish();
+                crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
+                return Err(error);
+            }
         }
         // (A redo-log append goes here, between validation and visibility.)
-        let commit_ts = self.engine.txns.draw_commit_ts();
-        debug_assert!(commit_ts >= self.start_ts);
         owner.mark_committed(commit_ts);
         for written in &self.writes {
             V::stamp(&written.row, &owner, commit_ts);
@@ -433,8 +544,110 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let slot = &self.local.slot;
         slot.stats.add(Counter::Committed, 1);
         crate::engine::collect::enqueue_committed(slot, Committed { commit_ts, rows });
+        if record.is_some() || !slot.validation_log.lock().is_empty() {
+            crate::engine::collect::trim_validation_log(slot, txns.serializable_horizon());
+        }
         crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, true);
         Ok(())
+    }
+
+    /// Checks the reads against every commit record published by others.
+    fn validate(
+        &self,
+        reads: &ReadSet,
+        commit_ts: u64,
+        own: Option<&Arc<CommitRecord>>,
+    ) -> Result<()> {
+        if reads.is_empty() {
+            return Ok(());
+        }
+        let mut others = Vec::new();
+        for slot in self.engine.txns.slots() {
+            let log = slot.validation_log.lock();
+            others.extend(
+                log.iter()
+                    .filter(|r| own.is_none_or(|own| !Arc::ptr_eq(r, own)))
+                    // Records drawn before our snapshot are visible to it; those not drawn
+                    // yet are kept (they may draw below us).
+                    .filter(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= self.start_ts))
+                    .cloned(),
+            );
+        }
+        // The slots' locks are released: waiting for an owner to decide happens outside
+        // them, so an owner can still lock them to validate.
+        match self
+            .engine
+            .protocol
+            .validate_commit(reads, self.start_ts, commit_ts, &others)
+        {
+            None => Ok(()),
+            Some(table) => Err(Error::SerializationFailure {
+                reason: format!(
+                    "a transaction that committed while this one ran wrote to {} what this \
+                     one read",
+                    self.engine
+                        .table_by_index(table)
+                        .map_or("a table", |t| t.schema.name.as_str())
+                ),
+            }),
+        }
+    }
+
+    /// The keys this transaction wrote, for serializable validators: per row, the primary
+    /// key and the secondary-index entries of the row before and after the write.
+    fn commit_record(&self, owner: &Arc<TxnShared>) -> CommitRecord {
+        let before = Snapshot {
+            start_ts: self.start_ts,
+            owner: None,
+        };
+        let after = Snapshot {
+            start_ts: self.start_ts,
+            owner: Some(owner),
+        };
+        let mut buffer = Vec::new();
+        let mut writes = Vec::with_capacity(self.writes.len());
+        for written in &self.writes {
+            let table = self
+                .engine
+                .table_by_index(written.table)
+                .expect("a written table exists");
+            let schema = &table.schema;
+            let mut primary = None;
+            let mut entries: Vec<(u16, Vec<u8>)> = Vec::new();
+            for snapshot in [&before, &after] {
+                // Under first-updater-wins the version this transaction replaced is the one
+                // its snapshot sees without its own writes.
+                V::read(&written.row, snapshot, |version| {
+                    let Some(version) = version else { return };
+                    if primary.is_none() {
+                        key::encode_row_key(&mut buffer, &version, &schema.primary_key);
+                        primary = Some(crate::key::Key::from_bytes(&buffer));
+                    }
+                    for (index, index_schema) in schema.indexes.iter().enumerate() {
+                        key::encode_index_entry(
+                            &mut buffer,
+                            &version,
+                            &index_schema.columns,
+                            &schema.primary_key,
+                        );
+                        let index = u16::try_from(index).expect("indexes per table fit u16");
+                        if !entries.iter().any(|(i, e)| *i == index && *e == buffer) {
+                            entries.push((index, buffer.clone()));
+                        }
+                    }
+                });
+            }
+            // A row inserted and deleted again by this transaction changed nothing anyone
+            // could have read.
+            if let Some(primary) = primary {
+                writes.push(WrittenKey {
+                    table: written.table,
+                    primary,
+                    entries,
+                });
+            }
+        }
+        CommitRecord::new(Arc::clone(owner), writes)
     }
 
     pub(crate) fn abort(mut self) {
@@ -484,6 +697,11 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
 
     fn finish(&mut self) {
         if self.phase != Phase::Finished {
+            if !self.read_only && P::validates(self.isolation) {
+                self.engine
+                    .txns
+                    .end_serializable(&self.local, self.start_ts);
+            }
             self.engine.txns.end(&self.local, self.start_ts);
             self.phase = Phase::Finished;
         }

@@ -26,6 +26,7 @@ use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
+use crate::cc::precision::CommitRecord;
 use crate::stats::SlotStats;
 use crate::version::ActiveSnapshots;
 
@@ -54,6 +55,13 @@ pub(crate) struct Slot<R> {
     /// `ends` as the janitor saw it on its previous round (written only by the janitor):
     /// equal means the owner ended nothing for a whole round, so it is idle.
     pub(crate) ends_seen_by_janitor: AtomicU64,
+    /// At most the start timestamp of the oldest running serializable (validating)
+    /// transaction of the owner, `u64::MAX` if none. Published (as a lower bound) before
+    /// the start timestamp is read, like `oldest`.
+    serializable_oldest: AtomicU64,
+    /// Commit records the owner published for serializable validators, in commit order
+    /// (see `cc::precision`).
+    pub(crate) validation_log: Mutex<VecDeque<Arc<CommitRecord>>>,
     pub(crate) stats: SlotStats,
 }
 
@@ -67,6 +75,8 @@ impl<R> Slot<R> {
             committed: Mutex::new(VecDeque::new()),
             ends: AtomicU64::new(0),
             ends_seen_by_janitor: AtomicU64::new(0),
+            serializable_oldest: AtomicU64::new(u64::MAX),
+            validation_log: Mutex::new(VecDeque::new()),
             stats: SlotStats::default(),
         }
     }
@@ -236,6 +246,60 @@ impl<R: Send + 'static> TxnManager<R> {
         ends.store(ends.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
+    /// Begins a serializable (validating) transaction: like [`TxnManager::begin`], and
+    /// publishes it as one whose validation needs the commit records from its start on.
+    pub(crate) fn begin_serializable(&self, local: &LocalSlot<R>) -> u64 {
+        // A lower bound first: the start about to be taken is at least the clock now, and a
+        // committer that draws a timestamp at or after that start must see this (its draw
+        // follows our clock read, which follows this store).
+        let lower_bound = self.clock.load(Ordering::SeqCst);
+        let slot = &local.slot;
+        if lower_bound < slot.serializable_oldest.load(Ordering::SeqCst) {
+            slot.serializable_oldest
+                .store(lower_bound, Ordering::SeqCst);
+        }
+        let start_ts = self.begin(local);
+        debug_assert!(start_ts >= lower_bound);
+        let mut running = local.serializable_running.borrow_mut();
+        let at = running.partition_point(|&s| s <= start_ts);
+        running.insert(at, start_ts);
+        slot.serializable_oldest.store(running[0], Ordering::SeqCst);
+        start_ts
+    }
+
+    /// Ends a serializable transaction begun by [`TxnManager::begin_serializable`] (before
+    /// [`TxnManager::end`]).
+    pub(crate) fn end_serializable(&self, local: &LocalSlot<R>, start_ts: u64) {
+        let mut running = local.serializable_running.borrow_mut();
+        let at = running
+            .iter()
+            .position(|&s| s == start_ts)
+            .expect("an ending serializable transaction is running on its thread");
+        running.remove(at);
+        let oldest = running.first().copied().unwrap_or(u64::MAX);
+        local
+            .slot
+            .serializable_oldest
+            .store(oldest, Ordering::SeqCst);
+    }
+
+    /// Whether a running serializable transaction may have started at or before `ts`, so
+    /// that a commit at `ts` must publish a commit record for it.
+    pub(crate) fn serializable_running_since(&self, ts: u64) -> bool {
+        self.slots()
+            .any(|slot| slot.serializable_oldest.load(Ordering::SeqCst) <= ts)
+    }
+
+    /// Commit records below this timestamp are needed by no serializable transaction,
+    /// running or future.
+    pub(crate) fn serializable_horizon(&self) -> u64 {
+        let mut horizon = self.clock.load(Ordering::SeqCst);
+        for slot in self.slots() {
+            horizon = horizon.min(slot.serializable_oldest.load(Ordering::SeqCst));
+        }
+        horizon
+    }
+
     /// The oldest snapshot any transaction can hold now or later: versions committed
     /// before it and superseded before it are invisible to everyone.
     pub(crate) fn watermark(&self) -> u64 {
@@ -275,6 +339,8 @@ pub(crate) struct LocalSlot<R> {
     pub(crate) slot: Arc<Slot<R>>,
     /// Start timestamps of this thread's running transactions, ascending.
     running: RefCell<Vec<u64>>,
+    /// Those of them that validate at commit (serializable), ascending.
+    serializable_running: RefCell<Vec<u64>>,
     /// Thread-local collector state (the cached active-snapshot list, scratch buffers).
     pub(crate) gc: RefCell<crate::gc::LocalGc>,
 }
@@ -282,7 +348,11 @@ pub(crate) struct LocalSlot<R> {
 impl<R> Drop for LocalSlot<R> {
     fn drop(&mut self) {
         debug_assert!(self.running.borrow().is_empty());
+        debug_assert!(self.serializable_running.borrow().is_empty());
         self.slot.publish(&[]);
+        self.slot
+            .serializable_oldest
+            .store(u64::MAX, Ordering::SeqCst);
         self.slot.in_use.store(false, Ordering::Release);
     }
 }
@@ -311,6 +381,7 @@ impl<R: Send + 'static> LocalSlot<R> {
             let local = Rc::new(LocalSlot {
                 slot: manager.claim_slot()?,
                 running: RefCell::new(Vec::new()),
+                serializable_running: RefCell::new(Vec::new()),
                 gc: RefCell::new(crate::gc::LocalGc::default()),
             });
             locals.push(LocalEntry {

@@ -65,6 +65,11 @@ impl TxnShared {
         }
     }
 
+    /// Committed or rolled back (not running, not committing), without waiting.
+    pub(crate) fn is_decided(&self) -> bool {
+        !matches!(self.state.load(Ordering::SeqCst), ACTIVE | COMMITTING)
+    }
+
     pub(crate) fn mark_committing(&self) {
         let previous = self.state.swap(COMMITTING, Ordering::SeqCst);
         debug_assert_eq!(previous, ACTIVE, "only an active transaction can commit");
@@ -76,9 +81,12 @@ impl TxnShared {
         debug_assert_eq!(previous, COMMITTING);
     }
 
-    /// A committing transaction whose validation failed goes back to ACTIVE (its records
-    /// are still invisible) so that it can roll back like any active transaction.
-    pub(crate) fn mark_validation_failed(&self) {
+    /// A committing transaction goes back to ACTIVE (its records are still invisible): when
+    /// its validation failed, so that it rolls back like any active transaction; or when it
+    /// must prepare more before drawing a timestamp again. A reader that began after the
+    /// abandoned draw waited and now sees ACTIVE, which is right: any later draw is larger
+    /// than its start.
+    pub(crate) fn mark_not_committing(&self) {
         let previous = self.state.swap(ACTIVE, Ordering::SeqCst);
         debug_assert_eq!(previous, COMMITTING);
     }
