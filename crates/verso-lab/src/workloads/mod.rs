@@ -1,1 +1,2 @@
 //! One module per workload; each implements [`crate::workload::Workload`].
+pub mod tpcc;

@@ -1,0 +1,82 @@
+//! TPC-C's initial population (clause 4.3.3.1), at the tiny scale.
+
+use verso::{Database, Isolation, KeyRange, Options, Value};
+use verso_lab::workload::{LabError, NoProgress, Workload};
+use verso_lab::workloads::tpcc::schema::{self, Tables};
+use verso_lab::workloads::tpcc::{expected_rows, Tpcc, TpccConfig};
+
+fn count(db: &Database, table: verso::TableId) -> Result<u64, LabError> {
+    let txn = db.begin(Isolation::Snapshot);
+    let mut rows = 0;
+    txn.scan_view(table, KeyRange::new(..), |_| {
+        rows += 1;
+        true
+    })?;
+    Ok(rows)
+}
+
+#[test]
+fn tiny_load_has_the_scaled_cardinalities() -> Result<(), LabError> {
+    let config = TpccConfig::tiny();
+    let db = Database::open(Options::default())?;
+    Tpcc::new(config.clone())?.load(&db, &NoProgress)?;
+    let tables = Tables::open(&db)?;
+    let w = u64::from(config.warehouses);
+    let districts = w * u64::from(config.districts_per_warehouse);
+    let customers = districts * u64::from(config.customers_per_district);
+    assert_eq!(count(&db, tables.warehouse)?, w);
+    assert_eq!(count(&db, tables.district)?, districts);
+    assert_eq!(count(&db, tables.customer)?, customers);
+    assert_eq!(count(&db, tables.history)?, customers);
+    assert_eq!(count(&db, tables.orders)?, customers);
+    assert_eq!(
+        count(&db, tables.new_order)?,
+        districts * config.initial_new_orders_per_district() as u64
+    );
+    assert_eq!(count(&db, tables.item)?, u64::from(config.items));
+    assert_eq!(count(&db, tables.stock)?, w * u64::from(config.items));
+    let lines = count(&db, tables.order_line)?;
+    assert!((5 * customers..=15 * customers).contains(&lines), "{lines}");
+    // The progress estimate counts order lines at their mean.
+    let expected = expected_rows(&config);
+    let loaded: u64 = [
+        tables.warehouse,
+        tables.district,
+        tables.customer,
+        tables.history,
+        tables.new_order,
+        tables.orders,
+        tables.order_line,
+        tables.item,
+        tables.stock,
+    ]
+    .into_iter()
+    .map(|t| count(&db, t))
+    .sum::<Result<u64, LabError>>()?;
+    assert!(
+        loaded.abs_diff(expected) < expected / 10,
+        "{loaded} vs {expected}"
+    );
+
+    // Every last name of the run-time range exists in every district.
+    let txn = db.begin(Isolation::Snapshot);
+    for number in 0..=config.last_name_max() {
+        let name = verso_lab::workloads::tpcc::random::last_name(number);
+        let mut found = 0;
+        txn.scan_index_with(
+            tables.customer,
+            schema::customer::BY_NAME,
+            KeyRange::prefix(vec![
+                Value::I64(1),
+                Value::I64(1),
+                Value::Text(name.clone()),
+            ]),
+            |_| {
+                found += 1;
+                true
+            },
+        )?;
+        assert!(found > 0, "no customer named {name}");
+    }
+    Ok(())
+}
