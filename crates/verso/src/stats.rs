@@ -28,9 +28,11 @@ pub(crate) enum Counter {
     GcNanos,
     PruneNanos,
     ActiveListRefreshes,
+    CommitRecordsPublished,
+    CommitRecordsDropped,
 }
 
-const COUNTERS: usize = Counter::ActiveListRefreshes as usize + 1;
+const COUNTERS: usize = Counter::CommitRecordsDropped as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
@@ -125,6 +127,8 @@ impl SlotStats {
         stats.gc_nanos += get(Counter::GcNanos);
         stats.prune_nanos += get(Counter::PruneNanos);
         stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
+        stats.commit_records_published += get(Counter::CommitRecordsPublished);
+        stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.gc_chain
@@ -198,6 +202,12 @@ pub struct Stats {
     pub prune_nanos: u64,
     /// Times a thread rebuilt its sorted list of active snapshots.
     pub active_list_refreshes: u64,
+    /// Commit records published for serializable validation (the keys a committing
+    /// transaction wrote, kept while a serializable transaction may validate against them).
+    pub commit_records_published: u64,
+    /// Commit records dropped (no serializable transaction needed them any more, or their
+    /// transaction failed its own validation).
+    pub commit_records_dropped: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
     /// Chain lengths the collector met: a writer's chain before it pruned it (Steam), a
@@ -217,6 +227,12 @@ impl Stats {
     pub fn live_version_bytes(&self) -> u64 {
         self.version_bytes_created
             .saturating_sub(self.version_bytes_freed)
+    }
+
+    /// Commit records alive now.
+    pub fn live_commit_records(&self) -> u64 {
+        self.commit_records_published
+            .saturating_sub(self.commit_records_dropped)
     }
 
     /// Transactions aborted for any reason.

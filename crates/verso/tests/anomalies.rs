@@ -1,4 +1,4 @@
-//! The isolation anomaly suite for `Isolation::Snapshot`, for every configuration.
+//! The isolation anomaly suite, for both isolation levels and every configuration.
 //!
 //! The schedules are Hermitage's (Kleppmann's test suite for isolation levels), adapted to
 //! this API: a table `test(id U64 primary key, value I64)` holding (1, 10) and (2, 20).
@@ -9,13 +9,17 @@
 //! fails it at once with `Error::WriteConflict`, which rolls it back. Several transactions
 //! are open on one thread, so every schedule is deterministic.
 //!
-//! Each test asserts the invariant snapshot isolation promises (which values may be read,
-//! which write must fail), not more.
+//! Each test asserts the invariant the isolation level promises (which values may be read,
+//! which write must fail, that some transaction of a cycle fails), not which transaction
+//! fails where either may. Every scenario runs under `Snapshot` and `Serializable`; those
+//! where the two differ (write skew and its predicate and read-only forms) say so.
 
 mod common;
 
 use common::{all_configurations, open};
-use verso::{ColumnType, Database, Error, Isolation, Result, Schema, TableId, Transaction, Value};
+use verso::{
+    ColumnType, Database, Error, Isolation, KeyRange, Result, Schema, TableId, Transaction, Value,
+};
 
 /// Column of `value` in the `test` table.
 const VALUE: usize = 1;
@@ -24,22 +28,29 @@ const VALUE: usize = 1;
 struct Fixture {
     db: Database,
     table: TableId,
+    isolation: Isolation,
     design: String,
 }
 
 impl Fixture {
-    fn new(db: Database) -> Fixture {
-        let design = db.design();
+    fn new(db: Database, isolation: Isolation) -> Fixture {
+        let design = format!("{} at {isolation:?}", db.design());
         let table = db
             .create_table(
                 "test",
                 Schema::new()
                     .column("id", ColumnType::U64)
                     .column("value", ColumnType::I64)
-                    .primary_key(&["id"]),
+                    .primary_key(&["id"])
+                    .index("by_value", &["value"]),
             )
             .unwrap_or_else(|e| panic!("{design}: create test: {e}"));
-        let fixture = Fixture { db, table, design };
+        let fixture = Fixture {
+            db,
+            table,
+            isolation,
+            design,
+        };
         let mut setup = fixture.begin();
         for (id, value) in [(1, 10), (2, 20)] {
             setup
@@ -51,7 +62,46 @@ impl Fixture {
     }
 
     fn begin(&self) -> Transaction<'_> {
-        self.db.begin(Isolation::Snapshot)
+        self.db.begin(self.isolation)
+    }
+
+    fn serializable(&self) -> bool {
+        self.isolation == Isolation::Serializable
+    }
+
+    /// The ids of the rows `txn` sees whose value lies in `range`, through the secondary
+    /// index on `value` (a predicate read the validation must cover).
+    fn scan_values(&self, txn: &Transaction<'_>, range: std::ops::RangeInclusive<i64>) -> Vec<u64> {
+        let (low, high) = range.into_inner();
+        txn.scan_index(
+            self.table,
+            "by_value",
+            vec![Value::I64(low)]..=vec![Value::I64(high)],
+        )
+        .unwrap_or_else(|e| panic!("{}: scan by value: {e}", self.design))
+        .iter()
+        .map(|row| row[0].as_u64().expect("id"))
+        .collect()
+    }
+
+    fn insert(&self, txn: &mut Transaction<'_>, id: u64, value: i64) {
+        txn.insert(self.table, &[Value::U64(id), Value::I64(value)])
+            .unwrap_or_else(|e| panic!("{}: insert ({id}, {value}): {e}", self.design));
+    }
+
+    /// Commits each of `txns` in order; returns which committed. A failure must be a
+    /// serialization failure (retryable).
+    fn commit_all(&self, txns: Vec<(Transaction<'_>, &str)>) -> Vec<bool> {
+        txns.into_iter()
+            .map(|(txn, who)| match txn.commit() {
+                Ok(()) => true,
+                Err(error @ Error::SerializationFailure { .. }) => {
+                    assert!(error.is_retryable(), "{}: {who}", self.design);
+                    false
+                }
+                Err(error) => panic!("{}: commit of {who}: {error}", self.design),
+            })
+            .collect()
     }
 
     /// The value of row `id` as `txn` sees it (`None`: no such row).
@@ -148,10 +198,12 @@ fn value_of(design: &str, row: &[Value]) -> i64 {
         .unwrap_or_else(|| panic!("{design}: bad value in {row:?}"))
 }
 
-/// Runs `scenario` on a fresh fixture for every configuration.
+/// Runs `scenario` on a fresh fixture for every configuration at both isolation levels.
 fn for_each_configuration(scenario: impl Fn(&Fixture)) {
     for options in all_configurations() {
-        scenario(&Fixture::new(open(&options)));
+        for isolation in [Isolation::Snapshot, Isolation::Serializable] {
+            scenario(&Fixture::new(open(&options), isolation));
+        }
     }
 }
 
@@ -258,9 +310,22 @@ fn g1c_circular_information_flow() {
         // Each still sees its own write.
         assert_eq!(f.read(&t1, 1), Some(11), "{}", f.design);
         assert_eq!(f.read(&t2, 2), Some(22), "{}", f.design);
-        f.commit(t1, "T1");
-        f.commit(t2, "T2");
-        assert_eq!(f.committed(), [(1, 11), (2, 22)], "{}", f.design);
+        let committed = f.commit_all(vec![(t1, "T1"), (t2, "T2")]);
+        if f.serializable() {
+            // Each read what the other overwrote: also write skew, so one must fail.
+            assert!(
+                !committed.iter().all(|&c| c),
+                "{}: both committed",
+                f.design
+            );
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+        }
+        let expected: Vec<(u64, i64)> = [(1, 11, 10, committed[0]), (2, 22, 20, committed[1])]
+            .into_iter()
+            .map(|(id, new, old, c)| (id, if c { new } else { old }))
+            .collect();
+        assert_eq!(f.committed(), expected, "{}", f.design);
     });
 }
 
@@ -403,12 +468,15 @@ fn p4_lost_update_threads() {
                             let mut txn = f.begin();
                             let value = f.read(&txn, 1).unwrap();
                             match f.try_set(&mut txn, 1, value + 1) {
-                                Ok(true) => {
-                                    f.commit(txn, "an increment");
-                                    commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                    break;
-                                }
-                                Err(Error::WriteConflict { .. }) => continue,
+                                Ok(true) => match txn.commit() {
+                                    Ok(()) => {
+                                        commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                        break;
+                                    }
+                                    Err(e) if e.is_retryable() => continue,
+                                    Err(e) => panic!("{}: commit: {e}", f.design),
+                                },
+                                Err(e) if e.is_retryable() => continue,
                                 other => panic!("{}: increment: {other:?}", f.design),
                             }
                         }
@@ -505,12 +573,10 @@ fn g_single_read_skew_write_concurrent() {
 
 // ----- G2-item: write skew ----------------------------------------------------------------
 
-/// Write skew is ALLOWED under snapshot isolation: the two transactions write different
-/// rows, so first-updater-wins sees no conflict and both commit. This documents the known
-/// SI behaviour. `Isolation::Serializable` must prevent it (one of the two must fail) once
-/// its validation lands; that test belongs with the serializable suite.
+/// Two transactions each read both rows and write a different one. Snapshot isolation lets
+/// both commit (the known write skew); serializable must fail one of them.
 #[test]
-fn g2_item_write_skew_allowed_under_snapshot() {
+fn g2_item_write_skew() {
     for_each_configuration(|f| {
         let mut t1 = f.begin();
         let mut t2 = f.begin();
@@ -518,8 +584,214 @@ fn g2_item_write_skew_allowed_under_snapshot() {
         assert_eq!(f.scan(&t2), [(1, 10), (2, 20)], "{}", f.design);
         f.set(&mut t1, 1, 11);
         f.set(&mut t2, 2, 21);
-        f.commit(t1, "T1");
-        f.commit(t2, "T2");
-        assert_eq!(f.committed(), [(1, 11), (2, 21)], "{}", f.design);
+        let committed = f.commit_all(vec![(t1, "T1"), (t2, "T2")]);
+        if f.serializable() {
+            assert_eq!(committed, [true, false], "{}: write skew", f.design);
+            assert_eq!(f.committed(), [(1, 11), (2, 20)], "{}", f.design);
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+            assert_eq!(f.committed(), [(1, 11), (2, 21)], "{}", f.design);
+        }
+    });
+}
+
+/// Write skew through point reads, the transactions committing in the opposite order of
+/// their writes: whichever commits second read what the first wrote.
+#[test]
+fn g2_item_write_skew_point_reads() {
+    for_each_configuration(|f| {
+        let mut t1 = f.begin();
+        let mut t2 = f.begin();
+        // Invariant the application keeps: value(1) + value(2) >= 0, each withdrawing 25.
+        let sum1 = f.read(&t1, 1).unwrap() + f.read(&t1, 2).unwrap();
+        let sum2 = f.read(&t2, 1).unwrap() + f.read(&t2, 2).unwrap();
+        assert_eq!((sum1, sum2), (30, 30), "{}", f.design);
+        f.set(&mut t1, 1, 10 - 25);
+        f.set(&mut t2, 2, 20 - 25);
+        let committed = f.commit_all(vec![(t2, "T2"), (t1, "T1")]);
+        let sum: i64 = f.committed().iter().map(|&(_, v)| v).sum();
+        if f.serializable() {
+            assert_eq!(committed.iter().filter(|&&c| c).count(), 1, "{}", f.design);
+            assert!(sum >= 0, "{}: invariant broken: {sum}", f.design);
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+            assert_eq!(sum, -20, "{}: SI's write skew", f.design);
+        }
+    });
+}
+
+// ----- G2: anti-dependency cycles over predicates (phantoms) -------------------------------
+
+/// Each transaction checks that no row has a value divisible by 3, then inserts one: each
+/// would have seen the other's row. Serializable must fail one.
+#[test]
+fn g2_predicate_write_skew_with_inserts() {
+    for_each_configuration(|f| {
+        let mut t1 = f.begin();
+        let mut t2 = f.begin();
+        assert!(f.scan_where(&t1, |v| v % 3 == 0).is_empty(), "{}", f.design);
+        assert!(f.scan_where(&t2, |v| v % 3 == 0).is_empty(), "{}", f.design);
+        f.insert(&mut t1, 3, 30);
+        f.insert(&mut t2, 4, 42);
+        let committed = f.commit_all(vec![(t1, "T1"), (t2, "T2")]);
+        let multiples = f.committed().iter().filter(|&&(_, v)| v % 3 == 0).count();
+        if f.serializable() {
+            assert_eq!(committed, [true, false], "{}", f.design);
+            assert_eq!(multiples, 1, "{}", f.design);
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+            assert_eq!(multiples, 2, "{}", f.design);
+        }
+    });
+}
+
+/// Predicate reads through a secondary index: T1 finds no row with value in 25..=100 and
+/// writes row 2; T2 moves row 1 into that range (an index entry appearing) and commits
+/// first. T1's predicate would now see row 1.
+#[test]
+fn g2_predicate_row_moves_into_a_scanned_index_range() {
+    for_each_configuration(|f| {
+        let mut t1 = f.begin();
+        let mut t2 = f.begin();
+        assert!(f.scan_values(&t1, 25..=100).is_empty(), "{}", f.design);
+        assert_eq!(f.scan_values(&t2, 0..=100), [1, 2], "{}", f.design);
+        f.set(&mut t2, 1, 30);
+        f.set(&mut t1, 2, 0);
+        let committed = f.commit_all(vec![(t2, "T2"), (t1, "T1")]);
+        if f.serializable() {
+            assert_eq!(committed, [true, false], "{}", f.design);
+            assert_eq!(f.committed(), [(1, 30), (2, 20)], "{}", f.design);
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+        }
+    });
+}
+
+/// T1 sees row 2 in the index range 15..=100 and writes row 1; T2 moves row 2 out of the
+/// range (an index entry disappearing, caught by its before-image) and commits first.
+#[test]
+fn g2_predicate_row_moves_out_of_a_scanned_index_range() {
+    for_each_configuration(|f| {
+        let mut t1 = f.begin();
+        let mut t2 = f.begin();
+        assert_eq!(f.scan_values(&t1, 15..=100), [2], "{}", f.design);
+        assert_eq!(f.read(&t2, 1), Some(10), "{}", f.design);
+        f.set(&mut t2, 2, 5);
+        f.set(&mut t1, 1, 0);
+        let committed = f.commit_all(vec![(t2, "T2"), (t1, "T1")]);
+        if f.serializable() {
+            assert_eq!(committed, [true, false], "{}", f.design);
+        } else {
+            assert_eq!(committed, [true, true], "{}", f.design);
+        }
+    });
+}
+
+/// A scan stopped after its first row read only that row: a later insert beyond it is
+/// not a conflict (precision), one before it is.
+#[test]
+fn g2_predicate_scan_stopped_early_covers_only_what_it_read() {
+    for_each_configuration(|f| {
+        for (inserted_id, must_fail) in [(5, false), (0, true)] {
+            let mut t1 = f.begin();
+            let mut t2 = f.begin();
+            let mut first = None;
+            t1.scan_with(f.table, KeyRange::new(..), |row| {
+                first = row[0].as_u64();
+                false
+            })
+            .unwrap_or_else(|e| panic!("{}: scan: {e}", f.design));
+            assert_eq!(first, Some(1), "{}", f.design);
+            f.insert(&mut t2, inserted_id, 7);
+            f.set(&mut t1, 2, 99);
+            let committed = f.commit_all(vec![(t2, "T2"), (t1, "T1")]);
+            let fails = f.serializable() && must_fail;
+            assert_eq!(
+                committed,
+                [true, !fails],
+                "{}: insert of {inserted_id}",
+                f.design
+            );
+            let mut cleanup = f.db.begin(Isolation::Snapshot);
+            cleanup
+                .delete(f.table, &[Value::U64(inserted_id)])
+                .unwrap_or_else(|e| panic!("{}: cleanup: {e}", f.design));
+            cleanup
+                .update(f.table, &[Value::U64(2)], &[(VALUE, Value::I64(20))])
+                .unwrap_or_else(|e| panic!("{}: cleanup: {e}", f.design));
+            f.commit(cleanup, "cleanup");
+        }
+    });
+}
+
+// ----- The read-only anomaly (Fekete, O'Neil, O'Neil 2004) --------------------------------
+
+/// Row 1 is a checking account `x`, row 2 a savings account `y`, both 0. T2 withdraws 10
+/// from checking, charging 1 more if `x + y` would go negative; T1 deposits 20 into
+/// savings; read-only T3 sees T1's deposit but not T2's withdrawal, and T2 then charges the
+/// fee. Under snapshot isolation all three commit and T3's report is impossible in any
+/// serial order (T2 -> T1 -> T3 -> T2). Serializable must break the cycle; the read-only T3
+/// is declared read-only (`declared`) or not, and never fails either way.
+fn read_only_anomaly_schedule(f: &Fixture, declared: bool) {
+    let mut reset = f.db.begin(Isolation::Snapshot);
+    for id in [1, 2] {
+        f.set(&mut reset, id, 0);
+    }
+    f.commit(reset, "reset");
+
+    let mut t2 = f.begin();
+    let (x, y) = (f.read(&t2, 1).unwrap(), f.read(&t2, 2).unwrap());
+    let mut t1 = f.begin();
+    let y1 = f.read(&t1, 2).unwrap();
+    f.set(&mut t1, 2, y1 + 20);
+    f.commit(t1, "T1 (deposit)");
+    let t3 = if declared {
+        f.db.begin_read_only(f.isolation)
+    } else {
+        f.begin()
+    };
+    let report = (f.read(&t3, 1).unwrap(), f.read(&t3, 2).unwrap());
+    assert_eq!(report, (0, 20), "{}", f.design);
+    f.commit(t3, "T3 (read-only report)");
+    let fee = if x + y - 10 < 0 { 1 } else { 0 };
+    f.set(&mut t2, 1, x - 10 - fee);
+    let committed = f.commit_all(vec![(t2, "T2 (withdrawal)")]);
+    if f.serializable() {
+        assert_eq!(committed, [false], "{}: the cycle must break", f.design);
+        assert_eq!(f.committed(), [(1, 0), (2, 20)], "{}", f.design);
+    } else {
+        assert_eq!(committed, [true], "{}", f.design);
+        assert_eq!(f.committed(), [(1, -11), (2, 20)], "{}", f.design);
+    }
+}
+
+#[test]
+fn read_only_anomaly() {
+    for_each_configuration(|f| read_only_anomaly_schedule(f, false));
+}
+
+#[test]
+fn read_only_anomaly_with_a_declared_read_only_transaction() {
+    for_each_configuration(|f| read_only_anomaly_schedule(f, true));
+}
+
+/// A declared read-only transaction refuses writes with a typed error and stays usable.
+#[test]
+fn declared_read_only_transactions_refuse_writes() {
+    for_each_configuration(|f| {
+        let mut txn = f.db.begin_read_only(f.isolation);
+        assert!(txn.is_read_only(), "{}", f.design);
+        assert_eq!(f.try_set(&mut txn, 1, 5), Err(Error::ReadOnlyTransaction));
+        assert_eq!(
+            txn.insert(f.table, &[Value::U64(9), Value::I64(9)]),
+            Err(Error::ReadOnlyTransaction)
+        );
+        assert_eq!(
+            txn.delete(f.table, &[Value::U64(1)]),
+            Err(Error::ReadOnlyTransaction)
+        );
+        assert_eq!(f.read(&txn, 1), Some(10), "{}: still usable", f.design);
+        f.commit(txn, "read-only");
+        assert_eq!(f.committed(), [(1, 10), (2, 20)], "{}", f.design);
     });
 }

@@ -178,7 +178,7 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
         if !slot.validation_log.lock().is_empty() {
             let horizon =
                 *serializable_horizon.get_or_insert_with(|| engine.txns.serializable_horizon());
-            trim_validation_log(slot, horizon);
+            trim_validation_log(slot, horizon, &local.slot.stats);
         }
         if let Some(mut queue) = slot.committed.try_lock() {
             if queue.is_empty() {
@@ -193,16 +193,24 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
 /// Drops the commit records of `slot` that no serializable transaction needs any more:
 /// drawn below `horizon` (the serializable horizon) and decided. The log is in commit
 /// order, so trimming stops at the first record that must stay.
-pub(crate) fn trim_validation_log<R>(slot: &Slot<R>, horizon: u64) {
+/// Counts the dropped records in `stats` (the calling thread's).
+pub(crate) fn trim_validation_log<R>(
+    slot: &Slot<R>,
+    horizon: u64,
+    stats: &crate::stats::SlotStats,
+) {
     let mut log = slot.validation_log.lock();
+    let mut dropped = 0;
     while let Some(front) = log.front() {
         match front.commit_ts_if_drawn() {
             Some(ts) if ts < horizon && front.is_decided() => {
                 log.pop_front();
+                dropped += 1;
             }
             _ => break,
         }
     }
+    stats.add(Counter::CommitRecordsDropped, dropped);
 }
 
 fn finalize_queue<V: VersionStorage, G: Collector, P: Protocol>(

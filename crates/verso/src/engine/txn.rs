@@ -490,11 +490,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             .then(|| Arc::new(self.commit_record(&owner)));
         owner.mark_committing();
         if let Some(record) = &record {
-            self.local
-                .slot
-                .validation_log
-                .lock()
-                .push_back(Arc::clone(record));
+            self.publish(record);
         }
         let mut commit_ts = txns.draw_commit_ts();
         if record.is_none() && txns.serializable_running_since(commit_ts) {
@@ -504,11 +500,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             owner.mark_not_committing();
             let built = Arc::new(self.commit_record(&owner));
             owner.mark_committing();
-            self.local
-                .slot
-                .validation_log
-                .lock()
-                .push_back(Arc::clone(&built));
+            self.publish(&built);
             record = Some(built);
             commit_ts = txns.draw_commit_ts();
         }
@@ -524,6 +516,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     let mut log = self.local.slot.validation_log.lock();
                     if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
                         log.remove(at);
+                        let stats = &self.local.slot.stats;
+                        stats.add(Counter::CommitRecordsDropped, 1);
                     }
                 }
                 // Not visible yet: nobody can have read these writes; undo them.
@@ -545,10 +539,18 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         slot.stats.add(Counter::Committed, 1);
         crate::engine::collect::enqueue_committed(slot, Committed { commit_ts, rows });
         if record.is_some() || !slot.validation_log.lock().is_empty() {
-            crate::engine::collect::trim_validation_log(slot, txns.serializable_horizon());
+            let horizon = txns.serializable_horizon();
+            crate::engine::collect::trim_validation_log(slot, horizon, &slot.stats);
         }
         crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, true);
         Ok(())
+    }
+
+    /// Publishes a commit record in this thread's log (before the timestamp is drawn).
+    fn publish(&self, record: &Arc<CommitRecord>) {
+        let slot = &self.local.slot;
+        slot.validation_log.lock().push_back(Arc::clone(record));
+        slot.stats.add(Counter::CommitRecordsPublished, 1);
     }
 
     /// Checks the reads against every commit record published by others.
