@@ -2,20 +2,28 @@
 //!
 //! - [`schema`]: the nine tables, their columns (positions and names) and indexes;
 //! - `load`: the initial population of clause 4.3.3.1;
-//! - `random`: NURand, a-strings, last names;
+//! - [`random`]: NURand, a-strings, last names;
+//! - [`transactions`]: the five transactions and the terminal ([`TpccWorker`]);
+//! - [`stock_scan`]: Wu et al.'s StockScan, the workload's analytical query;
+//! - [`consistency`]: the twelve consistency conditions of clause 3.3.2.
 //!
 //! Design notes, including where this departs from the specification:
 //! `docs/design/tpcc.md`.
 
+pub mod consistency;
 mod load;
 pub mod random;
 pub mod schema;
+pub mod stock_scan;
+pub mod transactions;
 
-use crate::workload::{LabError, LoadProgress, OltpWorker, Workload};
+use crate::workload::{LabError, LoadProgress, OlapWorker, OltpWorker, Workload};
 use verso::Database;
 
 pub use load::expected_rows;
 use random::NurandConstants;
+pub use stock_scan::{StockScanResult, StockScanWorker};
+pub use transactions::TpccWorker;
 
 /// The load date and time of every initial row (`c_since`, `o_entry_d`, `h_date`, ...):
 /// 2024-01-01T00:00:00Z in microseconds since the Unix epoch. A constant, so the data
@@ -146,7 +154,22 @@ impl Tpcc {
     pub fn config(&self) -> &TpccConfig {
         &self.config
     }
+
+    /// A terminal for OLTP thread `worker` of `workers`, with the concrete type (so tests
+    /// and CH-benCHmark can run chosen transactions and read its counters).
+    pub fn worker<'db>(
+        &self,
+        db: &'db Database,
+        worker: usize,
+        workers: usize,
+        seed: u64,
+    ) -> Result<TpccWorker<'db>, LabError> {
+        TpccWorker::new(db, &self.config, worker, workers, seed)
+    }
 }
+
+/// The analytical queries, indexed by [`crate::workload::QueryOutcome`]'s `query`.
+pub const QUERY_NAMES: &[&str] = &["StockScan"];
 
 /// The names of the five transactions, indexed by [`crate::workload::TxnOutcome`]'s kind.
 pub const TRANSACTION_KINDS: &[&str] = &[
@@ -178,15 +201,33 @@ impl Workload for Tpcc {
         TRANSACTION_KINDS
     }
 
+    fn query_names(&self) -> &'static [&'static str] {
+        QUERY_NAMES
+    }
+
     fn oltp_worker<'db>(
         &'db self,
-        _db: &'db Database,
-        _worker: usize,
-        _workers: usize,
-        _seed: u64,
+        db: &'db Database,
+        worker: usize,
+        workers: usize,
+        seed: u64,
     ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
-        Err(LabError::BadOption(
-            "tpcc: the transactions are not built yet".into(),
-        ))
+        Ok(Box::new(self.worker(db, worker, workers, seed)?))
+    }
+
+    fn olap_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        _worker: usize,
+        _seed: u64,
+    ) -> Result<Option<Box<dyn OlapWorker + 'db>>, LabError> {
+        Ok(Some(Box::new(StockScanWorker::new(
+            db,
+            self.config.warehouses,
+        )?)))
+    }
+
+    fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
+        consistency::check(db)
     }
 }

@@ -1,0 +1,884 @@
+//! The five TPC-C transactions (clauses 2.4–2.8), each one engine transaction.
+//!
+//! Hot-path rules, for the 40,000 commits/s on one warehouse and one worker:
+//! rows are read through [`Transaction::get_view`] / [`Transaction::scan_view`] (no copy,
+//! no allocation), updates name only the columns they change, keys are stack arrays, and
+//! the one row built per order line reuses a buffer whose text value keeps its capacity.
+//!
+//! Conflicts end the attempt: the engine has already rolled the transaction back, and the
+//! runner counts the abort (no retry here). Any other engine error, or a row the data
+//! must contain but does not, is a bug and stops the run.
+
+use std::ops::Bound;
+
+use verso::{Database, Isolation, KeyRange, RowView, Transaction, Value};
+
+use super::random::{last_name_into, NurandConstants, TpccRandom, ORIGINAL};
+use super::schema::{
+    customer, district, from_cents, item, new_order, order_line, orders, stock, to_cents,
+    warehouse, Tables,
+};
+use super::{TpccConfig, LOAD_TIME_MICROS};
+use crate::workload::{AbortReason, LabError, OltpWorker, TxnOutcome};
+
+/// Index of New-Order in [`super::TRANSACTION_KINDS`].
+pub const NEW_ORDER: usize = 0;
+/// Index of Payment.
+pub const PAYMENT: usize = 1;
+/// Index of Order-Status.
+pub const ORDER_STATUS: usize = 2;
+/// Index of Delivery.
+pub const DELIVERY: usize = 3;
+/// Index of Stock-Level.
+pub const STOCK_LEVEL: usize = 4;
+
+/// How a transaction that raised no error ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Committed,
+    /// New-Order's deliberate rollback on an unused item id (clause 2.4.2.3).
+    RolledBack,
+}
+
+/// One order line's input, drawn before the transaction begins.
+#[derive(Clone, Copy, Debug)]
+struct OrderItem {
+    item_id: i64,
+    supply_warehouse: i64,
+    quantity: i64,
+}
+
+/// What the terminal would display after the last New-Order: kept so the work that
+/// computes it is not optimized away, and for tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewOrderOutput {
+    /// The order's total in cents, after discount and taxes.
+    pub total_cents: i64,
+    /// Lines whose item and stock both say `ORIGINAL` (brand-generic `B`).
+    pub brand_lines: u32,
+}
+
+/// Counters a worker keeps about what it did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkerCounters {
+    /// Districts a Delivery found without an undelivered order (clause 2.7.4.2 wants
+    /// these reported when above 1%).
+    pub deliveries_skipped: u64,
+    /// Districts a Delivery delivered an order in.
+    pub deliveries_done: u64,
+    /// Stock-Level's last result: distinct items below the threshold.
+    pub last_low_stock: u64,
+}
+
+/// A TPC-C terminal: runs the standard mix against its home warehouse(s).
+///
+/// Worker `i` of `n` owns the warehouses `w` with `(w - 1) % n == i` and picks one of them
+/// per transaction; with more workers than warehouses, worker `i` uses warehouse
+/// `i % W + 1`, several workers sharing one (clause 2.1.1 binds each terminal to one
+/// warehouse).
+pub struct TpccWorker<'db> {
+    db: &'db Database,
+    tables: Tables,
+    config: TpccConfig,
+    constants: NurandConstants,
+    random: TpccRandom,
+    home_warehouses: Vec<i64>,
+    /// The ORDER_LINE row New-Order inserts, reused so its text keeps its capacity.
+    order_line_row: Vec<Value>,
+    order_items: Vec<OrderItem>,
+    /// Scratch: customer ids by name, order-line numbers, item ids.
+    scratch_ids: Vec<i64>,
+    /// Scratch: the last name looked up.
+    name_buffer: String,
+    /// Scratch: the warehouse and district names Payment concatenates into H_DATA.
+    history_data: String,
+    counters: WorkerCounters,
+    last_new_order: NewOrderOutput,
+}
+
+/// Microseconds since the Unix epoch, never before the load time (a clock set in the past
+/// would otherwise date new orders before old ones).
+fn now_micros() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    since_epoch.max(LOAD_TIME_MICROS + 1)
+}
+
+/// The row a lookup needed, or an error naming what is missing: the data must contain it.
+fn must<R>(found: Option<Option<R>>, what: impl FnOnce() -> String) -> Result<R, LabError> {
+    found
+        .flatten()
+        .ok_or_else(|| LabError::Inconsistent(format!("{} is missing or malformed", what())))
+}
+
+/// An update of a row the transaction has just read must find it.
+fn updated(found: bool, what: impl FnOnce() -> String) -> Result<(), LabError> {
+    if found {
+        Ok(())
+    } else {
+        Err(LabError::Inconsistent(format!(
+            "{} vanished before its update",
+            what()
+        )))
+    }
+}
+
+fn money_cents(row: &RowView<'_>, column: usize) -> Option<i64> {
+    row.get(column).as_f64().map(to_cents)
+}
+
+impl<'db> TpccWorker<'db> {
+    /// Worker number `worker` of `workers` on a database loaded with `config`.
+    pub fn new(
+        db: &'db Database,
+        config: &TpccConfig,
+        worker: usize,
+        workers: usize,
+        seed: u64,
+    ) -> Result<Self, LabError> {
+        config.validate()?;
+        if workers == 0 || worker >= workers {
+            return Err(LabError::BadOption(format!(
+                "tpcc: worker {worker} of {workers}"
+            )));
+        }
+        let warehouses = config.warehouses as usize;
+        let home_warehouses: Vec<i64> = if workers >= warehouses {
+            vec![(worker % warehouses) as i64 + 1]
+        } else {
+            (worker..warehouses)
+                .step_by(workers)
+                .map(|w| w as i64 + 1)
+                .collect()
+        };
+        debug_assert!(!home_warehouses.is_empty());
+        let mut order_line_row = vec![Value::I64(0); order_line::COLUMNS.len()];
+        order_line_row[order_line::OL_DIST_INFO] = Value::Text(String::with_capacity(24));
+        Ok(TpccWorker {
+            db,
+            tables: Tables::open(db)?,
+            config: config.clone(),
+            constants: config.nurand_constants(),
+            random: TpccRandom::new(seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
+            home_warehouses,
+            order_line_row,
+            order_items: Vec::with_capacity(15),
+            scratch_ids: Vec::with_capacity(64),
+            name_buffer: String::with_capacity(16),
+            history_data: String::with_capacity(24),
+            counters: WorkerCounters::default(),
+            last_new_order: NewOrderOutput::default(),
+        })
+    }
+
+    /// What the worker counted so far.
+    pub fn counters(&self) -> WorkerCounters {
+        self.counters
+    }
+
+    /// The terminal output of the last committed New-Order.
+    pub fn last_new_order(&self) -> NewOrderOutput {
+        self.last_new_order
+    }
+
+    /// Draws the next transaction type of the standard mix (clause 5.2.3: 45% New-Order,
+    /// 43% Payment, 4% each of Order-Status, Delivery and Stock-Level).
+    pub fn next_kind(&mut self) -> usize {
+        match self.random.uniform(1, 100) {
+            1..=45 => NEW_ORDER,
+            46..=88 => PAYMENT,
+            89..=92 => ORDER_STATUS,
+            93..=96 => DELIVERY,
+            _ => STOCK_LEVEL,
+        }
+    }
+
+    /// Runs one attempt of transaction `kind` (an index of [`super::TRANSACTION_KINDS`]).
+    pub fn run(&mut self, kind: usize, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        let result = match kind {
+            NEW_ORDER => self.new_order(isolation),
+            PAYMENT => self.payment(isolation),
+            ORDER_STATUS => self.order_status(isolation),
+            DELIVERY => self.delivery(isolation),
+            STOCK_LEVEL => self.stock_level(isolation),
+            _ => {
+                return Err(LabError::BadOption(format!(
+                    "tpcc: no transaction kind {kind}"
+                )))
+            }
+        };
+        match result {
+            Ok(Flow::Committed) => Ok(TxnOutcome::Committed { kind }),
+            Ok(Flow::RolledBack) => Ok(TxnOutcome::Aborted {
+                kind,
+                reason: AbortReason::ByWorkload,
+            }),
+            Err(LabError::Engine(error)) => match AbortReason::of(&error) {
+                Some(reason) => Ok(TxnOutcome::Aborted { kind, reason }),
+                None => Err(LabError::Engine(error)),
+            },
+            Err(other) => Err(other),
+        }
+    }
+
+    fn home_warehouse(&mut self) -> i64 {
+        match self.home_warehouses.as_slice() {
+            [only] => *only,
+            many => many[self.random.uniform(0, many.len() as i64 - 1) as usize],
+        }
+    }
+
+    /// A warehouse other than `home` (only called with two or more warehouses).
+    fn remote_warehouse(&mut self, home: i64) -> i64 {
+        let warehouses = i64::from(self.config.warehouses);
+        debug_assert!(warehouses > 1);
+        let other = self.random.uniform(1, warehouses - 1);
+        if other >= home {
+            other + 1
+        } else {
+            other
+        }
+    }
+
+    fn district_id(&mut self) -> i64 {
+        self.random
+            .uniform(1, i64::from(self.config.districts_per_warehouse))
+    }
+
+    /// NURand(1023, 1, 3000) (clause 2.1.6), over the configured customers.
+    fn customer_id(&mut self) -> i64 {
+        let customers = i64::from(self.config.customers_per_district);
+        self.random
+            .nurand(1023, 1, customers, self.constants.customer_id)
+    }
+
+    /// NURand(8191, 1, 100000), over the configured items.
+    fn item_id(&mut self) -> i64 {
+        let items = i64::from(self.config.items);
+        self.random.nurand(8191, 1, items, self.constants.item_id)
+    }
+
+    /// Writes a last name drawn with NURand(255, 0, 999) into `name_buffer`.
+    fn draw_last_name(&mut self) {
+        let number = self.random.nurand(
+            255,
+            0,
+            self.config.last_name_max(),
+            self.constants.last_name_run,
+        );
+        last_name_into(number, &mut self.name_buffer);
+    }
+
+    /// Customer selection by last name (clause 2.5.2.2): of the customers with this last
+    /// name in the district, sorted by first name, the one at position ceil(n / 2).
+    fn customer_by_last_name(
+        txn: &Transaction<'_>,
+        tables: &Tables,
+        ids: &mut Vec<i64>,
+        warehouse: i64,
+        district: i64,
+        last_name: &str,
+    ) -> Result<i64, LabError> {
+        ids.clear();
+        // The index is ordered by (c_w_id, c_d_id, c_last, c_first): first-name order.
+        txn.scan_index_view(
+            tables.customer,
+            customer::BY_NAME,
+            KeyRange::prefix(vec![
+                Value::I64(warehouse),
+                Value::I64(district),
+                Value::Text(last_name.to_owned()),
+            ]),
+            |row| {
+                if let Some(id) = row.get(customer::C_ID).as_i64() {
+                    ids.push(id);
+                }
+                true
+            },
+        )?;
+        if ids.is_empty() {
+            return Err(LabError::Inconsistent(format!(
+                "no customer named {last_name} in district ({warehouse}, {district})"
+            )));
+        }
+        Ok(ids[(ids.len() - 1) / 2])
+    }
+
+    /// New-Order (clause 2.4).
+    fn new_order(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
+        let w_id = self.home_warehouse();
+        let d_id = self.district_id();
+        let c_id = self.customer_id();
+        let line_count = self.random.uniform(5, 15);
+        let roll_back = self.random.percent(1);
+        let items = i64::from(self.config.items);
+        let remote_possible = self.config.warehouses > 1;
+        self.order_items.clear();
+        for number in 1..=line_count {
+            let item_id = if roll_back && number == line_count {
+                items + 1 // an unused item id: the order must roll back (clause 2.4.1.4)
+            } else {
+                self.item_id()
+            };
+            let supply_warehouse = if remote_possible && self.random.percent(1) {
+                self.remote_warehouse(w_id)
+            } else {
+                w_id
+            };
+            let quantity = self.random.uniform(1, 10);
+            self.order_items.push(OrderItem {
+                item_id,
+                supply_warehouse,
+                quantity,
+            });
+        }
+        let all_local = self.order_items.iter().all(|i| i.supply_warehouse == w_id);
+        let entry_d = now_micros();
+        let tables = self.tables;
+
+        let mut txn = self.db.begin(isolation);
+        let w_tax = must(
+            txn.get_view(tables.warehouse, &[Value::I64(w_id)], |row| {
+                row.get(warehouse::W_TAX).as_f64()
+            })?,
+            || format!("warehouse {w_id}"),
+        )?;
+        let district_key = [Value::I64(w_id), Value::I64(d_id)];
+        let (d_tax, o_id) = must(
+            txn.get_view(tables.district, &district_key, |row| {
+                Some((
+                    row.get(district::D_TAX).as_f64()?,
+                    row.get(district::D_NEXT_O_ID).as_i64()?,
+                ))
+            })?,
+            || format!("district ({w_id}, {d_id})"),
+        )?;
+        updated(
+            txn.update(
+                tables.district,
+                &district_key,
+                &[(district::D_NEXT_O_ID, Value::I64(o_id + 1))],
+            )?,
+            || format!("district ({w_id}, {d_id})"),
+        )?;
+        let c_discount = must(
+            txn.get_view(
+                tables.customer,
+                &[Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)],
+                |row| {
+                    // The terminal shows C_LAST and C_CREDIT; reading them is part of the work.
+                    let shown = row.get(customer::C_LAST).as_text()?.len()
+                        + row.get(customer::C_CREDIT).as_text()?.len();
+                    debug_assert!(shown > 0);
+                    row.get(customer::C_DISCOUNT).as_f64()
+                },
+            )?,
+            || format!("customer ({w_id}, {d_id}, {c_id})"),
+        )?;
+        txn.insert(
+            tables.orders,
+            &[
+                Value::I64(o_id),
+                Value::I64(d_id),
+                Value::I64(w_id),
+                Value::I64(c_id),
+                Value::I64(entry_d),
+                Value::Null,
+                Value::I64(line_count),
+                Value::I64(i64::from(all_local)),
+            ],
+        )?;
+        txn.insert(
+            tables.new_order,
+            &[Value::I64(o_id), Value::I64(d_id), Value::I64(w_id)],
+        )?;
+
+        let mut total_cents = 0i64;
+        let mut brand_lines = 0u32;
+        for index in 0..self.order_items.len() {
+            let line = self.order_items[index];
+            let item_row = txn.get_view(tables.item, &[Value::I64(line.item_id)], |row| {
+                Some((
+                    money_cents(&row, item::I_PRICE)?,
+                    row.get(item::I_NAME).as_text()?.len(),
+                    row.get(item::I_DATA).as_text()?.contains(ORIGINAL),
+                ))
+            })?;
+            let Some(Some((price_cents, _name_len, item_original))) = item_row else {
+                if line.item_id <= items {
+                    return Err(LabError::Inconsistent(format!(
+                        "item {} is missing",
+                        line.item_id
+                    )));
+                }
+                // The deliberate rollback: undo everything, the terminal reports
+                // "Item number is not valid".
+                txn.abort();
+                return Ok(Flow::RolledBack);
+            };
+
+            let stock_key = [Value::I64(line.supply_warehouse), Value::I64(line.item_id)];
+            let dist_column = stock::dist_column(d_id);
+            let dist_info = &mut self.order_line_row[order_line::OL_DIST_INFO];
+            let (quantity, ytd, order_count, remote_count, stock_original) = must(
+                txn.get_view(tables.stock, &stock_key, |row| {
+                    if let Value::Text(info) = dist_info {
+                        info.clear();
+                        info.push_str(row.get(dist_column).as_text()?);
+                    }
+                    Some((
+                        row.get(stock::S_QUANTITY).as_i64()?,
+                        row.get(stock::S_YTD).as_i64()?,
+                        row.get(stock::S_ORDER_CNT).as_i64()?,
+                        row.get(stock::S_REMOTE_CNT).as_i64()?,
+                        row.get(stock::S_DATA).as_text()?.contains(ORIGINAL),
+                    ))
+                })?,
+                || format!("stock ({}, {})", line.supply_warehouse, line.item_id),
+            )?;
+            let new_quantity = if quantity >= line.quantity + 10 {
+                quantity - line.quantity
+            } else {
+                quantity - line.quantity + 91
+            };
+            let remote = line.supply_warehouse != w_id;
+            let changes = [
+                (stock::S_QUANTITY, Value::I64(new_quantity)),
+                (stock::S_YTD, Value::I64(ytd + line.quantity)),
+                (stock::S_ORDER_CNT, Value::I64(order_count + 1)),
+                (stock::S_REMOTE_CNT, Value::I64(remote_count + 1)),
+            ];
+            // S_REMOTE_CNT changes only for a remote line; update only what changes.
+            let changed = if remote { &changes[..] } else { &changes[..3] };
+            updated(txn.update(tables.stock, &stock_key, changed)?, || {
+                format!("stock ({}, {})", line.supply_warehouse, line.item_id)
+            })?;
+
+            let amount_cents = line.quantity * price_cents;
+            total_cents += amount_cents;
+            brand_lines += u32::from(item_original && stock_original);
+            let row = &mut self.order_line_row;
+            row[order_line::OL_O_ID] = Value::I64(o_id);
+            row[order_line::OL_D_ID] = Value::I64(d_id);
+            row[order_line::OL_W_ID] = Value::I64(w_id);
+            row[order_line::OL_NUMBER] = Value::I64(index as i64 + 1);
+            row[order_line::OL_I_ID] = Value::I64(line.item_id);
+            row[order_line::OL_SUPPLY_W_ID] = Value::I64(line.supply_warehouse);
+            row[order_line::OL_DELIVERY_D] = Value::Null;
+            row[order_line::OL_QUANTITY] = Value::I64(line.quantity);
+            row[order_line::OL_AMOUNT] = Value::F64(from_cents(amount_cents));
+            txn.insert(tables.order_line, row)?;
+        }
+        txn.commit()?;
+        let total = total_cents as f64 * (1.0 - c_discount) * (1.0 + w_tax + d_tax);
+        self.last_new_order = NewOrderOutput {
+            total_cents: total.round() as i64,
+            brand_lines,
+        };
+        Ok(Flow::Committed)
+    }
+
+    /// Payment (clause 2.5).
+    fn payment(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
+        let w_id = self.home_warehouse();
+        let d_id = self.district_id();
+        // 85% pay at their home warehouse, 15% at another one (clause 2.5.1.2).
+        let (c_w_id, c_d_id) = if self.config.warehouses == 1 || self.random.percent(85) {
+            (w_id, d_id)
+        } else {
+            let remote = self.remote_warehouse(w_id);
+            (remote, self.district_id())
+        };
+        let by_name = self.random.percent(60);
+        let drawn_c_id = if by_name {
+            self.draw_last_name();
+            0
+        } else {
+            self.customer_id()
+        };
+        let amount_cents = self.random.cents(100, 500_000);
+        let h_date = now_micros();
+        let tables = self.tables;
+
+        let mut txn = self.db.begin(isolation);
+        let history_data = &mut self.history_data;
+        history_data.clear();
+        let warehouse_key = [Value::I64(w_id)];
+        let w_ytd_cents = must(
+            txn.get_view(tables.warehouse, &warehouse_key, |row| {
+                history_data.push_str(row.get(warehouse::W_NAME).as_text()?);
+                money_cents(&row, warehouse::W_YTD)
+            })?,
+            || format!("warehouse {w_id}"),
+        )?;
+        updated(
+            txn.update(
+                tables.warehouse,
+                &warehouse_key,
+                &[(
+                    warehouse::W_YTD,
+                    Value::F64(from_cents(w_ytd_cents + amount_cents)),
+                )],
+            )?,
+            || format!("warehouse {w_id}"),
+        )?;
+        let district_key = [Value::I64(w_id), Value::I64(d_id)];
+        let history_data = &mut self.history_data;
+        let d_ytd_cents = must(
+            txn.get_view(tables.district, &district_key, |row| {
+                history_data.push_str("    ");
+                history_data.push_str(row.get(district::D_NAME).as_text()?);
+                money_cents(&row, district::D_YTD)
+            })?,
+            || format!("district ({w_id}, {d_id})"),
+        )?;
+        updated(
+            txn.update(
+                tables.district,
+                &district_key,
+                &[(
+                    district::D_YTD,
+                    Value::F64(from_cents(d_ytd_cents + amount_cents)),
+                )],
+            )?,
+            || format!("district ({w_id}, {d_id})"),
+        )?;
+
+        let c_id = if by_name {
+            Self::customer_by_last_name(
+                &txn,
+                &tables,
+                &mut self.scratch_ids,
+                c_w_id,
+                c_d_id,
+                &self.name_buffer,
+            )?
+        } else {
+            drawn_c_id
+        };
+        let customer_key = [Value::I64(c_w_id), Value::I64(c_d_id), Value::I64(c_id)];
+        let (balance_cents, ytd_cents, payment_count, old_data) = must(
+            txn.get_view(tables.customer, &customer_key, |row| {
+                let bad_credit = row.get(customer::C_CREDIT).as_text()? == "BC";
+                Some((
+                    money_cents(&row, customer::C_BALANCE)?,
+                    money_cents(&row, customer::C_YTD_PAYMENT)?,
+                    row.get(customer::C_PAYMENT_CNT).as_i64()?,
+                    // Only bad-credit customers' C_DATA changes, so only theirs is copied.
+                    if bad_credit {
+                        Some(row.get(customer::C_DATA).as_text()?.to_owned())
+                    } else {
+                        None
+                    },
+                ))
+            })?,
+            || format!("customer ({c_w_id}, {c_d_id}, {c_id})"),
+        )?;
+        let payment_number = payment_count + 1;
+        let mut changes = [
+            (
+                customer::C_BALANCE,
+                Value::F64(from_cents(balance_cents - amount_cents)),
+            ),
+            (
+                customer::C_YTD_PAYMENT,
+                Value::F64(from_cents(ytd_cents + amount_cents)),
+            ),
+            (customer::C_PAYMENT_CNT, Value::I64(payment_number)),
+            (customer::C_DATA, Value::Null),
+        ];
+        let changed = match old_data {
+            Some(old) => {
+                // Clause 2.5.2.2: the payment's ids and amount go in front, the whole kept
+                // at 500 characters (all ASCII, so bytes are characters).
+                let mut data = format!(
+                    "{c_id} {c_d_id} {c_w_id} {d_id} {w_id} {}.{:02} ",
+                    amount_cents / 100,
+                    amount_cents % 100
+                );
+                data.push_str(&old);
+                data.truncate(500);
+                changes[3].1 = Value::Text(data);
+                &changes[..]
+            }
+            None => &changes[..3],
+        };
+        updated(txn.update(tables.customer, &customer_key, changed)?, || {
+            format!("customer ({c_w_id}, {c_d_id}, {c_id})")
+        })?;
+        // H_SEQ is the payment count just written: unique per customer, because a second
+        // payment of the same customer conflicts on the CUSTOMER row above.
+        txn.insert(
+            tables.history,
+            &[
+                Value::I64(c_id),
+                Value::I64(c_d_id),
+                Value::I64(c_w_id),
+                Value::I64(d_id),
+                Value::I64(w_id),
+                Value::I64(h_date),
+                Value::F64(from_cents(amount_cents)),
+                Value::Text(self.history_data.clone()),
+                Value::I64(payment_number),
+            ],
+        )?;
+        txn.commit()?;
+        Ok(Flow::Committed)
+    }
+
+    /// Order-Status (clause 2.6): read-only.
+    fn order_status(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
+        let w_id = self.home_warehouse();
+        let d_id = self.district_id();
+        let by_name = self.random.percent(60);
+        let drawn_c_id = if by_name {
+            self.draw_last_name();
+            0
+        } else {
+            self.customer_id()
+        };
+        let tables = self.tables;
+
+        let txn = self.db.begin(isolation);
+        let c_id = if by_name {
+            Self::customer_by_last_name(
+                &txn,
+                &tables,
+                &mut self.scratch_ids,
+                w_id,
+                d_id,
+                &self.name_buffer,
+            )?
+        } else {
+            drawn_c_id
+        };
+        let balance_cents = must(
+            txn.get_view(
+                tables.customer,
+                &[Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)],
+                |row| {
+                    let shown = row.get(customer::C_FIRST).as_text()?.len()
+                        + row.get(customer::C_MIDDLE).as_text()?.len()
+                        + row.get(customer::C_LAST).as_text()?.len();
+                    debug_assert!(shown > 0);
+                    money_cents(&row, customer::C_BALANCE)
+                },
+            )?,
+            || format!("customer ({w_id}, {d_id}, {c_id})"),
+        )?;
+        // The customer's latest order: the last entry of the (w, d, c) prefix of the index.
+        let mut latest = None;
+        txn.scan_index_view(
+            tables.orders,
+            orders::BY_CUSTOMER,
+            KeyRange::prefix(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)]),
+            |row| {
+                latest = Some((
+                    row.get(orders::O_ID).as_i64(),
+                    row.get(orders::O_ENTRY_D).as_i64(),
+                    row.get(orders::O_CARRIER_ID).as_i64(),
+                ));
+                true
+            },
+        )?;
+        let Some((Some(o_id), _entry_d, _carrier)) = latest else {
+            return Err(LabError::Inconsistent(format!(
+                "customer ({w_id}, {d_id}, {c_id}) has no order"
+            )));
+        };
+        let mut lines = 0;
+        let mut amount_cents = 0;
+        txn.scan_view(
+            tables.order_line,
+            KeyRange::prefix(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(o_id)]),
+            |row| {
+                lines += 1;
+                amount_cents += money_cents(&row, order_line::OL_AMOUNT).unwrap_or(0);
+                // Shown per line: item, supplier, quantity, amount, delivery date.
+                let _ = (
+                    row.get(order_line::OL_I_ID),
+                    row.get(order_line::OL_SUPPLY_W_ID),
+                    row.get(order_line::OL_QUANTITY),
+                    row.get(order_line::OL_DELIVERY_D),
+                );
+                true
+            },
+        )?;
+        debug_assert!((1..=15).contains(&lines), "order {o_id} has {lines} lines");
+        debug_assert!(balance_cents > i64::MIN && amount_cents >= 0);
+        txn.commit()?;
+        Ok(Flow::Committed)
+    }
+
+    /// Delivery (clause 2.7): one transaction over every district of the warehouse.
+    fn delivery(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
+        let w_id = self.home_warehouse();
+        let carrier = self.random.uniform(1, 10);
+        let delivery_d = now_micros();
+        let tables = self.tables;
+        let mut skipped = 0;
+
+        let mut txn = self.db.begin(isolation);
+        for d_id in 1..=i64::from(self.config.districts_per_warehouse) {
+            // The district's oldest undelivered order: the first NEW_ORDER key of (w, d).
+            let mut oldest = None;
+            txn.scan_view(
+                tables.new_order,
+                KeyRange::prefix(vec![Value::I64(w_id), Value::I64(d_id)]),
+                |row| {
+                    oldest = row.get(new_order::NO_O_ID).as_i64();
+                    false
+                },
+            )?;
+            let Some(o_id) = oldest else {
+                skipped += 1;
+                continue;
+            };
+            let order_key = [Value::I64(w_id), Value::I64(d_id), Value::I64(o_id)];
+            updated(txn.delete(tables.new_order, &order_key)?, || {
+                format!("new order ({w_id}, {d_id}, {o_id})")
+            })?;
+            let c_id = must(
+                txn.get_view(tables.orders, &order_key, |row| {
+                    row.get(orders::O_C_ID).as_i64()
+                })?,
+                || format!("order ({w_id}, {d_id}, {o_id})"),
+            )?;
+            updated(
+                txn.update(
+                    tables.orders,
+                    &order_key,
+                    &[(orders::O_CARRIER_ID, Value::I64(carrier))],
+                )?,
+                || format!("order ({w_id}, {d_id}, {o_id})"),
+            )?;
+            // Read the lines first, then update them: a scan's visitor may not write.
+            let line_numbers = &mut self.scratch_ids;
+            line_numbers.clear();
+            let mut amount_cents = 0;
+            txn.scan_view(
+                tables.order_line,
+                KeyRange::prefix(order_key.to_vec()),
+                |row| {
+                    if let Some(number) = row.get(order_line::OL_NUMBER).as_i64() {
+                        line_numbers.push(number);
+                    }
+                    amount_cents += money_cents(&row, order_line::OL_AMOUNT).unwrap_or(0);
+                    true
+                },
+            )?;
+            for &number in line_numbers.iter() {
+                let line_key = [
+                    Value::I64(w_id),
+                    Value::I64(d_id),
+                    Value::I64(o_id),
+                    Value::I64(number),
+                ];
+                updated(
+                    txn.update(
+                        tables.order_line,
+                        &line_key,
+                        &[(order_line::OL_DELIVERY_D, Value::I64(delivery_d))],
+                    )?,
+                    || format!("order line ({w_id}, {d_id}, {o_id}, {number})"),
+                )?;
+            }
+            let customer_key = [Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)];
+            let (balance_cents, delivery_count) = must(
+                txn.get_view(tables.customer, &customer_key, |row| {
+                    Some((
+                        money_cents(&row, customer::C_BALANCE)?,
+                        row.get(customer::C_DELIVERY_CNT).as_i64()?,
+                    ))
+                })?,
+                || format!("customer ({w_id}, {d_id}, {c_id})"),
+            )?;
+            updated(
+                txn.update(
+                    tables.customer,
+                    &customer_key,
+                    &[
+                        (
+                            customer::C_BALANCE,
+                            Value::F64(from_cents(balance_cents + amount_cents)),
+                        ),
+                        (customer::C_DELIVERY_CNT, Value::I64(delivery_count + 1)),
+                    ],
+                )?,
+                || format!("customer ({w_id}, {d_id}, {c_id})"),
+            )?;
+        }
+        txn.commit()?;
+        let districts = u64::from(self.config.districts_per_warehouse);
+        self.counters.deliveries_skipped += skipped;
+        self.counters.deliveries_done += districts - skipped;
+        Ok(Flow::Committed)
+    }
+
+    /// Stock-Level (clause 2.8): read-only; distinct items of the district's last 20
+    /// orders whose stock is below a threshold.
+    fn stock_level(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
+        let w_id = self.home_warehouse();
+        let d_id = self.district_id();
+        let threshold = self.random.uniform(10, 20);
+        let tables = self.tables;
+
+        let txn = self.db.begin(isolation);
+        let next_o_id = must(
+            txn.get_view(
+                tables.district,
+                &[Value::I64(w_id), Value::I64(d_id)],
+                |row| row.get(district::D_NEXT_O_ID).as_i64(),
+            )?,
+            || format!("district ({w_id}, {d_id})"),
+        )?;
+        let item_ids = &mut self.scratch_ids;
+        item_ids.clear();
+        txn.scan_view(
+            tables.order_line,
+            KeyRange::new((
+                Bound::Included(vec![
+                    Value::I64(w_id),
+                    Value::I64(d_id),
+                    Value::I64(next_o_id - 20),
+                ]),
+                Bound::Excluded(vec![
+                    Value::I64(w_id),
+                    Value::I64(d_id),
+                    Value::I64(next_o_id),
+                ]),
+            )),
+            |row| {
+                if let Some(id) = row.get(order_line::OL_I_ID).as_i64() {
+                    item_ids.push(id);
+                }
+                true
+            },
+        )?;
+        item_ids.sort_unstable();
+        item_ids.dedup();
+        let mut low_stock = 0;
+        for &item_id in item_ids.iter() {
+            let quantity = must(
+                txn.get_view(
+                    tables.stock,
+                    &[Value::I64(w_id), Value::I64(item_id)],
+                    |row| row.get(stock::S_QUANTITY).as_i64(),
+                )?,
+                || format!("stock ({w_id}, {item_id})"),
+            )?;
+            low_stock += u64::from(quantity < threshold);
+        }
+        txn.commit()?;
+        self.counters.last_low_stock = low_stock;
+        Ok(Flow::Committed)
+    }
+}
+
+impl OltpWorker for TpccWorker<'_> {
+    fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        let kind = self.next_kind();
+        self.run(kind, isolation)
+    }
+}
