@@ -7,8 +7,12 @@
 //! `tests/tiny.rs` runs that mode and checks each benchmark did the work it names.
 
 pub mod core;
-pub mod rng;
-pub mod zipf;
+
+/// `1234567.8` as `1,234,568` (shared with the lab's reports).
+pub use verso_lab::format::thousands;
+/// The random number generator and the key distributions live in the lab (`verso-lab`),
+/// which every workload shares; re-exported here under their old paths.
+pub use verso_lab::{rng, zipf};
 
 use std::fmt::Write as _;
 
@@ -21,19 +25,6 @@ pub fn target(bench: Bench) -> f64 {
         Bench::Update => 500_000.0,
         Bench::Ycsb => 120_000.0,
     }
-}
-
-/// `1234567.8` as `1,234,568`.
-pub fn thousands(x: f64) -> String {
-    let digits = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A Markdown table of the results: median and range of commits/s, aborts, load time.

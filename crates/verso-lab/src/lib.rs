@@ -1,7 +1,30 @@
 //! The Verso lab: the papers' workloads run against the engine, measured over time.
 //!
 //! - [`workload`]: the seam between the runner and the workloads;
-//! - `workloads/`: one module per workload.
+//! - `workloads/`: one module per workload (YCSB, key-value updates, scans with updates,
+//!   TPC-B, TPC-C, CH-benCHmark);
+//! - [`runner`]: loads a database, runs OLTP and OLAP workers side by side, samples the
+//!   engine's counters every second, checks consistency;
+//! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
+//! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
+//!   its plots ([`plot`]);
+//! - [`cli`]: the `verso` command line;
+//! - [`rng`], [`zipf`]: seeded random numbers and key distributions.
+//!
+//! The keys of the JSON output and the report are documented in `docs/lab.md`.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod format;
+pub mod load;
+pub mod memory;
+pub mod metrics;
+pub mod plot;
+pub mod report;
+pub mod rng;
+pub mod runner;
 pub mod workload;
 pub mod workloads;
+pub mod zipf;

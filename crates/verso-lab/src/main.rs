@@ -1,6 +1,22 @@
-//! The `verso` command-line tool.
+//! The `verso` command-line tool: the lab's workloads, measured. `verso --help` lists the
+//! subcommands; `docs/lab.md` describes the outputs.
 
-fn main() {
-    eprintln!("verso: the lab's command line is being built");
-    std::process::exit(2);
+use std::process::ExitCode;
+
+use clap::Parser;
+use verso_lab::cli::{execute, Cli};
+
+fn main() -> ExitCode {
+    // Bad options exit with clap's usage status (2) and message.
+    let cli = Cli::parse();
+    let command_line: Vec<String> = std::env::args().collect();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match execute(&cli, command_line, &mut out) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("verso: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! A small, fast, seedable random number generator (SplitMix64).
 //!
-//! The benchmarks draw a few random numbers per operation; SplitMix64 costs about a
-//! nanosecond per draw, passes BigCrush, and keeps the crate free of dependencies whose
-//! versions would have to match the engine's.
+//! The workloads draw a few random numbers per operation; SplitMix64 costs about a
+//! nanosecond per draw, passes BigCrush, and keeps every workload's stream reproducible from
+//! one seed without depending on another crate's algorithm choices.
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a 64-bit state advanced by a Weyl sequence and
 /// finalized by a mixing function.

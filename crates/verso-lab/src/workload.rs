@@ -191,3 +191,18 @@ pub trait Workload: Sync {
         Ok(())
     }
 }
+
+impl TxnOutcome {
+    /// The outcome of one attempt of a transaction of type `kind` whose body (including
+    /// its commit) returned `result`: committed, aborted for a retryable reason, or the
+    /// unexpected engine error as a [`LabError`].
+    pub fn of(kind: usize, result: Result<(), EngineError>) -> Result<TxnOutcome, LabError> {
+        match result {
+            Ok(()) => Ok(TxnOutcome::Committed { kind }),
+            Err(error) => match AbortReason::of(&error) {
+                Some(reason) => Ok(TxnOutcome::Aborted { kind, reason }),
+                None => Err(LabError::Engine(error)),
+            },
+        }
+    }
+}

@@ -15,6 +15,11 @@
 //!   key is reachable after the modulo), with YCSB's precomputed `zeta(10^10, 0.99) =
 //!   26.46902820178302` when theta is 0.99, and `zeta(10^10, theta)` otherwise (computed
 //!   here by Euler–Maclaurin summation instead of YCSB's ten-billion-term loop).
+//!
+//! YCSB's formula needs `0 < theta < 1`. The key-value experiment of the Steam paper (§5.5)
+//! sweeps theta from 0.0 to 1.0 inclusive, so [`AnyZipf`] covers every `theta >= 0` with
+//! Hörmann and Derflinger's rejection-inversion sampler ([`RejectionInversionZipf`], exact
+//! for any exponent), scrambled the same way.
 
 use crate::rng::SplitMix64;
 
@@ -251,6 +256,161 @@ impl ScrambledZipfian {
     }
 }
 
+/// An exact Zipf sampler for any exponent `theta >= 0` (0 is uniform, 1 is the harmonic
+/// law): rejection-inversion after Hörmann and Derflinger, "Rejection-inversion to generate
+/// variates from monotone discrete distributions" (1996), as in Apache Commons RNG. Ranks
+/// are `0..items`, rank 0 the most popular, with probability proportional to
+/// `1 / (rank + 1)^theta`. About one draw and two logarithms per sample; no table.
+#[derive(Clone, Debug)]
+pub struct RejectionInversionZipf {
+    items: u64,
+    theta: f64,
+    h_integral_x1: f64,
+    h_integral_items: f64,
+    /// Samples within this distance of an integer are accepted without the exact test.
+    squeeze: f64,
+}
+
+impl RejectionInversionZipf {
+    /// A sampler over `items` ranks.
+    ///
+    /// # Panics
+    /// If `items` is 0 or `theta` is negative or not finite.
+    pub fn new(items: u64, theta: f64) -> Self {
+        assert!(items > 0, "a Zipf distribution needs at least one item");
+        assert!(
+            theta.is_finite() && theta >= 0.0,
+            "the Zipf exponent must be finite and at least 0, got {theta}"
+        );
+        let mut sampler = RejectionInversionZipf {
+            items,
+            theta,
+            h_integral_x1: 0.0,
+            h_integral_items: 0.0,
+            squeeze: 0.0,
+        };
+        sampler.h_integral_x1 = sampler.h_integral(1.5) - 1.0;
+        sampler.h_integral_items = sampler.h_integral(items as f64 + 0.5);
+        sampler.squeeze =
+            2.0 - sampler.h_integral_inverse(sampler.h_integral(2.5) - sampler.h(2.0));
+        sampler
+    }
+
+    /// Number of ranks.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// The exponent.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+
+    /// The next rank, in `0..items`.
+    pub fn next_rank(&self, rng: &mut SplitMix64) -> u64 {
+        loop {
+            let u = self.h_integral_items
+                + rng.next_f64() * (self.h_integral_x1 - self.h_integral_items);
+            let x = self.h_integral_inverse(u);
+            // Ranks are 1-based in the method; clamp the rounding at both ends.
+            let k = ((x + 0.5) as u64).clamp(1, self.items);
+            if k as f64 - x <= self.squeeze
+                || u >= self.h_integral(k as f64 + 0.5) - self.h(k as f64)
+            {
+                return k - 1;
+            }
+        }
+    }
+
+    /// `h(x) = x^-theta`.
+    fn h(&self, x: f64) -> f64 {
+        (-self.theta * x.ln()).exp()
+    }
+
+    /// `H(x) = (x^(1-theta) - 1) / (1 - theta)`, or `ln x` at theta 1: an antiderivative
+    /// of `h`, written so that it stays accurate near theta 1.
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = x.ln();
+        expm1_over_x((1.0 - self.theta) * log_x) * log_x
+    }
+
+    fn h_integral_inverse(&self, x: f64) -> f64 {
+        // Rounding can push the argument of ln1p below -1; clamp it.
+        let t = (x * (1.0 - self.theta)).max(-1.0);
+        (ln1p_over_x(t) * x).exp()
+    }
+}
+
+/// `ln(1 + x) / x`, continuous at 0.
+fn ln1p_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.ln_1p() / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// `(e^x - 1) / x`, continuous at 0.
+fn expm1_over_x(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        x.exp_m1() / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x))
+    }
+}
+
+/// A scrambled Zipf key generator for any `theta >= 0`: YCSB's generator where its formula
+/// holds (`0 < theta < 1`), a uniform draw at 0, and the exact rejection-inversion sampler
+/// from 1 up; ranks are scrambled with FNV-1a 64 modulo the item count, as YCSB does.
+#[derive(Clone, Debug)]
+pub enum AnyZipf {
+    /// `theta == 0`: every item equally likely (not scrambled; there is nothing to spread).
+    Uniform {
+        /// Number of items.
+        items: u64,
+    },
+    /// `0 < theta < 1`: YCSB's scrambled Zipfian.
+    Ycsb(ScrambledZipfian),
+    /// `theta >= 1`: rejection-inversion, scrambled.
+    Exact(RejectionInversionZipf),
+}
+
+impl AnyZipf {
+    /// The generator for `items` items and skew `theta`.
+    ///
+    /// # Panics
+    /// If `items` is 0 or `theta` is negative or not finite.
+    pub fn new(items: u64, theta: f64) -> Self {
+        assert!(items > 0, "a Zipf distribution needs at least one item");
+        if theta == 0.0 {
+            AnyZipf::Uniform { items }
+        } else if theta > 0.0 && theta < 1.0 {
+            AnyZipf::Ycsb(ScrambledZipfian::new(items, theta))
+        } else {
+            AnyZipf::Exact(RejectionInversionZipf::new(items, theta))
+        }
+    }
+
+    /// Number of items (outputs are `0..items`).
+    pub fn items(&self) -> u64 {
+        match self {
+            AnyZipf::Uniform { items } => *items,
+            AnyZipf::Ycsb(zipf) => zipf.items(),
+            AnyZipf::Exact(zipf) => zipf.items(),
+        }
+    }
+
+    /// The next item, in `0..items`.
+    #[inline]
+    pub fn next(&self, rng: &mut SplitMix64) -> u64 {
+        match self {
+            AnyZipf::Uniform { items } => rng.below(*items),
+            AnyZipf::Ycsb(zipf) => zipf.next(rng),
+            AnyZipf::Exact(zipf) => ycsb_fnvhash64(zipf.next_rank(rng)) % zipf.items(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,5 +580,47 @@ mod tests {
         let expected = zeta(1000, 0.6) / z.zetan();
         let got = below_1000 as f64 / samples as f64;
         assert!((got / expected - 1.0).abs() < 0.05, "{got} vs {expected}");
+    }
+
+    #[test]
+    fn rejection_inversion_matches_exact_probabilities() {
+        for theta in [0.0, 0.5, 0.99, 1.0, 1.5] {
+            let items = 50u64;
+            let weights: Vec<f64> = (1..=items).map(|k| (k as f64).powf(-theta)).collect();
+            let norm: f64 = weights.iter().sum();
+            let z = RejectionInversionZipf::new(items, theta);
+            let samples = 400_000;
+            let mut rng = SplitMix64::new(11);
+            let counts = histogram(items, samples, || z.next_rank(&mut rng));
+            for rank in [0usize, 1, 2, 9, 49] {
+                let expected = weights[rank] / norm;
+                let got = counts[rank] as f64 / samples as f64;
+                // Within 5 standard deviations of a binomial count.
+                let sd = (expected * (1.0 - expected) / samples as f64).sqrt();
+                assert!(
+                    (got - expected).abs() < 5.0 * sd + 1e-4,
+                    "theta {theta}, rank {rank}: {got} vs {expected}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn any_zipf_covers_zero_to_one_and_beyond() {
+        let mut rng = SplitMix64::new(4);
+        for theta in [0.0, 0.2, 0.6, 0.99, 1.0, 1.2] {
+            let z = AnyZipf::new(1000, theta);
+            assert_eq!(z.items(), 1000);
+            let counts = histogram(1000, 100_000, || z.next(&mut rng));
+            let top = *counts.iter().max().unwrap() as f64 / 100_000.0;
+            if theta == 0.0 {
+                assert!(top < 0.003, "uniform: top share {top}");
+            } else if theta >= 0.99 {
+                assert!(top > 0.1, "theta {theta}: top share {top}");
+            }
+        }
+        assert!(matches!(AnyZipf::new(10, 0.0), AnyZipf::Uniform { .. }));
+        assert!(matches!(AnyZipf::new(10, 0.5), AnyZipf::Ycsb(_)));
+        assert!(matches!(AnyZipf::new(10, 1.0), AnyZipf::Exact(_)));
     }
 }

@@ -1,2 +1,6 @@
 //! One module per workload; each implements [`crate::workload::Workload`].
 pub mod tpcc;
+pub mod kv_updates;
+pub mod scan_updates;
+pub mod tpcb;
+pub mod ycsb;

@@ -1,0 +1,536 @@
+//! The `verso` command line: one subcommand per workload, common options for the runner,
+//! and `demo`.
+//!
+//! [`execute`] runs a parsed command and returns what it measured; `main.rs` only parses,
+//! prints errors and sets the exit status, so tests drive the same code.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use verso::{GarbageCollector, Isolation};
+
+use crate::metrics::{LabReport, FORMAT_VERSION};
+use crate::report::{comparison_line, summary_table, write_json, write_report};
+use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
+use crate::workload::{LabError, Workload};
+use crate::workloads::kv_updates::{KvConfig, KvWorkload};
+use crate::workloads::scan_updates::{ScansConfig, ScansWorkload};
+use crate::workloads::tpcb::{TpcbConfig, TpcbWorkload};
+use crate::workloads::ycsb::{YcsbConfig, YcsbWorkload};
+
+/// The Verso lab: the papers' workloads against the Verso engine, measured every second.
+#[derive(Parser, Debug)]
+#[command(name = "verso", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands: one per workload, and the demo.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// YCSB (Wu et al. §7.1, DBx1000): Zipf-skewed reads and updates on one table.
+    Ycsb {
+        /// Runner options.
+        #[command(flatten)]
+        common: CommonArgs,
+        /// YCSB's parameters.
+        #[command(flatten)]
+        ycsb: YcsbArgs,
+    },
+    /// TPC-C: the five transactions in the standard mix; StockScan as the OLAP query.
+    Tpcc {
+        /// Runner options (`--scale` is the number of warehouses).
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// CH-benCHmark: TPC-C transactions with the 22 analytical queries beside them.
+    Ch {
+        /// Runner options (`--scale` is the number of warehouses).
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Key-value updates under Zipf skew (Steam §5.5).
+    Kv {
+        /// Runner options (`--scale`: millions of rows).
+        #[command(flatten)]
+        common: CommonArgs,
+        /// The workload's parameters.
+        #[command(flatten)]
+        kv: KvArgs,
+    },
+    /// Full table scans mixed with updates (Steam §5.6).
+    Scans {
+        /// Runner options (`--scale`: hundreds of thousands of rows).
+        #[command(flatten)]
+        common: CommonArgs,
+        /// The workload's parameters.
+        #[command(flatten)]
+        scans: ScansArgs,
+    },
+    /// pgbench's TPC-B-like transaction (`--scale` as pgbench's: 100,000 accounts each).
+    Tpcb {
+        /// Runner options.
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// CH-benCHmark with one OLTP and one OLAP thread for a minute, on Steam and on
+    /// watermark-only side by side; writes a report to `verso-report/`.
+    Demo(DemoArgs),
+}
+
+/// An isolation level on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IsolationArg {
+    /// Snapshot isolation.
+    Snapshot,
+    /// Serializable.
+    Serializable,
+}
+
+impl From<IsolationArg> for Isolation {
+    fn from(arg: IsolationArg) -> Isolation {
+        match arg {
+            IsolationArg::Snapshot => Isolation::Snapshot,
+            IsolationArg::Serializable => Isolation::Serializable,
+        }
+    }
+}
+
+/// Options every workload takes.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Garbage collector: steam or watermark [default: steam].
+    #[arg(long, value_parser = parse_gc, conflicts_with = "compare")]
+    pub gc: Option<GarbageCollector>,
+    /// Run several configurations one after the other, each on a freshly loaded database
+    /// with the same seed, e.g. `--compare steam,watermark`.
+    #[arg(long, value_parser = parse_gc, value_delimiter = ',', num_args = 1..)]
+    pub compare: Vec<GarbageCollector>,
+    /// Isolation level of the OLTP transactions.
+    #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
+    pub isolation: IsolationArg,
+    /// OLTP worker threads [default: 1].
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// OLAP worker threads [default: 1 for ch, else 0].
+    #[arg(long)]
+    pub olap_workers: Option<usize>,
+    /// Length of the run in seconds [default: 10, 1 with --tiny].
+    #[arg(long, value_parser = parse_seconds, conflicts_with = "transactions")]
+    pub duration: Option<f64>,
+    /// Stop after this many committed OLTP transactions instead of after a time.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transactions: Option<u64>,
+    /// Seed of the data and of every worker's random stream.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Size of the data (per workload: warehouses, pgbench scale, millions of rows...).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub scale: Option<u64>,
+    /// Write the results as JSON to this file (keys: docs/lab.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write an HTML report with PNG and SVG plots into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// One idle transaction takes its snapshot when the run starts and holds it to the
+    /// end (a long-running reader).
+    #[arg(long)]
+    pub hold_snapshot: bool,
+    /// Tiny sizes and a one-second run (for tests).
+    #[arg(long)]
+    pub tiny: bool,
+    /// Sampling interval of the time series, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub sample_ms: u64,
+    /// Do not draw progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// YCSB's options; unset ones take the defaults of [`YcsbConfig::new`].
+#[derive(Args, Debug, Clone)]
+pub struct YcsbArgs {
+    /// Rows in the table [default: 1,000,000 x scale; 2,000 with --tiny].
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Operations per transaction [default: 16].
+    #[arg(long)]
+    pub operations: Option<usize>,
+    /// Share of operations that read, 0 to 1 [default: 0.9].
+    #[arg(long)]
+    pub read_ratio: Option<f64>,
+    /// Zipf skew of the keys, strictly between 0 and 1 [default: 0.6].
+    #[arg(long)]
+    pub theta: Option<f64>,
+    /// Value fields per row [default: 10].
+    #[arg(long)]
+    pub fields: Option<usize>,
+    /// Bytes per field (the row width is fields x field bytes) [default: 10].
+    #[arg(long)]
+    pub field_bytes: Option<usize>,
+    /// Fields a read looks at [default: all].
+    #[arg(long)]
+    pub read_columns: Option<usize>,
+    /// Fields an update rewrites [default: 1].
+    #[arg(long)]
+    pub update_columns: Option<usize>,
+}
+
+/// The key-value workload's options.
+#[derive(Args, Debug, Clone)]
+pub struct KvArgs {
+    /// Rows in the table [default: 1,000,000 x scale; 1,000 with --tiny].
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Zipf skew of the keys, 0 (uniform) and up [default: 0.8].
+    #[arg(long)]
+    pub theta: Option<f64>,
+    /// Rows each transaction increments [default: 1].
+    #[arg(long)]
+    pub updates_per_transaction: Option<usize>,
+}
+
+/// The scans-with-updates workload's options.
+#[derive(Args, Debug, Clone)]
+pub struct ScansArgs {
+    /// Rows in the table [default: 100,000 x scale; 500 with --tiny].
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Zipf skew of the updated keys [default: 0, uniform].
+    #[arg(long)]
+    pub theta: Option<f64>,
+    /// Percentage of each OLTP thread's transactions that scan the whole table
+    /// [default: 1; 5 with --tiny].
+    #[arg(long)]
+    pub scan_percent: Option<f64>,
+}
+
+/// The demo's options.
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Length of each configuration's run in seconds.
+    #[arg(long, value_parser = parse_seconds, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Where to write the report.
+    #[arg(long, value_name = "DIR", default_value = "verso-report")]
+    pub report: PathBuf,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the data and of every worker's random stream.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Warehouses [default: 1].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub scale: Option<u64>,
+    /// Tiny sizes (for tests).
+    #[arg(long)]
+    pub tiny: bool,
+    /// Sampling interval of the time series, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub sample_ms: u64,
+    /// Do not draw progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
+    GarbageCollector::from_name(name).map_err(|e| e.to_string())
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if seconds.is_finite() && seconds > 0.0 && seconds <= 7.0 * 24.0 * 3600.0 {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "{text}: the duration must be above 0 and at most a week"
+        ))
+    }
+}
+
+/// Seconds a run lasts when neither `--duration` nor `--transactions` is given.
+pub const DEFAULT_DURATION_SECONDS: f64 = 10.0;
+/// The same with `--tiny`.
+pub const TINY_DURATION_SECONDS: f64 = 1.0;
+
+/// What an invocation will do: a workload, the configurations to run it under, outputs.
+pub struct Plan {
+    /// The workload.
+    pub workload: Box<dyn Workload>,
+    /// One per configuration, run in order.
+    pub configs: Vec<RunConfig>,
+    /// `--json`.
+    pub json: Option<PathBuf>,
+    /// `--report`.
+    pub report: Option<PathBuf>,
+}
+
+impl Plan {
+    /// The plan for a parsed command line; options that do not fit together are
+    /// [`LabError::BadOption`].
+    pub fn of(command: &Command) -> Result<Plan, LabError> {
+        match command {
+            Command::Ycsb { common, ycsb } => {
+                let workload = YcsbWorkload::new(ycsb_config(common, ycsb))?;
+                Plan::with(Box::new(workload), common, 0)
+            }
+            Command::Kv { common, kv } => {
+                let mut config = if common.tiny {
+                    KvConfig::tiny()
+                } else {
+                    KvConfig::new(common.scale.unwrap_or(1))
+                };
+                set(&mut config.rows, kv.rows);
+                set(&mut config.theta, kv.theta);
+                set(
+                    &mut config.updates_per_transaction,
+                    kv.updates_per_transaction,
+                );
+                Plan::with(Box::new(KvWorkload::new(config)?), common, 0)
+            }
+            Command::Scans { common, scans } => {
+                let mut config = if common.tiny {
+                    ScansConfig::tiny()
+                } else {
+                    ScansConfig::new(common.scale.unwrap_or(1))
+                };
+                set(&mut config.rows, scans.rows);
+                set(&mut config.theta, scans.theta);
+                set(&mut config.scan_percent, scans.scan_percent);
+                Plan::with(Box::new(ScansWorkload::new(config)?), common, 0)
+            }
+            Command::Tpcb { common } => {
+                let mut config = if common.tiny {
+                    TpcbConfig::tiny()
+                } else {
+                    TpcbConfig::new(1)
+                };
+                set(&mut config.scale, common.scale);
+                Plan::with(Box::new(TpcbWorkload::new(config)?), common, 0)
+            }
+            Command::Tpcc { common } => {
+                let workload = tpcc_workload(common.tiny, common.scale, common.seed)?;
+                Plan::with(workload, common, 0)
+            }
+            Command::Ch { common } => {
+                let workload = ch_workload(common.tiny, common.scale, common.seed)?;
+                Plan::with(workload, common, 1)
+            }
+            Command::Demo(demo) => {
+                let workload = ch_workload(demo.tiny, demo.scale, demo.seed)?;
+                let configs = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
+                    .into_iter()
+                    .map(|gc| RunConfig {
+                        oltp_workers: 1,
+                        olap_workers: 1,
+                        stop: StopAfter::Duration(Duration::from_secs_f64(demo.duration)),
+                        seed: demo.seed,
+                        sample_interval: Duration::from_millis(demo.sample_ms),
+                        show_progress: !demo.quiet,
+                        ..RunConfig::new(gc.name(), gc)
+                    })
+                    .collect();
+                Ok(Plan {
+                    workload,
+                    configs,
+                    json: demo.json.clone(),
+                    report: Some(demo.report.clone()),
+                })
+            }
+        }
+    }
+
+    fn with(
+        workload: Box<dyn Workload>,
+        common: &CommonArgs,
+        default_olap_workers: usize,
+    ) -> Result<Plan, LabError> {
+        let collectors = if common.compare.is_empty() {
+            vec![common.gc.unwrap_or_default()]
+        } else {
+            common.compare.clone()
+        };
+        for (i, gc) in collectors.iter().enumerate() {
+            if collectors[..i].contains(gc) {
+                return Err(LabError::BadOption(format!(
+                    "--compare names {} twice",
+                    gc.name()
+                )));
+            }
+        }
+        let stop = match (common.transactions, common.duration) {
+            (Some(n), _) => StopAfter::Transactions(n),
+            (None, Some(seconds)) => StopAfter::Duration(Duration::from_secs_f64(seconds)),
+            (None, None) if common.tiny => {
+                StopAfter::Duration(Duration::from_secs_f64(TINY_DURATION_SECONDS))
+            }
+            (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
+        };
+        let configs: Vec<RunConfig> = collectors
+            .into_iter()
+            .map(|gc| RunConfig {
+                isolation: common.isolation.into(),
+                oltp_workers: common.workers.unwrap_or(1),
+                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                stop,
+                seed: common.seed,
+                hold_snapshot: common.hold_snapshot,
+                sample_interval: Duration::from_millis(common.sample_ms),
+                show_progress: !common.quiet,
+                ..RunConfig::new(gc.name(), gc)
+            })
+            .collect();
+        for config in &configs {
+            config.validate(&*workload)?;
+        }
+        Ok(Plan {
+            workload,
+            configs,
+            json: common.json.clone(),
+            report: common.report.clone(),
+        })
+    }
+}
+
+fn set<T>(target: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *target = value;
+    }
+}
+
+fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
+    let mut config = if common.tiny {
+        YcsbConfig::tiny()
+    } else {
+        YcsbConfig::new(common.scale.unwrap_or(1))
+    };
+    if common.tiny {
+        if let Some(scale) = common.scale {
+            config.rows = scale * YcsbConfig::tiny().rows;
+        }
+    }
+    set(&mut config.rows, args.rows);
+    set(&mut config.operations, args.operations);
+    set(&mut config.read_ratio, args.read_ratio);
+    set(&mut config.theta, args.theta);
+    set(&mut config.fields, args.fields);
+    set(&mut config.field_bytes, args.field_bytes);
+    // Reads look at every field unless told otherwise, however many fields there are.
+    config.read_columns = args.read_columns.unwrap_or(config.fields);
+    set(&mut config.update_columns, args.update_columns);
+    config
+}
+
+/// The TPC-C workload (`crate::workloads::tpcc`).
+fn tpcc_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Workload>, LabError> {
+    use crate::workloads::tpcc::{Tpcc, TpccConfig};
+    let mut config = if tiny {
+        TpccConfig::tiny()
+    } else {
+        TpccConfig::standard(1)
+    };
+    if let Some(warehouses) = scale {
+        let warehouses = u32::try_from(warehouses).map_err(|_| {
+            LabError::BadOption(format!("--scale {warehouses}: too many warehouses"))
+        })?;
+        config = config.with_warehouses(warehouses);
+    }
+    Ok(Box::new(Tpcc::new(config.with_seed(seed))?))
+}
+
+/// The CH-benCHmark workload (`crate::workloads::ch`).
+fn ch_workload(
+    _tiny: bool,
+    _scale: Option<u64>,
+    _seed: u64,
+) -> Result<Box<dyn Workload>, LabError> {
+    Err(LabError::BadOption(
+        "the CH-benCHmark workload (verso_lab::workloads::ch) has not landed yet; \
+         `verso ch` and `verso demo` need it"
+            .into(),
+    ))
+}
+
+/// Runs a parsed command: every configuration in turn, then prints the summary (and the
+/// comparison line) to `out` and writes the JSON and the report if asked. `command_line`
+/// is recorded in the outputs.
+pub fn execute(
+    cli: &Cli,
+    command_line: Vec<String>,
+    out: &mut dyn Write,
+) -> Result<LabReport, LabError> {
+    let plan = Plan::of(&cli.command)?;
+    let started_unix_seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    writeln!(out, "workload: {}", plan.workload.describe())?;
+    let mut runs = Vec::with_capacity(plan.configs.len());
+    for config in &plan.configs {
+        writeln!(
+            out,
+            "== {}: {} isolation, {} OLTP + {} OLAP worker(s){}, {}",
+            config.label,
+            crate::runner::isolation_name(config.isolation),
+            config.oltp_workers,
+            config.olap_workers,
+            if config.hold_snapshot {
+                ", holding a snapshot"
+            } else {
+                ""
+            },
+            match config.stop {
+                StopAfter::Duration(d) => format!("{:.1} s", d.as_secs_f64()),
+                StopAfter::Transactions(n) => format!("{n} transactions"),
+            }
+        )?;
+        out.flush()?;
+        let run = run_configuration(&*plan.workload, config)?;
+        writeln!(
+            out,
+            "   {}: loaded in {:.2} s, ran {:.1} s, {} commits, {} aborts, {} queries; consistent after load and run",
+            run.configuration.design,
+            run.load_seconds,
+            run.run_seconds,
+            run.totals.oltp_commits,
+            run.totals.oltp_aborts,
+            run.totals.olap_queries,
+        )?;
+        runs.push(run);
+    }
+    let comparison = comparison_line(&runs);
+    let report = LabReport {
+        format_version: FORMAT_VERSION,
+        workload: plan.workload.name().to_owned(),
+        description: plan.workload.describe(),
+        started_unix_seconds,
+        command_line,
+        runs,
+        comparison,
+    };
+    writeln!(out)?;
+    write!(out, "{}", summary_table(&report.runs))?;
+    if let Some(line) = &report.comparison {
+        writeln!(out, "\n{line}")?;
+    }
+    if let Some(path) = &plan.json {
+        write_json(path, &report)?;
+        writeln!(out, "JSON written to {}", path.display())?;
+    }
+    if let Some(dir) = &plan.report {
+        write_report(dir, &report)?;
+        writeln!(
+            out,
+            "report written to {}",
+            dir.join("index.html").display()
+        )?;
+    }
+    Ok(report)
+}

@@ -1,0 +1,322 @@
+//! What a run measures: one [`Sample`] per sampling interval (a second by default), and a
+//! [`RunResult`] per configuration with totals and a [`Summary`] of medians and maxima.
+//!
+//! These types are what the JSON output holds; `docs/lab.md` documents every key. Rates
+//! are per second of the sample's own interval, so a short last interval is not inflated.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON layout; bumped when a key changes meaning or disappears.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One point of the time series: what happened during one sampling interval, and the
+/// gauges at its end.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds from the start of the run to the end of this interval.
+    pub t_seconds: f64,
+    /// Length of the interval in seconds (the sampling interval, except maybe the last).
+    pub interval_seconds: f64,
+    /// OLTP transactions committed per second.
+    pub oltp_commits_per_second: f64,
+    /// The same, by transaction type (the workload's names).
+    pub oltp_commits_by_kind_per_second: BTreeMap<String, f64>,
+    /// OLTP attempts rolled back per second, all reasons.
+    pub oltp_aborts_per_second: f64,
+    /// The same, by reason (`write_conflict`, `serialization`, `by_workload`).
+    pub aborts_by_reason_per_second: BTreeMap<String, f64>,
+    /// Analytical queries completed per second.
+    pub olap_queries_per_second: f64,
+    /// Base-table tuples those queries read, per second.
+    pub olap_scanned_tuples_per_second: f64,
+    /// Version records alive at the end of the interval (`Stats::live_versions`).
+    pub live_versions: u64,
+    /// Bytes of those version records (`Stats::live_version_bytes`).
+    pub live_version_bytes: u64,
+    /// Resident memory of the whole process at the end of the interval (0 if unknown).
+    pub rss_bytes: u64,
+    /// Mean number of version records a read walked during the interval.
+    pub read_chain_mean: f64,
+    /// Longest chain a read walked during the interval.
+    pub read_chain_max: u64,
+    /// Mean chain length the collector met (a writer before pruning, finalizing before
+    /// cutting) during the interval.
+    pub gc_chain_mean: f64,
+    /// Longest chain the collector met during the interval.
+    pub gc_chain_max: u64,
+    /// Milliseconds per second all threads spent collecting garbage (finalizing plus
+    /// eager pruning): 1000 is one core's worth.
+    pub gc_ms_per_second: f64,
+    /// The eager-pruning part of `gc_ms_per_second`.
+    pub prune_ms_per_second: f64,
+    /// Version records created per second.
+    pub versions_created_per_second: f64,
+    /// Version records pruned eagerly (EPO) per second.
+    pub versions_pruned_per_second: f64,
+    /// Version records freed below the watermark per second.
+    pub versions_reclaimed_per_second: f64,
+}
+
+impl Sample {
+    /// Whether the interval is long enough for its rates to count in medians and plots:
+    /// at least half the nominal sampling interval (the last, cut-off interval of a run
+    /// is usually shorter and its rates noisy).
+    pub fn is_full(&self, nominal_interval_seconds: f64) -> bool {
+        self.interval_seconds >= 0.5 * nominal_interval_seconds
+    }
+}
+
+/// How one configuration was run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Configuration {
+    /// The configuration's name in reports (the collector's name, e.g. `steam`).
+    pub label: String,
+    /// The garbage collector (`steam`, `watermark`).
+    pub garbage_collector: String,
+    /// `snapshot` or `serializable`.
+    pub isolation: String,
+    /// The engine's own description: `storage/collector/protocol`.
+    pub design: String,
+    /// OLTP worker threads.
+    pub oltp_workers: usize,
+    /// OLAP worker threads.
+    pub olap_workers: usize,
+    /// Whether an idle transaction held its snapshot from the start to the end of the run.
+    pub hold_snapshot: bool,
+    /// The seed of the data and of every worker's random stream.
+    pub seed: u64,
+    /// The run's planned length in seconds, if it was timed.
+    pub duration_seconds: Option<f64>,
+    /// The committed OLTP transactions planned, if the run was counted.
+    pub transactions: Option<u64>,
+    /// The sampling interval in seconds.
+    pub sample_interval_seconds: f64,
+}
+
+/// Counts over the whole run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// OLTP transactions committed.
+    pub oltp_commits: u64,
+    /// By transaction type.
+    pub oltp_commits_by_kind: BTreeMap<String, u64>,
+    /// OLTP attempts rolled back.
+    pub oltp_aborts: u64,
+    /// By reason.
+    pub aborts_by_reason: BTreeMap<String, u64>,
+    /// Analytical queries completed.
+    pub olap_queries: u64,
+    /// By query name.
+    pub olap_queries_by_name: BTreeMap<String, u64>,
+    /// Base-table tuples the queries read.
+    pub olap_scanned_tuples: u64,
+}
+
+/// The engine's own counters at the end of the run, minus those at its start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineTotals {
+    /// Version records created during the run.
+    pub versions_created: u64,
+    /// Version records pruned eagerly (EPO).
+    pub versions_pruned_eagerly: u64,
+    /// Version records freed below the watermark.
+    pub versions_reclaimed: u64,
+    /// Version records alive at the end of the run, before the held snapshot (if any)
+    /// ended.
+    pub live_versions_at_end: u64,
+    /// Seconds all threads spent finalizing (unlinking below the watermark).
+    pub gc_seconds: f64,
+    /// Seconds all threads spent pruning eagerly.
+    pub prune_seconds: f64,
+    /// Mean version records walked per read during the run.
+    pub read_chain_mean: f64,
+    /// Mean chain length the collector met during the run.
+    pub gc_chain_mean: f64,
+}
+
+/// Medians over the run's full samples (see [`Sample::is_full`]) and maxima over all.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Median OLTP commits per second.
+    pub oltp_commits_per_second: f64,
+    /// Mean OLTP commits per second over the last ten seconds of full samples (or fewer,
+    /// if the run was shorter): the steady state a long reader has settled into.
+    pub tail_oltp_commits_per_second: f64,
+    /// Median OLTP aborts per second.
+    pub oltp_aborts_per_second: f64,
+    /// Median analytical queries per second.
+    pub olap_queries_per_second: f64,
+    /// Median scanned tuples per second.
+    pub olap_scanned_tuples_per_second: f64,
+    /// Median live version records.
+    pub live_versions: f64,
+    /// The most live version records at any sample.
+    pub max_live_versions: u64,
+    /// The most live version bytes at any sample.
+    pub max_live_version_bytes: u64,
+    /// The most resident memory at any sample.
+    pub max_rss_bytes: u64,
+    /// Median of the per-interval mean read chain length.
+    pub read_chain_mean: f64,
+    /// Longest chain any read walked.
+    pub max_read_chain: u64,
+    /// Median of the per-interval mean GC chain length.
+    pub gc_chain_mean: f64,
+    /// Longest chain the collector met.
+    pub max_gc_chain: u64,
+    /// Median GC milliseconds per second.
+    pub gc_ms_per_second: f64,
+}
+
+/// One configuration's run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// How it was run.
+    pub configuration: Configuration,
+    /// Seconds the load took.
+    pub load_seconds: f64,
+    /// Seconds the measured run took (from the workers' start to their end).
+    pub run_seconds: f64,
+    /// Whether the workload's consistency checks passed after load and after the run (a
+    /// failure stops the lab with an error, so a written result always says `true`).
+    pub consistent: bool,
+    /// Counts over the run.
+    pub totals: Totals,
+    /// The engine's counters over the run.
+    pub engine: EngineTotals,
+    /// Medians and maxima.
+    pub summary: Summary,
+    /// The time series.
+    pub samples: Vec<Sample>,
+}
+
+/// Everything one invocation of the lab measured: what the JSON file holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabReport {
+    /// [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The workload's name (`ycsb`, `tpcb`, ...).
+    pub workload: String,
+    /// The workload's size and parameters in words.
+    pub description: String,
+    /// Seconds since the Unix epoch when the lab started.
+    pub started_unix_seconds: u64,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// One result per configuration, in the order they ran.
+    pub runs: Vec<RunResult>,
+    /// For several configurations, one line saying what differed.
+    pub comparison: Option<String>,
+}
+
+/// The median of `values` (0 for none).
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// Seconds at the end of a run over which [`Summary::tail_oltp_commits_per_second`] is
+/// taken.
+pub const TAIL_SECONDS: f64 = 10.0;
+
+impl Summary {
+    /// The summary of a run's samples; `interval` is the nominal sampling interval.
+    pub fn of(samples: &[Sample], interval_seconds: f64) -> Summary {
+        let full: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| s.is_full(interval_seconds))
+            .collect();
+        let med = |f: fn(&Sample) -> f64| median(full.iter().map(|s| f(s)));
+        let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
+        let end = full.last().map_or(0.0, |s| s.t_seconds);
+        let tail: Vec<&&Sample> = full
+            .iter()
+            .filter(|s| s.t_seconds > end - TAIL_SECONDS - 1e-9)
+            .collect();
+        let tail_seconds: f64 = tail.iter().map(|s| s.interval_seconds).sum();
+        let tail_commits: f64 = tail
+            .iter()
+            .map(|s| s.oltp_commits_per_second * s.interval_seconds)
+            .sum();
+        Summary {
+            oltp_commits_per_second: med(|s| s.oltp_commits_per_second),
+            tail_oltp_commits_per_second: if tail_seconds > 0.0 {
+                tail_commits / tail_seconds
+            } else {
+                0.0
+            },
+            oltp_aborts_per_second: med(|s| s.oltp_aborts_per_second),
+            olap_queries_per_second: med(|s| s.olap_queries_per_second),
+            olap_scanned_tuples_per_second: med(|s| s.olap_scanned_tuples_per_second),
+            live_versions: med(|s| s.live_versions as f64),
+            max_live_versions: max(|s| s.live_versions),
+            max_live_version_bytes: max(|s| s.live_version_bytes),
+            max_rss_bytes: max(|s| s.rss_bytes),
+            read_chain_mean: med(|s| s.read_chain_mean),
+            max_read_chain: max(|s| s.read_chain_max),
+            gc_chain_mean: med(|s| s.gc_chain_mean),
+            max_gc_chain: max(|s| s.gc_chain_max),
+            gc_ms_per_second: med(|s| s.gc_ms_per_second),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, interval: f64, commits: f64, live: u64) -> Sample {
+        Sample {
+            t_seconds: t,
+            interval_seconds: interval,
+            oltp_commits_per_second: commits,
+            live_versions: live,
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median([]), 0.0);
+        assert_eq!(median([f64::NAN, 1.0]), 1.0);
+    }
+
+    #[test]
+    fn summary_skips_short_intervals_in_medians_but_not_in_maxima() {
+        let samples = vec![
+            sample(1.0, 1.0, 100.0, 5),
+            sample(2.0, 1.0, 300.0, 7),
+            sample(3.0, 1.0, 200.0, 6),
+            // A cut-off last interval with a wild rate and the largest gauge.
+            sample(3.01, 0.01, 90_000.0, 50),
+        ];
+        let summary = Summary::of(&samples, 1.0);
+        assert_eq!(summary.oltp_commits_per_second, 200.0);
+        assert_eq!(summary.max_live_versions, 50);
+        assert_eq!(summary.live_versions, 6.0);
+        assert!((summary.tail_oltp_commits_per_second - 200.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tail_covers_only_the_last_ten_seconds() {
+        let samples: Vec<Sample> = (1..=30)
+            .map(|t| sample(t as f64, 1.0, if t > 20 { 50.0 } else { 1000.0 }, 0))
+            .collect();
+        let summary = Summary::of(&samples, 1.0);
+        assert!((summary.tail_oltp_commits_per_second - 50.0).abs() < 1e-9);
+        assert_eq!(summary.oltp_commits_per_second, 1000.0);
+    }
+}

@@ -1,0 +1,244 @@
+//! Plots of the time series: one figure per metric, every configuration overlaid, as PNG
+//! and SVG (plotters, with a bundled font so that no system font library is needed).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::format::compact;
+use crate::metrics::{RunResult, Sample};
+use crate::workload::LabError;
+
+/// DejaVu Sans (license: `assets/DejaVuSans-LICENSE.txt`).
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Size of every figure, in pixels.
+pub const FIGURE_SIZE: (u32, u32) = (960, 540);
+
+/// One plotted metric.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// The file name (without extension) and the JSON key it plots.
+    pub key: &'static str,
+    /// The figure's title.
+    pub title: &'static str,
+    /// The y axis.
+    pub unit: &'static str,
+    /// The value of a sample.
+    pub value: fn(&Sample) -> f64,
+    /// Whether the metric is about analytical queries (skipped when no run had any).
+    pub olap: bool,
+}
+
+/// Every plotted metric, in the order the report shows them.
+pub const METRICS: &[Metric] = &[
+    Metric {
+        key: "oltp_commits_per_second",
+        title: "OLTP throughput",
+        unit: "commits/s",
+        value: |s| s.oltp_commits_per_second,
+        olap: false,
+    },
+    Metric {
+        key: "oltp_aborts_per_second",
+        title: "OLTP aborts",
+        unit: "aborts/s",
+        value: |s| s.oltp_aborts_per_second,
+        olap: false,
+    },
+    Metric {
+        key: "olap_queries_per_second",
+        title: "OLAP throughput",
+        unit: "queries/s",
+        value: |s| s.olap_queries_per_second,
+        olap: true,
+    },
+    Metric {
+        key: "olap_scanned_tuples_per_second",
+        title: "OLAP scanned tuples",
+        unit: "tuples/s",
+        value: |s| s.olap_scanned_tuples_per_second,
+        olap: true,
+    },
+    Metric {
+        key: "live_versions",
+        title: "Live version records",
+        unit: "versions",
+        value: |s| s.live_versions as f64,
+        olap: false,
+    },
+    Metric {
+        key: "live_version_bytes",
+        title: "Live version bytes",
+        unit: "bytes",
+        value: |s| s.live_version_bytes as f64,
+        olap: false,
+    },
+    Metric {
+        key: "rss_bytes",
+        title: "Process memory (RSS)",
+        unit: "bytes",
+        value: |s| s.rss_bytes as f64,
+        olap: false,
+    },
+    Metric {
+        key: "read_chain_mean",
+        title: "Chain length walked by reads (mean)",
+        unit: "versions",
+        value: |s| s.read_chain_mean,
+        olap: false,
+    },
+    Metric {
+        key: "read_chain_max",
+        title: "Chain length walked by reads (max per interval)",
+        unit: "versions",
+        value: |s| s.read_chain_max as f64,
+        olap: false,
+    },
+    Metric {
+        key: "gc_chain_mean",
+        title: "Chain length met by GC and writers (mean)",
+        unit: "versions",
+        value: |s| s.gc_chain_mean,
+        olap: false,
+    },
+    Metric {
+        key: "gc_chain_max",
+        title: "Chain length met by GC and writers (max per interval)",
+        unit: "versions",
+        value: |s| s.gc_chain_max as f64,
+        olap: false,
+    },
+    Metric {
+        key: "gc_ms_per_second",
+        title: "Time spent collecting garbage",
+        unit: "ms/s (all threads)",
+        value: |s| s.gc_ms_per_second,
+        olap: false,
+    },
+];
+
+/// The metrics worth plotting for these runs (the OLAP ones only if a run had OLAP
+/// workers).
+pub fn metrics_for(runs: &[RunResult]) -> Vec<Metric> {
+    let olap = runs.iter().any(|r| r.configuration.olap_workers > 0);
+    METRICS
+        .iter()
+        .filter(|m| olap || !m.olap)
+        .copied()
+        .collect()
+}
+
+/// Line colors, one per configuration (Tableau 10).
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
+
+/// Registers the bundled font as `sans-serif` (once per process).
+fn register_font() -> Result<(), LabError> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::Io(std::io::Error::other(
+            "the bundled font DejaVuSans.ttf could not be loaded",
+        )))
+    }
+}
+
+/// Writes `<key>.png` and `<key>.svg` into `dir` for each metric of [`metrics_for`];
+/// returns the metrics drawn.
+pub fn write_plots(dir: &Path, runs: &[RunResult]) -> Result<Vec<Metric>, LabError> {
+    register_font()?;
+    let metrics = metrics_for(runs);
+    for metric in &metrics {
+        let png = dir.join(format!("{}.png", metric.key));
+        draw(
+            BitMapBackend::new(&png, FIGURE_SIZE).into_drawing_area(),
+            metric,
+            runs,
+        )?;
+        let svg = dir.join(format!("{}.svg", metric.key));
+        draw(
+            SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area(),
+            metric,
+            runs,
+        )?;
+    }
+    Ok(metrics)
+}
+
+fn plot_error(error: impl std::fmt::Display) -> LabError {
+    LabError::Io(std::io::Error::other(format!("drawing a plot: {error}")))
+}
+
+/// The points of one run: full samples only (a cut-off last interval has noisy rates).
+fn points(run: &RunResult, metric: &Metric) -> Vec<(f64, f64)> {
+    let interval = run.configuration.sample_interval_seconds;
+    run.samples
+        .iter()
+        .filter(|s| s.is_full(interval))
+        .map(|s| (s.t_seconds, (metric.value)(s)))
+        .filter(|(_, y)| y.is_finite())
+        .collect()
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    metric: &Metric,
+    runs: &[RunResult],
+) -> Result<(), LabError> {
+    root.fill(&WHITE).map_err(plot_error)?;
+    let series: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| points(r, metric)).collect();
+    let all = series.iter().flatten();
+    let x_max = all.clone().map(|p| p.0).fold(0.0, f64::max).max(1.0);
+    let y_max = all.map(|p| p.1).fold(0.0, f64::max);
+    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(metric.title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(84)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .map_err(plot_error)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc(metric.unit)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 16))
+        .y_label_formatter(&|y| compact(*y))
+        .draw()
+        .map_err(plot_error)?;
+    for (i, (run, points)) in runs.iter().zip(series).enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .map_err(plot_error)?
+            .label(run.configuration.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(plot_error)?;
+    root.present().map_err(plot_error)?;
+    Ok(())
+}

@@ -1,0 +1,803 @@
+//! The runner: opens a database per configuration, loads it, runs OLTP and OLAP workers
+//! side by side, samples the engine every interval, and checks consistency.
+//!
+//! Threads of one run (all inside one `std::thread::scope`):
+//! - with `hold_snapshot`, one thread begins a transaction before the workers start and
+//!   keeps it open, idle, until the last sample is taken: a long reader that pins a
+//!   snapshot (what Steam's eager pruning is about);
+//! - one thread per OLTP worker and per OLAP worker; each creates its worker *on* its
+//!   thread (workers may hold `!Send` transactions), then all start together at a barrier;
+//! - the calling thread is the sampler: every `sample_interval` it reads the workers'
+//!   counters and `Database::sample_stats`, and turns the differences into a [`Sample`].
+//!
+//! Workers count into their own cache-line-aligned counters (no shared write on the hot
+//! path); the sampler sums them.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use verso::{Database, GarbageCollector, Isolation, Options, Stats};
+
+use crate::format::compact;
+use crate::metrics::{Configuration, EngineTotals, RunResult, Sample, Summary, Totals};
+use crate::rng::SplitMix64;
+use crate::workload::{
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, TxnOutcome, Workload,
+};
+
+/// When a run ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StopAfter {
+    /// After this much wall time.
+    Duration(Duration),
+    /// After this many committed OLTP transactions in all (split evenly over the OLTP
+    /// workers; OLAP workers stop when the OLTP workers are done).
+    Transactions(u64),
+}
+
+/// How to run one configuration.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The name reports give this configuration.
+    pub label: String,
+    /// The garbage collector the database is opened with.
+    pub garbage_collector: GarbageCollector,
+    /// Isolation of the OLTP transactions.
+    pub isolation: Isolation,
+    /// OLTP worker threads.
+    pub oltp_workers: usize,
+    /// OLAP worker threads.
+    pub olap_workers: usize,
+    /// When the run ends.
+    pub stop: StopAfter,
+    /// Seed of the data and of every worker's random stream.
+    pub seed: u64,
+    /// Whether an idle transaction holds its snapshot from the start to the end.
+    pub hold_snapshot: bool,
+    /// How often the sampler records a [`Sample`].
+    pub sample_interval: Duration,
+    /// Whether to draw progress bars (they only appear on a terminal anyway).
+    pub show_progress: bool,
+}
+
+impl RunConfig {
+    /// One OLTP worker for ten seconds, sampled every second, Steam, snapshot isolation.
+    pub fn new(label: impl Into<String>, garbage_collector: GarbageCollector) -> RunConfig {
+        RunConfig {
+            label: label.into(),
+            garbage_collector,
+            isolation: Isolation::Snapshot,
+            oltp_workers: 1,
+            olap_workers: 0,
+            stop: StopAfter::Duration(Duration::from_secs(10)),
+            seed: DEFAULT_SEED,
+            hold_snapshot: false,
+            sample_interval: Duration::from_secs(1),
+            show_progress: false,
+        }
+    }
+
+    /// Checks the combination of options; [`LabError::BadOption`] says what is wrong.
+    pub fn validate(&self, workload: &dyn Workload) -> Result<(), LabError> {
+        if self.oltp_workers == 0 && self.olap_workers == 0 {
+            return Err(LabError::BadOption(
+                "nothing to run: --workers and --olap-workers are both 0".into(),
+            ));
+        }
+        if self.olap_workers > 0 && workload.query_names().is_empty() {
+            return Err(LabError::BadOption(format!(
+                "--olap-workers {}: the {} workload has no analytical queries",
+                self.olap_workers,
+                workload.name()
+            )));
+        }
+        match self.stop {
+            StopAfter::Transactions(0) => {
+                return Err(LabError::BadOption(
+                    "--transactions must be at least 1".into(),
+                ))
+            }
+            StopAfter::Transactions(_) if self.oltp_workers == 0 => {
+                return Err(LabError::BadOption(
+                    "--transactions counts OLTP commits, but --workers is 0; use --duration".into(),
+                ))
+            }
+            StopAfter::Duration(d) if d.is_zero() => {
+                return Err(LabError::BadOption("--duration must be above 0".into()))
+            }
+            _ => {}
+        }
+        if self.sample_interval < Duration::from_millis(10) {
+            return Err(LabError::BadOption(
+                "the sampling interval must be at least 10 ms".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The seed used when none is given.
+pub const DEFAULT_SEED: u64 = 0x5EED;
+
+/// Opens a fresh database for `config`, loads `workload`, checks its consistency, runs it,
+/// and checks its consistency again. Any failure (an unexpected engine error, a failed
+/// consistency check) is returned as an error: a run that went wrong yields no result.
+pub fn run_configuration(
+    workload: &dyn Workload,
+    config: &RunConfig,
+) -> Result<RunResult, LabError> {
+    config.validate(workload)?;
+    let db = Database::open(Options::default().garbage_collector(config.garbage_collector))?;
+
+    let load_bar = progress_bar(config.show_progress, 0);
+    load_bar.set_prefix(format!("{} load", config.label));
+    let load_start = Instant::now();
+    workload.load(&db, &BarProgress(&load_bar))?;
+    let load_seconds = load_start.elapsed().as_secs_f64();
+    load_bar.finish_and_clear();
+    workload
+        .check_consistency(&db)
+        .map_err(|e| after("the load", e))?;
+
+    let measured = measure(workload, &db, config)?;
+    workload
+        .check_consistency(&db)
+        .map_err(|e| after("the run", e))?;
+
+    let interval = config.sample_interval.as_secs_f64();
+    let summary = Summary::of(&measured.samples, interval);
+    Ok(RunResult {
+        configuration: Configuration {
+            label: config.label.clone(),
+            garbage_collector: config.garbage_collector.name().to_owned(),
+            isolation: isolation_name(config.isolation).to_owned(),
+            design: db.design(),
+            oltp_workers: config.oltp_workers,
+            olap_workers: config.olap_workers,
+            hold_snapshot: config.hold_snapshot,
+            seed: config.seed,
+            duration_seconds: match config.stop {
+                StopAfter::Duration(d) => Some(d.as_secs_f64()),
+                StopAfter::Transactions(_) => None,
+            },
+            transactions: match config.stop {
+                StopAfter::Transactions(n) => Some(n),
+                StopAfter::Duration(_) => None,
+            },
+            sample_interval_seconds: interval,
+        },
+        load_seconds,
+        run_seconds: measured.run_seconds,
+        consistent: true,
+        totals: measured.totals,
+        engine: measured.engine,
+        summary,
+        samples: measured.samples,
+    })
+}
+
+fn after(phase: &str, error: LabError) -> LabError {
+    match error {
+        LabError::Inconsistent(what) => LabError::Inconsistent(format!("after {phase}: {what}")),
+        other => other,
+    }
+}
+
+/// The name of an isolation level on the command line and in reports.
+pub fn isolation_name(isolation: Isolation) -> &'static str {
+    match isolation {
+        Isolation::Snapshot => "snapshot",
+        Isolation::Serializable => "serializable",
+    }
+}
+
+/// A progress bar on standard error (hidden when `show` is false; indicatif itself draws
+/// nothing when standard error is not a terminal).
+fn progress_bar(show: bool, length: u64) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(length);
+    let style = ProgressStyle::with_template(
+        "{prefix:>16} [{elapsed_precise}] [{bar:32}] {pos}/{len} {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}
+
+struct BarProgress<'a>(&'a ProgressBar);
+
+impl LoadProgress for BarProgress<'_> {
+    fn set_total(&self, rows: u64) {
+        self.0.set_length(rows);
+    }
+
+    fn advance(&self, rows: u64) {
+        self.0.inc(rows);
+    }
+}
+
+/// One worker's counters, written only by that worker, summed by the sampler.
+#[repr(align(128))]
+struct WorkerCounters {
+    commits_by_kind: Box<[AtomicU64]>,
+    aborts_by_reason: [AtomicU64; AbortReason::ALL.len()],
+    queries_by_name: Box<[AtomicU64]>,
+    scanned_tuples: AtomicU64,
+}
+
+impl WorkerCounters {
+    fn new(kinds: usize, queries: usize) -> Self {
+        WorkerCounters {
+            commits_by_kind: (0..kinds).map(|_| AtomicU64::new(0)).collect(),
+            aborts_by_reason: Default::default(),
+            queries_by_name: (0..queries).map(|_| AtomicU64::new(0)).collect(),
+            scanned_tuples: AtomicU64::new(0),
+        }
+    }
+
+    fn add_to(&self, counts: &mut Counts) {
+        for (sum, c) in counts
+            .commits_by_kind
+            .iter_mut()
+            .zip(self.commits_by_kind.iter())
+        {
+            *sum += c.load(Ordering::Relaxed);
+        }
+        for (sum, c) in counts
+            .aborts_by_reason
+            .iter_mut()
+            .zip(&self.aborts_by_reason)
+        {
+            *sum += c.load(Ordering::Relaxed);
+        }
+        for (sum, c) in counts
+            .queries_by_name
+            .iter_mut()
+            .zip(self.queries_by_name.iter())
+        {
+            *sum += c.load(Ordering::Relaxed);
+        }
+        counts.scanned_tuples += self.scanned_tuples.load(Ordering::Relaxed);
+    }
+}
+
+fn reason_index(reason: AbortReason) -> usize {
+    AbortReason::ALL
+        .iter()
+        .position(|r| *r == reason)
+        .unwrap_or_default()
+}
+
+/// The workers' counters summed.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    commits_by_kind: Vec<u64>,
+    aborts_by_reason: [u64; AbortReason::ALL.len()],
+    queries_by_name: Vec<u64>,
+    scanned_tuples: u64,
+}
+
+impl Counts {
+    fn commits(&self) -> u64 {
+        self.commits_by_kind.iter().sum()
+    }
+
+    fn aborts(&self) -> u64 {
+        self.aborts_by_reason.iter().sum()
+    }
+
+    fn queries(&self) -> u64 {
+        self.queries_by_name.iter().sum()
+    }
+}
+
+/// What the threads of a run share.
+struct Shared {
+    stop: AtomicBool,
+    error: Mutex<Option<LabError>>,
+    oltp: Vec<WorkerCounters>,
+    olap: Vec<WorkerCounters>,
+    oltp_finished: AtomicUsize,
+}
+
+impl Shared {
+    /// Records the first error and stops the run.
+    fn fail(&self, error: LabError) {
+        if let Ok(mut slot) = self.error.lock() {
+            slot.get_or_insert(error);
+        }
+        self.stop.store(true, Ordering::Release);
+    }
+
+    fn failed(&self) -> bool {
+        self.error.lock().map_or(true, |slot| slot.is_some())
+    }
+
+    fn counts(&self, kinds: usize, queries: usize) -> Counts {
+        let mut counts = Counts {
+            commits_by_kind: vec![0; kinds],
+            queries_by_name: vec![0; queries],
+            ..Counts::default()
+        };
+        for worker in self.oltp.iter().chain(&self.olap) {
+            worker.add_to(&mut counts);
+        }
+        counts
+    }
+}
+
+/// The engine's and the workers' counters at one instant.
+struct Reading {
+    at: Instant,
+    counts: Counts,
+    stats: Stats,
+    rss_bytes: u64,
+}
+
+struct Measured {
+    run_seconds: f64,
+    samples: Vec<Sample>,
+    totals: Totals,
+    engine: EngineTotals,
+}
+
+/// A seed for worker `index` of a `role`, derived from the run's seed so that every
+/// stream differs and is reproducible.
+fn worker_seed(seed: u64, role: u64, index: usize) -> u64 {
+    let mut rng =
+        SplitMix64::new(seed ^ role.rotate_left(32) ^ (index as u64).wrapping_mul(0x9E37_79B9));
+    rng.next_u64()
+}
+
+fn measure(
+    workload: &dyn Workload,
+    db: &Database,
+    config: &RunConfig,
+) -> Result<Measured, LabError> {
+    let kinds = workload.transaction_kinds();
+    let queries = workload.query_names();
+    let shared = Shared {
+        stop: AtomicBool::new(false),
+        error: Mutex::new(None),
+        oltp: (0..config.oltp_workers)
+            .map(|_| WorkerCounters::new(kinds.len(), queries.len()))
+            .collect(),
+        olap: (0..config.olap_workers)
+            .map(|_| WorkerCounters::new(kinds.len(), queries.len()))
+            .collect(),
+        oltp_finished: AtomicUsize::new(0),
+    };
+    let release_snapshot = AtomicBool::new(false);
+    // Every worker and the sampler meet here once all workers exist.
+    let start_line = Barrier::new(config.oltp_workers + config.olap_workers + 1);
+
+    let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
+        let holder = if config.hold_snapshot {
+            let (ready_sender, ready) = mpsc::channel();
+            let release = &release_snapshot;
+            let isolation = config.isolation;
+            let handle = std::thread::Builder::new()
+                .name("verso-held-snapshot".into())
+                .spawn_scoped(scope, move || -> Result<(), LabError> {
+                    let txn = match db.try_begin(isolation) {
+                        Ok(txn) => txn,
+                        Err(e) => {
+                            let _ = ready_sender.send(Err(e.clone()));
+                            return Err(e.into());
+                        }
+                    };
+                    let _ = ready_sender.send(Ok(txn.start_ts()));
+                    while !release.load(Ordering::Acquire) {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    txn.commit()?;
+                    Ok(())
+                })?;
+            match ready.recv() {
+                Ok(Ok(_start_ts)) => {}
+                Ok(Err(e)) => return Err(e.into()),
+                Err(_) => {
+                    return Err(LabError::Inconsistent(
+                        "the snapshot-holding thread ended before it began its transaction".into(),
+                    ))
+                }
+            }
+            Some(handle)
+        } else {
+            None
+        };
+
+        let mut workers = Vec::new();
+        for index in 0..config.oltp_workers {
+            let (shared, start_line) = (&shared, &start_line);
+            let quota = match config.stop {
+                StopAfter::Transactions(total) => Some(split(total, config.oltp_workers, index)),
+                StopAfter::Duration(_) => None,
+            };
+            let seed = worker_seed(config.seed, 1, index);
+            let isolation = config.isolation;
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("verso-oltp-{index}"))
+                    .spawn_scoped(scope, move || {
+                        let worker = workload.oltp_worker(db, index, config.oltp_workers, seed);
+                        start_line.wait();
+                        let outcome = worker.and_then(|mut worker| {
+                            drive_oltp(
+                                &mut *worker,
+                                isolation,
+                                &shared.oltp[index],
+                                &shared.stop,
+                                quota,
+                            )
+                        });
+                        if let Err(e) = outcome {
+                            shared.fail(e);
+                        }
+                        shared.oltp_finished.fetch_add(1, Ordering::Release);
+                    })?,
+            );
+        }
+        for index in 0..config.olap_workers {
+            let (shared, start_line) = (&shared, &start_line);
+            let seed = worker_seed(config.seed, 2, index);
+            workers.push(
+                std::thread::Builder::new()
+                    .name(format!("verso-olap-{index}"))
+                    .spawn_scoped(scope, move || {
+                        let worker = workload.olap_worker(db, index, seed);
+                        start_line.wait();
+                        let outcome = worker.and_then(|worker| match worker {
+                            Some(mut worker) => {
+                                drive_olap(&mut *worker, &shared.olap[index], &shared.stop)
+                            }
+                            None => Err(LabError::BadOption(format!(
+                                "the {} workload has no analytical queries",
+                                workload.name()
+                            ))),
+                        });
+                        if let Err(e) = outcome {
+                            shared.fail(e);
+                        }
+                    })?,
+            );
+        }
+
+        // The window of the first sample starts now: `sample_stats` resets the per-window
+        // chain maxima the load left.
+        start_line.wait();
+        let first = read(db, &shared, kinds.len(), queries.len());
+        let mut sampler = Sampler::new(config, first, kinds, queries);
+        sampler.sample_until_done(db, &shared);
+        shared.stop.store(true, Ordering::Release);
+        for worker in workers {
+            if worker.join().is_err() {
+                shared.fail(LabError::Inconsistent("a worker thread panicked".into()));
+            }
+        }
+        // The last sample still sees the held snapshot; only then is it released.
+        sampler.take_sample(db, &shared);
+        let run_seconds = sampler
+            .previous
+            .at
+            .duration_since(sampler.first_at)
+            .as_secs_f64();
+        sampler.bar.finish_and_clear();
+        release_snapshot.store(true, Ordering::Release);
+        if let Some(holder) = holder {
+            match holder.join() {
+                Ok(result) => result?,
+                Err(_) => {
+                    return Err(LabError::Inconsistent(
+                        "the snapshot-holding thread panicked".into(),
+                    ))
+                }
+            }
+        }
+        Ok(sampler.finish(run_seconds))
+    })?;
+    match shared.error.into_inner() {
+        Ok(Some(error)) => Err(error),
+        Ok(None) => Ok(measured),
+        Err(_) => Err(LabError::Inconsistent(
+            "a worker panicked while reporting an error".into(),
+        )),
+    }
+}
+
+/// Worker `index`'s share of `total` transactions.
+fn split(total: u64, workers: usize, index: usize) -> u64 {
+    let workers = workers as u64;
+    total / workers + u64::from((index as u64) < total % workers)
+}
+
+fn drive_oltp(
+    worker: &mut dyn OltpWorker,
+    isolation: Isolation,
+    counters: &WorkerCounters,
+    stop: &AtomicBool,
+    quota: Option<u64>,
+) -> Result<(), LabError> {
+    let mut committed = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        match worker.run_one(isolation)? {
+            TxnOutcome::Committed { kind } => {
+                let counter = counters.commits_by_kind.get(kind).ok_or_else(|| {
+                    LabError::Inconsistent(format!(
+                        "the workload reported transaction kind {kind} of {}",
+                        counters.commits_by_kind.len()
+                    ))
+                })?;
+                counter.fetch_add(1, Ordering::Relaxed);
+                committed += 1;
+                if quota.is_some_and(|quota| committed >= quota) {
+                    break;
+                }
+            }
+            TxnOutcome::Aborted { reason, .. } => {
+                counters.aborts_by_reason[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn drive_olap(
+    worker: &mut dyn OlapWorker,
+    counters: &WorkerCounters,
+    stop: &AtomicBool,
+) -> Result<(), LabError> {
+    while !stop.load(Ordering::Relaxed) {
+        let outcome = worker.run_one()?;
+        let counter = counters.queries_by_name.get(outcome.query).ok_or_else(|| {
+            LabError::Inconsistent(format!(
+                "the workload reported query {} of {}",
+                outcome.query,
+                counters.queries_by_name.len()
+            ))
+        })?;
+        counter.fetch_add(1, Ordering::Relaxed);
+        counters
+            .scanned_tuples
+            .fetch_add(outcome.scanned_tuples, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn read(db: &Database, shared: &Shared, kinds: usize, queries: usize) -> Reading {
+    Reading {
+        at: Instant::now(),
+        counts: shared.counts(kinds, queries),
+        stats: db.sample_stats(),
+        rss_bytes: crate::memory::resident_bytes().unwrap_or(0),
+    }
+}
+
+/// How often the sampler wakes to check the stop conditions and move the progress bar.
+const POLL: Duration = Duration::from_millis(50);
+
+struct Sampler<'c> {
+    config: &'c RunConfig,
+    kinds: &'static [&'static str],
+    queries: &'static [&'static str],
+    first_at: Instant,
+    first_stats: Stats,
+    previous: Reading,
+    samples: Vec<Sample>,
+    bar: ProgressBar,
+}
+
+impl<'c> Sampler<'c> {
+    fn new(
+        config: &'c RunConfig,
+        first: Reading,
+        kinds: &'static [&'static str],
+        queries: &'static [&'static str],
+    ) -> Self {
+        let bar = match config.stop {
+            StopAfter::Duration(d) => progress_bar(config.show_progress, d.as_secs().max(1)),
+            StopAfter::Transactions(n) => progress_bar(config.show_progress, n),
+        };
+        bar.set_prefix(format!("{} run", config.label));
+        Sampler {
+            config,
+            kinds,
+            queries,
+            first_at: first.at,
+            first_stats: first.stats.clone(),
+            previous: first,
+            samples: Vec::new(),
+            bar,
+        }
+    }
+
+    /// Samples every interval until the run's stop condition holds or a worker failed.
+    fn sample_until_done(&mut self, db: &Database, shared: &Shared) {
+        let mut next_sample = self.first_at + self.config.sample_interval;
+        loop {
+            let now = Instant::now();
+            let elapsed = now.duration_since(self.first_at);
+            let done = shared.failed()
+                || match self.config.stop {
+                    StopAfter::Duration(d) => elapsed >= d,
+                    StopAfter::Transactions(_) => {
+                        shared.oltp_finished.load(Ordering::Acquire) == self.config.oltp_workers
+                    }
+                };
+            if done {
+                return;
+            }
+            if now >= next_sample {
+                self.take_sample(db, shared);
+                next_sample += self.config.sample_interval;
+            }
+            match self.config.stop {
+                StopAfter::Duration(_) => self.bar.set_position(elapsed.as_secs()),
+                StopAfter::Transactions(_) => {
+                    let counts = shared.counts(self.kinds.len(), self.queries.len());
+                    self.bar.set_position(counts.commits());
+                }
+            }
+            let mut wake = next_sample.min(now + POLL);
+            if let StopAfter::Duration(d) = self.config.stop {
+                // The end of a timed run gets its own (possibly short) sample.
+                wake = wake.min(self.first_at + d);
+            }
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+    }
+
+    fn take_sample(&mut self, db: &Database, shared: &Shared) {
+        let now = read(db, shared, self.kinds.len(), self.queries.len());
+        let sample = self.difference(&now);
+        self.bar.set_message(format!(
+            "{} commits/s, {} live versions, max chain {}",
+            compact(sample.oltp_commits_per_second),
+            compact(sample.live_versions as f64),
+            sample.gc_chain_max.max(sample.read_chain_max),
+        ));
+        self.samples.push(sample);
+        self.previous = now;
+    }
+
+    fn difference(&self, now: &Reading) -> Sample {
+        let before = &self.previous;
+        let interval = now.at.duration_since(before.at).as_secs_f64().max(1e-9);
+        let rate = |after: u64, before: u64| after.saturating_sub(before) as f64 / interval;
+        let (s, p) = (&now.stats, &before.stats);
+        let chain_mean = |after: &verso::ChainHistogram, before: &verso::ChainHistogram| {
+            let count = after.count().saturating_sub(before.count());
+            if count == 0 {
+                0.0
+            } else {
+                after.total.saturating_sub(before.total) as f64 / count as f64
+            }
+        };
+        let (c, q) = (&now.counts, &before.counts);
+        Sample {
+            t_seconds: now.at.duration_since(self.first_at).as_secs_f64(),
+            interval_seconds: interval,
+            oltp_commits_per_second: rate(c.commits(), q.commits()),
+            oltp_commits_by_kind_per_second: self
+                .kinds
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| {
+                    (
+                        (*kind).to_owned(),
+                        rate(c.commits_by_kind[i], q.commits_by_kind[i]),
+                    )
+                })
+                .collect(),
+            oltp_aborts_per_second: rate(c.aborts(), q.aborts()),
+            aborts_by_reason_per_second: AbortReason::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, reason)| {
+                    (
+                        reason.name().to_owned(),
+                        rate(c.aborts_by_reason[i], q.aborts_by_reason[i]),
+                    )
+                })
+                .collect(),
+            olap_queries_per_second: rate(c.queries(), q.queries()),
+            olap_scanned_tuples_per_second: rate(c.scanned_tuples, q.scanned_tuples),
+            live_versions: s.live_versions(),
+            live_version_bytes: s.live_version_bytes(),
+            rss_bytes: now.rss_bytes,
+            read_chain_mean: chain_mean(&s.read_chain_lengths, &p.read_chain_lengths),
+            read_chain_max: s.read_chain_lengths.window_max,
+            gc_chain_mean: chain_mean(&s.gc_chain_lengths, &p.gc_chain_lengths),
+            gc_chain_max: s.gc_chain_lengths.window_max,
+            gc_ms_per_second: rate(s.gc_nanos + s.prune_nanos, p.gc_nanos + p.prune_nanos) / 1e6,
+            prune_ms_per_second: rate(s.prune_nanos, p.prune_nanos) / 1e6,
+            versions_created_per_second: rate(s.versions_created, p.versions_created),
+            versions_pruned_per_second: rate(s.versions_pruned_eagerly, p.versions_pruned_eagerly),
+            versions_reclaimed_per_second: rate(s.versions_reclaimed, p.versions_reclaimed),
+        }
+    }
+
+    fn finish(self, run_seconds: f64) -> Measured {
+        let c = &self.previous.counts;
+        let name = |names: &[&str], i: usize| names[i].to_owned();
+        let totals = Totals {
+            oltp_commits: c.commits(),
+            oltp_commits_by_kind: (0..self.kinds.len())
+                .map(|i| (name(self.kinds, i), c.commits_by_kind[i]))
+                .collect(),
+            oltp_aborts: c.aborts(),
+            aborts_by_reason: AbortReason::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.name().to_owned(), c.aborts_by_reason[i]))
+                .collect(),
+            olap_queries: c.queries(),
+            olap_queries_by_name: (0..self.queries.len())
+                .map(|i| (name(self.queries, i), c.queries_by_name[i]))
+                .collect(),
+            olap_scanned_tuples: c.scanned_tuples,
+        };
+        let (s, f) = (&self.previous.stats, &self.first_stats);
+        let chain_mean = |after: &verso::ChainHistogram, before: &verso::ChainHistogram| {
+            let count = after.count().saturating_sub(before.count());
+            if count == 0 {
+                0.0
+            } else {
+                after.total.saturating_sub(before.total) as f64 / count as f64
+            }
+        };
+        let engine = EngineTotals {
+            versions_created: s.versions_created.saturating_sub(f.versions_created),
+            versions_pruned_eagerly: s
+                .versions_pruned_eagerly
+                .saturating_sub(f.versions_pruned_eagerly),
+            versions_reclaimed: s.versions_reclaimed.saturating_sub(f.versions_reclaimed),
+            live_versions_at_end: s.live_versions(),
+            gc_seconds: s.gc_nanos.saturating_sub(f.gc_nanos) as f64 / 1e9,
+            prune_seconds: s.prune_nanos.saturating_sub(f.prune_nanos) as f64 / 1e9,
+            read_chain_mean: chain_mean(&s.read_chain_lengths, &f.read_chain_lengths),
+            gc_chain_mean: chain_mean(&s.gc_chain_lengths, &f.gc_chain_lengths),
+        };
+        Measured {
+            run_seconds,
+            samples: self.samples,
+            totals,
+            engine,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transactions_split_evenly_over_workers() {
+        assert_eq!(
+            (0..3).map(|i| split(10, 3, i)).collect::<Vec<_>>(),
+            [4, 3, 3]
+        );
+        assert_eq!((0..4).map(|i| split(2, 4, i)).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn worker_seeds_differ_by_role_and_index() {
+        let seeds = [
+            worker_seed(1, 1, 0),
+            worker_seed(1, 1, 1),
+            worker_seed(1, 2, 0),
+            worker_seed(2, 1, 0),
+        ];
+        for (i, a) in seeds.iter().enumerate() {
+            for b in &seeds[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(worker_seed(7, 1, 3), worker_seed(7, 1, 3));
+    }
+}

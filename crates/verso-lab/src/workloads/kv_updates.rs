@@ -1,0 +1,304 @@
+//! Key-value updates under Zipf skew (Steam, Böttcher et al. 2019, §5.5, Figure 11).
+//!
+//! One table `kv (key U64, value I64)` of `rows` rows. Each transaction increments the value
+//! of `updates_per_transaction` distinct keys (read, then write: a read-modify-write, so a
+//! lost update would show), the keys drawn by a scrambled Zipf distribution of skew
+//! `theta`: 0 is uniform, 1 the harmonic law (Steam sweeps 0.0 to 1.0). The more skew, the
+//! more updates hit the same few rows and the longer their version chains grow unless the
+//! collector prunes them.
+//!
+//! Consistency: the values sum to the number of increments committed (every row starts at
+//! 0), and every key is present.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
+
+use crate::load::insert_rows;
+use crate::rng::SplitMix64;
+use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
+use crate::zipf::AnyZipf;
+
+/// The table's name.
+pub const TABLE: &str = "kv";
+/// Column of the value.
+pub const VALUE_COLUMN: usize = 1;
+
+/// The key-value workload's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvConfig {
+    /// Rows in the table.
+    pub rows: u64,
+    /// Zipf skew of the keys, at least 0 (0 is uniform).
+    pub theta: f64,
+    /// Distinct rows each transaction increments.
+    pub updates_per_transaction: usize,
+}
+
+impl KvConfig {
+    /// Rows per unit of `--scale`.
+    pub const ROWS_PER_SCALE: u64 = 1_000_000;
+
+    /// The default: a million rows, theta 0.8, one update per transaction.
+    pub fn new(scale: u64) -> KvConfig {
+        KvConfig {
+            rows: scale * Self::ROWS_PER_SCALE,
+            theta: 0.8,
+            updates_per_transaction: 1,
+        }
+    }
+
+    /// Tiny sizes for tests: 1,000 rows.
+    pub fn tiny() -> KvConfig {
+        KvConfig {
+            rows: 1_000,
+            ..KvConfig::new(1)
+        }
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), LabError> {
+        if self.rows == 0 {
+            return Err(LabError::BadOption("--rows must be at least 1".into()));
+        }
+        if !(self.theta.is_finite() && (0.0..=10.0).contains(&self.theta)) {
+            return Err(LabError::BadOption(format!(
+                "--theta {}: the Zipf skew must lie in [0, 10]",
+                self.theta
+            )));
+        }
+        if self.updates_per_transaction == 0 || self.updates_per_transaction as u64 > self.rows {
+            return Err(LabError::BadOption(format!(
+                "--updates-per-transaction {} must lie in [1, rows = {}]",
+                self.updates_per_transaction, self.rows
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Creates the `kv` table and loads `rows` rows with value 0.
+pub(crate) fn create_and_load(
+    db: &Database,
+    rows: u64,
+    progress: &dyn LoadProgress,
+) -> Result<TableId, LabError> {
+    let table = db.create_table(
+        TABLE,
+        Schema::new()
+            .column("key", ColumnType::U64)
+            .column("value", ColumnType::I64)
+            .primary_key(&["key"]),
+    )?;
+    progress.set_total(rows);
+    insert_rows(db, table, 0..rows, progress, |key, row| {
+        row.push(Value::U64(key));
+        row.push(Value::I64(0));
+    })?;
+    Ok(table)
+}
+
+/// Scans the whole table at a fresh snapshot: `(rows, sum of values)`.
+pub(crate) fn count_and_sum(db: &Database, table: TableId) -> Result<(u64, i64), LabError> {
+    let txn = db.begin(Isolation::Snapshot);
+    let (mut rows, mut sum) = (0u64, 0i64);
+    txn.scan_view(table, KeyRange::new(..), |row| {
+        rows += 1;
+        sum = sum.wrapping_add(row.get(VALUE_COLUMN).as_i64().unwrap_or_default());
+        true
+    })?;
+    txn.commit()?;
+    Ok((rows, sum))
+}
+
+/// Increments committed so far, one counter per worker (no shared write on the hot path).
+#[derive(Default)]
+pub(crate) struct CommittedIncrements {
+    workers: Mutex<Vec<Arc<AtomicU64>>>,
+}
+
+impl CommittedIncrements {
+    /// Forgets all counters (a fresh load).
+    pub(crate) fn reset(&self) {
+        if let Ok(mut workers) = self.workers.lock() {
+            workers.clear();
+        }
+    }
+
+    /// A new counter for one worker.
+    pub(crate) fn register(&self) -> Result<Arc<AtomicU64>, LabError> {
+        let counter = Arc::new(AtomicU64::new(0));
+        self.workers
+            .lock()
+            .map_err(|_| LabError::Inconsistent("a worker panicked while registering".into()))?
+            .push(Arc::clone(&counter));
+        Ok(counter)
+    }
+
+    pub(crate) fn total(&self) -> Result<u64, LabError> {
+        Ok(self
+            .workers
+            .lock()
+            .map_err(|_| LabError::Inconsistent("a worker panicked while registering".into()))?
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum())
+    }
+}
+
+/// Reads the value under `key`, writes it back plus one. `Ok(false)` if the row is missing
+/// (which the workload reports as an inconsistency).
+pub(crate) fn increment(
+    txn: &mut verso::Transaction<'_>,
+    table: TableId,
+    key: u64,
+) -> verso::Result<bool> {
+    let key = [Value::U64(key)];
+    let Some(value) = txn.get_view(table, &key, |row| row.get(VALUE_COLUMN).as_i64())? else {
+        return Ok(false);
+    };
+    let value = value.unwrap_or_default();
+    txn.update(table, &key, &[(VALUE_COLUMN, Value::I64(value + 1))])
+}
+
+/// Draws `count` distinct keys into `keys`.
+pub(crate) fn draw_distinct(
+    keys: &mut Vec<u64>,
+    count: usize,
+    zipf: &AnyZipf,
+    rng: &mut SplitMix64,
+) {
+    keys.clear();
+    while keys.len() < count {
+        let key = zipf.next(rng);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+}
+
+/// The key-value update workload.
+pub struct KvWorkload {
+    config: KvConfig,
+    keys: AnyZipf,
+    committed: CommittedIncrements,
+}
+
+impl KvWorkload {
+    /// The workload; fails with [`LabError::BadOption`] on bad parameters.
+    pub fn new(config: KvConfig) -> Result<KvWorkload, LabError> {
+        config.validate()?;
+        Ok(KvWorkload {
+            keys: AnyZipf::new(config.rows, config.theta),
+            config,
+            committed: CommittedIncrements::default(),
+        })
+    }
+
+    /// Its parameters.
+    pub fn config(&self) -> &KvConfig {
+        &self.config
+    }
+}
+
+impl Workload for KvWorkload {
+    fn name(&self) -> &'static str {
+        "kv"
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "key-value updates (Steam §5.5): {} rows, Zipf theta {}, {} increment(s) per transaction",
+            crate::format::thousands(self.config.rows as f64),
+            self.config.theta,
+            self.config.updates_per_transaction
+        )
+    }
+
+    fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
+        self.committed.reset();
+        create_and_load(db, self.config.rows, progress)?;
+        Ok(())
+    }
+
+    fn transaction_kinds(&self) -> &'static [&'static str] {
+        &["update"]
+    }
+
+    fn oltp_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        _worker: usize,
+        _workers: usize,
+        seed: u64,
+    ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
+        Ok(Box::new(KvWorker {
+            db,
+            table: db.table(TABLE)?,
+            workload: self,
+            rng: SplitMix64::new(seed),
+            keys: Vec::with_capacity(self.config.updates_per_transaction),
+            committed: self.committed.register()?,
+        }))
+    }
+
+    fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
+        let (rows, sum) = count_and_sum(db, db.table(TABLE)?)?;
+        if rows != self.config.rows {
+            return Err(LabError::Inconsistent(format!(
+                "kv has {rows} rows, loaded {}",
+                self.config.rows
+            )));
+        }
+        let committed = self.committed.total()?;
+        if sum != committed as i64 {
+            return Err(LabError::Inconsistent(format!(
+                "kv values sum to {sum}, but {committed} increments committed"
+            )));
+        }
+        Ok(())
+    }
+}
+
+struct KvWorker<'db> {
+    db: &'db Database,
+    table: TableId,
+    workload: &'db KvWorkload,
+    rng: SplitMix64,
+    keys: Vec<u64>,
+    committed: Arc<AtomicU64>,
+}
+
+impl OltpWorker for KvWorker<'_> {
+    fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        let config = &self.workload.config;
+        draw_distinct(
+            &mut self.keys,
+            config.updates_per_transaction,
+            &self.workload.keys,
+            &mut self.rng,
+        );
+        let mut missing = None;
+        let result = (|| {
+            let mut txn = self.db.begin(isolation);
+            for &key in &self.keys {
+                if !increment(&mut txn, self.table, key)? {
+                    missing = Some(key);
+                    txn.abort();
+                    return Ok(());
+                }
+            }
+            txn.commit()
+        })();
+        if let Some(key) = missing {
+            return Err(LabError::Inconsistent(format!("kv row {key} is missing")));
+        }
+        let outcome = TxnOutcome::of(0, result)?;
+        if let TxnOutcome::Committed { .. } = outcome {
+            self.committed
+                .fetch_add(self.keys.len() as u64, Ordering::Relaxed);
+        }
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,362 @@
+//! YCSB as Wu et al. (PVLDB 2017, §7.1) and DBx1000 run it.
+//!
+//! One table `usertable (ycsb_key U64, field0 .. field{F-1} Bytes)` of `rows` rows, every
+//! field `field_bytes` wide. A transaction runs `operations` operations on distinct keys
+//! drawn from YCSB's scrambled Zipfian of skew `theta` (0 < theta < 1; DBx1000's default
+//! is 0.6, Wu et al. use 0.2 for low and 0.8 for high contention); each operation reads
+//! (with probability `read_ratio`) or updates one row. A read looks at `read_columns`
+//! fields, an update rewrites `update_columns` fields; both pick consecutive fields from a
+//! random one on. A transaction that loses a conflict runs again with the same keys on the
+//! worker's next call, as in DBx1000.
+//!
+//! Defaults: DBx1000's 16 operations, 90% reads and theta 0.6; 1,000,000 rows per unit of
+//! scale; ten fields of 10 bytes (as `verso-bench`'s YCSB), a read reads all of them and an
+//! update writes one. Wu et al.'s table is ten 8-byte integers over 10 million rows:
+//! `--scale 10 --field-bytes 8 --operations 10`.
+//!
+//! Consistency: every key is present and every field has its width.
+
+use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
+
+use crate::load::insert_rows;
+use crate::rng::SplitMix64;
+use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
+use crate::zipf::ScrambledZipfian;
+
+/// The table's name.
+pub const TABLE: &str = "usertable";
+
+/// YCSB's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct YcsbConfig {
+    /// Rows in the table.
+    pub rows: u64,
+    /// Value fields per row.
+    pub fields: usize,
+    /// Bytes per field.
+    pub field_bytes: usize,
+    /// Operations per transaction (on distinct keys).
+    pub operations: usize,
+    /// Share of operations that read, in [0, 1].
+    pub read_ratio: f64,
+    /// Zipf skew of the keys, in (0, 1).
+    pub theta: f64,
+    /// Fields a read looks at.
+    pub read_columns: usize,
+    /// Fields an update rewrites.
+    pub update_columns: usize,
+}
+
+impl YcsbConfig {
+    /// Rows per unit of `--scale`.
+    pub const ROWS_PER_SCALE: u64 = 1_000_000;
+
+    /// The defaults (see the module documentation).
+    pub fn new(scale: u64) -> YcsbConfig {
+        YcsbConfig {
+            rows: scale * Self::ROWS_PER_SCALE,
+            fields: 10,
+            field_bytes: 10,
+            operations: 16,
+            read_ratio: 0.9,
+            theta: 0.6,
+            read_columns: 10,
+            update_columns: 1,
+        }
+    }
+
+    /// Tiny sizes for tests: 2,000 rows.
+    pub fn tiny() -> YcsbConfig {
+        YcsbConfig {
+            rows: 2_000,
+            ..YcsbConfig::new(1)
+        }
+    }
+
+    /// Checks the parameters.
+    pub fn validate(&self) -> Result<(), LabError> {
+        let bad = |what: String| Err(LabError::BadOption(what));
+        if self.rows == 0 {
+            return bad("--rows must be at least 1".into());
+        }
+        if self.fields == 0 || self.fields >= verso::MAX_COLUMNS {
+            return bad(format!(
+                "--fields {} must lie in [1, {}]",
+                self.fields,
+                verso::MAX_COLUMNS - 1
+            ));
+        }
+        if self.field_bytes == 0 || self.field_bytes > verso::MAX_VALUE_BYTES {
+            return bad(format!(
+                "--field-bytes {} must lie in [1, {}]",
+                self.field_bytes,
+                verso::MAX_VALUE_BYTES
+            ));
+        }
+        if self.operations == 0 || self.operations as u64 > self.rows {
+            return bad(format!(
+                "--operations {} must lie in [1, rows = {}] (keys of a transaction are distinct)",
+                self.operations, self.rows
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.read_ratio) {
+            return bad(format!(
+                "--read-ratio {} must lie in [0, 1]",
+                self.read_ratio
+            ));
+        }
+        if !(self.theta > 0.0 && self.theta < 1.0) {
+            return bad(format!(
+                "--theta {}: YCSB's Zipfian needs 0 < theta < 1",
+                self.theta
+            ));
+        }
+        if self.read_columns == 0 || self.read_columns > self.fields {
+            return bad(format!(
+                "--read-columns {} must lie in [1, fields = {}]",
+                self.read_columns, self.fields
+            ));
+        }
+        if self.update_columns == 0 || self.update_columns > self.fields {
+            return bad(format!(
+                "--update-columns {} must lie in [1, fields = {}]",
+                self.update_columns, self.fields
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The YCSB workload.
+pub struct YcsbWorkload {
+    config: YcsbConfig,
+    keys: ScrambledZipfian,
+}
+
+impl YcsbWorkload {
+    /// The workload; fails with [`LabError::BadOption`] on bad parameters.
+    pub fn new(config: YcsbConfig) -> Result<YcsbWorkload, LabError> {
+        config.validate()?;
+        Ok(YcsbWorkload {
+            keys: ScrambledZipfian::new(config.rows, config.theta),
+            config,
+        })
+    }
+
+    /// Its parameters.
+    pub fn config(&self) -> &YcsbConfig {
+        &self.config
+    }
+}
+
+/// Fills `bytes` from a seed (the field values; their content does not matter, their
+/// width does).
+fn fill(bytes: &mut [u8], seed: u64) {
+    let mut rng = SplitMix64::new(seed);
+    for chunk in bytes.chunks_mut(8) {
+        let word = rng.next_u64().to_le_bytes();
+        chunk.copy_from_slice(&word[..chunk.len()]);
+    }
+}
+
+impl Workload for YcsbWorkload {
+    fn name(&self) -> &'static str {
+        "ycsb"
+    }
+
+    fn describe(&self) -> String {
+        let c = &self.config;
+        format!(
+            "YCSB: {} rows of {} x {}-byte fields, {} operations per transaction, {:.0}% reads \
+             ({} field(s) each), {:.0}% updates ({} field(s) each), Zipf theta {}",
+            crate::format::thousands(c.rows as f64),
+            c.fields,
+            c.field_bytes,
+            c.operations,
+            100.0 * c.read_ratio,
+            c.read_columns,
+            100.0 * (1.0 - c.read_ratio),
+            c.update_columns,
+            c.theta
+        )
+    }
+
+    fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
+        let mut schema = Schema::new().column("ycsb_key", ColumnType::U64);
+        for field in 0..self.config.fields {
+            schema = schema.column(&format!("field{field}"), ColumnType::Bytes);
+        }
+        let table = db.create_table(TABLE, schema.primary_key(&["ycsb_key"]))?;
+        progress.set_total(self.config.rows);
+        let fields = self.config.fields;
+        let mut bytes = vec![0u8; self.config.field_bytes];
+        insert_rows(db, table, 0..self.config.rows, progress, |key, row| {
+            row.push(Value::U64(key));
+            for field in 0..fields {
+                fill(&mut bytes, key.wrapping_mul(64).wrapping_add(field as u64));
+                row.push(Value::Bytes(bytes.clone()));
+            }
+        })
+    }
+
+    fn transaction_kinds(&self) -> &'static [&'static str] {
+        &["ycsb"]
+    }
+
+    fn oltp_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        _worker: usize,
+        _workers: usize,
+        seed: u64,
+    ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
+        let changes = (0..self.config.update_columns)
+            .map(|i| (1 + i, Value::Bytes(vec![0; self.config.field_bytes])))
+            .collect();
+        Ok(Box::new(YcsbWorker {
+            db,
+            table: db.table(TABLE)?,
+            workload: self,
+            rng: SplitMix64::new(seed),
+            operations: Vec::with_capacity(self.config.operations),
+            retry: false,
+            changes,
+            checksum: 0,
+        }))
+    }
+
+    fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
+        let table = db.table(TABLE)?;
+        let txn = db.begin(Isolation::Snapshot);
+        let (mut rows, mut bad_rows, mut next_key) = (0u64, 0u64, 0u64);
+        let width = self.config.field_bytes;
+        txn.scan_view(table, KeyRange::new(..), |row| {
+            let key_in_order = row.get(0).as_u64() == Some(next_key);
+            let widths_ok =
+                (1..row.len()).all(|c| row.get(c).as_bytes().map(<[u8]>::len) == Some(width));
+            bad_rows +=
+                u64::from(!(key_in_order && widths_ok && row.len() == self.config.fields + 1));
+            rows += 1;
+            next_key += 1;
+            true
+        })?;
+        txn.commit()?;
+        if rows != self.config.rows || bad_rows != 0 {
+            return Err(LabError::Inconsistent(format!(
+                "usertable has {rows} rows (loaded {}), {bad_rows} with a missing key or a wrong field",
+                self.config.rows
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One operation of a transaction.
+#[derive(Clone, Copy, Debug)]
+enum Operation {
+    /// Read `read_columns` fields from field `first` on.
+    Read { key: u64, first: usize },
+    /// Rewrite `update_columns` fields from field `first` on, with bytes from `seed`.
+    Update { key: u64, first: usize, seed: u64 },
+}
+
+struct YcsbWorker<'db> {
+    db: &'db Database,
+    table: TableId,
+    workload: &'db YcsbWorkload,
+    rng: SplitMix64,
+    operations: Vec<Operation>,
+    /// The previous attempt aborted: run the same operations again.
+    retry: bool,
+    /// The update's column changes, reused (the engine copies them).
+    changes: Vec<(usize, Value)>,
+    /// What the reads saw, folded, so they cannot be optimized away.
+    checksum: u64,
+}
+
+impl YcsbWorker<'_> {
+    fn draw(&mut self) {
+        let config = &self.workload.config;
+        self.operations.clear();
+        while self.operations.len() < config.operations {
+            let key = self.workload.keys.next(&mut self.rng);
+            let taken = self.operations.iter().any(|op| match *op {
+                Operation::Read { key: k, .. } | Operation::Update { key: k, .. } => k == key,
+            });
+            if taken {
+                continue; // DBx1000 draws distinct keys per transaction
+            }
+            let first = self.rng.below(config.fields as u64) as usize;
+            if self.rng.next_f64() < config.read_ratio {
+                self.operations.push(Operation::Read { key, first });
+            } else {
+                let seed = self.rng.next_u64();
+                self.operations.push(Operation::Update { key, first, seed });
+            }
+        }
+    }
+
+    fn attempt(&mut self, isolation: Isolation) -> Result<Result<(), verso::Error>, LabError> {
+        let config = &self.workload.config;
+        let fields = config.fields;
+        let mut txn = self.db.begin(isolation);
+        for &operation in &self.operations {
+            match operation {
+                Operation::Read { key, first } => {
+                    let got = txn.get_view(self.table, &[Value::U64(key)], |row| {
+                        let mut folded = 0u64;
+                        for i in 0..config.read_columns {
+                            let field = 1 + (first + i) % fields;
+                            if let Some(bytes) = row.get(field).as_bytes() {
+                                folded = folded
+                                    .wrapping_mul(31)
+                                    .wrapping_add(u64::from(bytes[0]) ^ bytes.len() as u64);
+                            }
+                        }
+                        folded
+                    });
+                    match got {
+                        Ok(Some(folded)) => self.checksum = self.checksum.wrapping_add(folded),
+                        Ok(None) => {
+                            return Err(LabError::Inconsistent(format!(
+                                "usertable row {key} is missing"
+                            )))
+                        }
+                        Err(e) => return Ok(Err(e)),
+                    }
+                }
+                Operation::Update { key, first, seed } => {
+                    for (i, (column, value)) in self.changes.iter_mut().enumerate() {
+                        *column = 1 + (first + i) % fields;
+                        if let Value::Bytes(bytes) = value {
+                            fill(bytes, seed.wrapping_add(i as u64));
+                        }
+                    }
+                    match txn.update(self.table, &[Value::U64(key)], &self.changes) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            return Err(LabError::Inconsistent(format!(
+                                "usertable row {key} is missing"
+                            )))
+                        }
+                        Err(e) => return Ok(Err(e)),
+                    }
+                }
+            }
+        }
+        Ok(txn.commit())
+    }
+}
+
+impl OltpWorker for YcsbWorker<'_> {
+    fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        if !self.retry {
+            self.draw();
+        }
+        let result = self.attempt(isolation)?;
+        let outcome = TxnOutcome::of(0, result)?;
+        self.retry = matches!(outcome, TxnOutcome::Aborted { .. });
+        std::hint::black_box(self.checksum);
+        Ok(outcome)
+    }
+}
