@@ -1,4 +1,5 @@
 //! One module per workload; each implements [`crate::workload::Workload`].
+pub mod ch;
 pub mod tpcc;
 pub mod kv_updates;
 pub mod scan_updates;
