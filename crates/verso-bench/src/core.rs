@@ -83,6 +83,9 @@ pub struct Config {
     pub ycsb_read_ratio: f64,
     /// The garbage collector.
     pub gc: GarbageCollector,
+    /// The isolation level of the measured transactions (loading and checks run at
+    /// `Snapshot`).
+    pub isolation: Isolation,
     /// Seed of the workload's random numbers.
     pub seed: u64,
 }
@@ -101,6 +104,7 @@ impl Config {
             ycsb_ops: 16,
             ycsb_read_ratio: 0.9,
             gc: GarbageCollector::Steam,
+            isolation: Isolation::Snapshot,
             seed: 0x5EED,
         }
     }
@@ -425,7 +429,7 @@ fn run_point_read(config: &Config) -> verso::Result<BenchResult> {
         let id = rng.below(rows);
         note_key(&mut checks, &mut sample, id, rows);
         let key = [Value::U64(id)];
-        let txn = db.begin(Isolation::Snapshot);
+        let txn = db.begin(config.isolation);
         let got = txn.get_view(table, &key, |row| {
             let (ValueRef::U64(k), ValueRef::U64(c), ValueRef::I64(b), ValueRef::Text(name)) =
                 (row.get(0), row.get(1), row.get(2), row.get(3))
@@ -453,7 +457,7 @@ fn run_point_read(config: &Config) -> verso::Result<BenchResult> {
     checks.last_update_visible = true;
     Ok(BenchResult {
         bench: Bench::PointRead,
-        design: db.design(),
+        design: design(&db, config),
         rows,
         load_seconds,
         warmup,
@@ -480,7 +484,7 @@ fn run_update(config: &Config) -> verso::Result<BenchResult> {
         let changes = [(counter, Value::U64(sequence))];
         let mut applied = false;
         let aborts = with_retry(|| {
-            let mut txn = db.begin(Isolation::Snapshot);
+            let mut txn = db.begin(config.isolation);
             applied = txn.update(table, &key, &changes)?;
             txn.commit()
         })?;
@@ -498,7 +502,7 @@ fn run_update(config: &Config) -> verso::Result<BenchResult> {
     txn.commit()?;
     Ok(BenchResult {
         bench: Bench::Update,
-        design: db.design(),
+        design: design(&db, config),
         rows,
         load_seconds,
         warmup,
@@ -587,7 +591,7 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
         let mut applied = 0;
         let aborts = with_retry(|| {
             (reads, found, wrong, touched, updates, applied) = (0, 0, 0, 0, 0, 0);
-            let mut txn = db.begin(Isolation::Snapshot);
+            let mut txn = db.begin(config.isolation);
             for op in &ops {
                 match *op {
                     Op::Read(key) => {
@@ -663,13 +667,18 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
     };
     Ok(BenchResult {
         bench: Bench::Ycsb,
-        design: db.design(),
+        design: design(&db, config),
         rows,
         load_seconds,
         warmup,
         runs,
         checks,
     })
+}
+
+/// The engine's design and the isolation level the benchmark ran at.
+fn design(db: &Database, config: &Config) -> String {
+    format!("{} at {:?}", db.design(), config.isolation)
 }
 
 fn ops_per_commit(checks: &Checks, warmup: &RunStats, runs: &[RunStats]) -> f64 {

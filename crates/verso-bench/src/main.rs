@@ -1,11 +1,12 @@
 //! `verso-bench core [--bench point-read|update|ycsb|all] [--runs 5] [--seconds 3]
-//! [--rows N] [--gc steam|watermark] [--tiny] [--json FILE]`
+//! [--rows N] [--gc steam|watermark] [--isolation snapshot|serializable|both]
+//! [--read-ratio 0.9] [--tiny] [--json FILE]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use verso::GarbageCollector;
+use verso::{GarbageCollector, Isolation};
 use verso_bench::core::{self, Bench, Config};
 use verso_bench::{report_json, report_table, thousands, validate};
 
@@ -31,6 +32,14 @@ enum BenchArg {
     All,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum IsolationArg {
+    Snapshot,
+    Serializable,
+    /// Each benchmark at both levels, snapshot first, then the ratio of the medians.
+    Both,
+}
+
 #[derive(clap::Args, Debug)]
 struct CoreArgs {
     /// Which benchmark to run.
@@ -52,6 +61,12 @@ struct CoreArgs {
     /// Garbage collector.
     #[arg(long, default_value = "steam", value_parser = parse_gc)]
     gc: GarbageCollector,
+    /// Isolation level of the measured transactions.
+    #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
+    isolation: IsolationArg,
+    /// Share of YCSB operations that read; the rest update (0 to 1).
+    #[arg(long, default_value_t = 0.9)]
+    read_ratio: f64,
     /// Zipf skew of the YCSB keys (0 < theta < 1).
     #[arg(long, default_value_t = 0.6)]
     theta: f64,
@@ -146,6 +161,16 @@ fn core_command(args: CoreArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     config.theta = args.theta;
+    if !(0.0..=1.0).contains(&args.read_ratio) {
+        eprintln!("--read-ratio must lie between 0 and 1");
+        return ExitCode::FAILURE;
+    }
+    config.ycsb_read_ratio = args.read_ratio;
+    let isolations = match args.isolation {
+        IsolationArg::Snapshot => vec![Isolation::Snapshot],
+        IsolationArg::Serializable => vec![Isolation::Serializable],
+        IsolationArg::Both => vec![Isolation::Snapshot, Isolation::Serializable],
+    };
     config.gc = args.gc;
     config.seed = args.seed;
     let benches: Vec<Bench> = match args.bench {
@@ -157,15 +182,21 @@ fn core_command(args: CoreArgs) -> ExitCode {
 
     let mut results = Vec::new();
     let mut failed = false;
-    for bench in benches {
+    let runs: Vec<(Bench, Isolation)> = benches
+        .iter()
+        .flat_map(|&bench| isolations.iter().map(move |&isolation| (bench, isolation)))
+        .collect();
+    for (bench, isolation) in runs {
+        config.isolation = isolation;
         eprintln!(
-            "{}: loading {} rows, {} run(s) of {} s after {} s of warm-up, gc {} ...",
+            "{}: loading {} rows, {} run(s) of {} s after {} s of warm-up, gc {}, {:?} ...",
             bench.name(),
             thousands(config.rows_for(bench) as f64),
             config.runs,
             config.seconds,
             config.warmup_seconds,
             config.gc.name(),
+            isolation,
         );
         let result = match core::run(bench, &config) {
             Ok(result) => result,
@@ -202,6 +233,24 @@ fn core_command(args: CoreArgs) -> ExitCode {
 
     println!();
     println!("{}", report_table(&results));
+    if isolations.len() == 2 {
+        // Results alternate snapshot, serializable per benchmark.
+        for pair in results.chunks(2) {
+            if let [snapshot, serializable] = pair {
+                let (snapshot_median, _, _) = snapshot.summary();
+                let (serializable_median, _, _) = serializable.summary();
+                println!(
+                    "{}: Serializable runs at {:.1}% of Snapshot's throughput \
+                     (medians {} vs {} commits/s, read ratio {})",
+                    snapshot.bench.name(),
+                    100.0 * serializable_median / snapshot_median.max(1e-9),
+                    thousands(serializable_median),
+                    thousands(snapshot_median),
+                    config.ycsb_read_ratio,
+                );
+            }
+        }
+    }
     if let Some(path) = args.json {
         if let Err(e) = std::fs::write(&path, report_json(&results)) {
             eprintln!("cannot write {}: {e}", path.display());
