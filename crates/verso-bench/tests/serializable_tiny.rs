@@ -15,7 +15,11 @@ fn ycsb_runs_at_serializable_at_both_read_ratios() {
             ..Config::tiny()
         };
         let result = core::run(Bench::Ycsb, &config).expect("tiny ycsb");
-        assert!(result.design.ends_with("at Serializable"), "{}", result.design);
+        assert!(
+            result.design.ends_with("at Serializable"),
+            "{}",
+            result.design
+        );
         assert!(result.runs.iter().all(|run| run.commits > 0));
         assert_eq!(result.aborts(), 0, "a lone worker never fails validation");
         let problems = validate(&result, &config);
