@@ -26,10 +26,10 @@
 //!   start of every running serializable transaction (the serializable horizon).
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::key::Key;
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicU64};
 use crate::txn::state::{TxnOutcome, TxnShared};
 
 /// A range of encoded index keys a scan read, on the primary key (`index == None`) or on a
@@ -222,7 +222,11 @@ pub(crate) fn validate(
     None
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+#[path = "loom_tests.rs"]
+mod loom_tests;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

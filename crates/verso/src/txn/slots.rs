@@ -61,7 +61,7 @@ pub(crate) struct Slot<R> {
     serializable_oldest: AtomicU64,
     /// Commit records the owner published for serializable validators, in commit order
     /// (see `cc::precision`).
-    pub(crate) validation_log: Mutex<VecDeque<Arc<CommitRecord>>>,
+    pub(crate) validation_log: Mutex<VecDeque<crate::sync::Arc<CommitRecord>>>,
     pub(crate) stats: SlotStats,
 }
 
