@@ -438,25 +438,28 @@ fn tpcc_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Wo
         TpccConfig::standard(1)
     };
     if let Some(warehouses) = scale {
-        let warehouses = u32::try_from(warehouses).map_err(|_| {
-            LabError::BadOption(format!("--scale {warehouses}: too many warehouses"))
-        })?;
-        config = config.with_warehouses(warehouses);
+        config = config.with_warehouses(warehouses_of(warehouses)?);
     }
     Ok(Box::new(Tpcc::new(config.with_seed(seed))?))
 }
 
 /// The CH-benCHmark workload (`crate::workloads::ch`).
-fn ch_workload(
-    _tiny: bool,
-    _scale: Option<u64>,
-    _seed: u64,
-) -> Result<Box<dyn Workload>, LabError> {
-    Err(LabError::BadOption(
-        "the CH-benCHmark workload (verso_lab::workloads::ch) has not landed yet; \
-         `verso ch` and `verso demo` need it"
-            .into(),
-    ))
+fn ch_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Workload>, LabError> {
+    use crate::workloads::ch::{Ch, ChConfig};
+    let mut config = if tiny {
+        ChConfig::tiny()
+    } else {
+        ChConfig::standard(1)
+    };
+    if let Some(warehouses) = scale {
+        config = config.with_warehouses(warehouses_of(warehouses)?);
+    }
+    Ok(Box::new(Ch::new(config.with_seed(seed))?))
+}
+
+fn warehouses_of(scale: u64) -> Result<u32, LabError> {
+    u32::try_from(scale)
+        .map_err(|_| LabError::BadOption(format!("--scale {scale}: too many warehouses")))
 }
 
 /// Runs a parsed command: every configuration in turn, then prints the summary (and the

@@ -45,6 +45,32 @@ pub fn compact(x: f64) -> String {
     signed(x, format!("{digits}{suffix}"))
 }
 
+/// An axis label: like [`compact`], but with a suffix from a thousand up (`1.5k`, `80k`),
+/// and at most two decimals below it, so tick labels stay short and alike.
+pub fn axis(x: f64) -> String {
+    let magnitude = x.abs();
+    if !x.is_finite() {
+        "-".to_owned()
+    } else if magnitude >= 100_000.0 {
+        compact(x)
+    } else if magnitude >= 1_000.0 {
+        let scaled = magnitude / 1e3;
+        let digits = if scaled < 10.0 && (scaled * 10.0).fract() != 0.0 {
+            format!("{scaled:.1}")
+        } else if scaled < 10.0 {
+            format!("{scaled}")
+        } else {
+            format!("{scaled:.0}")
+        };
+        signed(x, format!("{digits}k"))
+    } else if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        let text = format!("{x:.2}");
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
 fn signed(x: f64, text: String) -> String {
     if x < 0.0 {
         format!("-{text}")
@@ -110,6 +136,17 @@ mod tests {
         assert_eq!(compact(1_200_000.0), "1.2M");
         assert_eq!(compact(-1_200_000.0), "-1.2M");
         assert_eq!(compact(3.4e9), "3.4G");
+    }
+
+    #[test]
+    fn axis_labels_are_short() {
+        assert_eq!(axis(0.0), "0");
+        assert_eq!(axis(0.25), "0.25");
+        assert_eq!(axis(2.5), "2.5");
+        assert_eq!(axis(1_500.0), "1.5k");
+        assert_eq!(axis(2_000.0), "2k");
+        assert_eq!(axis(80_000.0), "80k");
+        assert_eq!(axis(1_200_000.0), "1.2M");
     }
 
     #[test]

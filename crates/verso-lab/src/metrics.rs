@@ -240,9 +240,10 @@ impl Summary {
         let med = |f: fn(&Sample) -> f64| median(full.iter().map(|s| f(s)));
         let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
         let end = full.last().map_or(0.0, |s| s.t_seconds);
+        // The samples whose whole interval lies in the last TAIL_SECONDS.
         let tail: Vec<&&Sample> = full
             .iter()
-            .filter(|s| s.t_seconds > end - TAIL_SECONDS - 1e-9)
+            .filter(|s| s.t_seconds - s.interval_seconds >= end - TAIL_SECONDS - 1e-9)
             .collect();
         let tail_seconds: f64 = tail.iter().map(|s| s.interval_seconds).sum();
         let tail_commits: f64 = tail

@@ -373,7 +373,10 @@ fn measure(
         oltp_finished: AtomicUsize::new(0),
     };
     let release_snapshot = AtomicBool::new(false);
-    // Every worker and the sampler meet here once all workers exist.
+    // Every worker and the sampler meet at `ready` once all workers exist; the sampler
+    // then takes the first reading, and only after it, at `start_line`, do the workers
+    // start (else a short counted run could end before its first reading).
+    let ready = Barrier::new(config.oltp_workers + config.olap_workers + 1);
     let start_line = Barrier::new(config.oltp_workers + config.olap_workers + 1);
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
@@ -414,7 +417,7 @@ fn measure(
 
         let mut workers = Vec::new();
         for index in 0..config.oltp_workers {
-            let (shared, start_line) = (&shared, &start_line);
+            let (shared, ready, start_line) = (&shared, &ready, &start_line);
             let quota = match config.stop {
                 StopAfter::Transactions(total) => Some(split(total, config.oltp_workers, index)),
                 StopAfter::Duration(_) => None,
@@ -426,6 +429,7 @@ fn measure(
                     .name(format!("verso-oltp-{index}"))
                     .spawn_scoped(scope, move || {
                         let worker = workload.oltp_worker(db, index, config.oltp_workers, seed);
+                        ready.wait();
                         start_line.wait();
                         let outcome = worker.and_then(|mut worker| {
                             drive_oltp(
@@ -444,13 +448,14 @@ fn measure(
             );
         }
         for index in 0..config.olap_workers {
-            let (shared, start_line) = (&shared, &start_line);
+            let (shared, ready, start_line) = (&shared, &ready, &start_line);
             let seed = worker_seed(config.seed, 2, index);
             workers.push(
                 std::thread::Builder::new()
                     .name(format!("verso-olap-{index}"))
                     .spawn_scoped(scope, move || {
                         let worker = workload.olap_worker(db, index, seed);
+                        ready.wait();
                         start_line.wait();
                         let outcome = worker.and_then(|worker| match worker {
                             Some(mut worker) => {
@@ -470,8 +475,9 @@ fn measure(
 
         // The window of the first sample starts now: `sample_stats` resets the per-window
         // chain maxima the load left.
-        start_line.wait();
+        ready.wait();
         let first = read(db, &shared, kinds.len(), queries.len());
+        start_line.wait();
         let mut sampler = Sampler::new(config, first, kinds, queries);
         sampler.sample_until_done(db, &shared);
         shared.stop.store(true, Ordering::Release);

@@ -1,0 +1,142 @@
+//! The `verso` binary: a tiny run writes its outputs, and bad options exit with a non-zero
+//! status and say what is wrong.
+
+use std::process::Command;
+
+fn verso(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_verso"))
+        .args(args)
+        .output()
+        .expect("the verso binary runs")
+}
+
+#[test]
+fn a_tiny_compared_run_prints_the_summary_and_writes_json_and_a_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let report = dir.path().join("report");
+    let output = verso(&[
+        "tpcb",
+        "--tiny",
+        "--workers",
+        "2",
+        "--duration",
+        "0.4",
+        "--sample-ms",
+        "100",
+        "--compare",
+        "steam,watermark",
+        "--hold-snapshot",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+        "--report",
+        report.to_str().expect("utf-8 path"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("configuration"), "{stdout}");
+    assert!(stdout.contains("steam +held snapshot"), "{stdout}");
+    assert!(
+        stdout.contains("the OLTP throughput of watermark"),
+        "{stdout}"
+    );
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    assert_eq!(parsed["workload"], "tpcb");
+    assert_eq!(parsed["runs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        parsed["runs"][1]["configuration"]["garbage_collector"],
+        "watermark"
+    );
+    assert_eq!(parsed["runs"][0]["configuration"]["hold_snapshot"], true);
+    assert!(report.join("index.html").exists());
+    assert!(report.join("oltp_commits_per_second.svg").exists());
+}
+
+#[test]
+fn bad_options_exit_non_zero_with_a_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["kv", "--gc", "nope"], "unknown garbage collector"),
+        (&["kv", "--duration", "0"], "duration must be above 0"),
+        (&["kv", "--duration", "soon"], "not a number"),
+        (
+            &["kv", "--duration", "1", "--transactions", "5"],
+            "cannot be used with",
+        ),
+        (
+            &["kv", "--gc", "steam", "--compare", "steam,watermark"],
+            "cannot be used with",
+        ),
+        (&["kv", "--compare", "steam,steam", "--tiny"], "twice"),
+        (&["kv", "--workers", "0", "--tiny"], "nothing to run"),
+        (
+            &["kv", "--olap-workers", "1", "--tiny"],
+            "no analytical queries",
+        ),
+        (&["kv", "--theta=-1", "--tiny"], "theta"),
+        (&["ycsb", "--theta", "1.5", "--tiny"], "0 < theta < 1"),
+        (&["ycsb", "--read-columns", "11", "--tiny"], "read-columns"),
+        (
+            &["scans", "--scan-percent", "101", "--tiny"],
+            "scan-percent",
+        ),
+        (&["tpcb", "--scale", "0"], "scale"),
+        (&["tpcb", "--isolation", "chaos"], "isolation"),
+        (&["tpcb", "--sample-ms", "1"], "sample-ms"),
+        (&["nosuchworkload"], "unrecognized subcommand"),
+    ];
+    for (args, message) in cases {
+        let output = verso(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_demo_compares_steam_with_watermark_on_ch_and_writes_its_report() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = dir.path().join("demo-report");
+    let output = verso(&[
+        "demo",
+        "--tiny",
+        "--duration",
+        "0.5",
+        "--sample-ms",
+        "100",
+        "--quiet",
+        "--report",
+        report.to_str().expect("utf-8 path"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("CH-benCHmark"), "{stdout}");
+    assert!(
+        stdout.contains("steam: ") && stdout.contains("the OLTP throughput of watermark"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("its OLAP throughput"), "{stdout}");
+    let html = std::fs::read_to_string(report.join("index.html")).expect("index.html");
+    assert!(html.contains("olap_queries_per_second.svg"));
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(report.join("report.json")).expect("report.json"),
+    )
+    .expect("valid JSON");
+    for run in json["runs"].as_array().expect("runs") {
+        assert_eq!(run["configuration"]["oltp_workers"], 1);
+        assert_eq!(run["configuration"]["olap_workers"], 1);
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
+}

@@ -1,0 +1,432 @@
+//! The runner and its outputs: the time series and its keys (each documented in
+//! `docs/lab.md`), JSON round trips, report files, the held snapshot, and failures that
+//! must stop a run.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use verso::{Database, GarbageCollector, Isolation};
+use verso_lab::metrics::{LabReport, RunResult, FORMAT_VERSION};
+use verso_lab::plot::{metrics_for, METRICS};
+use verso_lab::report::{comparison_line, read_json, summary_table, write_json, write_report};
+use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
+use verso_lab::workload::{LabError, LoadProgress, OlapWorker, OltpWorker, TxnOutcome, Workload};
+use verso_lab::workloads::kv_updates::{KvConfig, KvWorkload};
+use verso_lab::workloads::scan_updates::{ScansConfig, ScansWorkload};
+
+const SAMPLE: Duration = Duration::from_millis(100);
+
+fn timed(gc: GarbageCollector, millis: u64) -> RunConfig {
+    RunConfig {
+        stop: StopAfter::Duration(Duration::from_millis(millis)),
+        sample_interval: SAMPLE,
+        ..RunConfig::new(gc.name(), gc)
+    }
+}
+
+fn kv() -> KvWorkload {
+    KvWorkload::new(KvConfig::tiny()).expect("config")
+}
+
+fn run(workload: &dyn Workload, config: &RunConfig) -> RunResult {
+    run_configuration(workload, config).unwrap_or_else(|e| panic!("{}: {e}", config.label))
+}
+
+fn report_of(workload: &dyn Workload, runs: Vec<RunResult>) -> LabReport {
+    LabReport {
+        format_version: FORMAT_VERSION,
+        workload: workload.name().to_owned(),
+        description: workload.describe(),
+        started_unix_seconds: 1,
+        command_line: vec!["verso".into(), "test".into()],
+        comparison: comparison_line(&runs),
+        runs,
+    }
+}
+
+/// Every object key in a JSON value, except the keys of the maps keyed by the workload's
+/// own names (transaction kinds, queries, abort reasons).
+fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, inner) in map {
+                out.insert(key.clone());
+                let named_map = key.ends_with("_by_kind")
+                    || key.ends_with("_by_name")
+                    || key.ends_with("_by_reason")
+                    || key.ends_with("_by_kind_per_second")
+                    || key.ends_with("_by_reason_per_second");
+                if !named_map {
+                    keys(inner, out);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| keys(item, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn a_run_yields_a_time_series_with_every_documented_key() {
+    let workload = kv();
+    let result = run(&workload, &timed(GarbageCollector::Steam, 600));
+    let samples = &result.samples;
+    assert!(
+        samples.len() >= 5,
+        "{} samples in 0.6 s at 0.1 s",
+        samples.len()
+    );
+    for pair in samples.windows(2) {
+        assert!(pair[0].t_seconds < pair[1].t_seconds, "time goes forward");
+    }
+    let full: Vec<_> = samples.iter().filter(|s| s.is_full(0.1)).collect();
+    assert!(full.len() >= 5);
+    for sample in &full {
+        assert!(sample.oltp_commits_per_second > 0.0, "{sample:?}");
+        assert!(sample.versions_created_per_second > 0.0, "{sample:?}");
+        assert!(
+            sample.gc_chain_max >= 1,
+            "Steam prunes on every write: {sample:?}"
+        );
+    }
+    // The rates add up to the totals.
+    let commits: f64 = samples
+        .iter()
+        .map(|s| s.oltp_commits_per_second * s.interval_seconds)
+        .sum();
+    assert!(
+        (commits - result.totals.oltp_commits as f64).abs() < 1.0,
+        "{commits} vs {}",
+        result.totals.oltp_commits
+    );
+    assert!(result.summary.oltp_commits_per_second > 0.0);
+
+    let sample = serde_json::to_value(&samples[0]).expect("to JSON");
+    let mut sample_keys = BTreeSet::new();
+    keys(&sample, &mut sample_keys);
+    for key in [
+        "t_seconds",
+        "interval_seconds",
+        "oltp_commits_per_second",
+        "oltp_commits_by_kind_per_second",
+        "oltp_aborts_per_second",
+        "aborts_by_reason_per_second",
+        "olap_queries_per_second",
+        "olap_scanned_tuples_per_second",
+        "live_versions",
+        "live_version_bytes",
+        "rss_bytes",
+        "read_chain_mean",
+        "read_chain_max",
+        "gc_chain_mean",
+        "gc_chain_max",
+        "gc_ms_per_second",
+    ] {
+        assert!(sample_keys.contains(key), "sample lacks {key}");
+    }
+    assert_eq!(
+        sample["aborts_by_reason_per_second"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect::<Vec<_>>()),
+        Some(vec![
+            "by_workload".to_owned(),
+            "serialization".to_owned(),
+            "write_conflict".to_owned()
+        ])
+    );
+
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lab.md"))
+        .expect("docs/lab.md");
+    let report = serde_json::to_value(report_of(&workload, vec![result])).expect("to JSON");
+    let mut all_keys = BTreeSet::new();
+    keys(&report, &mut all_keys);
+    for key in all_keys {
+        assert!(
+            docs.contains(&format!("| `{key}` |")),
+            "JSON key {key} is not documented in docs/lab.md"
+        );
+    }
+}
+
+#[test]
+fn json_round_trips() {
+    let workload = kv();
+    let result = run(&workload, &timed(GarbageCollector::WatermarkOnly, 300));
+    let report = report_of(&workload, vec![result]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.json");
+    write_json(&path, &report).expect("write");
+    let back = read_json(&path).expect("read");
+    assert_eq!(back, report);
+    assert!(!back.runs[0].samples.is_empty());
+}
+
+#[test]
+fn report_writes_html_and_a_png_and_svg_per_metric() {
+    let workload = ScansWorkload::new(ScansConfig::tiny()).expect("config");
+    let runs: Vec<RunResult> = GarbageCollector::ALL
+        .into_iter()
+        .map(|gc| {
+            run(
+                &workload,
+                &RunConfig {
+                    olap_workers: 1,
+                    ..timed(gc, 300)
+                },
+            )
+        })
+        .collect();
+    let report = report_of(&workload, runs);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("nested").join("report");
+    write_report(&out, &report).expect("report");
+    let html = std::fs::read_to_string(out.join("index.html")).expect("index.html");
+    for metric in [
+        "oltp_commits_per_second",
+        "olap_queries_per_second",
+        "live_versions",
+        "gc_chain_max",
+        "rss_bytes",
+    ] {
+        assert!(
+            html.contains(&format!("<img src=\"{metric}.svg\"")),
+            "{metric}"
+        );
+        let png = std::fs::read(out.join(format!("{metric}.png"))).expect("png");
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{metric}.png is a PNG");
+        let svg = std::fs::read_to_string(out.join(format!("{metric}.svg"))).expect("svg");
+        assert!(svg.contains("<svg") && svg.contains("steam") && svg.contains("watermark"));
+    }
+    assert!(html.contains("<td>steam</td>") && html.contains("<td>watermark</td>"));
+    let comparison = report.comparison.as_deref().expect("two runs compare");
+    assert!(html.contains(&verso_lab::report::escape(comparison)));
+    assert_eq!(read_json(&out.join("report.json")).expect("json"), report);
+
+    // Without OLAP workers there are no OLAP figures.
+    let without_olap: Vec<RunResult> = report
+        .runs
+        .iter()
+        .cloned()
+        .map(|mut run| {
+            run.configuration.olap_workers = 0;
+            run
+        })
+        .collect();
+    let drawn: Vec<&str> = metrics_for(&without_olap).iter().map(|m| m.key).collect();
+    assert!(drawn.contains(&"live_versions"));
+    assert!(
+        !drawn.iter().any(|key| key.starts_with("olap_")),
+        "{drawn:?}"
+    );
+    assert_eq!(metrics_for(&report.runs).len(), METRICS.len());
+}
+
+#[test]
+fn a_held_snapshot_pins_versions_under_watermark_only_but_not_under_steam() {
+    let workload = kv();
+    let rows = KvConfig::tiny().rows;
+    let counted = |gc: GarbageCollector, hold_snapshot: bool| RunConfig {
+        stop: StopAfter::Transactions(3_000),
+        hold_snapshot,
+        ..timed(gc, 0)
+    };
+    let pinned = run(&workload, &counted(GarbageCollector::WatermarkOnly, true));
+    // Nothing committed after the held snapshot can be reclaimed: one version per commit.
+    assert!(
+        pinned.engine.live_versions_at_end >= 3_000,
+        "watermark with a held snapshot: {:?}",
+        pinned.engine
+    );
+    assert_eq!(pinned.engine.versions_reclaimed, 0);
+    assert_eq!(
+        pinned.summary.max_live_versions,
+        pinned.engine.live_versions_at_end
+    );
+
+    let free = run(&workload, &counted(GarbageCollector::WatermarkOnly, false));
+    assert!(
+        free.engine.versions_reclaimed > 0 && free.engine.live_versions_at_end < 1_500,
+        "watermark without a held snapshot: {:?}",
+        free.engine
+    );
+
+    let steam = run(&workload, &counted(GarbageCollector::Steam, true));
+    // Eager pruning keeps the held snapshot's version and the newest per row.
+    assert!(
+        steam.engine.versions_pruned_eagerly > 0,
+        "{:?}",
+        steam.engine
+    );
+    assert!(
+        steam.engine.live_versions_at_end <= 2 * rows,
+        "steam with a held snapshot: {:?}",
+        steam.engine
+    );
+    let line = comparison_line(&[steam, pinned]).expect("comparison");
+    assert!(line.starts_with("steam: "), "{line}");
+    assert!(line.contains("the OLTP throughput of watermark"), "{line}");
+    assert!(line.contains("live versions"), "{line}");
+}
+
+/// Wraps a workload; fails in the consistency check after `checks_before_failure` checks,
+/// or makes its OLTP workers fail after `commits_before_error` commits.
+struct Faulty {
+    inner: KvWorkload,
+    checks: AtomicUsize,
+    checks_before_failure: usize,
+    commits_before_error: Option<usize>,
+}
+
+impl Faulty {
+    fn new(checks_before_failure: usize, commits_before_error: Option<usize>) -> Self {
+        Faulty {
+            inner: kv(),
+            checks: AtomicUsize::new(0),
+            checks_before_failure,
+            commits_before_error,
+        }
+    }
+}
+
+struct FailingWorker<'db> {
+    inner: Box<dyn OltpWorker + 'db>,
+    left: usize,
+}
+
+impl OltpWorker for FailingWorker<'_> {
+    fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        if self.left == 0 {
+            return Err(LabError::Inconsistent("planted worker failure".into()));
+        }
+        self.left -= 1;
+        self.inner.run_one(isolation)
+    }
+}
+
+impl Workload for Faulty {
+    fn name(&self) -> &'static str {
+        "faulty"
+    }
+    fn describe(&self) -> String {
+        "a workload that fails on purpose".into()
+    }
+    fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
+        self.inner.load(db, progress)
+    }
+    fn transaction_kinds(&self) -> &'static [&'static str] {
+        self.inner.transaction_kinds()
+    }
+    fn oltp_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        worker: usize,
+        workers: usize,
+        seed: u64,
+    ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
+        let inner = self.inner.oltp_worker(db, worker, workers, seed)?;
+        Ok(match self.commits_before_error {
+            Some(left) => Box::new(FailingWorker { inner, left }),
+            None => inner,
+        })
+    }
+    fn olap_worker<'db>(
+        &'db self,
+        _db: &'db Database,
+        _worker: usize,
+        _seed: u64,
+    ) -> Result<Option<Box<dyn OlapWorker + 'db>>, LabError> {
+        Ok(None)
+    }
+    fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
+        if self.checks.fetch_add(1, Ordering::SeqCst) >= self.checks_before_failure {
+            return Err(LabError::Inconsistent("planted failure".into()));
+        }
+        self.inner.check_consistency(db)
+    }
+}
+
+#[test]
+fn a_failed_consistency_check_fails_the_run() {
+    // After the load.
+    let result = run_configuration(&Faulty::new(0, None), &timed(GarbageCollector::Steam, 100));
+    assert!(
+        matches!(&result, Err(LabError::Inconsistent(what)) if what.contains("after the load")),
+        "{result:?}"
+    );
+    // After the run.
+    let result = run_configuration(&Faulty::new(1, None), &timed(GarbageCollector::Steam, 100));
+    assert!(
+        matches!(&result, Err(LabError::Inconsistent(what)) if what.contains("after the run")),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn a_worker_error_stops_the_run_at_once() {
+    let start = Instant::now();
+    let config = RunConfig {
+        oltp_workers: 2,
+        hold_snapshot: true,
+        ..timed(GarbageCollector::Steam, 30_000)
+    };
+    let result = run_configuration(&Faulty::new(usize::MAX, Some(50)), &config);
+    assert!(
+        matches!(&result, Err(LabError::Inconsistent(what)) if what.contains("planted worker failure")),
+        "{result:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the run went on for {:?} after a worker failed",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn options_that_do_not_fit_are_refused_before_running() {
+    let workload = kv();
+    let refused = |config: RunConfig| {
+        matches!(
+            run_configuration(&workload, &config),
+            Err(LabError::BadOption(_))
+        )
+    };
+    let base = timed(GarbageCollector::Steam, 100);
+    assert!(refused(RunConfig {
+        oltp_workers: 0,
+        ..base.clone()
+    }));
+    assert!(refused(RunConfig {
+        olap_workers: 1,
+        ..base.clone()
+    }));
+    assert!(refused(RunConfig {
+        stop: StopAfter::Transactions(0),
+        ..base.clone()
+    }));
+    assert!(refused(RunConfig {
+        sample_interval: Duration::from_millis(1),
+        ..base.clone()
+    }));
+    assert!(!refused(base));
+}
+
+#[test]
+fn summary_table_lists_every_configuration() {
+    let workload = kv();
+    let runs: Vec<RunResult> = GarbageCollector::ALL
+        .into_iter()
+        .map(|gc| run(&workload, &timed(gc, 200)))
+        .collect();
+    let table = summary_table(&runs);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("configuration") && lines[0].contains("OLTP commits/s"));
+    assert!(
+        lines[2].starts_with("steam") && lines[3].starts_with("watermark"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("OLAP"),
+        "no OLAP columns without OLAP workers:\n{table}"
+    );
+}
