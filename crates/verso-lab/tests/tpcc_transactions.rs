@@ -218,6 +218,7 @@ fn stock_scan_counts_every_item_of_every_warehouse() -> Result<(), LabError> {
 fn run_concurrently(
     tpcc: &Tpcc,
     db: &Database,
+    isolation: Isolation,
     per_thread: usize,
 ) -> Result<HashMap<String, u64>, LabError> {
     let threads = 2;
@@ -226,9 +227,7 @@ fn run_concurrently(
             .map(|thread| {
                 scope.spawn(move || {
                     let mut worker = tpcc.oltp_worker(db, thread, threads, 42)?;
-                    (0..per_thread)
-                        .map(|_| worker.run_one(Isolation::Snapshot))
-                        .collect()
+                    (0..per_thread).map(|_| worker.run_one(isolation)).collect()
                 })
             })
             .collect();
@@ -251,7 +250,7 @@ fn run_concurrently(
 #[test]
 fn two_threads_sharing_one_warehouse_stay_consistent() -> Result<(), LabError> {
     let (tpcc, db) = loaded(TpccConfig::tiny().with_warehouses(1))?;
-    let tally = run_concurrently(&tpcc, &db, 300)?;
+    let tally = run_concurrently(&tpcc, &db, Isolation::Snapshot, 300)?;
     eprintln!("outcomes: {tally:?}");
     for kind in ["NewOrder", "Payment"] {
         assert!(
@@ -269,7 +268,7 @@ fn two_threads_sharing_one_warehouse_stay_consistent() -> Result<(), LabError> {
 #[test]
 fn two_threads_on_two_warehouses_with_remote_work_stay_consistent() -> Result<(), LabError> {
     let (tpcc, db) = loaded(TpccConfig::tiny())?;
-    let tally = run_concurrently(&tpcc, &db, 300)?;
+    let tally = run_concurrently(&tpcc, &db, Isolation::Snapshot, 300)?;
     eprintln!("outcomes: {tally:?}");
     let committed: u64 = tally
         .iter()
@@ -277,5 +276,17 @@ fn two_threads_on_two_warehouses_with_remote_work_stay_consistent() -> Result<()
         .map(|(_, v)| v)
         .sum();
     assert!(committed > 500, "{tally:?}");
+    tpcc.check_consistency(&db)
+}
+
+#[test]
+fn two_serializable_threads_sharing_one_warehouse_stay_consistent() -> Result<(), LabError> {
+    let (tpcc, db) = loaded(TpccConfig::tiny().with_warehouses(1))?;
+    let tally = run_concurrently(&tpcc, &db, Isolation::Serializable, 300)?;
+    eprintln!("outcomes: {tally:?}");
+    assert!(
+        tally.get("NewOrder committed").copied().unwrap_or(0) > 50,
+        "{tally:?}"
+    );
     tpcc.check_consistency(&db)
 }

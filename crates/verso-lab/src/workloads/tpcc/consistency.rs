@@ -143,7 +143,7 @@ fn scan(
 
 fn gather(db: &Database) -> Result<Facts, LabError> {
     let tables = Tables::open(db)?;
-    let txn = db.begin(Isolation::Snapshot);
+    let txn = db.begin_read_only(Isolation::Snapshot);
     let mut facts = Facts::default();
     scan(&txn, tables.warehouse, |row| {
         facts

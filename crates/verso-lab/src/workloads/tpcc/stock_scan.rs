@@ -34,7 +34,7 @@ pub fn stock_scan(
         scanned_tuples: 0,
     };
     let mut out_of_range = None;
-    let txn = db.begin(Isolation::Snapshot);
+    let txn = db.begin_read_only(Isolation::Snapshot);
     txn.scan_view(tables.stock, KeyRange::new(..), |row| {
         result.scanned_tuples += 1;
         let warehouse = row.get(stock::S_W_ID).as_i64().unwrap_or(0);

@@ -1,0 +1,126 @@
+//! TPC-C throughput: the standard mix on one warehouse with one worker (the issue's target
+//! is 40,000 commits/s in a release build). Timing belongs in benchmarks, not tests, so
+//! this is ignored by default; run it with
+//!
+//! ```text
+//! cargo test --release -p verso-lab --test tpcc_throughput -- --ignored --nocapture
+//! ```
+//!
+//! `TPCC_RUNS` (default 5), `TPCC_SECONDS` (default 3) and `TPCC_WAREHOUSES` (default 1)
+//! change the measurement. Its tiny mode runs in the normal suite, so it cannot rot.
+
+use std::time::{Duration, Instant};
+
+use verso::{Database, Isolation, Options};
+use verso_lab::workload::{LabError, NoProgress, TxnOutcome, Workload};
+use verso_lab::workloads::tpcc::{Tpcc, TpccConfig, TRANSACTION_KINDS};
+
+struct Measurement {
+    commits_per_second: f64,
+    committed: [u64; 5],
+    aborted: u64,
+    /// The slowest attempt of each kind, in microseconds.
+    latency_us_max: [u64; 5],
+}
+
+fn measure(
+    tpcc: &Tpcc,
+    db: &Database,
+    seed: u64,
+    duration: Duration,
+) -> Result<Measurement, LabError> {
+    let mut worker = tpcc.worker(db, 0, 1, seed)?;
+    let mut committed = [0u64; 5];
+    let mut aborted = 0;
+    let mut latency_us_max = [0u64; 5];
+    let start = Instant::now();
+    // Check the clock every 64 transactions: reading it costs more than a Payment's commit.
+    while start.elapsed() < duration {
+        for _ in 0..64 {
+            let kind = worker.next_kind();
+            let attempt_start = Instant::now();
+            match worker.run(kind, Isolation::Snapshot)? {
+                TxnOutcome::Committed { kind } => committed[kind] += 1,
+                TxnOutcome::Aborted { .. } => aborted += 1,
+            }
+            let latency_us = attempt_start.elapsed().as_micros() as u64;
+            latency_us_max[kind] = latency_us_max[kind].max(latency_us);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    Ok(Measurement {
+        commits_per_second: committed.iter().sum::<u64>() as f64 / elapsed,
+        committed,
+        aborted,
+        latency_us_max,
+    })
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+#[ignore = "a benchmark: run in release with --ignored --nocapture"]
+fn standard_mix_one_warehouse_one_worker() -> Result<(), LabError> {
+    let runs = env_or("TPCC_RUNS", 5);
+    let seconds = env_or("TPCC_SECONDS", 3);
+    let warehouses = env_or("TPCC_WAREHOUSES", 1) as u32;
+    let tpcc = Tpcc::new(TpccConfig::standard(warehouses))?;
+    let db = Database::open(Options::default())?;
+    let load_start = Instant::now();
+    tpcc.load(&db, &NoProgress)?;
+    eprintln!(
+        "loaded {} in {:.2} s",
+        tpcc.describe(),
+        load_start.elapsed().as_secs_f64()
+    );
+    measure(&tpcc, &db, 1, Duration::from_secs(1))?; // warm-up
+    let mut rates = Vec::new();
+    for run in 0..runs {
+        let m = measure(&tpcc, &db, 100 + run, Duration::from_secs(seconds))?;
+        eprintln!(
+            "run {run}: {:>9.0} commits/s  (aborted {}; {})",
+            m.commits_per_second,
+            m.aborted,
+            TRANSACTION_KINDS
+                .iter()
+                .zip(m.committed)
+                .zip(m.latency_us_max)
+                .map(|((name, n), max)| format!("{name} {n} (max {max} µs)"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        rates.push(m.commits_per_second);
+    }
+    rates.sort_by(f64::total_cmp);
+    eprintln!(
+        "median {:.0} commits/s, min {:.0}, max {:.0} ({runs} runs of {seconds} s, {} design)",
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1],
+        db.design()
+    );
+    let check_start = Instant::now();
+    tpcc.check_consistency(&db)?;
+    eprintln!(
+        "consistency: all twelve conditions hold ({:.2} s)",
+        check_start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The benchmark's tiny mode, in the normal suite.
+#[test]
+fn tiny_mode_measures_something() -> Result<(), LabError> {
+    let tpcc = Tpcc::new(TpccConfig::tiny().with_warehouses(1))?;
+    let db = Database::open(Options::default())?;
+    tpcc.load(&db, &NoProgress)?;
+    let m = measure(&tpcc, &db, 1, Duration::from_millis(100))?;
+    assert!(m.commits_per_second > 0.0);
+    assert!(m.committed.iter().sum::<u64>() >= 64);
+    tpcc.check_consistency(&db)
+}
