@@ -1,38 +1,7 @@
 //! TPC-C's random functions (clause 2.1.6 and 4.3.2): uniform ranges, NURand, a-strings,
 //! n-strings, last names from syllables, zip codes and `ORIGINAL` data.
 
-/// SplitMix64 (Steele, Lea, Flood 2014): a 64-bit state advanced by a Weyl sequence and
-/// finalized by a mixing function. About a nanosecond per draw.
-// The framework is moving verso-bench's copy into `verso_lab::rng`; until it lands this
-// module keeps its own, with the same sequence.
-#[derive(Clone, Debug)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator whose sequence depends only on `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number in `0..n` (Lemire's multiply-shift). `n` must not be 0.
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        debug_assert!(n > 0);
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
+use crate::rng::SplitMix64;
 
 /// The run-time constant C of NURand for C_LAST must differ from the load-time one by a
 /// delta in 65..=119 other than 96 and 112 (clause 2.1.6.1).
@@ -218,13 +187,6 @@ pub fn last_name(number: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn matches_the_splitmix_reference_sequence() {
-        let mut rng = SplitMix64::new(1_234_567);
-        assert_eq!(rng.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(rng.next_u64(), 3_203_168_211_198_807_973);
-    }
 
     #[test]
     fn last_names_follow_the_syllable_table() {
