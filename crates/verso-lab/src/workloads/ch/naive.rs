@@ -9,6 +9,9 @@
 //! `exists` per outer row), and groups in `BTreeMap`s. It is slow and only meant for tiny
 //! databases.
 //!
+//! Row variables carry the column prefix of their table, as in the SQL (`ol` for an
+//! ORDER_LINE row, `o`, `c`, `s`, `i`, `su`, `n`, `r`), so each loop reads like its query.
+//!
 //! Shared with the plans, on purpose: the date constants, the computed join keys
 //! ([`supplier_of_stock`], [`nation_of_state`]), money in cents, and the result type.
 

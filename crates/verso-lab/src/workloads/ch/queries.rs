@@ -97,10 +97,7 @@ pub fn run_query(
     scope: &QueryScope<'_, '_>,
     tables: &ChTables,
 ) -> Result<QueryResult, LabError> {
-    let plan = Plan {
-        s: scope,
-        t: tables,
-    };
+    let plan = Plan { scope, tables };
     match index {
         0 => plan.q1(),
         1 => plan.q2(),
@@ -139,7 +136,7 @@ type CustomerKey = (i64, i64, i64);
 type StockKey = (i64, i64);
 
 /// Reads an integer column of a row (`None` for NULL).
-fn i(row: RowView<'_>, column: usize) -> Option<i64> {
+fn int_col(row: RowView<'_>, column: usize) -> Option<i64> {
     int(row.get(column))
 }
 
@@ -150,7 +147,7 @@ fn cents(row: RowView<'_>, column: usize) -> Option<i64> {
 }
 
 /// Reads a text column (`None` for NULL).
-fn t(row: RowView<'_>, column: usize) -> Option<&str> {
+fn text_col(row: RowView<'_>, column: usize) -> Option<&str> {
     text(row.get(column))
 }
 
@@ -173,40 +170,40 @@ fn nation_key_named(name: &str) -> Option<i64> {
 }
 
 struct Plan<'a, 'txn, 'db> {
-    s: &'a QueryScope<'txn, 'db>,
-    t: &'a ChTables,
+    scope: &'a QueryScope<'txn, 'db>,
+    tables: &'a ChTables,
 }
 
 impl Plan<'_, '_, '_> {
     fn order_line_key(row: RowView<'_>) -> Option<OrderKey> {
         Some((
-            i(row, order_line::OL_W_ID)?,
-            i(row, order_line::OL_D_ID)?,
-            i(row, order_line::OL_O_ID)?,
+            int_col(row, order_line::OL_W_ID)?,
+            int_col(row, order_line::OL_D_ID)?,
+            int_col(row, order_line::OL_O_ID)?,
         ))
     }
 
     fn order_key(row: RowView<'_>) -> Option<OrderKey> {
         Some((
-            i(row, orders::O_W_ID)?,
-            i(row, orders::O_D_ID)?,
-            i(row, orders::O_ID)?,
+            int_col(row, orders::O_W_ID)?,
+            int_col(row, orders::O_D_ID)?,
+            int_col(row, orders::O_ID)?,
         ))
     }
 
     fn ordering_customer(row: RowView<'_>) -> Option<CustomerKey> {
         Some((
-            i(row, orders::O_W_ID)?,
-            i(row, orders::O_D_ID)?,
-            i(row, orders::O_C_ID)?,
+            int_col(row, orders::O_W_ID)?,
+            int_col(row, orders::O_D_ID)?,
+            int_col(row, orders::O_C_ID)?,
         ))
     }
 
     fn customer_key(row: RowView<'_>) -> Option<CustomerKey> {
         Some((
-            i(row, customer::C_W_ID)?,
-            i(row, customer::C_D_ID)?,
-            i(row, customer::C_ID)?,
+            int_col(row, customer::C_W_ID)?,
+            int_col(row, customer::C_D_ID)?,
+            int_col(row, customer::C_ID)?,
         ))
     }
 
@@ -215,20 +212,20 @@ impl Plan<'_, '_, '_> {
         &self,
         mut keep: impl FnMut(i64, i64) -> bool,
     ) -> Result<UniqueHashJoin<i64, String>, LabError> {
-        Ok(UniqueHashJoin::build(self.s.scan(
-            self.t.extra.nation,
+        Ok(UniqueHashJoin::build(self.scope.scan(
+            self.tables.extra.nation,
             |row| {
-                let key = i(row, nation::N_NATIONKEY)?;
-                keep(key, i(row, nation::N_REGIONKEY)?)
-                    .then(|| Some((key, t(row, nation::N_NAME)?.to_owned())))?
+                let key = int_col(row, nation::N_NATIONKEY)?;
+                keep(key, int_col(row, nation::N_REGIONKEY)?)
+                    .then(|| Some((key, text_col(row, nation::N_NAME)?.to_owned())))?
             },
         )?))
     }
 
     /// The keys of the regions whose name `keep` accepts.
     fn regions(&self, keep: impl Fn(&str) -> bool) -> Result<FastSet<i64>, LabError> {
-        let keys = self.s.scan(self.t.extra.region, |row| {
-            keep(t(row, region::R_NAME)?).then_some(i(row, region::R_REGIONKEY)?)
+        let keys = self.scope.scan(self.tables.extra.region, |row| {
+            keep(text_col(row, region::R_NAME)?).then_some(int_col(row, region::R_REGIONKEY)?)
         })?;
         Ok(keys.into_iter().collect())
     }
@@ -238,11 +235,11 @@ impl Plan<'_, '_, '_> {
         &self,
         keep: impl Fn(i64) -> bool,
     ) -> Result<UniqueHashJoin<i64, i64>, LabError> {
-        Ok(UniqueHashJoin::build(self.s.scan(
-            self.t.extra.supplier,
+        Ok(UniqueHashJoin::build(self.scope.scan(
+            self.tables.extra.supplier,
             |row| {
-                let nation = i(row, supplier::SU_NATIONKEY)?;
-                keep(nation).then_some((i(row, supplier::SU_SUPPKEY)?, nation))
+                let nation = int_col(row, supplier::SU_NATIONKEY)?;
+                keep(nation).then_some((int_col(row, supplier::SU_SUPPKEY)?, nation))
             },
         )?))
     }
@@ -254,14 +251,14 @@ impl Plan<'_, '_, '_> {
         suppliers: &UniqueHashJoin<i64, i64>,
         keep_item: impl Fn(i64) -> bool,
     ) -> Result<UniqueHashJoin<StockKey, i64>, LabError> {
-        Ok(UniqueHashJoin::build(self.s.scan(
-            self.t.tpcc.stock,
+        Ok(UniqueHashJoin::build(self.scope.scan(
+            self.tables.tpcc.stock,
             |row| {
-                let item = i(row, stock::S_I_ID)?;
+                let item = int_col(row, stock::S_I_ID)?;
                 if !keep_item(item) {
                     return None;
                 }
-                let warehouse = i(row, stock::S_W_ID)?;
+                let warehouse = int_col(row, stock::S_W_ID)?;
                 let nation = *suppliers.probe(&supplier_of_stock(warehouse, item))?;
                 Some(((warehouse, item), nation))
             },
@@ -276,14 +273,14 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q1(&self) -> Result<QueryResult, LabError> {
         let mut groups: GroupBy<i64, (IntSum, IntSum, Avg, Avg, Count)> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            if i(row, order_line::OL_DELIVERY_D)? <= JAN_2_2007 {
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            if int_col(row, order_line::OL_DELIVERY_D)? <= JAN_2_2007 {
                 return None;
             }
-            let quantity = i(row, order_line::OL_QUANTITY);
+            let quantity = int_col(row, order_line::OL_QUANTITY);
             let amount = num(row.get(order_line::OL_AMOUNT));
             groups.add(
-                i(row, order_line::OL_NUMBER)?,
+                int_col(row, order_line::OL_NUMBER)?,
                 (
                     quantity,
                     amount.map(to_cents),
@@ -333,34 +330,38 @@ impl Plan<'_, '_, '_> {
     fn q2(&self) -> Result<QueryResult, LabError> {
         let regions = self.regions(|name| name.starts_with("Europ"))?;
         let nations = self.nations(|_, region| regions.contains(&region))?;
-        let suppliers = UniqueHashJoin::build(self.s.scan(self.t.extra.supplier, |row| {
-            let nation_name = nations.probe(&i(row, supplier::SU_NATIONKEY)?)?;
-            let columns = [
-                supplier::SU_NAME,
-                supplier::SU_ADDRESS,
-                supplier::SU_PHONE,
-                supplier::SU_COMMENT,
-            ]
-            .map(|column| t(row, column).map(str::to_owned));
-            let [Some(name), Some(address), Some(phone), Some(comment)] = columns else {
-                return None;
-            };
-            let details = (name, nation_name.clone(), address, phone, comment);
-            Some((i(row, supplier::SU_SUPPKEY)?, details))
-        })?);
-        let european_stock = self.s.scan(self.t.tpcc.stock, |row| {
-            let (warehouse, item) = (i(row, stock::S_W_ID)?, i(row, stock::S_I_ID)?);
+        let suppliers =
+            UniqueHashJoin::build(self.scope.scan(self.tables.extra.supplier, |row| {
+                let nation_name = nations.probe(&int_col(row, supplier::SU_NATIONKEY)?)?;
+                let columns = [
+                    supplier::SU_NAME,
+                    supplier::SU_ADDRESS,
+                    supplier::SU_PHONE,
+                    supplier::SU_COMMENT,
+                ]
+                .map(|column| text_col(row, column).map(str::to_owned));
+                let [Some(name), Some(address), Some(phone), Some(comment)] = columns else {
+                    return None;
+                };
+                let details = (name, nation_name.clone(), address, phone, comment);
+                Some((int_col(row, supplier::SU_SUPPKEY)?, details))
+            })?);
+        let european_stock = self.scope.scan(self.tables.tpcc.stock, |row| {
+            let (warehouse, item) = (int_col(row, stock::S_W_ID)?, int_col(row, stock::S_I_ID)?);
             let supplier_key = supplier_of_stock(warehouse, item);
             suppliers.contains(&supplier_key).then_some(())?;
-            Some((item, supplier_key, i(row, stock::S_QUANTITY)?))
+            Some((item, supplier_key, int_col(row, stock::S_QUANTITY)?))
         })?;
         let mut minimum: GroupBy<i64, Min<i64>> = GroupBy::new();
         for &(item, _, quantity) in &european_stock {
             minimum.add(item, Some(quantity));
         }
-        let items = UniqueHashJoin::build(self.s.scan(self.t.tpcc.item, |row| {
-            t(row, item::I_DATA)?.ends_with('b').then_some(())?;
-            Some((i(row, item::I_ID)?, t(row, item::I_NAME)?.to_owned()))
+        let items = UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.item, |row| {
+            text_col(row, item::I_DATA)?.ends_with('b').then_some(())?;
+            Some((
+                int_col(row, item::I_ID)?,
+                text_col(row, item::I_NAME)?.to_owned(),
+            ))
         })?);
         let mut rows = Vec::new();
         for (item, supplier_key, quantity) in european_stock {
@@ -403,34 +404,37 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q3(&self) -> Result<QueryResult, LabError> {
         let customers: FastSet<CustomerKey> = self
-            .s
-            .scan(self.t.tpcc.customer, |row| {
-                t(row, customer::C_STATE)?.starts_with('A').then_some(())?;
+            .scope
+            .scan(self.tables.tpcc.customer, |row| {
+                text_col(row, customer::C_STATE)?
+                    .starts_with('A')
+                    .then_some(())?;
                 Self::customer_key(row)
             })?
             .into_iter()
             .collect();
         let new_orders: FastSet<OrderKey> = self
-            .s
-            .scan(self.t.tpcc.new_order, |row| {
+            .scope
+            .scan(self.tables.tpcc.new_order, |row| {
                 Some((
-                    i(row, new_order::NO_W_ID)?,
-                    i(row, new_order::NO_D_ID)?,
-                    i(row, new_order::NO_O_ID)?,
+                    int_col(row, new_order::NO_W_ID)?,
+                    int_col(row, new_order::NO_D_ID)?,
+                    int_col(row, new_order::NO_O_ID)?,
                 ))
             })?
             .into_iter()
             .collect();
-        let open_orders = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let entry = i(row, orders::O_ENTRY_D)?;
-            let key = Self::order_key(row)?;
-            let selected = entry > JAN_2_2007
-                && new_orders.contains(&key)
-                && customers.contains(&Self::ordering_customer(row)?);
-            selected.then_some((key, entry))
-        })?);
+        let open_orders =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                let entry = int_col(row, orders::O_ENTRY_D)?;
+                let key = Self::order_key(row)?;
+                let selected = entry > JAN_2_2007
+                    && new_orders.contains(&key)
+                    && customers.contains(&Self::ordering_customer(row)?);
+                selected.then_some((key, entry))
+            })?);
         let mut revenue: GroupBy<OrderKey, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
             let key = Self::order_line_key(row)?;
             open_orders.contains(&key).then_some(())?;
             revenue.add(key, cents(row, order_line::OL_AMOUNT));
@@ -462,14 +466,17 @@ impl Plan<'_, '_, '_> {
     /// group by o_ol_cnt order by o_ol_cnt
     /// ```
     fn q4(&self) -> Result<QueryResult, LabError> {
-        let window = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let entry = i(row, orders::O_ENTRY_D)?;
+        let window = UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+            let entry = int_col(row, orders::O_ENTRY_D)?;
             (JAN_2_2007..FAR_FUTURE).contains(&entry).then_some(())?;
-            Some((Self::order_key(row)?, (entry, i(row, orders::O_OL_CNT)?)))
+            Some((
+                Self::order_key(row)?,
+                (entry, int_col(row, orders::O_OL_CNT)?),
+            ))
         })?);
         let mut with_late_line: FastSet<OrderKey> = FastSet::default();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             let key = Self::order_line_key(row)?;
             let (entry, _) = window.probe(&key)?;
             if delivered >= *entry {
@@ -508,21 +515,26 @@ impl Plan<'_, '_, '_> {
         let nations = self.nations(|_, region| regions.contains(&region))?;
         let suppliers = self.supplier_nations(|nation| nations.contains(&nation))?;
         let stock_nations = self.stock_supplier_nations(&suppliers, |_| true)?;
-        let customer_nations = UniqueHashJoin::build(self.s.scan(self.t.tpcc.customer, |row| {
-            let nation = nation_of_state(t(row, customer::C_STATE)?)?;
-            nations
-                .contains(&nation)
-                .then_some((Self::customer_key(row)?, nation))
-        })?);
-        let order_nations = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            (i(row, orders::O_ENTRY_D)? >= JAN_2_2007).then_some(())?;
-            let nation = *customer_nations.probe(&Self::ordering_customer(row)?)?;
-            Some((Self::order_key(row)?, nation))
-        })?);
+        let customer_nations =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.customer, |row| {
+                let nation = nation_of_state(text_col(row, customer::C_STATE)?)?;
+                nations
+                    .contains(&nation)
+                    .then_some((Self::customer_key(row)?, nation))
+            })?);
+        let order_nations =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                (int_col(row, orders::O_ENTRY_D)? >= JAN_2_2007).then_some(())?;
+                let nation = *customer_nations.probe(&Self::ordering_customer(row)?)?;
+                Some((Self::order_key(row)?, nation))
+            })?);
         let mut revenue: GroupBy<i64, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
             let customer_nation = *order_nations.probe(&Self::order_line_key(row)?)?;
-            let stock_key = (i(row, order_line::OL_W_ID)?, i(row, order_line::OL_I_ID)?);
+            let stock_key = (
+                int_col(row, order_line::OL_W_ID)?,
+                int_col(row, order_line::OL_I_ID)?,
+            );
             let supplier_nation = *stock_nations.probe(&stock_key)?;
             if customer_nation == supplier_nation {
                 revenue.add(supplier_nation, cents(row, order_line::OL_AMOUNT));
@@ -547,9 +559,9 @@ impl Plan<'_, '_, '_> {
     ///   and ol_quantity between 1 and 100000
     /// ```
     fn q6(&self) -> Result<QueryResult, LabError> {
-        let amounts = self.s.scan(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
-            let quantity = i(row, order_line::OL_QUANTITY)?;
+        let amounts = self.scope.scan(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
+            let quantity = int_col(row, order_line::OL_QUANTITY)?;
             let selected =
                 (JAN_1_1999..FAR_FUTURE).contains(&delivered) && (1..=100_000).contains(&quantity);
             selected.then(|| cents(row, order_line::OL_AMOUNT))
@@ -584,29 +596,31 @@ impl Plan<'_, '_, '_> {
         let nations = self.nations(|key, _| pair.contains(&key))?;
         let suppliers = self.supplier_nations(|nation| nations.contains(&nation))?;
         let stock_nations = self.stock_supplier_nations(&suppliers, |_| true)?;
-        let customers = UniqueHashJoin::build(self.s.scan(self.t.tpcc.customer, |row| {
-            let state = t(row, customer::C_STATE)?;
-            let nation = nation_of_state(state)?;
-            nations
-                .contains(&nation)
-                .then(|| Some((Self::customer_key(row)?, (nation, first_char(state)))))?
-        })?);
-        let order_customers = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let customer_key = Self::ordering_customer(row)?;
-            customers.contains(&customer_key).then_some(())?;
-            let year = year_of(i(row, orders::O_ENTRY_D)?);
-            Some((Self::order_key(row)?, (customer_key, year)))
-        })?);
+        let customers =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.customer, |row| {
+                let state = text_col(row, customer::C_STATE)?;
+                let nation = nation_of_state(state)?;
+                nations
+                    .contains(&nation)
+                    .then(|| Some((Self::customer_key(row)?, (nation, first_char(state)))))?
+            })?);
+        let order_customers =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                let customer_key = Self::ordering_customer(row)?;
+                customers.contains(&customer_key).then_some(())?;
+                let year = year_of(int_col(row, orders::O_ENTRY_D)?);
+                Some((Self::order_key(row)?, (customer_key, year)))
+            })?);
         let mut revenue: GroupBy<(i64, CustomerKey, i64), IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             (JAN_2_2007..=FAR_FUTURE)
                 .contains(&delivered)
                 .then_some(())?;
             let (customer_key, year) = order_customers.probe(&Self::order_line_key(row)?)?;
             let stock_key = (
-                i(row, order_line::OL_SUPPLY_W_ID)?,
-                i(row, order_line::OL_I_ID)?,
+                int_col(row, order_line::OL_SUPPLY_W_ID)?,
+                int_col(row, order_line::OL_I_ID)?,
             );
             let supplier_nation = *stock_nations.probe(&stock_key)?;
             let (customer_nation, _) = customers.probe(customer_key)?;
@@ -669,10 +683,10 @@ impl Plan<'_, '_, '_> {
         let european = self.nations(|_, region| regions.contains(&region))?;
         let all_nations = self.nations(|_, _| true)?;
         let items: FastSet<i64> = self
-            .s
-            .scan(self.t.tpcc.item, |row| {
-                let id = i(row, item::I_ID)?;
-                (id < 1_000 && t(row, item::I_DATA)?.ends_with('b')).then_some(id)
+            .scope
+            .scan(self.tables.tpcc.item, |row| {
+                let id = int_col(row, item::I_ID)?;
+                (id < 1_000 && text_col(row, item::I_DATA)?.ends_with('b')).then_some(id)
             })?
             .into_iter()
             .collect();
@@ -680,26 +694,27 @@ impl Plan<'_, '_, '_> {
         let stock_nations =
             self.stock_supplier_nations(&suppliers, |item| items.contains(&item))?;
         let customers: FastSet<CustomerKey> = self
-            .s
-            .scan(self.t.tpcc.customer, |row| {
-                let nation = nation_of_state(t(row, customer::C_STATE)?)?;
+            .scope
+            .scan(self.tables.tpcc.customer, |row| {
+                let nation = nation_of_state(text_col(row, customer::C_STATE)?)?;
                 european.contains(&nation).then_some(())?;
                 Self::customer_key(row)
             })?
             .into_iter()
             .collect();
-        let order_years = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let entry = i(row, orders::O_ENTRY_D)?;
-            let selected = (JAN_2_2007..=FAR_FUTURE).contains(&entry)
-                && customers.contains(&Self::ordering_customer(row)?);
-            selected.then(|| Some((Self::order_key(row)?, year_of(entry))))?
-        })?);
+        let order_years =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                let entry = int_col(row, orders::O_ENTRY_D)?;
+                let selected = (JAN_2_2007..=FAR_FUTURE).contains(&entry)
+                    && customers.contains(&Self::ordering_customer(row)?);
+                selected.then(|| Some((Self::order_key(row)?, year_of(entry))))?
+            })?);
         let mut shares: GroupBy<i64, (IntSum, IntSum)> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let item = i(row, order_line::OL_I_ID)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let item = int_col(row, order_line::OL_I_ID)?;
             (item < 1_000 && items.contains(&item)).then_some(())?;
             let year = *order_years.probe(&Self::order_line_key(row)?)?;
-            let stock_key = (i(row, order_line::OL_SUPPLY_W_ID)?, item);
+            let stock_key = (int_col(row, order_line::OL_SUPPLY_W_ID)?, item);
             let supplier_nation = *stock_nations.probe(&stock_key)?;
             let amount = cents(row, order_line::OL_AMOUNT);
             let german_amount = if Some(supplier_nation) == germany {
@@ -731,24 +746,28 @@ impl Plan<'_, '_, '_> {
     fn q9(&self) -> Result<QueryResult, LabError> {
         let nations = self.nations(|_, _| true)?;
         let items: FastSet<i64> = self
-            .s
-            .scan(self.t.tpcc.item, |row| {
-                t(row, item::I_DATA)?.ends_with("bb").then_some(())?;
-                i(row, item::I_ID)
+            .scope
+            .scan(self.tables.tpcc.item, |row| {
+                text_col(row, item::I_DATA)?.ends_with("bb").then_some(())?;
+                int_col(row, item::I_ID)
             })?
             .into_iter()
             .collect();
         let suppliers = self.supplier_nations(|nation| nations.contains(&nation))?;
         let stock_nations =
             self.stock_supplier_nations(&suppliers, |item| items.contains(&item))?;
-        let order_years = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            Some((Self::order_key(row)?, year_of(i(row, orders::O_ENTRY_D)?)))
-        })?);
+        let order_years =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                Some((
+                    Self::order_key(row)?,
+                    year_of(int_col(row, orders::O_ENTRY_D)?),
+                ))
+            })?);
         let mut profit: GroupBy<(i64, i64), IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let item = i(row, order_line::OL_I_ID)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let item = int_col(row, order_line::OL_I_ID)?;
             items.contains(&item).then_some(())?;
-            let stock_key = (i(row, order_line::OL_SUPPLY_W_ID)?, item);
+            let stock_key = (int_col(row, order_line::OL_SUPPLY_W_ID)?, item);
             let nation = *stock_nations.probe(&stock_key)?;
             let year = *order_years.probe(&Self::order_line_key(row)?)?;
             profit.add((nation, year), cents(row, order_line::OL_AMOUNT));
@@ -779,17 +798,18 @@ impl Plan<'_, '_, '_> {
     /// order by revenue desc
     /// ```
     fn q10(&self) -> Result<QueryResult, LabError> {
-        let order_customers = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let entry = i(row, orders::O_ENTRY_D)?;
-            (entry >= JAN_2_2007).then_some(())?;
-            Some((
-                Self::order_key(row)?,
-                (entry, Self::ordering_customer(row)?),
-            ))
-        })?);
+        let order_customers =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                let entry = int_col(row, orders::O_ENTRY_D)?;
+                (entry >= JAN_2_2007).then_some(())?;
+                Some((
+                    Self::order_key(row)?,
+                    (entry, Self::ordering_customer(row)?),
+                ))
+            })?);
         let mut by_customer: GroupBy<CustomerKey, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             let (entry, customer_key) = order_customers.probe(&Self::order_line_key(row)?)?;
             if *entry <= delivered {
                 by_customer.add(*customer_key, cents(row, order_line::OL_AMOUNT));
@@ -800,14 +820,14 @@ impl Plan<'_, '_, '_> {
         // The SQL groups by the customer's columns, not its key: fold the per-customer sums
         // into those groups.
         let mut groups: FastMap<(i64, String, String, String, String), IntSum> = FastMap::default();
-        self.s.scan_each(self.t.tpcc.customer, |row| {
+        self.scope.scan_each(self.tables.tpcc.customer, |row| {
             let sum = by_customer.get(&Self::customer_key(row)?)?.0?;
-            let nation = nations.probe(&nation_of_state(t(row, customer::C_STATE)?)?)?;
+            let nation = nations.probe(&nation_of_state(text_col(row, customer::C_STATE)?)?)?;
             let key = (
-                i(row, customer::C_ID)?,
-                t(row, customer::C_LAST)?.to_owned(),
-                t(row, customer::C_CITY)?.to_owned(),
-                t(row, customer::C_PHONE)?.to_owned(),
+                int_col(row, customer::C_ID)?,
+                text_col(row, customer::C_LAST)?.to_owned(),
+                text_col(row, customer::C_CITY)?.to_owned(),
+                text_col(row, customer::C_PHONE)?.to_owned(),
                 nation.clone(),
             );
             let total = groups.entry(key).or_default();
@@ -842,14 +862,15 @@ impl Plan<'_, '_, '_> {
     /// order by ordercount desc
     /// ```
     fn q11(&self) -> Result<QueryResult, LabError> {
-        let nations = self.nations(|key, _| Some(key) == nation_key_named("Germany"))?;
+        let germany = nation_key_named("Germany");
+        let nations = self.nations(|key, _| Some(key) == germany)?;
         let suppliers = self.supplier_nations(|nation| nations.contains(&nation))?;
         let mut per_item: GroupBy<i64, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.stock, |row| {
-            let item = i(row, stock::S_I_ID)?;
-            let supplier_key = supplier_of_stock(i(row, stock::S_W_ID)?, item);
+        self.scope.scan_each(self.tables.tpcc.stock, |row| {
+            let item = int_col(row, stock::S_I_ID)?;
+            let supplier_key = supplier_of_stock(int_col(row, stock::S_W_ID)?, item);
             suppliers.contains(&supplier_key).then_some(())?;
-            per_item.add(item, i(row, stock::S_ORDER_CNT));
+            per_item.add(item, int_col(row, stock::S_ORDER_CNT));
             Some(())
         })?;
         let groups = per_item.finish();
@@ -877,17 +898,18 @@ impl Plan<'_, '_, '_> {
     /// group by o_ol_cnt order by o_ol_cnt
     /// ```
     fn q12(&self) -> Result<QueryResult, LabError> {
-        let order_details = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            let details = (
-                i(row, orders::O_ENTRY_D)?,
-                i(row, orders::O_CARRIER_ID),
-                i(row, orders::O_OL_CNT)?,
-            );
-            Some((Self::order_key(row)?, details))
-        })?);
+        let order_details =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                let details = (
+                    int_col(row, orders::O_ENTRY_D)?,
+                    int_col(row, orders::O_CARRIER_ID),
+                    int_col(row, orders::O_OL_CNT)?,
+                );
+                Some((Self::order_key(row)?, details))
+            })?);
         let mut groups: GroupBy<i64, (IntSum, IntSum)> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             let (entry, carrier, line_count) = order_details.probe(&Self::order_line_key(row)?)?;
             (*entry <= delivered && delivered < FAR_FUTURE).then_some(())?;
             // SQL's three-valued logic: a NULL carrier is neither high nor low.
@@ -919,16 +941,16 @@ impl Plan<'_, '_, '_> {
     /// number in different districts form one group; the plan keeps that.
     fn q13(&self) -> Result<QueryResult, LabError> {
         let mut orders_per_customer: GroupBy<CustomerKey, Count> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.orders, |row| {
-            (i(row, orders::O_CARRIER_ID)? > 8).then_some(())?;
+        self.scope.scan_each(self.tables.tpcc.orders, |row| {
+            (int_col(row, orders::O_CARRIER_ID)? > 8).then_some(())?;
             orders_per_customer.add(Self::ordering_customer(row)?, true);
             Some(())
         })?;
         let mut per_customer_number: GroupBy<i64, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.customer, |row| {
+        self.scope.scan_each(self.tables.tpcc.customer, |row| {
             let key = Self::customer_key(row)?;
             let count = orders_per_customer.get(&key).map_or(0, |count| count.0);
-            per_customer_number.add(i(row, customer::C_ID)?, Some(count));
+            per_customer_number.add(int_col(row, customer::C_ID)?, Some(count));
             Some(())
         })?;
         let mut distribution: GroupBy<i64, Count> = GroupBy::new();
@@ -951,16 +973,19 @@ impl Plan<'_, '_, '_> {
     ///   and ol_delivery_d < '2020-01-02 00:00:00.000000'
     /// ```
     fn q14(&self) -> Result<QueryResult, LabError> {
-        let promotional = UniqueHashJoin::build(self.s.scan(self.t.tpcc.item, |row| {
-            Some((i(row, item::I_ID)?, t(row, item::I_DATA)?.starts_with("PR")))
+        let promotional = UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.item, |row| {
+            Some((
+                int_col(row, item::I_ID)?,
+                text_col(row, item::I_DATA)?.starts_with("PR"),
+            ))
         })?);
         let mut inputs = Vec::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             (JAN_2_2007..FAR_FUTURE)
                 .contains(&delivered)
                 .then_some(())?;
-            let promotion = *promotional.probe(&i(row, order_line::OL_I_ID)?)?;
+            let promotion = *promotional.probe(&int_col(row, order_line::OL_I_ID)?)?;
             let amount = cents(row, order_line::OL_AMOUNT);
             inputs.push((if promotion { amount } else { Some(0) }, amount));
             Some(())
@@ -985,18 +1010,18 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q15(&self) -> Result<QueryResult, LabError> {
         let stock_rows: FastSet<StockKey> = self
-            .s
-            .scan(self.t.tpcc.stock, |row| {
-                Some((i(row, stock::S_W_ID)?, i(row, stock::S_I_ID)?))
+            .scope
+            .scan(self.tables.tpcc.stock, |row| {
+                Some((int_col(row, stock::S_W_ID)?, int_col(row, stock::S_I_ID)?))
             })?
             .into_iter()
             .collect();
         let mut revenue: GroupBy<i64, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            (i(row, order_line::OL_DELIVERY_D)? >= JAN_2_2007).then_some(())?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            (int_col(row, order_line::OL_DELIVERY_D)? >= JAN_2_2007).then_some(())?;
             let stock_key = (
-                i(row, order_line::OL_SUPPLY_W_ID)?,
-                i(row, order_line::OL_I_ID)?,
+                int_col(row, order_line::OL_SUPPLY_W_ID)?,
+                int_col(row, order_line::OL_I_ID)?,
             );
             stock_rows.contains(&stock_key).then_some(())?;
             revenue.add(
@@ -1015,14 +1040,14 @@ impl Plan<'_, '_, '_> {
             .filter(|(_, sum)| sum.0 == Some(best))
             .map(|(supplier_key, _)| supplier_key)
             .collect();
-        let rows = self.s.scan(self.t.extra.supplier, |row| {
-            let key = i(row, supplier::SU_SUPPKEY)?;
+        let rows = self.scope.scan(self.tables.extra.supplier, |row| {
+            let key = int_col(row, supplier::SU_SUPPKEY)?;
             top.contains(&key).then_some(())?;
             Some(vec![
                 Cell::Int(key),
-                Cell::Text(t(row, supplier::SU_NAME)?.to_owned()),
-                Cell::Text(t(row, supplier::SU_ADDRESS)?.to_owned()),
-                Cell::Text(t(row, supplier::SU_PHONE)?.to_owned()),
+                Cell::Text(text_col(row, supplier::SU_NAME)?.to_owned()),
+                Cell::Text(text_col(row, supplier::SU_ADDRESS)?.to_owned()),
+                Cell::Text(text_col(row, supplier::SU_PHONE)?.to_owned()),
                 money(Some(best)),
             ])
         })?;
@@ -1041,35 +1066,35 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q16(&self) -> Result<QueryResult, LabError> {
         let complaining: FastSet<i64> = self
-            .s
-            .scan(self.t.extra.supplier, |row| {
-                t(row, supplier::SU_COMMENT)?
+            .scope
+            .scan(self.tables.extra.supplier, |row| {
+                text_col(row, supplier::SU_COMMENT)?
                     .contains("bad")
                     .then_some(())?;
-                i(row, supplier::SU_SUPPKEY)
+                int_col(row, supplier::SU_SUPPKEY)
             })?
             .into_iter()
             .collect();
         // Items with equal (name, brand, price) form one group: number the groups and map
         // each item to its group's number.
         let mut group_numbers: FastMap<(String, String, i64), usize> = FastMap::default();
-        let item_groups = UniqueHashJoin::build(self.s.scan(self.t.tpcc.item, |row| {
-            let data = t(row, item::I_DATA)?;
+        let item_groups = UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.item, |row| {
+            let data = text_col(row, item::I_DATA)?;
             (!data.starts_with("zz")).then_some(())?;
             let key = (
-                t(row, item::I_NAME)?.to_owned(),
+                text_col(row, item::I_NAME)?.to_owned(),
                 data.chars().take(3).collect::<String>(),
                 cents(row, item::I_PRICE)?,
             );
             let next = group_numbers.len();
             let group = *group_numbers.entry(key).or_insert(next);
-            Some((i(row, item::I_ID)?, group))
+            Some((int_col(row, item::I_ID)?, group))
         })?);
         let mut group_suppliers: Vec<(usize, i64)> = Vec::new();
-        self.s.scan_each(self.t.tpcc.stock, |row| {
-            let item = i(row, stock::S_I_ID)?;
+        self.scope.scan_each(self.tables.tpcc.stock, |row| {
+            let item = int_col(row, stock::S_I_ID)?;
             let group = *item_groups.probe(&item)?;
-            let supplier_key = supplier_of_stock(i(row, stock::S_W_ID)?, item);
+            let supplier_key = supplier_of_stock(int_col(row, stock::S_W_ID)?, item);
             (!complaining.contains(&supplier_key)).then_some(())?;
             group_suppliers.push((group, supplier_key));
             Some(())
@@ -1107,19 +1132,19 @@ impl Plan<'_, '_, '_> {
     /// keeps those lines and the second pass runs over them.
     fn q17(&self) -> Result<QueryResult, LabError> {
         let items: FastSet<i64> = self
-            .s
-            .scan(self.t.tpcc.item, |row| {
-                t(row, item::I_DATA)?.ends_with('b').then_some(())?;
-                i(row, item::I_ID)
+            .scope
+            .scan(self.tables.tpcc.item, |row| {
+                text_col(row, item::I_DATA)?.ends_with('b').then_some(())?;
+                int_col(row, item::I_ID)
             })?
             .into_iter()
             .collect();
-        let lines = self.s.scan(self.t.tpcc.order_line, |row| {
-            let item = i(row, order_line::OL_I_ID)?;
+        let lines = self.scope.scan(self.tables.tpcc.order_line, |row| {
+            let item = int_col(row, order_line::OL_I_ID)?;
             items.contains(&item).then_some(())?;
             Some((
                 item,
-                i(row, order_line::OL_QUANTITY),
+                int_col(row, order_line::OL_QUANTITY),
                 cents(row, order_line::OL_AMOUNT),
             ))
         })?;
@@ -1155,7 +1180,7 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q18(&self) -> Result<QueryResult, LabError> {
         let mut amounts: GroupBy<OrderKey, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
             amounts.add(
                 Self::order_line_key(row)?,
                 cents(row, order_line::OL_AMOUNT),
@@ -1168,26 +1193,26 @@ impl Plan<'_, '_, '_> {
                 .into_iter()
                 .filter_map(|(key, sum)| (sum.0? > 20_000).then_some((key, sum.0))),
         );
-        let large_orders = self.s.scan(self.t.tpcc.orders, |row| {
+        let large_orders = self.scope.scan(self.tables.tpcc.orders, |row| {
             let key = Self::order_key(row)?;
             let sum = *large.probe(&key)?;
             let details = (
                 key.2,
-                i(row, orders::O_ENTRY_D),
-                i(row, orders::O_OL_CNT),
+                int_col(row, orders::O_ENTRY_D),
+                int_col(row, orders::O_OL_CNT),
                 sum,
             );
             Some((Self::ordering_customer(row)?, details))
         })?;
         let by_customer = HashJoin::build(large_orders, |(customer_key, _)| *customer_key);
         let mut rows = Vec::new();
-        self.s.scan_each(self.t.tpcc.customer, |row| {
+        self.scope.scan_each(self.tables.tpcc.customer, |row| {
             let matches = by_customer.probe(&Self::customer_key(row)?);
             if matches.is_empty() {
                 return None;
             }
-            let last = t(row, customer::C_LAST)?;
-            let id = i(row, customer::C_ID)?;
+            let last = text_col(row, customer::C_LAST)?;
+            let id = int_col(row, customer::C_ID)?;
             for (_, (order, entry, line_count, sum)) in matches {
                 rows.push(vec![
                     Cell::Text(last.to_owned()),
@@ -1214,25 +1239,25 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q19(&self) -> Result<QueryResult, LabError> {
         // Item → the warehouses whose lines of it count (by the last letter of i_data).
-        let items = UniqueHashJoin::build(self.s.scan(self.t.tpcc.item, |row| {
+        let items = UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.item, |row| {
             (100..=40_000_000)
                 .contains(&cents(row, item::I_PRICE)?)
                 .then_some(())?;
-            let warehouses: [i64; 3] = match t(row, item::I_DATA)?.chars().last()? {
+            let warehouses: [i64; 3] = match text_col(row, item::I_DATA)?.chars().last()? {
                 'a' => [1, 2, 3],
                 'b' => [1, 2, 4],
                 'c' => [1, 5, 3],
                 _ => return None,
             };
-            Some((i(row, item::I_ID)?, warehouses))
+            Some((int_col(row, item::I_ID)?, warehouses))
         })?);
-        let amounts = self.s.scan(self.t.tpcc.order_line, |row| {
+        let amounts = self.scope.scan(self.tables.tpcc.order_line, |row| {
             (1..=10)
-                .contains(&i(row, order_line::OL_QUANTITY)?)
+                .contains(&int_col(row, order_line::OL_QUANTITY)?)
                 .then_some(())?;
-            let warehouses = items.probe(&i(row, order_line::OL_I_ID)?)?;
+            let warehouses = items.probe(&int_col(row, order_line::OL_I_ID)?)?;
             warehouses
-                .contains(&i(row, order_line::OL_W_ID)?)
+                .contains(&int_col(row, order_line::OL_W_ID)?)
                 .then(|| cents(row, order_line::OL_AMOUNT))
         })?;
         let revenue: IntSum = aggregate(amounts);
@@ -1253,44 +1278,47 @@ impl Plan<'_, '_, '_> {
     /// ```
     fn q20(&self) -> Result<QueryResult, LabError> {
         let items: FastSet<i64> = self
-            .s
-            .scan(self.t.tpcc.item, |row| {
-                t(row, item::I_DATA)?.starts_with("co").then_some(())?;
-                i(row, item::I_ID)
+            .scope
+            .scan(self.tables.tpcc.item, |row| {
+                text_col(row, item::I_DATA)?
+                    .starts_with("co")
+                    .then_some(())?;
+                int_col(row, item::I_ID)
             })?
             .into_iter()
             .collect();
         // The join with ORDER_LINE is on the item only, so every stock row of an item sees
         // the item's lines from all warehouses: sum them per item once.
         let mut ordered: GroupBy<i64, IntSum> = GroupBy::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let item = i(row, order_line::OL_I_ID)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let item = int_col(row, order_line::OL_I_ID)?;
             items.contains(&item).then_some(())?;
-            (i(row, order_line::OL_DELIVERY_D)? > MAY_23_2010_NOON).then_some(())?;
-            ordered.add(item, i(row, order_line::OL_QUANTITY));
+            (int_col(row, order_line::OL_DELIVERY_D)? > MAY_23_2010_NOON).then_some(())?;
+            ordered.add(item, int_col(row, order_line::OL_QUANTITY));
             Some(())
         })?;
         let short_suppliers: FastSet<i64> = self
-            .s
-            .scan(self.t.tpcc.stock, |row| {
-                let item = i(row, stock::S_I_ID)?;
+            .scope
+            .scan(self.tables.tpcc.stock, |row| {
+                let item = int_col(row, stock::S_I_ID)?;
                 let sum = ordered.get(&item)?.0?;
-                (2 * i(row, stock::S_QUANTITY)? > sum).then_some(())?;
-                Some(supplier_of_stock(i(row, stock::S_W_ID)?, item))
+                (2 * int_col(row, stock::S_QUANTITY)? > sum).then_some(())?;
+                Some(supplier_of_stock(int_col(row, stock::S_W_ID)?, item))
             })?
             .into_iter()
             .collect();
-        let nations = self.nations(|key, _| Some(key) == nation_key_named("Germany"))?;
-        let rows = self.s.scan(self.t.extra.supplier, |row| {
+        let germany = nation_key_named("Germany");
+        let nations = self.nations(|key, _| Some(key) == germany)?;
+        let rows = self.scope.scan(self.tables.extra.supplier, |row| {
             short_suppliers
-                .contains(&i(row, supplier::SU_SUPPKEY)?)
+                .contains(&int_col(row, supplier::SU_SUPPKEY)?)
                 .then_some(())?;
             nations
-                .contains(&i(row, supplier::SU_NATIONKEY)?)
+                .contains(&int_col(row, supplier::SU_NATIONKEY)?)
                 .then_some(())?;
             Some(vec![
-                Cell::Text(t(row, supplier::SU_NAME)?.to_owned()),
-                Cell::Text(t(row, supplier::SU_ADDRESS)?.to_owned()),
+                Cell::Text(text_col(row, supplier::SU_NAME)?.to_owned()),
+                Cell::Text(text_col(row, supplier::SU_ADDRESS)?.to_owned()),
             ])
         })?;
         Ok(order_by(rows, &[(0, Ascending)]))
@@ -1314,34 +1342,37 @@ impl Plan<'_, '_, '_> {
     /// order's latest: one ORDER_LINE scan collects both the candidates and the latest date
     /// per order.
     fn q21(&self) -> Result<QueryResult, LabError> {
-        let nations = self.nations(|key, _| Some(key) == nation_key_named("Germany"))?;
-        let supplier_names = UniqueHashJoin::build(self.s.scan(self.t.extra.supplier, |row| {
-            nations
-                .contains(&i(row, supplier::SU_NATIONKEY)?)
-                .then_some(())?;
-            Some((
-                i(row, supplier::SU_SUPPKEY)?,
-                t(row, supplier::SU_NAME)?.to_owned(),
-            ))
-        })?);
+        let germany = nation_key_named("Germany");
+        let nations = self.nations(|key, _| Some(key) == germany)?;
+        let supplier_names =
+            UniqueHashJoin::build(self.scope.scan(self.tables.extra.supplier, |row| {
+                nations
+                    .contains(&int_col(row, supplier::SU_NATIONKEY)?)
+                    .then_some(())?;
+                Some((
+                    int_col(row, supplier::SU_SUPPKEY)?,
+                    text_col(row, supplier::SU_NAME)?.to_owned(),
+                ))
+            })?);
         let stock_suppliers: UniqueHashJoin<StockKey, i64> =
-            UniqueHashJoin::build(self.s.scan(self.t.tpcc.stock, |row| {
-                let key = (i(row, stock::S_W_ID)?, i(row, stock::S_I_ID)?);
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.stock, |row| {
+                let key = (int_col(row, stock::S_W_ID)?, int_col(row, stock::S_I_ID)?);
                 let supplier_key = supplier_of_stock(key.0, key.1);
                 supplier_names
                     .contains(&supplier_key)
                     .then_some((key, supplier_key))
             })?);
-        let entry_dates = UniqueHashJoin::build(self.s.scan(self.t.tpcc.orders, |row| {
-            Some((Self::order_key(row)?, i(row, orders::O_ENTRY_D)?))
-        })?);
+        let entry_dates =
+            UniqueHashJoin::build(self.scope.scan(self.tables.tpcc.orders, |row| {
+                Some((Self::order_key(row)?, int_col(row, orders::O_ENTRY_D)?))
+            })?);
         let mut latest: GroupBy<OrderKey, Max<i64>> = GroupBy::new();
         let mut candidates: Vec<(OrderKey, i64, i64)> = Vec::new();
-        self.s.scan_each(self.t.tpcc.order_line, |row| {
-            let delivered = i(row, order_line::OL_DELIVERY_D)?;
+        self.scope.scan_each(self.tables.tpcc.order_line, |row| {
+            let delivered = int_col(row, order_line::OL_DELIVERY_D)?;
             let key = Self::order_line_key(row)?;
             latest.add(key, Some(delivered));
-            let stock_key = (key.0, i(row, order_line::OL_I_ID)?);
+            let stock_key = (key.0, int_col(row, order_line::OL_I_ID)?);
             let supplier_key = *stock_suppliers.probe(&stock_key)?;
             (delivered > *entry_dates.probe(&key)?).then_some(())?;
             candidates.push((key, delivered, supplier_key));
@@ -1374,14 +1405,14 @@ impl Plan<'_, '_, '_> {
     /// group by substr(c_state,1,1) order by substr(c_state,1,1)
     /// ```
     fn q22(&self) -> Result<QueryResult, LabError> {
-        let candidates = self.s.scan(self.t.tpcc.customer, |row| {
-            let phone = t(row, customer::C_PHONE)?;
+        let candidates = self.scope.scan(self.tables.tpcc.customer, |row| {
+            let phone = text_col(row, customer::C_PHONE)?;
             phone
                 .starts_with(['1', '2', '3', '4', '5', '6', '7'])
                 .then_some(())?;
             Some((
                 Self::customer_key(row)?,
-                first_char(t(row, customer::C_STATE)?),
+                first_char(text_col(row, customer::C_STATE)?),
                 cents(row, customer::C_BALANCE)?,
             ))
         })?;
@@ -1396,8 +1427,8 @@ impl Plan<'_, '_, '_> {
         };
         let average_cents = sum as f64 / count as f64;
         let ordering: FastSet<CustomerKey> = self
-            .s
-            .scan(self.t.tpcc.orders, Self::ordering_customer)?
+            .scope
+            .scan(self.tables.tpcc.orders, Self::ordering_customer)?
             .into_iter()
             .collect();
         let mut countries: GroupBy<String, (Count, IntSum)> = GroupBy::new();
