@@ -213,9 +213,9 @@ pub struct ScansArgs {
 /// The demo's options.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Length of each configuration's run in seconds.
-    #[arg(long, value_parser = parse_seconds, default_value_t = 60.0)]
-    pub duration: f64,
+    /// Length of each configuration's run in seconds [default: 60, 1 with --tiny].
+    #[arg(long, value_parser = parse_seconds)]
+    pub duration: Option<f64>,
     /// Where to write the report.
     #[arg(long, value_name = "DIR", default_value = "verso-report")]
     pub report: PathBuf,
@@ -260,6 +260,8 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 pub const DEFAULT_DURATION_SECONDS: f64 = 10.0;
 /// The same with `--tiny`.
 pub const TINY_DURATION_SECONDS: f64 = 1.0;
+/// Seconds each configuration of `verso demo` runs.
+pub const DEMO_DURATION_SECONDS: f64 = 60.0;
 
 /// What an invocation will do: a workload, the configurations to run it under, outputs.
 pub struct Plan {
@@ -284,7 +286,10 @@ impl Plan {
             }
             Command::Kv { common, kv } => {
                 let mut config = if common.tiny {
-                    KvConfig::tiny()
+                    KvConfig {
+                        rows: common.scale.unwrap_or(1) * KvConfig::tiny().rows,
+                        ..KvConfig::tiny()
+                    }
                 } else {
                     KvConfig::new(common.scale.unwrap_or(1))
                 };
@@ -298,7 +303,10 @@ impl Plan {
             }
             Command::Scans { common, scans } => {
                 let mut config = if common.tiny {
-                    ScansConfig::tiny()
+                    ScansConfig {
+                        rows: common.scale.unwrap_or(1) * ScansConfig::tiny().rows,
+                        ..ScansConfig::tiny()
+                    }
                 } else {
                     ScansConfig::new(common.scale.unwrap_or(1))
                 };
@@ -326,12 +334,17 @@ impl Plan {
             }
             Command::Demo(demo) => {
                 let workload = ch_workload(demo.tiny, demo.scale, demo.seed)?;
+                let seconds = demo.duration.unwrap_or(if demo.tiny {
+                    TINY_DURATION_SECONDS
+                } else {
+                    DEMO_DURATION_SECONDS
+                });
                 let configs = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
                     .into_iter()
                     .map(|gc| RunConfig {
                         oltp_workers: 1,
                         olap_workers: 1,
-                        stop: StopAfter::Duration(Duration::from_secs_f64(demo.duration)),
+                        stop: StopAfter::Duration(Duration::from_secs_f64(seconds)),
                         seed: demo.seed,
                         sample_interval: Duration::from_millis(demo.sample_ms),
                         show_progress: !demo.quiet,
