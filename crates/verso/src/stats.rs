@@ -30,15 +30,17 @@ pub(crate) enum Counter {
     ActiveListRefreshes,
     CommitRecordsPublished,
     CommitRecordsDropped,
+    RowsFolded,
 }
 
-const COUNTERS: usize = Counter::CommitRecordsDropped as usize + 1;
+const COUNTERS: usize = Counter::RowsFolded as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
 pub(crate) struct SlotStats {
     counters: [AtomicU64; COUNTERS],
     read_chain: HistogramCell,
+    write_chain: HistogramCell,
     gc_chain: HistogramCell,
 }
 
@@ -103,6 +105,10 @@ impl SlotStats {
         self.read_chain.record(len);
     }
 
+    pub(crate) fn record_write_chain(&self, len: usize) {
+        self.write_chain.record(len);
+    }
+
     pub(crate) fn record_gc_chain(&self, len: usize) {
         self.gc_chain.record(len);
     }
@@ -129,8 +135,11 @@ impl SlotStats {
         stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
         stats.commit_records_published += get(Counter::CommitRecordsPublished);
         stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
+        stats.rows_folded += get(Counter::RowsFolded);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
+        self.write_chain
+            .add_to(&mut stats.write_chain_lengths, new_window);
         self.gc_chain
             .add_to(&mut stats.gc_chain_lengths, new_window);
     }
@@ -205,11 +214,18 @@ pub struct Stats {
     /// Commit records published for serializable validation (the keys a committing
     /// transaction wrote, kept while a serializable transaction may validate against them).
     pub commit_records_published: u64,
+    /// Row references moved while folding a thread's queue of committed transactions (the
+    /// work a long snapshot costs the committers: it should grow with the commits, not with
+    /// their square).
+    pub rows_folded: u64,
     /// Commit records dropped (no serializable transaction needed them any more, or their
     /// transaction failed its own validation).
     pub commit_records_dropped: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
+    /// Version records behind a row right after a writer installed its version (and, under
+    /// Steam, pruned the chain): recorded on every write, under every collector.
+    pub write_chain_lengths: ChainHistogram,
     /// Chain lengths the collector met: a writer's chain before it pruned it (Steam), a
     /// row's chain before finalizing cut it.
     pub gc_chain_lengths: ChainHistogram,

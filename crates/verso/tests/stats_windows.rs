@@ -56,3 +56,44 @@ fn sample_stats_starts_a_new_window_for_the_chain_maxima() {
     assert_eq!(db.sample_stats().read_chain_lengths.window_max, 0);
     drop(reader);
 }
+
+/// Found by the lab: writers' chain lengths were recorded only where something was
+/// pruned or finalized, so under watermark-only (which prunes nothing) a held snapshot's
+/// long chains never showed. Every write records the chain it leaves.
+#[test]
+fn regression_writers_chain_lengths_are_recorded_under_every_collector() {
+    for gc in GarbageCollector::ALL {
+        let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
+        let table = db
+            .create_table(
+                "counter",
+                Schema::new()
+                    .column("id", ColumnType::U64)
+                    .column("value", ColumnType::I64)
+                    .primary_key(&["id"]),
+            )
+            .expect("create");
+        let key = [Value::U64(1)];
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(table, &[Value::U64(1), Value::I64(0)])
+            .expect("insert");
+        txn.commit().expect("commit");
+        let held = db.begin(Isolation::Snapshot);
+        for i in 1..=100 {
+            let mut writer = db.begin(Isolation::Snapshot);
+            writer
+                .update(table, &key, &[(1, Value::I64(i))])
+                .expect("update");
+            writer.commit().expect("commit");
+        }
+        let writes = db.sample_stats().write_chain_lengths;
+        assert_eq!(writes.count(), 100, "{gc:?}: one length per write");
+        match gc {
+            GarbageCollector::WatermarkOnly => {
+                assert!(writes.window_max >= 100, "{gc:?}: {writes:?}")
+            }
+            _ => assert!(writes.window_max <= 3, "{gc:?}: {writes:?}"),
+        }
+        drop(held);
+    }
+}

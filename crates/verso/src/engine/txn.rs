@@ -445,6 +445,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                         &mut chain,
                     );
                 }
+                stats.record_write_chain(chain.chain_len());
                 drop(chain);
                 if new_record {
                     self.writes.push(WrittenRow {
@@ -537,7 +538,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         self.finish();
         let slot = &self.local.slot;
         slot.stats.add(Counter::Committed, 1);
-        crate::engine::collect::enqueue_committed(slot, Committed { commit_ts, rows });
+        crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
         if record.is_some() || !slot.validation_log.lock().is_empty() {
             let horizon = txns.serializable_horizon();
             crate::engine::collect::trim_validation_log(slot, horizon, &slot.stats);

@@ -40,6 +40,21 @@ pub(crate) struct Committed<R> {
     pub(crate) commit_ts: u64,
     /// The rows it wrote (each holds its version record, possibly pruned already).
     pub(crate) rows: Vec<R>,
+    /// For an entry that folds many transactions (`engine::collect::fold_queue`): the
+    /// identities of its rows, kept so that the next fold adds to it without re-hashing
+    /// them. Empty (and unallocated) for a plain entry.
+    pub(crate) folded_identities: std::collections::HashSet<usize>,
+}
+
+impl<R> Committed<R> {
+    /// A plain entry: one transaction's rows.
+    pub(crate) fn new(commit_ts: u64, rows: Vec<R>) -> Self {
+        Committed {
+            commit_ts,
+            rows,
+            folded_identities: std::collections::HashSet::new(),
+        }
+    }
 }
 
 /// One thread's slot.
