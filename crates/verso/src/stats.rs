@@ -31,9 +31,10 @@ pub(crate) enum Counter {
     CommitRecordsPublished,
     CommitRecordsDropped,
     RowsFolded,
+    InsertRecordsFolded,
 }
 
-const COUNTERS: usize = Counter::RowsFolded as usize + 1;
+const COUNTERS: usize = Counter::InsertRecordsFolded as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
@@ -136,6 +137,7 @@ impl SlotStats {
         stats.commit_records_published += get(Counter::CommitRecordsPublished);
         stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
         stats.rows_folded += get(Counter::RowsFolded);
+        stats.insert_records_folded += get(Counter::InsertRecordsFolded);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.write_chain
@@ -199,6 +201,9 @@ pub struct Stats {
     pub versions_reclaimed: u64,
     /// Version records freed by rollbacks.
     pub versions_rolled_back: u64,
+    /// Insert records folded into their row's birth timestamp at commit (no longer needed
+    /// as records: the row keeps the timestamp).
+    pub insert_records_folded: u64,
     /// Bytes of version records created.
     pub version_bytes_created: u64,
     /// Bytes of version records freed.
@@ -235,7 +240,10 @@ impl Stats {
     /// Version records alive now.
     pub fn live_versions(&self) -> u64 {
         self.versions_created.saturating_sub(
-            self.versions_pruned_eagerly + self.versions_reclaimed + self.versions_rolled_back,
+            self.versions_pruned_eagerly
+                + self.versions_reclaimed
+                + self.versions_rolled_back
+                + self.insert_records_folded,
         )
     }
 

@@ -531,9 +531,17 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         }
         // (A redo-log append goes here, between validation and visibility.)
         owner.mark_committed(commit_ts);
+        let (mut folded, mut folded_bytes) = (0u64, 0usize);
         for written in &self.writes {
-            V::stamp(&written.row, &owner, commit_ts);
+            let freed = V::stamp(&written.row, &owner, commit_ts);
+            if freed > 0 {
+                folded += 1;
+                folded_bytes += freed;
+            }
         }
+        let stats = &self.local.slot.stats;
+        stats.add(Counter::InsertRecordsFolded, folded);
+        stats.add(Counter::VersionBytesFreed, folded_bytes as u64);
         let rows = std::mem::take(&mut self.writes);
         self.finish();
         let slot = &self.local.slot;

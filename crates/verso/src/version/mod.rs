@@ -188,8 +188,10 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     ) -> WriteResult<Self::Guard<'a>>;
 
     /// Stamps `owner`'s record in the row with its commit timestamp (after the owner's state
-    /// says committed; readers are correct before and after).
-    fn stamp(row: &Self::Row, owner: &Arc<TxnShared>, commit_ts: u64);
+    /// says committed; readers are correct before and after). A storage may then compact
+    /// the record (the delta storage folds a committed insert into the row's birth
+    /// timestamp); returns the bytes of version records that freed (one record at most).
+    fn stamp(row: &Self::Row, owner: &Arc<TxnShared>, commit_ts: u64) -> usize;
 
     /// Runs `edit` on the row's chain under its exclusive latch.
     fn edit<R>(row: &Self::Row, edit: impl FnOnce(&mut Self::Chain) -> R) -> R;
