@@ -41,6 +41,13 @@ pub struct Sample {
     pub read_chain_mean: f64,
     /// Longest chain a read walked during the interval.
     pub read_chain_max: u64,
+    /// Mean number of version records a writer left behind the row it wrote (after
+    /// pruning, under Steam) during the interval; recorded under every collector.
+    #[serde(default)]
+    pub write_chain_mean: f64,
+    /// Longest chain a writer left behind during the interval.
+    #[serde(default)]
+    pub write_chain_max: u64,
     /// Mean chain length the collector met (a writer before pruning, finalizing before
     /// cutting) during the interval.
     pub gc_chain_mean: f64,
@@ -132,6 +139,9 @@ pub struct EngineTotals {
     pub prune_seconds: f64,
     /// Mean version records walked per read during the run.
     pub read_chain_mean: f64,
+    /// Mean version records a writer left behind the row it wrote during the run.
+    #[serde(default)]
+    pub write_chain_mean: f64,
     /// Mean chain length the collector met during the run.
     pub gc_chain_mean: f64,
 }
@@ -162,6 +172,12 @@ pub struct Summary {
     pub read_chain_mean: f64,
     /// Longest chain any read walked.
     pub max_read_chain: u64,
+    /// Median of the per-interval mean chain length writers left behind.
+    #[serde(default)]
+    pub write_chain_mean: f64,
+    /// Longest chain any writer left behind.
+    #[serde(default)]
+    pub max_write_chain: u64,
     /// Median of the per-interval mean GC chain length.
     pub gc_chain_mean: f64,
     /// Longest chain the collector met.
@@ -266,6 +282,8 @@ impl Summary {
             max_rss_bytes: max(|s| s.rss_bytes),
             read_chain_mean: med(|s| s.read_chain_mean),
             max_read_chain: max(|s| s.read_chain_max),
+            write_chain_mean: med(|s| s.write_chain_mean),
+            max_write_chain: max(|s| s.write_chain_max),
             gc_chain_mean: med(|s| s.gc_chain_mean),
             max_gc_chain: max(|s| s.gc_chain_max),
             gc_ms_per_second: med(|s| s.gc_ms_per_second),

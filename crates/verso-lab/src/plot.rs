@@ -99,6 +99,20 @@ pub const METRICS: &[Metric] = &[
         olap: false,
     },
     Metric {
+        key: "write_chain_mean",
+        title: "Chain length left behind by writers (mean)",
+        unit: "versions",
+        value: |s| s.write_chain_mean,
+        olap: false,
+    },
+    Metric {
+        key: "write_chain_max",
+        title: "Chain length left behind by writers (max per interval)",
+        unit: "versions",
+        value: |s| s.write_chain_max as f64,
+        olap: false,
+    },
+    Metric {
         key: "gc_chain_mean",
         title: "Chain length met by GC and writers (mean)",
         unit: "versions",

@@ -665,7 +665,7 @@ impl<'c> Sampler<'c> {
             "{} commits/s, {} live versions, max chain {}",
             compact(sample.oltp_commits_per_second),
             compact(sample.live_versions as f64),
-            sample.gc_chain_max.max(sample.read_chain_max),
+            sample.read_chain_max.max(sample.write_chain_max),
         ));
         self.samples.push(sample);
         self.previous = now;
@@ -718,6 +718,8 @@ impl<'c> Sampler<'c> {
             rss_bytes: now.rss_bytes,
             read_chain_mean: chain_mean(&s.read_chain_lengths, &p.read_chain_lengths),
             read_chain_max: s.read_chain_lengths.window_max,
+            write_chain_mean: chain_mean(&s.write_chain_lengths, &p.write_chain_lengths),
+            write_chain_max: s.write_chain_lengths.window_max,
             gc_chain_mean: chain_mean(&s.gc_chain_lengths, &p.gc_chain_lengths),
             gc_chain_max: s.gc_chain_lengths.window_max,
             gc_ms_per_second: rate(s.gc_nanos + s.prune_nanos, p.gc_nanos + p.prune_nanos) / 1e6,
@@ -767,6 +769,7 @@ impl<'c> Sampler<'c> {
             gc_seconds: s.gc_nanos.saturating_sub(f.gc_nanos) as f64 / 1e9,
             prune_seconds: s.prune_nanos.saturating_sub(f.prune_nanos) as f64 / 1e9,
             read_chain_mean: chain_mean(&s.read_chain_lengths, &f.read_chain_lengths),
+            write_chain_mean: chain_mean(&s.write_chain_lengths, &f.write_chain_lengths),
             gc_chain_mean: chain_mean(&s.gc_chain_lengths, &f.gc_chain_lengths),
         };
         Measured {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use verso::{Database, GarbageCollector, Isolation};
+use verso_lab::format::compact;
 use verso_lab::metrics::{LabReport, RunResult, FORMAT_VERSION};
 use verso_lab::plot::{metrics_for, METRICS};
 use verso_lab::report::{comparison_line, read_json, summary_table, write_json, write_report};
@@ -89,6 +90,10 @@ fn a_run_yields_a_time_series_with_every_documented_key() {
             sample.gc_chain_max >= 1,
             "Steam prunes on every write: {sample:?}"
         );
+        assert!(
+            sample.write_chain_max >= 1 && sample.write_chain_mean >= 1.0,
+            "every write leaves at least its own version: {sample:?}"
+        );
     }
     // The rates add up to the totals.
     let commits: f64 = samples
@@ -119,6 +124,8 @@ fn a_run_yields_a_time_series_with_every_documented_key() {
         "rss_bytes",
         "read_chain_mean",
         "read_chain_max",
+        "write_chain_mean",
+        "write_chain_max",
         "gc_chain_mean",
         "gc_chain_max",
         "gc_ms_per_second",
@@ -187,6 +194,7 @@ fn report_writes_html_and_a_png_and_svg_per_metric() {
         "olap_queries_per_second",
         "live_versions",
         "gc_chain_max",
+        "write_chain_max",
         "rss_bytes",
     ] {
         assert!(
@@ -267,6 +275,65 @@ fn a_held_snapshot_pins_versions_under_watermark_only_but_not_under_steam() {
     assert!(line.starts_with("steam: "), "{line}");
     assert!(line.contains("the OLTP throughput of watermark"), "{line}");
     assert!(line.contains("live versions"), "{line}");
+}
+
+#[test]
+fn writers_chains_show_how_long_watermark_only_chains_grow_behind_a_held_snapshot() {
+    // 1,000 rows under Zipf θ = 0.8: the hottest row takes about 6% of the 3,000 updates,
+    // i.e. ~190 versions, all pinned by the held snapshot under watermark-only (which never
+    // prunes), while Steam keeps the held snapshot's version and the newest one.
+    let workload = kv();
+    let held = |gc: GarbageCollector| RunConfig {
+        stop: StopAfter::Transactions(3_000),
+        hold_snapshot: true,
+        ..timed(gc, 0)
+    };
+    let steam = run(&workload, &held(GarbageCollector::Steam));
+    let watermark = run(&workload, &held(GarbageCollector::WatermarkOnly));
+    let (s, w) = (&steam.summary, &watermark.summary);
+    assert!(
+        (1..=3).contains(&s.max_write_chain),
+        "Steam prunes behind the writer: {s:?}"
+    );
+    assert!(
+        w.max_write_chain >= 50,
+        "watermark-only keeps every version of the hottest row: {w:?}"
+    );
+    // Its collector meets no chain at all here: that measure alone would hide the growth.
+    assert!(w.max_gc_chain < 50, "{w:?}");
+    assert!(
+        watermark.engine.write_chain_mean > steam.engine.write_chain_mean,
+        "{:?} vs {:?}",
+        watermark.engine,
+        steam.engine
+    );
+    assert_eq!(
+        w.max_write_chain,
+        watermark
+            .samples
+            .iter()
+            .map(|sample| sample.write_chain_max)
+            .max()
+            .unwrap_or(0)
+    );
+    let line = comparison_line(&[steam.clone(), watermark.clone()]).expect("comparison");
+    let steam_max = s.max_read_chain.max(s.max_write_chain);
+    let watermark_max = w.max_read_chain.max(w.max_write_chain);
+    assert!(
+        line.contains(&format!(
+            "max chain {} vs {}",
+            compact(steam_max as f64),
+            compact(watermark_max as f64)
+        )),
+        "{line}"
+    );
+    let max_write_chain = w.max_write_chain;
+    let table = summary_table(&[steam, watermark]);
+    assert!(table.contains("max chain (read/write/gc)"), "{table}");
+    assert!(
+        table.contains(&format!(" / {} / ", compact(max_write_chain as f64))),
+        "{table}"
+    );
 }
 
 /// Wraps a workload; fails in the consistency check after `checks_before_failure` checks,
