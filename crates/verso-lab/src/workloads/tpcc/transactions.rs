@@ -9,7 +9,6 @@
 //! runner counts the abort (no retry here). Any other engine error, or a row the data
 //! must contain but does not, is a bug and stops the run.
 
-use std::cmp::Ordering;
 use std::ops::Bound;
 
 use verso::{Database, Isolation, KeyRange, RowView, Transaction, Value};
@@ -32,13 +31,6 @@ pub const ORDER_STATUS: usize = 2;
 pub const DELIVERY: usize = 3;
 /// Index of Stock-Level.
 pub const STOCK_LEVEL: usize = 4;
-
-/// ORDER_LINE's columns that name the order (a prefix of its key).
-const ORDER_LINE_ORDER: &[usize] = &[
-    order_line::OL_W_ID,
-    order_line::OL_D_ID,
-    order_line::OL_O_ID,
-];
 
 /// How a transaction that raised no error ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +100,6 @@ pub struct TpccWorker<'db> {
     delivery_floor: Vec<i64>,
     /// Scratch: the order each district's Delivery took, for `delivery_floor` on commit.
     delivered_orders: Vec<Option<i64>>,
-    heads: IndexHeads,
 }
 
 /// Microseconds since the Unix epoch, never before the load time (a clock set in the past
@@ -143,114 +134,6 @@ fn money_cents(row: &RowView<'_>, column: usize) -> Option<i64> {
     row.get(column).as_f64().map(to_cents)
 }
 
-/// Compares a key prefix with a full key the way the index orders them: column by column,
-/// a prefix before every key that starts with it. (Only `I64` and `Text` occur in TPC-C
-/// keys; text orders by bytes in the index as in `str`.)
-fn compare_prefix(prefix: &[Value], key: &[Value]) -> Ordering {
-    for (a, b) in prefix.iter().zip(key) {
-        let order = match (a, b) {
-            (Value::I64(a), Value::I64(b)) => a.cmp(b),
-            (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
-            _ => Ordering::Equal,
-        };
-        if order != Ordering::Equal {
-            return order;
-        }
-    }
-    prefix.len().cmp(&key.len())
-}
-
-/// The smallest key of each ordered index a terminal range-scans, read once when it starts.
-///
-/// Why: the ordered index (scc's `TreeIndex`) takes a slow path when a range starts *below
-/// its smallest key* — its start search walks the leaf list backwards, and that walk grows
-/// with the tree's history: seconds per scan at one warehouse after a few seconds of
-/// running. TPC-C asks for such ranges whenever it scans the first district of warehouse 1
-/// (e.g. the lines of order (1, 1, 1)). A range whose start is at or below the smallest
-/// key is the same range with no start bound, which takes the fast path, so [`prefix_range`]
-/// drops the start there; the visitors check the prefix, in case a smaller key appeared
-/// since. Reported as an engine gap in `docs/design/tpcc.md`.
-#[derive(Clone, Debug, Default)]
-struct IndexHeads {
-    /// ORDER_LINE's primary key (ol_w_id, ol_d_id, ol_o_id, ol_number).
-    order_line: Option<Vec<Value>>,
-    /// ORDER's index (o_w_id, o_d_id, o_c_id, o_id).
-    orders_by_customer: Option<Vec<Value>>,
-    /// CUSTOMER's index (c_w_id, c_d_id, c_last, c_first).
-    customer_by_name: Option<Vec<Value>>,
-}
-
-impl IndexHeads {
-    fn read(db: &Database, tables: &Tables) -> Result<Self, LabError> {
-        let txn = db.begin_read_only(Isolation::Snapshot);
-        let mut heads = IndexHeads::default();
-        let key_of = |row: &RowView<'_>, columns: &[usize]| -> Vec<Value> {
-            columns.iter().map(|&c| row.get(c).to_value()).collect()
-        };
-        txn.scan_view(tables.order_line, KeyRange::new(..), |row| {
-            heads.order_line = Some(key_of(
-                &row,
-                &[
-                    order_line::OL_W_ID,
-                    order_line::OL_D_ID,
-                    order_line::OL_O_ID,
-                    order_line::OL_NUMBER,
-                ],
-            ));
-            false
-        })?;
-        txn.scan_index_view(
-            tables.orders,
-            orders::BY_CUSTOMER,
-            KeyRange::new(..),
-            |row| {
-                heads.orders_by_customer = Some(key_of(
-                    &row,
-                    &[orders::O_W_ID, orders::O_D_ID, orders::O_C_ID, orders::O_ID],
-                ));
-                false
-            },
-        )?;
-        txn.scan_index_view(
-            tables.customer,
-            customer::BY_NAME,
-            KeyRange::new(..),
-            |row| {
-                heads.customer_by_name = Some(key_of(
-                    &row,
-                    &[
-                        customer::C_W_ID,
-                        customer::C_D_ID,
-                        customer::C_LAST,
-                        customer::C_FIRST,
-                    ],
-                ));
-                false
-            },
-        )?;
-        txn.commit()?;
-        Ok(heads)
-    }
-}
-
-/// The keys starting with `prefix`, with no start bound if the prefix is at or below the
-/// index's smallest key `head` (see [`IndexHeads`]). Visitors must check the prefix.
-fn prefix_range(prefix: Vec<Value>, head: Option<&[Value]>) -> KeyRange {
-    let start = match head {
-        Some(head) if compare_prefix(&prefix, head) != Ordering::Greater => Bound::Unbounded,
-        _ => Bound::Included(prefix.clone()),
-    };
-    KeyRange::new((start, Bound::Included(prefix)))
-}
-
-/// Whether `row` has `values` in `columns` (the prefix check of a scan from [`prefix_range`]).
-fn has_prefix(row: &RowView<'_>, columns: &[usize], values: &[i64]) -> bool {
-    columns
-        .iter()
-        .zip(values)
-        .all(|(&column, &value)| row.get(column).as_i64() == Some(value))
-}
-
 impl<'db> TpccWorker<'db> {
     /// Worker number `worker` of `workers` on a database loaded with `config`.
     pub fn new(
@@ -282,7 +165,6 @@ impl<'db> TpccWorker<'db> {
         Ok(TpccWorker {
             db,
             tables,
-            heads: IndexHeads::read(db, &tables)?,
             config: config.clone(),
             constants: config.nurand_constants(),
             random: TpccRandom::new(seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
@@ -406,7 +288,6 @@ impl<'db> TpccWorker<'db> {
     fn customer_by_last_name(
         txn: &Transaction<'_>,
         tables: &Tables,
-        heads: &IndexHeads,
         ids: &mut Vec<i64>,
         warehouse: i64,
         district: i64,
@@ -417,21 +298,13 @@ impl<'db> TpccWorker<'db> {
         txn.scan_index_view(
             tables.customer,
             customer::BY_NAME,
-            prefix_range(
-                vec![
-                    Value::I64(warehouse),
-                    Value::I64(district),
-                    Value::Text(last_name.to_owned()),
-                ],
-                heads.customer_by_name.as_deref(),
-            ),
+            KeyRange::prefix(vec![
+                Value::I64(warehouse),
+                Value::I64(district),
+                Value::Text(last_name.to_owned()),
+            ]),
             |row| {
-                let in_prefix = has_prefix(
-                    &row,
-                    &[customer::C_W_ID, customer::C_D_ID],
-                    &[warehouse, district],
-                ) && row.get(customer::C_LAST).as_text() == Some(last_name);
-                if let (true, Some(id)) = (in_prefix, row.get(customer::C_ID).as_i64()) {
+                if let Some(id) = row.get(customer::C_ID).as_i64() {
                     ids.push(id);
                 }
                 true
@@ -689,7 +562,6 @@ impl<'db> TpccWorker<'db> {
             Self::customer_by_last_name(
                 &txn,
                 &tables,
-                &self.heads,
                 &mut self.scratch_ids,
                 c_w_id,
                 c_d_id,
@@ -787,7 +659,6 @@ impl<'db> TpccWorker<'db> {
             Self::customer_by_last_name(
                 &txn,
                 &tables,
-                &self.heads,
                 &mut self.scratch_ids,
                 w_id,
                 d_id,
@@ -815,18 +686,8 @@ impl<'db> TpccWorker<'db> {
         txn.scan_index_view(
             tables.orders,
             orders::BY_CUSTOMER,
-            prefix_range(
-                vec![Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)],
-                self.heads.orders_by_customer.as_deref(),
-            ),
+            KeyRange::prefix(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)]),
             |row| {
-                if !has_prefix(
-                    &row,
-                    &[orders::O_W_ID, orders::O_D_ID, orders::O_C_ID],
-                    &[w_id, d_id, c_id],
-                ) {
-                    return true;
-                }
                 latest = Some((
                     row.get(orders::O_ID).as_i64(),
                     row.get(orders::O_ENTRY_D).as_i64(),
@@ -844,14 +705,8 @@ impl<'db> TpccWorker<'db> {
         let mut amount_cents = 0;
         txn.scan_view(
             tables.order_line,
-            prefix_range(
-                vec![Value::I64(w_id), Value::I64(d_id), Value::I64(o_id)],
-                self.heads.order_line.as_deref(),
-            ),
+            KeyRange::prefix(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(o_id)]),
             |row| {
-                if !has_prefix(&row, ORDER_LINE_ORDER, &[w_id, d_id, o_id]) {
-                    return true;
-                }
                 lines += 1;
                 amount_cents += money_cents(&row, order_line::OL_AMOUNT).unwrap_or(0);
                 // Shown per line: item, supplier, quantity, amount, delivery date.
@@ -895,33 +750,16 @@ impl<'db> TpccWorker<'db> {
             // The district's oldest undelivered order: the first NEW_ORDER key of (w, d)
             // at or above the floor.
             let floor = self.delivery_floor[((w_id - 1) * districts + d_id - 1) as usize];
-            // District (1, 1) holds NEW_ORDER's smallest keys, so a start bound there would
-            // lie below the index's smallest key (see `IndexHeads`); no key precedes (1, 1),
-            // so scanning from the very start is the same range.
-            let start = if w_id == 1 && d_id == 1 {
-                Bound::Unbounded
-            } else {
-                Bound::Included(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(floor)])
-            };
             let mut oldest = None;
             txn.scan_view(
                 tables.new_order,
                 KeyRange::new((
-                    start,
+                    Bound::Included(vec![Value::I64(w_id), Value::I64(d_id), Value::I64(floor)]),
                     Bound::Included(vec![Value::I64(w_id), Value::I64(d_id)]),
                 )),
                 |row| {
-                    let o_id = row.get(new_order::NO_O_ID).as_i64();
-                    let in_district = has_prefix(
-                        &row,
-                        &[new_order::NO_W_ID, new_order::NO_D_ID],
-                        &[w_id, d_id],
-                    );
-                    if in_district && o_id.is_some_and(|o_id| o_id >= floor) {
-                        oldest = o_id;
-                        return false;
-                    }
-                    true
+                    oldest = row.get(new_order::NO_O_ID).as_i64();
+                    false
                 },
             )?;
             self.delivered_orders.push(oldest);
@@ -954,11 +792,8 @@ impl<'db> TpccWorker<'db> {
             let mut amount_cents = 0;
             txn.scan_view(
                 tables.order_line,
-                prefix_range(order_key.to_vec(), self.heads.order_line.as_deref()),
+                KeyRange::prefix(order_key.to_vec()),
                 |row| {
-                    if !has_prefix(&row, ORDER_LINE_ORDER, &[w_id, d_id, o_id]) {
-                        return true;
-                    }
                     if let Some(number) = row.get(order_line::OL_NUMBER).as_i64() {
                         line_numbers.push(number);
                     }
