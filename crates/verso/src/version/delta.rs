@@ -59,6 +59,10 @@ pub(crate) struct RowState {
     /// snapshot at or before it, having undone the whole chain, sees no row. `NOT_BORN`
     /// when no insert was folded (the chain says everything).
     born: u64,
+    /// Number of records in the chain, kept as records are linked and unlinked so that
+    /// knowing the length costs nothing (a walk made every write to a long chain slow:
+    /// `regression_writes_to_a_long_chain_do_not_walk_it`).
+    records: usize,
     head: Option<Box<VersionRecord>>,
 }
 
@@ -139,6 +143,16 @@ impl Drop for RowState {
     }
 }
 
+/// Length of a chain by walking it (for assertions; the row keeps the count).
+fn walk_len(mut cursor: Option<&VersionRecord>) -> usize {
+    let mut len = 0;
+    while let Some(record) = cursor {
+        len += 1;
+        cursor = record.next.as_deref();
+    }
+    len
+}
+
 /// Frees a chain iteratively: a recursive drop of a 100,000-record chain (what the
 /// watermark collector builds behind a long reader) would overflow the stack.
 fn free_chain(mut cursor: Option<Box<VersionRecord>>) -> (usize, usize) {
@@ -186,6 +200,7 @@ impl VersionStorage for DeltaStorage {
                 exists: true,
                 dead: false,
                 born: NOT_BORN,
+                records: 1,
                 head: Some(record),
             }),
         };
@@ -306,6 +321,7 @@ impl VersionStorage for DeltaStorage {
             });
             created_bytes += record.footprint();
             state.head = Some(record);
+            state.records += 1;
         }
         match intent {
             WriteIntent::Update(_, assignments) => {
@@ -357,6 +373,7 @@ impl VersionStorage for DeltaStorage {
             debug_assert!(born != UNSTAMPED && born != NOT_BORN);
             let record = link.take().expect("checked");
             state.born = born;
+            state.records -= 1;
             return record.footprint();
         }
     }
@@ -373,13 +390,11 @@ impl ChainEdit for RowState {
     }
 
     fn chain_len(&self) -> usize {
-        let mut len = 0;
-        let mut cursor = self.head.as_deref();
-        while let Some(record) = cursor {
-            len += 1;
-            cursor = record.next.as_deref();
-        }
-        len
+        debug_assert!(
+            self.records > 64 || self.records == walk_len(self.head.as_deref()),
+            "the record count follows the chain"
+        );
+        self.records
     }
 
     fn chain_mask(&self) -> ColumnMask {
@@ -432,14 +447,19 @@ impl ChainEdit for RowState {
                 Some(record) => record.commit_ts().is_some_and(|ts| ts < watermark),
             };
             if obsolete {
-                return free_chain(link.take());
+                let (count, bytes) = free_chain(link.take());
+                self.records -= count;
+                return (count, bytes);
             }
             link = &mut link.as_mut().expect("checked above").next;
         }
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
-        prune_chain(&mut self.head, active)
+        let report = prune_chain(&mut self.head, active);
+        self.records -= report.removed;
+        debug_assert_eq!(self.records, report.remaining);
+        report
     }
 
     fn rollback(&mut self, owner: &Arc<TxnShared>) -> RollbackReport {
@@ -464,6 +484,7 @@ impl ChainEdit for RowState {
         };
         state.exists = record.before_exists;
         state.head = record.next.take();
+        state.records -= 1;
         RollbackReport {
             freed_bytes: record.footprint(),
             written,
