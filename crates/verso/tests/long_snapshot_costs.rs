@@ -1,7 +1,10 @@
 //! What a long snapshot costs the committers behind it: the work of keeping their queue of
 //! committed transactions short must grow with the commits, not with their square.
 
-use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, Value};
+mod common;
+
+use common::{create_counter, create_id_value_table};
+use verso::{Database, GarbageCollector, Isolation, Options, Value};
 
 /// Found by the lab (`verso tpcb --hold-snapshot`: throughput fell to 12%): every 1,024
 /// commits the queue was folded from scratch, re-hashing every row pinned so far, so
@@ -11,15 +14,7 @@ fn regression_queue_folding_behind_a_held_snapshot_is_not_quadratic() {
     const COMMITS: u64 = 20_000;
     for gc in GarbageCollector::ALL {
         let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
-        let table = db
-            .create_table(
-                "history",
-                Schema::new()
-                    .column("id", ColumnType::U64)
-                    .column("delta", ColumnType::I64)
-                    .primary_key(&["id"]),
-            )
-            .expect("create");
+        let table = create_id_value_table(&db, "history");
         let held = db.begin(Isolation::Snapshot);
         for id in 0..COMMITS {
             let mut txn = db.begin(Isolation::Snapshot);
@@ -50,15 +45,7 @@ fn regression_inserts_behind_a_held_snapshot_do_not_pin_version_records() {
     const INSERTS: u64 = 5_000;
     for gc in GarbageCollector::ALL {
         let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
-        let table = db
-            .create_table(
-                "history",
-                Schema::new()
-                    .column("id", ColumnType::U64)
-                    .column("delta", ColumnType::I64)
-                    .primary_key(&["id"]),
-            )
-            .expect("create");
+        let table = create_id_value_table(&db, "history");
         let held = db.begin(Isolation::Snapshot);
         let mut halfway = None;
         for id in 0..INSERTS {
@@ -110,20 +97,8 @@ fn regression_writes_to_a_long_chain_do_not_walk_it() {
     const UPDATES: i64 = 60_000;
     let db = Database::open(Options::default().garbage_collector(GarbageCollector::WatermarkOnly))
         .expect("open");
-    let table = db
-        .create_table(
-            "branch",
-            Schema::new()
-                .column("id", ColumnType::U64)
-                .column("balance", ColumnType::I64)
-                .primary_key(&["id"]),
-        )
-        .expect("create");
+    let table = create_counter(&db, "branch");
     let key = [Value::U64(1)];
-    let mut txn = db.begin(Isolation::Snapshot);
-    txn.insert(table, &[Value::U64(1), Value::I64(0)])
-        .expect("insert");
-    txn.commit().expect("commit");
     let held = db.begin(Isolation::Snapshot);
     let started = std::time::Instant::now();
     for i in 1..=UPDATES {

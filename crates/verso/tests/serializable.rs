@@ -186,6 +186,45 @@ fn commit_records_stay_bounded_unless_a_serializable_writer_needs_them() {
     }
 }
 
+/// The sum of every account's balance, as `txn` sees it.
+fn total_balance(txn: &verso::Transaction<'_>, table: verso::TableId) -> i64 {
+    txn.scan(table, ..)
+        .unwrap()
+        .iter()
+        .map(|row| row[common::BALANCE].as_i64().unwrap())
+        .sum()
+}
+
+/// Moves one unit from account `from` to account `to` (reading both balances first).
+fn move_one(
+    txn: &mut verso::Transaction<'_>,
+    table: verso::TableId,
+    from: u64,
+    to: u64,
+) -> verso::Result<()> {
+    let balance = |txn: &verso::Transaction<'_>, id: u64| {
+        txn.get(table, &[Value::U64(id)]).map(|row| {
+            row.expect("account")[common::BALANCE]
+                .as_i64()
+                .expect("i64")
+        })
+    };
+    let (a, b) = (balance(txn, from)?, balance(txn, to)?);
+    if from != to {
+        txn.update(
+            table,
+            &[Value::U64(from)],
+            &[(common::BALANCE, Value::I64(a - 1))],
+        )?;
+        txn.update(
+            table,
+            &[Value::U64(to)],
+            &[(common::BALANCE, Value::I64(b + 1))],
+        )?;
+    }
+    Ok(())
+}
+
 /// Declared read-only serializable transactions beside serializable writers on other
 /// threads: they never fail and every report they make is a consistent total.
 #[test]
@@ -207,27 +246,7 @@ fn read_only_transactions_never_fail_and_see_consistent_totals() {
                             .wrapping_add(1442695040888963407);
                         let (from, to) = ((n >> 33) % ACCOUNTS, (n >> 13) % ACCOUNTS);
                         let mut txn = db.begin(Isolation::Serializable);
-                        let transfer = (|| -> verso::Result<()> {
-                            let balance = |txn: &verso::Transaction<'_>, id: u64| {
-                                txn.get(table, &[Value::U64(id)]).map(|row| {
-                                    row.expect("account")[common::BALANCE].as_i64().unwrap()
-                                })
-                            };
-                            let (a, b) = (balance(&txn, from)?, balance(&txn, to)?);
-                            if from != to {
-                                txn.update(
-                                    table,
-                                    &[Value::U64(from)],
-                                    &[(common::BALANCE, Value::I64(a - 1))],
-                                )?;
-                                txn.update(
-                                    table,
-                                    &[Value::U64(to)],
-                                    &[(common::BALANCE, Value::I64(b + 1))],
-                                )?;
-                            }
-                            Ok(())
-                        })();
+                        let transfer = move_one(&mut txn, table, from, to);
                         match transfer.and_then(|()| txn.commit()) {
                             Ok(()) => {}
                             Err(e) if e.is_retryable() => {}
@@ -238,12 +257,7 @@ fn read_only_transactions_never_fail_and_see_consistent_totals() {
             }
             for _ in 0..300 {
                 let reader = db.begin_read_only(Isolation::Serializable);
-                let total: i64 = reader
-                    .scan(table, ..)
-                    .unwrap()
-                    .iter()
-                    .map(|row| row[common::BALANCE].as_i64().unwrap())
-                    .sum();
+                let total = total_balance(&reader, table);
                 assert_eq!(total, 100 * ACCOUNTS as i64, "{d}");
                 reader.commit().expect("read-only commits never fail");
             }
@@ -275,12 +289,7 @@ fn readers_never_abort_a_serializable_writer() {
                         } else {
                             db.begin(Isolation::Serializable)
                         };
-                        let total: i64 = reader
-                            .scan(table, ..)
-                            .unwrap()
-                            .iter()
-                            .map(|row| row[common::BALANCE].as_i64().unwrap())
-                            .sum();
+                        let total = total_balance(&reader, table);
                         assert_eq!(total, 100 * ACCOUNTS as i64, "{d}");
                         reader.commit().expect("a reader never fails");
                         reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -290,26 +299,8 @@ fn readers_never_abort_a_serializable_writer() {
             for transfer in 0..TRANSFERS {
                 let (from, to) = (transfer % ACCOUNTS, (transfer * 3 + 1) % ACCOUNTS);
                 let mut txn = db.begin(Isolation::Serializable);
-                let balance = |txn: &verso::Transaction<'_>, id: u64| {
-                    txn.get(table, &[Value::U64(id)]).unwrap().unwrap()[common::BALANCE]
-                        .as_i64()
-                        .unwrap()
-                };
-                let (a, b) = (balance(&txn, from), balance(&txn, to));
-                if from != to {
-                    txn.update(
-                        table,
-                        &[Value::U64(from)],
-                        &[(common::BALANCE, Value::I64(a - 1))],
-                    )
-                    .unwrap();
-                    txn.update(
-                        table,
-                        &[Value::U64(to)],
-                        &[(common::BALANCE, Value::I64(b + 1))],
-                    )
-                    .unwrap();
-                }
+                move_one(&mut txn, table, from, to)
+                    .unwrap_or_else(|e| panic!("{d}: the lone writer failed: {e}"));
                 txn.commit()
                     .unwrap_or_else(|e| panic!("{d}: the lone writer failed: {e}"));
             }

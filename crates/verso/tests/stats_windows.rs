@@ -1,25 +1,16 @@
 //! The per-window chain maxima and exact means the lab's time series are built from.
 
-use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, Value};
+mod common;
+
+use common::create_counter;
+use verso::{Database, GarbageCollector, Isolation, Options, Value};
 
 #[test]
 fn sample_stats_starts_a_new_window_for_the_chain_maxima() {
     let db = Database::open(Options::default().garbage_collector(GarbageCollector::WatermarkOnly))
         .expect("open");
-    let table = db
-        .create_table(
-            "counter",
-            Schema::new()
-                .column("id", ColumnType::U64)
-                .column("value", ColumnType::I64)
-                .primary_key(&["id"]),
-        )
-        .expect("create");
+    let table = create_counter(&db, "counter");
     let key = [Value::U64(1)];
-    let mut txn = db.begin(Isolation::Snapshot);
-    txn.insert(table, &[Value::U64(1), Value::I64(0)])
-        .expect("insert");
-    txn.commit().expect("commit");
 
     let reader = db.begin(Isolation::Snapshot);
     for i in 1..=50 {
@@ -64,20 +55,8 @@ fn sample_stats_starts_a_new_window_for_the_chain_maxima() {
 fn regression_writers_chain_lengths_are_recorded_under_every_collector() {
     for gc in GarbageCollector::ALL {
         let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
-        let table = db
-            .create_table(
-                "counter",
-                Schema::new()
-                    .column("id", ColumnType::U64)
-                    .column("value", ColumnType::I64)
-                    .primary_key(&["id"]),
-            )
-            .expect("create");
+        let table = create_counter(&db, "counter");
         let key = [Value::U64(1)];
-        let mut txn = db.begin(Isolation::Snapshot);
-        txn.insert(table, &[Value::U64(1), Value::I64(0)])
-            .expect("insert");
-        txn.commit().expect("commit");
         let held = db.begin(Isolation::Snapshot);
         for i in 1..=100 {
             let mut writer = db.begin(Isolation::Snapshot);

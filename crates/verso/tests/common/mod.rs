@@ -75,6 +75,29 @@ pub fn items_schema() -> Schema {
         .index(items::BY_SCORE, &["score", "weight"])
 }
 
+/// Creates `name(id U64 primary key, value I64)`, empty.
+pub fn create_id_value_table(db: &Database, name: &str) -> TableId {
+    db.create_table(
+        name,
+        Schema::new()
+            .column("id", ColumnType::U64)
+            .column("value", ColumnType::I64)
+            .primary_key(&["id"]),
+    )
+    .unwrap_or_else(|error| panic!("{}: create {name}: {error}", db.design()))
+}
+
+/// Creates `name(id U64 primary key, value I64)` holding the committed row `(1, 0)`.
+pub fn create_counter(db: &Database, name: &str) -> TableId {
+    let table = create_id_value_table(db, name);
+    let mut txn = db.begin(Isolation::Snapshot);
+    txn.insert(table, &[Value::U64(1), Value::I64(0)])
+        .unwrap_or_else(|error| panic!("{}: insert into {name}: {error}", db.design()));
+    txn.commit()
+        .unwrap_or_else(|error| panic!("{}: commit into {name}: {error}", db.design()));
+    table
+}
+
 /// Creates the standard table.
 pub fn create_items(db: &Database) -> TableId {
     db.create_table(ITEMS, items_schema())
