@@ -59,15 +59,7 @@ impl KvConfig {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), LabError> {
-        if self.rows == 0 {
-            return Err(LabError::BadOption("--rows must be at least 1".into()));
-        }
-        if !(self.theta.is_finite() && (0.0..=10.0).contains(&self.theta)) {
-            return Err(LabError::BadOption(format!(
-                "--theta {}: the Zipf skew must lie in [0, 10]",
-                self.theta
-            )));
-        }
+        validate_rows_and_theta(self.rows, self.theta)?;
         if self.updates_per_transaction == 0 || self.updates_per_transaction as u64 > self.rows {
             return Err(LabError::BadOption(format!(
                 "--updates-per-transaction {} must lie in [1, rows = {}]",
@@ -76,6 +68,19 @@ impl KvConfig {
         }
         Ok(())
     }
+}
+
+/// Checks `--rows` and `--theta` of the key-value table's workloads.
+pub(crate) fn validate_rows_and_theta(rows: u64, theta: f64) -> Result<(), LabError> {
+    if rows == 0 {
+        return Err(LabError::BadOption("--rows must be at least 1".into()));
+    }
+    if !(theta.is_finite() && (0.0..=10.0).contains(&theta)) {
+        return Err(LabError::BadOption(format!(
+            "--theta {theta}: the Zipf skew must lie in [0, 10]"
+        )));
+    }
+    Ok(())
 }
 
 /// Creates the `kv` table and loads `rows` rows with value 0.
@@ -99,9 +104,13 @@ pub(crate) fn create_and_load(
     Ok(table)
 }
 
-/// Scans the whole table at a fresh snapshot: `(rows, sum of values)`.
-pub(crate) fn count_and_sum(db: &Database, table: TableId) -> Result<(u64, i64), LabError> {
-    let txn = db.begin(Isolation::Snapshot);
+/// Scans the whole table in one transaction of `isolation`: `(rows, sum of values)`.
+pub(crate) fn count_and_sum(
+    db: &Database,
+    table: TableId,
+    isolation: Isolation,
+) -> Result<(u64, i64), LabError> {
+    let txn = db.begin(isolation);
     let (mut rows, mut sum) = (0u64, 0i64);
     txn.scan_view(table, KeyRange::new(..), |row| {
         rows += 1;
@@ -114,20 +123,20 @@ pub(crate) fn count_and_sum(db: &Database, table: TableId) -> Result<(u64, i64),
 
 /// Increments committed so far, one counter per worker (no shared write on the hot path).
 #[derive(Default)]
-pub(crate) struct CommittedIncrements {
+struct CommittedIncrements {
     workers: Mutex<Vec<Arc<AtomicU64>>>,
 }
 
 impl CommittedIncrements {
     /// Forgets all counters (a fresh load).
-    pub(crate) fn reset(&self) {
+    fn reset(&self) {
         if let Ok(mut workers) = self.workers.lock() {
             workers.clear();
         }
     }
 
     /// A new counter for one worker.
-    pub(crate) fn register(&self) -> Result<Arc<AtomicU64>, LabError> {
+    fn register(&self) -> Result<Arc<AtomicU64>, LabError> {
         let counter = Arc::new(AtomicU64::new(0));
         self.workers
             .lock()
@@ -136,7 +145,7 @@ impl CommittedIncrements {
         Ok(counter)
     }
 
-    pub(crate) fn total(&self) -> Result<u64, LabError> {
+    fn total(&self) -> Result<u64, LabError> {
         Ok(self
             .workers
             .lock()
@@ -149,11 +158,7 @@ impl CommittedIncrements {
 
 /// Reads the value under `key`, writes it back plus one. `Ok(false)` if the row is missing
 /// (which the workload reports as an inconsistency).
-pub(crate) fn increment(
-    txn: &mut verso::Transaction<'_>,
-    table: TableId,
-    key: u64,
-) -> verso::Result<bool> {
+fn increment(txn: &mut verso::Transaction<'_>, table: TableId, key: u64) -> verso::Result<bool> {
     let key = [Value::U64(key)];
     let Some(value) = txn.get_view(table, &key, |row| row.get(VALUE_COLUMN).as_i64())? else {
         return Ok(false);
@@ -163,12 +168,7 @@ pub(crate) fn increment(
 }
 
 /// Draws `count` distinct keys into `keys`.
-pub(crate) fn draw_distinct(
-    keys: &mut Vec<u64>,
-    count: usize,
-    zipf: &AnyZipf,
-    rng: &mut SplitMix64,
-) {
+fn draw_distinct(keys: &mut Vec<u64>, count: usize, zipf: &AnyZipf, rng: &mut SplitMix64) {
     keys.clear();
     while keys.len() < count {
         let key = zipf.next(rng);
@@ -178,11 +178,116 @@ pub(crate) fn draw_distinct(
     }
 }
 
+/// The key-value table as its workloads (key-value updates, scans with updates) see it:
+/// its size, the distribution of the updated keys and the increments committed.
+pub(crate) struct KvTable {
+    rows: u64,
+    keys: AnyZipf,
+    committed: CommittedIncrements,
+}
+
+impl KvTable {
+    /// `rows` rows whose updates pick keys with Zipf skew `theta`.
+    pub(crate) fn new(rows: u64, theta: f64) -> KvTable {
+        KvTable {
+            rows,
+            keys: AnyZipf::new(rows, theta),
+            committed: CommittedIncrements::default(),
+        }
+    }
+
+    /// Creates and loads the table, forgetting the increments of an earlier load.
+    pub(crate) fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
+        self.committed.reset();
+        create_and_load(db, self.rows, progress)?;
+        Ok(())
+    }
+
+    /// Every row is present and the values sum to the increments committed.
+    pub(crate) fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
+        let (rows, sum) = count_and_sum(db, db.table(TABLE)?, Isolation::Snapshot)?;
+        if rows != self.rows {
+            return Err(LabError::Inconsistent(format!(
+                "kv has {rows} rows, loaded {}",
+                self.rows
+            )));
+        }
+        let committed = self.committed.total()?;
+        if sum != committed as i64 {
+            return Err(LabError::Inconsistent(format!(
+                "kv values sum to {sum}, but {committed} increments committed"
+            )));
+        }
+        Ok(())
+    }
+
+    /// An updater for one OLTP thread, with its own random stream and counter; room for
+    /// `keys_per_transaction` keys.
+    pub(crate) fn updater<'db>(
+        &'db self,
+        db: &'db Database,
+        seed: u64,
+        keys_per_transaction: usize,
+    ) -> Result<KvUpdater<'db>, LabError> {
+        Ok(KvUpdater {
+            db,
+            table: db.table(TABLE)?,
+            kv: self,
+            rng: SplitMix64::new(seed),
+            keys: Vec::with_capacity(keys_per_transaction),
+            committed: self.committed.register()?,
+        })
+    }
+}
+
+/// One OLTP thread's side of the key-value table.
+pub(crate) struct KvUpdater<'db> {
+    pub(crate) db: &'db Database,
+    pub(crate) table: TableId,
+    kv: &'db KvTable,
+    pub(crate) rng: SplitMix64,
+    keys: Vec<u64>,
+    committed: Arc<AtomicU64>,
+}
+
+impl KvUpdater<'_> {
+    /// One transaction of type `kind` incrementing `count` distinct Zipf-chosen rows; a
+    /// missing row is an inconsistency.
+    pub(crate) fn increment_rows(
+        &mut self,
+        isolation: Isolation,
+        kind: usize,
+        count: usize,
+    ) -> Result<TxnOutcome, LabError> {
+        draw_distinct(&mut self.keys, count, &self.kv.keys, &mut self.rng);
+        let mut missing = None;
+        let result = (|| {
+            let mut txn = self.db.begin(isolation);
+            for &key in &self.keys {
+                if !increment(&mut txn, self.table, key)? {
+                    missing = Some(key);
+                    txn.abort();
+                    return Ok(());
+                }
+            }
+            txn.commit()
+        })();
+        if let Some(key) = missing {
+            return Err(LabError::Inconsistent(format!("kv row {key} is missing")));
+        }
+        let outcome = TxnOutcome::of(kind, result)?;
+        if let TxnOutcome::Committed { .. } = outcome {
+            self.committed
+                .fetch_add(self.keys.len() as u64, Ordering::Relaxed);
+        }
+        Ok(outcome)
+    }
+}
+
 /// The key-value update workload.
 pub struct KvWorkload {
     config: KvConfig,
-    keys: AnyZipf,
-    committed: CommittedIncrements,
+    table: KvTable,
 }
 
 impl KvWorkload {
@@ -190,9 +295,8 @@ impl KvWorkload {
     pub fn new(config: KvConfig) -> Result<KvWorkload, LabError> {
         config.validate()?;
         Ok(KvWorkload {
-            keys: AnyZipf::new(config.rows, config.theta),
+            table: KvTable::new(config.rows, config.theta),
             config,
-            committed: CommittedIncrements::default(),
         })
     }
 
@@ -217,9 +321,7 @@ impl Workload for KvWorkload {
     }
 
     fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
-        self.committed.reset();
-        create_and_load(db, self.config.rows, progress)?;
-        Ok(())
+        self.table.load(db, progress)
     }
 
     fn transaction_kinds(&self) -> &'static [&'static str] {
@@ -233,72 +335,25 @@ impl Workload for KvWorkload {
         _workers: usize,
         seed: u64,
     ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
+        let count = self.config.updates_per_transaction;
         Ok(Box::new(KvWorker {
-            db,
-            table: db.table(TABLE)?,
-            workload: self,
-            rng: SplitMix64::new(seed),
-            keys: Vec::with_capacity(self.config.updates_per_transaction),
-            committed: self.committed.register()?,
+            updater: self.table.updater(db, seed, count)?,
+            count,
         }))
     }
 
     fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
-        let (rows, sum) = count_and_sum(db, db.table(TABLE)?)?;
-        if rows != self.config.rows {
-            return Err(LabError::Inconsistent(format!(
-                "kv has {rows} rows, loaded {}",
-                self.config.rows
-            )));
-        }
-        let committed = self.committed.total()?;
-        if sum != committed as i64 {
-            return Err(LabError::Inconsistent(format!(
-                "kv values sum to {sum}, but {committed} increments committed"
-            )));
-        }
-        Ok(())
+        self.table.check_consistency(db)
     }
 }
 
 struct KvWorker<'db> {
-    db: &'db Database,
-    table: TableId,
-    workload: &'db KvWorkload,
-    rng: SplitMix64,
-    keys: Vec<u64>,
-    committed: Arc<AtomicU64>,
+    updater: KvUpdater<'db>,
+    count: usize,
 }
 
 impl OltpWorker for KvWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
-        let config = &self.workload.config;
-        draw_distinct(
-            &mut self.keys,
-            config.updates_per_transaction,
-            &self.workload.keys,
-            &mut self.rng,
-        );
-        let mut missing = None;
-        let result = (|| {
-            let mut txn = self.db.begin(isolation);
-            for &key in &self.keys {
-                if !increment(&mut txn, self.table, key)? {
-                    missing = Some(key);
-                    txn.abort();
-                    return Ok(());
-                }
-            }
-            txn.commit()
-        })();
-        if let Some(key) = missing {
-            return Err(LabError::Inconsistent(format!("kv row {key} is missing")));
-        }
-        let outcome = TxnOutcome::of(0, result)?;
-        if let TxnOutcome::Committed { .. } = outcome {
-            self.committed
-                .fetch_add(self.keys.len() as u64, Ordering::Relaxed);
-        }
-        Ok(outcome)
+        self.updater.increment_rows(isolation, 0, self.count)
     }
 }

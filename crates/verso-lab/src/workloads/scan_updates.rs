@@ -8,20 +8,12 @@
 //!
 //! Consistency: as for the key-value workload, and every scan sees exactly `rows` rows.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use verso::{Database, Isolation, TableId};
 
-use verso::{Database, Isolation, KeyRange, TableId};
-
-use super::kv_updates::{
-    count_and_sum, create_and_load, draw_distinct, increment, CommittedIncrements, TABLE,
-    VALUE_COLUMN,
-};
-use crate::rng::SplitMix64;
+use super::kv_updates::{count_and_sum, validate_rows_and_theta, KvTable, KvUpdater, TABLE};
 use crate::workload::{
     LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Workload,
 };
-use crate::zipf::AnyZipf;
 
 /// The scans-with-updates workload's parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,15 +50,7 @@ impl ScansConfig {
 
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), LabError> {
-        if self.rows == 0 {
-            return Err(LabError::BadOption("--rows must be at least 1".into()));
-        }
-        if !(self.theta.is_finite() && (0.0..=10.0).contains(&self.theta)) {
-            return Err(LabError::BadOption(format!(
-                "--theta {}: the Zipf skew must lie in [0, 10]",
-                self.theta
-            )));
-        }
+        validate_rows_and_theta(self.rows, self.theta)?;
         if !(0.0..=100.0).contains(&self.scan_percent) {
             return Err(LabError::BadOption(format!(
                 "--scan-percent {} must lie in [0, 100]",
@@ -80,8 +64,7 @@ impl ScansConfig {
 /// The scans-with-updates workload.
 pub struct ScansWorkload {
     config: ScansConfig,
-    keys: AnyZipf,
-    committed: CommittedIncrements,
+    table: KvTable,
 }
 
 impl ScansWorkload {
@@ -89,9 +72,8 @@ impl ScansWorkload {
     pub fn new(config: ScansConfig) -> Result<ScansWorkload, LabError> {
         config.validate()?;
         Ok(ScansWorkload {
-            keys: AnyZipf::new(config.rows, config.theta),
+            table: KvTable::new(config.rows, config.theta),
             config,
-            committed: CommittedIncrements::default(),
         })
     }
 }
@@ -116,9 +98,7 @@ impl Workload for ScansWorkload {
     }
 
     fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
-        self.committed.reset();
-        create_and_load(db, self.config.rows, progress)?;
-        Ok(())
+        self.table.load(db, progress)
     }
 
     fn transaction_kinds(&self) -> &'static [&'static str] {
@@ -137,12 +117,8 @@ impl Workload for ScansWorkload {
         seed: u64,
     ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
         Ok(Box::new(ScansWorker {
-            db,
-            table: db.table(TABLE)?,
+            updater: self.table.updater(db, seed, 1)?,
             workload: self,
-            rng: SplitMix64::new(seed),
-            keys: Vec::with_capacity(1),
-            committed: self.committed.register()?,
         }))
     }
 
@@ -160,20 +136,7 @@ impl Workload for ScansWorkload {
     }
 
     fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
-        let (rows, sum) = count_and_sum(db, db.table(TABLE)?)?;
-        if rows != self.config.rows {
-            return Err(LabError::Inconsistent(format!(
-                "kv has {rows} rows, loaded {}",
-                self.config.rows
-            )));
-        }
-        let committed = self.committed.total()?;
-        if sum != committed as i64 {
-            return Err(LabError::Inconsistent(format!(
-                "kv values sum to {sum}, but {committed} increments committed"
-            )));
-        }
-        Ok(())
+        self.table.check_consistency(db)
     }
 }
 
@@ -185,14 +148,7 @@ fn full_scan(
     isolation: Isolation,
     rows: u64,
 ) -> Result<u64, LabError> {
-    let txn = db.begin(isolation);
-    let (mut seen, mut sum) = (0u64, 0i64);
-    txn.scan_view(table, KeyRange::new(..), |row| {
-        seen += 1;
-        sum = sum.wrapping_add(row.get(VALUE_COLUMN).as_i64().unwrap_or_default());
-        true
-    })?;
-    txn.commit()?;
+    let (seen, sum) = count_and_sum(db, table, isolation)?;
     std::hint::black_box(sum);
     if seen != rows {
         return Err(LabError::Inconsistent(format!(
@@ -203,42 +159,18 @@ fn full_scan(
 }
 
 struct ScansWorker<'db> {
-    db: &'db Database,
-    table: TableId,
+    updater: KvUpdater<'db>,
     workload: &'db ScansWorkload,
-    rng: SplitMix64,
-    keys: Vec<u64>,
-    committed: Arc<AtomicU64>,
 }
 
 impl OltpWorker for ScansWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
         let config = &self.workload.config;
-        if self.rng.next_f64() * 100.0 < config.scan_percent {
-            full_scan(self.db, self.table, isolation, config.rows)?;
+        if self.updater.rng.next_f64() * 100.0 < config.scan_percent {
+            full_scan(self.updater.db, self.updater.table, isolation, config.rows)?;
             return Ok(TxnOutcome::Committed { kind: SCAN });
         }
-        draw_distinct(&mut self.keys, 1, &self.workload.keys, &mut self.rng);
-        let key = self.keys[0];
-        let mut found = true;
-        let result = (|| {
-            let mut txn = self.db.begin(isolation);
-            found = increment(&mut txn, self.table, key)?;
-            if found {
-                txn.commit()
-            } else {
-                txn.abort();
-                Ok(())
-            }
-        })();
-        if !found {
-            return Err(LabError::Inconsistent(format!("kv row {key} is missing")));
-        }
-        let outcome = TxnOutcome::of(UPDATE, result)?;
-        if let TxnOutcome::Committed { .. } = outcome {
-            self.committed.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(outcome)
+        self.updater.increment_rows(isolation, UPDATE, 1)
     }
 }
 
