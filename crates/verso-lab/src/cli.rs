@@ -144,12 +144,30 @@ pub struct CommonArgs {
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
+    /// `--sample-ms`, `--quiet`.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+}
+
+/// How a run samples and shows progress (every workload and the demo).
+#[derive(Args, Debug, Clone)]
+pub struct SamplingArgs {
     /// Sampling interval of the time series, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
     pub sample_ms: u64,
     /// Do not draw progress bars.
     #[arg(long)]
     pub quiet: bool,
+}
+
+impl SamplingArgs {
+    fn interval(&self) -> Duration {
+        Duration::from_millis(self.sample_ms)
+    }
+
+    fn show_progress(&self) -> bool {
+        !self.quiet
+    }
 }
 
 /// YCSB's options; unset ones take the defaults of [`YcsbConfig::new`].
@@ -231,12 +249,9 @@ pub struct DemoArgs {
     /// Tiny sizes (for tests).
     #[arg(long)]
     pub tiny: bool,
-    /// Sampling interval of the time series, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
-    pub sample_ms: u64,
-    /// Do not draw progress bars.
-    #[arg(long)]
-    pub quiet: bool,
+    /// `--sample-ms`, `--quiet`.
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 }
 
 fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
@@ -285,14 +300,7 @@ impl Plan {
                 Plan::with(Box::new(workload), common, 0)
             }
             Command::Kv { common, kv } => {
-                let mut config = if common.tiny {
-                    KvConfig {
-                        rows: common.scale.unwrap_or(1) * KvConfig::tiny().rows,
-                        ..KvConfig::tiny()
-                    }
-                } else {
-                    KvConfig::new(common.scale.unwrap_or(1))
-                };
+                let mut config = sized(common, KvConfig::tiny, KvConfig::new, |c| &mut c.rows);
                 set(&mut config.rows, kv.rows);
                 set(&mut config.theta, kv.theta);
                 set(
@@ -302,14 +310,8 @@ impl Plan {
                 Plan::with(Box::new(KvWorkload::new(config)?), common, 0)
             }
             Command::Scans { common, scans } => {
-                let mut config = if common.tiny {
-                    ScansConfig {
-                        rows: common.scale.unwrap_or(1) * ScansConfig::tiny().rows,
-                        ..ScansConfig::tiny()
-                    }
-                } else {
-                    ScansConfig::new(common.scale.unwrap_or(1))
-                };
+                let mut config =
+                    sized(common, ScansConfig::tiny, ScansConfig::new, |c| &mut c.rows);
                 set(&mut config.rows, scans.rows);
                 set(&mut config.theta, scans.theta);
                 set(&mut config.scan_percent, scans.scan_percent);
@@ -346,8 +348,8 @@ impl Plan {
                         olap_workers: 1,
                         stop: StopAfter::Duration(Duration::from_secs_f64(seconds)),
                         seed: demo.seed,
-                        sample_interval: Duration::from_millis(demo.sample_ms),
-                        show_progress: !demo.quiet,
+                        sample_interval: demo.sampling.interval(),
+                        show_progress: demo.sampling.show_progress(),
                         ..RunConfig::new(gc.name(), gc)
                     })
                     .collect();
@@ -396,8 +398,8 @@ impl Plan {
                 stop,
                 seed: common.seed,
                 hold_snapshot: common.hold_snapshot,
-                sample_interval: Duration::from_millis(common.sample_ms),
-                show_progress: !common.quiet,
+                sample_interval: common.sampling.interval(),
+                show_progress: common.sampling.show_progress(),
                 ..RunConfig::new(gc.name(), gc)
             })
             .collect();
@@ -419,17 +421,26 @@ fn set<T>(target: &mut T, value: Option<T>) {
     }
 }
 
-fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
-    let mut config = if common.tiny {
-        YcsbConfig::tiny()
-    } else {
-        YcsbConfig::new(common.scale.unwrap_or(1))
-    };
+/// A row-table workload's configuration for `--scale` (default 1): `new(scale)`, or with
+/// `--tiny` the tiny one with `scale` times its rows.
+fn sized<C>(
+    common: &CommonArgs,
+    tiny: fn() -> C,
+    new: fn(u64) -> C,
+    rows: fn(&mut C) -> &mut u64,
+) -> C {
+    let scale = common.scale.unwrap_or(1);
     if common.tiny {
-        if let Some(scale) = common.scale {
-            config.rows = scale * YcsbConfig::tiny().rows;
-        }
+        let mut config = tiny();
+        *rows(&mut config) *= scale;
+        config
+    } else {
+        new(scale)
     }
+}
+
+fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
+    let mut config = sized(common, YcsbConfig::tiny, YcsbConfig::new, |c| &mut c.rows);
     set(&mut config.rows, args.rows);
     set(&mut config.operations, args.operations);
     set(&mut config.read_ratio, args.read_ratio);
@@ -445,29 +456,36 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
 /// The TPC-C workload (`crate::workloads::tpcc`).
 fn tpcc_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Workload>, LabError> {
     use crate::workloads::tpcc::{Tpcc, TpccConfig};
-    let mut config = if tiny {
+    let config = if tiny {
         TpccConfig::tiny()
     } else {
         TpccConfig::standard(1)
     };
-    if let Some(warehouses) = scale {
-        config = config.with_warehouses(warehouses_of(warehouses)?);
-    }
-    Ok(Box::new(Tpcc::new(config.with_seed(seed))?))
+    Ok(Box::new(Tpcc::new(sized_tpcc(config, scale, seed)?)?))
 }
 
 /// The CH-benCHmark workload (`crate::workloads::ch`).
 fn ch_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Workload>, LabError> {
     use crate::workloads::ch::{Ch, ChConfig};
-    let mut config = if tiny {
+    let config = if tiny {
         ChConfig::tiny()
     } else {
         ChConfig::standard(1)
     };
+    let config = sized_tpcc(config.tpcc(), scale, seed)?;
+    Ok(Box::new(Ch::new(ChConfig::from_tpcc(&config))?))
+}
+
+/// `config` with `--scale` warehouses, if given, and `--seed`.
+fn sized_tpcc(
+    mut config: crate::workloads::tpcc::TpccConfig,
+    scale: Option<u64>,
+    seed: u64,
+) -> Result<crate::workloads::tpcc::TpccConfig, LabError> {
     if let Some(warehouses) = scale {
         config = config.with_warehouses(warehouses_of(warehouses)?);
     }
-    Ok(Box::new(Ch::new(config.with_seed(seed))?))
+    Ok(config.with_seed(seed))
 }
 
 fn warehouses_of(scale: u64) -> Result<u32, LabError> {

@@ -15,6 +15,8 @@ pub mod operators;
 pub mod queries;
 pub mod schema;
 
+use std::ops::Deref;
+
 use verso::{Database, Isolation};
 
 use crate::workload::{LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, Workload};
@@ -24,19 +26,16 @@ use queries::{ChTables, QUERY_NAMES};
 use schema::{nation, region, supplier, EXTRA_ROWS, NATIONS, REGIONS, SUPPLIER_COUNT};
 
 /// The size and seed of a CH-benCHmark database: TPC-C's sizes (the extra tables have fixed
-/// sizes: 10,000 suppliers, 62 nations, 5 regions).
+/// sizes: 10,000 suppliers, 62 nations, 5 regions), whose fields it derefs to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChConfig {
-    /// Number of warehouses: the scale factor W.
-    pub warehouses: u32,
-    /// Seed of the data and of the workers' random streams.
-    pub seed: u64,
-    /// Districts per warehouse (10 in the specification).
-    pub districts_per_warehouse: u32,
-    /// Customers per district (3,000), which is also the initial orders per district.
-    pub customers_per_district: u32,
-    /// Items in the catalogue, and stock rows per warehouse (100,000).
-    pub items: u32,
+pub struct ChConfig(TpccConfig);
+
+impl Deref for ChConfig {
+    type Target = TpccConfig;
+
+    fn deref(&self) -> &TpccConfig {
+        &self.0
+    }
 }
 
 impl ChConfig {
@@ -50,49 +49,35 @@ impl ChConfig {
     /// 12,000 order lines). Fewer items than that leave the rare item predicates of Q9
     /// (`i_data like '%bb'`, one item in 3,844) without a single item.
     pub fn tiny() -> Self {
-        ChConfig {
+        ChConfig(TpccConfig {
             warehouses: 2,
             seed: 0x6368, // "ch"
             districts_per_warehouse: 3,
             customers_per_district: 200,
             items: 10_000,
-        }
+        })
     }
 
     /// The CH configuration of a TPC-C configuration.
     pub fn from_tpcc(tpcc: &TpccConfig) -> Self {
-        ChConfig {
-            warehouses: tpcc.warehouses,
-            seed: tpcc.seed,
-            districts_per_warehouse: tpcc.districts_per_warehouse,
-            customers_per_district: tpcc.customers_per_district,
-            items: tpcc.items,
-        }
+        ChConfig(tpcc.clone())
     }
 
     /// This configuration with another number of warehouses.
     #[must_use]
-    pub fn with_warehouses(mut self, warehouses: u32) -> Self {
-        self.warehouses = warehouses;
-        self
+    pub fn with_warehouses(self, warehouses: u32) -> Self {
+        ChConfig(self.0.with_warehouses(warehouses))
     }
 
     /// This configuration with another seed.
     #[must_use]
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+    pub fn with_seed(self, seed: u64) -> Self {
+        ChConfig(self.0.with_seed(seed))
     }
 
     /// The TPC-C part of the configuration.
     pub fn tpcc(&self) -> TpccConfig {
-        TpccConfig {
-            warehouses: self.warehouses,
-            seed: self.seed,
-            districts_per_warehouse: self.districts_per_warehouse,
-            customers_per_district: self.customers_per_district,
-            items: self.items,
-        }
+        self.0.clone()
     }
 }
 
