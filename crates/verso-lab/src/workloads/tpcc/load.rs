@@ -158,6 +158,18 @@ fn warehouse_seed(config: &TpccConfig, warehouse: i64) -> u64 {
         .wrapping_add((warehouse as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
+/// A street, a second street line, a city, a state and a zip code (clause 4.3.3.1),
+/// drawn in that order.
+fn address(random: &mut TpccRandom) -> [Value; 5] {
+    [
+        text(random.a_string(10, 20)),
+        text(random.a_string(10, 20)),
+        text(random.a_string(10, 20)),
+        text(random.state()),
+        text(random.zip()),
+    ]
+}
+
 fn load_warehouse(
     batch: &mut Batch,
     tables: &Tables,
@@ -170,16 +182,14 @@ fn load_warehouse(
     let warehouse_ytd_cents = district_ytd_cents * i64::from(config.districts_per_warehouse);
 
     let warehouse_row = [
-        Value::I64(w_id),
-        text(random.a_string(6, 10)),
-        text(random.a_string(10, 20)),
-        text(random.a_string(10, 20)),
-        text(random.a_string(10, 20)),
-        text(random.state()),
-        text(random.zip()),
-        Value::F64(random.rate(2_000)),
-        Value::F64(from_cents(warehouse_ytd_cents)),
-    ];
+        &[Value::I64(w_id), text(random.a_string(6, 10))][..],
+        &address(&mut random),
+        &[
+            Value::F64(random.rate(2_000)),
+            Value::F64(from_cents(warehouse_ytd_cents)),
+        ],
+    ]
+    .concat();
     batch.insert(tables.warehouse, &warehouse_row)?;
 
     for s_i_id in 1..=i64::from(config.items) {
@@ -224,18 +234,19 @@ fn load_district(
     let orders = config.orders_per_district();
     let first_new_order = config.first_new_order_id();
     let district_row = [
-        Value::I64(d_id),
-        Value::I64(w_id),
-        text(random.a_string(6, 10)),
-        text(random.a_string(10, 20)),
-        text(random.a_string(10, 20)),
-        text(random.a_string(10, 20)),
-        text(random.state()),
-        text(random.zip()),
-        Value::F64(random.rate(2_000)),
-        Value::F64(from_cents(district_ytd_cents)),
-        Value::I64(orders + 1),
-    ];
+        &[
+            Value::I64(d_id),
+            Value::I64(w_id),
+            text(random.a_string(6, 10)),
+        ][..],
+        &address(random),
+        &[
+            Value::F64(random.rate(2_000)),
+            Value::F64(from_cents(district_ytd_cents)),
+            Value::I64(orders + 1),
+        ],
+    ]
+    .concat();
     batch.insert(tables.district, &district_row)?;
 
     let constants = config.nurand_constants();
@@ -248,28 +259,29 @@ fn load_district(
         };
         let credit = if random.percent(10) { "BC" } else { "GC" };
         let customer_row = [
-            Value::I64(c_id),
-            Value::I64(d_id),
-            Value::I64(w_id),
-            text(random.a_string(8, 16)),
-            text("OE"),
-            text(last_name(name_number)),
-            text(random.a_string(10, 20)),
-            text(random.a_string(10, 20)),
-            text(random.a_string(10, 20)),
-            text(random.state()),
-            text(random.zip()),
-            text(random.n_string(16)),
-            Value::I64(LOAD_TIME_MICROS),
-            text(credit),
-            Value::F64(from_cents(5_000_000)),
-            Value::F64(random.rate(5_000)),
-            Value::F64(from_cents(-1_000)),
-            Value::F64(from_cents(1_000)),
-            Value::I64(1),
-            Value::I64(0),
-            text(random.a_string(300, 500)),
-        ];
+            &[
+                Value::I64(c_id),
+                Value::I64(d_id),
+                Value::I64(w_id),
+                text(random.a_string(8, 16)),
+                text("OE"),
+                text(last_name(name_number)),
+            ][..],
+            &address(random),
+            &[
+                text(random.n_string(16)),
+                Value::I64(LOAD_TIME_MICROS),
+                text(credit),
+                Value::F64(from_cents(5_000_000)),
+                Value::F64(random.rate(5_000)),
+                Value::F64(from_cents(-1_000)),
+                Value::F64(from_cents(1_000)),
+                Value::I64(1),
+                Value::I64(0),
+                text(random.a_string(300, 500)),
+            ],
+        ]
+        .concat();
         batch.insert(tables.customer, &customer_row)?;
         let history_row = [
             Value::I64(c_id),

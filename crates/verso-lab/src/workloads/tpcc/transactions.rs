@@ -11,7 +11,7 @@
 
 use std::ops::Bound;
 
-use verso::{Database, Isolation, KeyRange, RowView, Transaction, Value};
+use verso::{Database, Isolation, KeyRange, RowView, TableId, Transaction, Value};
 
 use super::random::{last_name_into, NurandConstants, TpccRandom, ORIGINAL};
 use super::schema::{
@@ -128,6 +128,21 @@ fn updated(found: bool, what: impl FnOnce() -> String) -> Result<(), LabError> {
             what()
         )))
     }
+}
+
+/// Sets money column `column` of the row under `key` (just read) to `cents`.
+fn set_money(
+    txn: &mut Transaction<'_>,
+    table: TableId,
+    key: &[Value],
+    column: usize,
+    cents: i64,
+    what: impl FnOnce() -> String,
+) -> Result<(), LabError> {
+    updated(
+        txn.update(table, key, &[(column, Value::F64(from_cents(cents)))])?,
+        what,
+    )
 }
 
 fn money_cents(row: &RowView<'_>, column: usize) -> Option<i64> {
@@ -273,6 +288,17 @@ impl<'db> TpccWorker<'db> {
     }
 
     /// Writes a last name drawn with NURand(255, 0, 999) into `name_buffer`.
+    /// The customer of a Payment or Order-Status: 60% by last name (`None`, the name in
+    /// `name_buffer`), otherwise by id (clauses 2.5.1.2 and 2.6.1.2).
+    fn draw_customer(&mut self) -> Option<i64> {
+        if self.random.percent(60) {
+            self.draw_last_name();
+            None
+        } else {
+            Some(self.customer_id())
+        }
+    }
+
     fn draw_last_name(&mut self) {
         let number = self.random.nurand(
             255,
@@ -503,13 +529,7 @@ impl<'db> TpccWorker<'db> {
             let remote = self.remote_warehouse(w_id);
             (remote, self.district_id())
         };
-        let by_name = self.random.percent(60);
-        let drawn_c_id = if by_name {
-            self.draw_last_name();
-            0
-        } else {
-            self.customer_id()
-        };
+        let customer = self.draw_customer();
         let amount_cents = self.random.cents(100, 500_000);
         let h_date = now_micros();
         let tables = self.tables;
@@ -525,15 +545,12 @@ impl<'db> TpccWorker<'db> {
             })?,
             || format!("warehouse {w_id}"),
         )?;
-        updated(
-            txn.update(
-                tables.warehouse,
-                &warehouse_key,
-                &[(
-                    warehouse::W_YTD,
-                    Value::F64(from_cents(w_ytd_cents + amount_cents)),
-                )],
-            )?,
+        set_money(
+            &mut txn,
+            tables.warehouse,
+            &warehouse_key,
+            warehouse::W_YTD,
+            w_ytd_cents + amount_cents,
             || format!("warehouse {w_id}"),
         )?;
         let district_key = [Value::I64(w_id), Value::I64(d_id)];
@@ -546,29 +563,25 @@ impl<'db> TpccWorker<'db> {
             })?,
             || format!("district ({w_id}, {d_id})"),
         )?;
-        updated(
-            txn.update(
-                tables.district,
-                &district_key,
-                &[(
-                    district::D_YTD,
-                    Value::F64(from_cents(d_ytd_cents + amount_cents)),
-                )],
-            )?,
+        set_money(
+            &mut txn,
+            tables.district,
+            &district_key,
+            district::D_YTD,
+            d_ytd_cents + amount_cents,
             || format!("district ({w_id}, {d_id})"),
         )?;
 
-        let c_id = if by_name {
-            Self::customer_by_last_name(
+        let c_id = match customer {
+            Some(c_id) => c_id,
+            None => Self::customer_by_last_name(
                 &txn,
                 &tables,
                 &mut self.scratch_ids,
                 c_w_id,
                 c_d_id,
                 &self.name_buffer,
-            )?
-        } else {
-            drawn_c_id
+            )?,
         };
         let customer_key = [Value::I64(c_w_id), Value::I64(c_d_id), Value::I64(c_id)];
         let (balance_cents, ytd_cents, payment_count, old_data) = must(
@@ -645,27 +658,20 @@ impl<'db> TpccWorker<'db> {
     fn order_status(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
         let w_id = self.home_warehouse();
         let d_id = self.district_id();
-        let by_name = self.random.percent(60);
-        let drawn_c_id = if by_name {
-            self.draw_last_name();
-            0
-        } else {
-            self.customer_id()
-        };
+        let customer = self.draw_customer();
         let tables = self.tables;
 
         let txn = self.db.begin_read_only(isolation);
-        let c_id = if by_name {
-            Self::customer_by_last_name(
+        let c_id = match customer {
+            Some(c_id) => c_id,
+            None => Self::customer_by_last_name(
                 &txn,
                 &tables,
                 &mut self.scratch_ids,
                 w_id,
                 d_id,
                 &self.name_buffer,
-            )?
-        } else {
-            drawn_c_id
+            )?,
         };
         let balance_cents = must(
             txn.get_view(
