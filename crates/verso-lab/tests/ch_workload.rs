@@ -1,26 +1,18 @@
 //! CH-benCHmark as a lab workload: the query stream, its scanned-tuple counts, and a run
 //! beside TPC-C in the runner.
 
+mod common;
+
+use common::rows_in;
 use std::time::Duration;
 
-use verso::{Database, GarbageCollector, Isolation, KeyRange, Options};
+use verso::{Database, GarbageCollector, Options};
 use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
 use verso_lab::workload::{NoProgress, Workload};
 use verso_lab::workloads::ch::queries::{ChTables, QUERY_NAMES};
 use verso_lab::workloads::ch::{Ch, ChConfig};
 
 type TestError = Box<dyn std::error::Error + Send + Sync>;
-
-fn rows_in(db: &Database, table: verso::TableId) -> Result<u64, TestError> {
-    let txn = db.begin(Isolation::Snapshot);
-    let mut rows = 0;
-    txn.scan_view(table, KeyRange::new(..), |_| {
-        rows += 1;
-        true
-    })?;
-    txn.commit()?;
-    Ok(rows)
-}
 
 #[test]
 fn the_stream_runs_q1_to_q22_in_turn_and_counts_what_it_scans() -> Result<(), TestError> {

@@ -1,19 +1,12 @@
 //! TPC-C's initial population (clause 4.3.3.1), at the tiny scale.
 
+mod common;
+
+use common::rows_in;
 use verso::{Database, Isolation, KeyRange, Options, Value};
 use verso_lab::workload::{LabError, NoProgress, Workload};
 use verso_lab::workloads::tpcc::schema::{self, Tables};
 use verso_lab::workloads::tpcc::{expected_rows, Tpcc, TpccConfig};
-
-fn count(db: &Database, table: verso::TableId) -> Result<u64, LabError> {
-    let txn = db.begin(Isolation::Snapshot);
-    let mut rows = 0;
-    txn.scan_view(table, KeyRange::new(..), |_| {
-        rows += 1;
-        true
-    })?;
-    Ok(rows)
-}
 
 #[test]
 fn tiny_load_has_the_scaled_cardinalities() -> Result<(), LabError> {
@@ -24,18 +17,18 @@ fn tiny_load_has_the_scaled_cardinalities() -> Result<(), LabError> {
     let w = u64::from(config.warehouses);
     let districts = w * u64::from(config.districts_per_warehouse);
     let customers = districts * u64::from(config.customers_per_district);
-    assert_eq!(count(&db, tables.warehouse)?, w);
-    assert_eq!(count(&db, tables.district)?, districts);
-    assert_eq!(count(&db, tables.customer)?, customers);
-    assert_eq!(count(&db, tables.history)?, customers);
-    assert_eq!(count(&db, tables.orders)?, customers);
+    assert_eq!(rows_in(&db, tables.warehouse)?, w);
+    assert_eq!(rows_in(&db, tables.district)?, districts);
+    assert_eq!(rows_in(&db, tables.customer)?, customers);
+    assert_eq!(rows_in(&db, tables.history)?, customers);
+    assert_eq!(rows_in(&db, tables.orders)?, customers);
     assert_eq!(
-        count(&db, tables.new_order)?,
+        rows_in(&db, tables.new_order)?,
         districts * config.initial_new_orders_per_district() as u64
     );
-    assert_eq!(count(&db, tables.item)?, u64::from(config.items));
-    assert_eq!(count(&db, tables.stock)?, w * u64::from(config.items));
-    let lines = count(&db, tables.order_line)?;
+    assert_eq!(rows_in(&db, tables.item)?, u64::from(config.items));
+    assert_eq!(rows_in(&db, tables.stock)?, w * u64::from(config.items));
+    let lines = rows_in(&db, tables.order_line)?;
     assert!((5 * customers..=15 * customers).contains(&lines), "{lines}");
     // The progress estimate counts order lines at their mean.
     let expected = expected_rows(&config);
@@ -51,8 +44,8 @@ fn tiny_load_has_the_scaled_cardinalities() -> Result<(), LabError> {
         tables.stock,
     ]
     .into_iter()
-    .map(|t| count(&db, t))
-    .sum::<Result<u64, LabError>>()?;
+    .map(|t| rows_in(&db, t))
+    .sum::<verso::Result<u64>>()?;
     assert!(
         loaded.abs_diff(expected) < expected / 10,
         "{loaded} vs {expected}"
