@@ -532,21 +532,27 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         // (A redo-log append goes here, between validation and visibility.)
         owner.mark_committed(commit_ts);
         let (mut folded, mut folded_bytes) = (0u64, 0usize);
-        for written in &self.writes {
-            let freed = V::stamp(&written.row, &owner, commit_ts);
-            if freed > 0 {
+        let mut rows = std::mem::take(&mut self.writes);
+        rows.retain(|written| {
+            let stamped = V::stamp(&written.row, &owner, commit_ts);
+            if stamped.freed_bytes > 0 {
                 folded += 1;
-                folded_bytes += freed;
+                folded_bytes += stamped.freed_bytes;
             }
-        }
+            // A live row whose chain is empty has nothing for finalizing to unlink or bury
+            // (a committed insert that folded into the row): do not queue it. Later writers
+            // queue it again if they link records.
+            !stamped.nothing_to_finalize
+        });
         let stats = &self.local.slot.stats;
         stats.add(Counter::InsertRecordsFolded, folded);
         stats.add(Counter::VersionBytesFreed, folded_bytes as u64);
-        let rows = std::mem::take(&mut self.writes);
         self.finish();
         let slot = &self.local.slot;
         slot.stats.add(Counter::Committed, 1);
-        crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
+        if !rows.is_empty() {
+            crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
+        }
         if record.is_some() || !slot.validation_log.lock().is_empty() {
             let horizon = txns.serializable_horizon();
             crate::engine::collect::trim_validation_log(slot, horizon, &slot.stats);

@@ -35,8 +35,8 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, PruneReport, Refusal, RollbackReport, Snapshot, VersionStorage,
-    WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, PruneReport, Refusal, RollbackReport, Snapshot, StampReport,
+    VersionStorage, WriteIntent, WriteResult,
 };
 
 /// `ts` of a record whose transaction has not stamped it yet.
@@ -342,7 +342,7 @@ impl VersionStorage for DeltaStorage {
         }
     }
 
-    fn stamp(row: &DeltaRow, owner: &Arc<TxnShared>, commit_ts: u64) -> usize {
+    fn stamp(row: &DeltaRow, owner: &Arc<TxnShared>, commit_ts: u64) -> StampReport {
         // The record is usually the head, but once the owner's state says "committed" a
         // writer may install on top of it, and the pruner may even merge it away or fold it
         // into an older survivor whose timestamp it then sets; so look for it, and stamp
@@ -352,7 +352,7 @@ impl VersionStorage for DeltaStorage {
         let mut link = &mut state.head;
         loop {
             let Some(record) = link.as_deref() else {
-                return 0; // merged away by the pruner
+                return StampReport::default(); // merged away by the pruner
             };
             if !Arc::ptr_eq(&record.owner, owner) {
                 link = &mut link.as_mut().expect("checked").next;
@@ -365,7 +365,7 @@ impl VersionStorage for DeltaStorage {
                 Ordering::Relaxed,
             );
             if record.next.is_some() || record.before_exists {
-                return 0;
+                return StampReport::default();
             }
             // A committed insert at the tail: keep only its timestamp (which the pruner may
             // have raised when it merged newer records into it).
@@ -374,7 +374,10 @@ impl VersionStorage for DeltaStorage {
             let record = link.take().expect("checked");
             state.born = born;
             state.records -= 1;
-            return record.footprint();
+            return StampReport {
+                freed_bytes: record.footprint(),
+                nothing_to_finalize: state.head.is_none() && state.exists,
+            };
         }
     }
 

@@ -154,6 +154,17 @@ pub(crate) trait ChainEdit {
     fn rollback(&mut self, owner: &Arc<TxnShared>) -> RollbackReport;
 }
 
+/// What stamping did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StampReport {
+    /// Bytes of the version record compacted away (0: none).
+    pub(crate) freed_bytes: usize,
+    /// The row's chain is empty now and the row exists, so finalizing the transaction
+    /// would find nothing to unlink or bury in it: the row need not be queued. (A row
+    /// inserted and deleted by one transaction must still be queued, to be buried.)
+    pub(crate) nothing_to_finalize: bool,
+}
+
 /// A version-storage design.
 pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// One row, as the indexes point at it.
@@ -190,8 +201,8 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// Stamps `owner`'s record in the row with its commit timestamp (after the owner's state
     /// says committed; readers are correct before and after). A storage may then compact
     /// the record (the delta storage folds a committed insert into the row's birth
-    /// timestamp); returns the bytes of version records that freed (one record at most).
-    fn stamp(row: &Self::Row, owner: &Arc<TxnShared>, commit_ts: u64) -> usize;
+    /// timestamp).
+    fn stamp(row: &Self::Row, owner: &Arc<TxnShared>, commit_ts: u64) -> StampReport;
 
     /// Runs `edit` on the row's chain under its exclusive latch.
     fn edit<R>(row: &Self::Row, edit: impl FnOnce(&mut Self::Chain) -> R) -> R;
