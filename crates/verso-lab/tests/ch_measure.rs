@@ -1,5 +1,6 @@
 //! Release-mode measurement of the CH-benCHmark query stream on one warehouse, alone and
-//! with one TPC-C thread beside it. Ignored by default (timing belongs in benchmarks):
+//! with one TPC-C thread beside it. Ignored by default (timing belongs in benchmarks); its
+//! tiny mode runs in the normal suite:
 //!
 //! ```text
 //! cargo test --release -p verso-lab --test ch_measure -- --ignored --nocapture
@@ -120,13 +121,19 @@ fn raw_scans(db: &Database) -> Result<(), TestError> {
     Ok(())
 }
 
-#[test]
-#[ignore = "a measurement: run in release with --ignored --nocapture"]
-fn measure_the_query_stream() -> Result<(), TestError> {
-    let warehouses = u32::try_from(env_or("CH_WAREHOUSES", 1))?;
-    let passes = env_or("CH_PASSES", 3);
+/// What one measurement found.
+struct Measured {
+    alone: Passes,
+    beside: Passes,
+    oltp_commits: u64,
+    oltp_seconds: f64,
+}
+
+/// Loads `config`, times the query stream alone (after a warm-up pass) and with one TPC-C
+/// thread beside it, `passes` passes each, and checks consistency at the end.
+fn measure(config: ChConfig, passes: u64) -> Result<Measured, TestError> {
     let db = Database::open(Options::default())?;
-    let ch = Ch::new(ChConfig::standard(warehouses))?;
+    let ch = Ch::new(config)?;
     let load_started = Instant::now();
     ch.load(&db, &NoProgress)?;
     println!(
@@ -138,7 +145,6 @@ fn measure_the_query_stream() -> Result<(), TestError> {
     raw_scans(&db)?;
     run_passes(&db, 1)?; // warm-up
     let alone = run_passes(&db, passes)?;
-    report("query stream alone (1 OLAP thread)", &alone);
 
     let stop = AtomicBool::new(false);
     let commits = AtomicU64::new(0);
@@ -162,14 +168,55 @@ fn measure_the_query_stream() -> Result<(), TestError> {
     });
     let beside = beside?;
     let oltp_seconds = oltp_seconds??;
-    report("query stream with 1 TPC-C thread beside it", &beside);
-    let committed = commits.load(Ordering::Relaxed);
-    println!(
-        "TPC-C beside the stream: {committed} commits in {oltp_seconds:.1} s = {:.0} commits/s",
-        committed as f64 / oltp_seconds
-    );
-    let stats = db.stats();
-    println!("engine after the run: {stats:?}");
+    println!("engine after the run: {:?}", db.stats());
     ch.check_consistency(&db)?;
+    Ok(Measured {
+        alone,
+        beside,
+        oltp_commits: commits.load(Ordering::Relaxed),
+        oltp_seconds,
+    })
+}
+
+#[test]
+// Timing belongs in benchmarks: this runs on demand (command in the header); its tiny
+// mode, `tiny_mode_runs_every_query_alone_and_beside_tpcc`, runs in the normal suite.
+#[ignore = "a measurement: run in release with --ignored --nocapture"]
+fn measure_the_query_stream() -> Result<(), TestError> {
+    let warehouses = u32::try_from(env_or("CH_WAREHOUSES", 1))?;
+    let passes = env_or("CH_PASSES", 3);
+    let measured = measure(ChConfig::standard(warehouses), passes)?;
+    report("query stream alone (1 OLAP thread)", &measured.alone);
+    report(
+        "query stream with 1 TPC-C thread beside it",
+        &measured.beside,
+    );
+    println!(
+        "TPC-C beside the stream: {} commits in {:.1} s = {:.0} commits/s",
+        measured.oltp_commits,
+        measured.oltp_seconds,
+        measured.oltp_commits as f64 / measured.oltp_seconds
+    );
+    Ok(())
+}
+
+/// The measurement's tiny mode: every query runs once per pass in both phases, most of them
+/// scan something, and TPC-C commits beside the stream.
+#[test]
+fn tiny_mode_runs_every_query_alone_and_beside_tpcc() -> Result<(), TestError> {
+    let measured = measure(ChConfig::tiny(), 1)?;
+    for passes in [&measured.alone, &measured.beside] {
+        assert!(passes.seconds.iter().all(|times| times.len() == 1));
+        let scanning = passes
+            .scanned_tuples
+            .iter()
+            .filter(|tuples| tuples.iter().all(|&n| n > 0))
+            .count();
+        assert_eq!(scanning, 22, "every query reads some base table");
+    }
+    assert!(
+        measured.oltp_commits > 0,
+        "TPC-C committed beside the stream"
+    );
     Ok(())
 }
