@@ -157,9 +157,12 @@ fn tiny_mode_measures_something() -> Result<(), LabError> {
     tpcc.check_consistency(&db)
 }
 
+/// The fastest time of a scan and the rows it returned.
+type TimedScan = (Duration, u32);
+
 /// The fastest of three scans of order (1, 1, 1)'s lines with the start bound (below the
-/// index's smallest key) and without one: `(time, rows)` of each.
-fn range_start_scans(config: TpccConfig) -> Result<((Duration, u32), (Duration, u32)), LabError> {
+/// index's smallest key) and without one.
+fn range_start_scans(config: TpccConfig) -> Result<(TimedScan, TimedScan), LabError> {
     use verso::{KeyRange, Value};
     use verso_lab::workloads::tpcc::schema::Tables;
     let tpcc = Tpcc::new(config)?;
@@ -167,7 +170,7 @@ fn range_start_scans(config: TpccConfig) -> Result<((Duration, u32), (Duration, 
     tpcc.load(&db, &NoProgress)?;
     let tables = Tables::open(&db)?;
     let order_one = vec![Value::I64(1), Value::I64(1), Value::I64(1)];
-    let time_scan = |range: KeyRange| -> Result<(Duration, u32), LabError> {
+    let time_scan = |range: KeyRange| -> Result<TimedScan, LabError> {
         let txn = db.begin_read_only(Isolation::Snapshot);
         let start = Instant::now();
         let mut rows = 0;
