@@ -143,6 +143,35 @@ impl Drop for RowState {
     }
 }
 
+/// Folds `owner`'s committed, stamped insert record into the row's birth timestamp if it is
+/// still the tail of the chain (a pruner may have merged it away since it was stamped).
+fn fold_committed_insert(state: &mut RowState, owner: &Arc<TxnShared>) -> StampReport {
+    let mut link = &mut state.head;
+    loop {
+        let Some(record) = link.as_deref() else {
+            return StampReport::default();
+        };
+        if !Arc::ptr_eq(&record.owner, owner) {
+            link = &mut link.as_mut().expect("checked").next;
+            continue;
+        }
+        if record.next.is_some() || record.before_exists {
+            return StampReport::default();
+        }
+        // Keep only its timestamp (which the pruner may have raised when it merged newer
+        // records into it).
+        let born = record.ts.load(Ordering::Acquire);
+        debug_assert!(born != UNSTAMPED && born != NOT_BORN);
+        let record = link.take().expect("checked");
+        state.born = born;
+        state.records -= 1;
+        return StampReport {
+            freed_bytes: record.footprint(),
+            nothing_to_finalize: state.head.is_none() && state.exists,
+        };
+    }
+}
+
 /// Length of a chain by walking it (for assertions; the row keeps the count).
 fn walk_len(mut cursor: Option<&VersionRecord>) -> usize {
     let mut len = 0;
@@ -346,38 +375,31 @@ impl VersionStorage for DeltaStorage {
         // The record is usually the head, but once the owner's state says "committed" a
         // writer may install on top of it, and the pruner may even merge it away or fold it
         // into an older survivor whose timestamp it then sets; so look for it, and stamp
-        // only a record that is still unstamped.
-        let mut state = row.write();
-        let state = &mut *state;
-        let mut link = &mut state.head;
-        loop {
-            let Some(record) = link.as_deref() else {
-                return StampReport::default(); // merged away by the pruner
-            };
-            if !Arc::ptr_eq(&record.owner, owner) {
-                link = &mut link.as_mut().expect("checked").next;
-                continue;
+        // only a record that is still unstamped. Stamping needs only the shared latch (the
+        // timestamp is atomic): an update's commit ends there.
+        let foldable = {
+            let state = row.read();
+            let mut cursor = state.head.as_deref();
+            loop {
+                let Some(record) = cursor else {
+                    return StampReport::default(); // merged away by the pruner
+                };
+                if Arc::ptr_eq(&record.owner, owner) {
+                    let _ = record.ts.compare_exchange(
+                        UNSTAMPED,
+                        commit_ts,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
+                    break record.next.is_none() && !record.before_exists;
+                }
+                cursor = record.next.as_deref();
             }
-            let _ = record.ts.compare_exchange(
-                UNSTAMPED,
-                commit_ts,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
-            if record.next.is_some() || record.before_exists {
-                return StampReport::default();
-            }
-            // A committed insert at the tail: keep only its timestamp (which the pruner may
-            // have raised when it merged newer records into it).
-            let born = record.ts.load(Ordering::Acquire);
-            debug_assert!(born != UNSTAMPED && born != NOT_BORN);
-            let record = link.take().expect("checked");
-            state.born = born;
-            state.records -= 1;
-            return StampReport {
-                freed_bytes: record.footprint(),
-                nothing_to_finalize: state.head.is_none() && state.exists,
-            };
+        };
+        if foldable {
+            fold_committed_insert(&mut row.write(), owner)
+        } else {
+            StampReport::default()
         }
     }
 
