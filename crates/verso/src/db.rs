@@ -8,9 +8,14 @@ use crate::cc::snapshot::FirstUpdaterWins;
 use crate::engine::txn::EngineTxn;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::gc::deuteronomy::Deuteronomy;
+use crate::gc::ermia::Ermia;
+use crate::gc::hana::Hana;
+use crate::gc::hekaton::Hekaton;
+use crate::gc::none::NoCollection;
 use crate::gc::steam::Steam;
 use crate::gc::watermark::WatermarkOnly;
-use crate::gc::Collector;
+use crate::gc::{Collector, Finalizing, GcConfig};
 use crate::row::RowView;
 use crate::schema::Schema;
 use crate::stats::Stats;
@@ -34,7 +39,10 @@ pub enum Isolation {
     Serializable,
 }
 
-/// Which garbage collector runs (see `docs/design/transactions-and-gc.md`).
+/// Which garbage collector runs (see `docs/design/transactions-and-gc.md` and
+/// `docs/design/collectors.md`). Each is one file behind the collection seam (`src/gc/`),
+/// following the designs the Steam paper compares (Böttcher et al., PVLDB 2019, §3 and
+/// Table 4), everything else in the engine equal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum GarbageCollector {
@@ -45,18 +53,51 @@ pub enum GarbageCollector {
     /// HyPer's watermark-only collector: Steam without eager pruning. Versions newer than
     /// the oldest active snapshot stay until it ends.
     WatermarkOnly,
+    /// 'Hana': a global snapshot tracker under one mutex, and a background thread that
+    /// every [`Options::background_gc_period`] (1 ms) finalizes what the oldest snapshot
+    /// no longer needs and prunes, exactly, the chains of every version committed after
+    /// it (interval-based GC). Workers do no collection.
+    Hana,
+    /// 'Hekaton': a latch-free transaction map; a background thread refreshes the global
+    /// minimum from it every [`Options::background_gc_period`] (1 ms), finds the committed
+    /// transactions below it and hands them to the worker threads, which finalize them
+    /// between transactions.
+    Hekaton,
+    /// 'Deuteronomy': infinite epochs. The global epoch advances after every
+    /// [`Options::epoch_advance_threshold`] (100) commits; the thread that advances it
+    /// scans the threads' epochs and finalizes what the oldest occupied epoch allows.
+    Deuteronomy,
+    /// 'Ermia': a three-phase epoch manager (threads are only ever in the current or the
+    /// previous epoch), advanced after every [`Options::epoch_advance_threshold`] (1)
+    /// commit; what was committed before the previous epoch began is finalized.
+    Ermia,
+    /// No collection at all: versions, deleted rows and chains stay for ever. The
+    /// baseline that shows what garbage costs; [`Database::collect_garbage`] does nothing.
+    NoCollection,
 }
 
 impl GarbageCollector {
     /// Every collector, in the order reports list them.
-    pub const ALL: [GarbageCollector; 2] =
-        [GarbageCollector::Steam, GarbageCollector::WatermarkOnly];
+    pub const ALL: [GarbageCollector; 7] = [
+        GarbageCollector::Steam,
+        GarbageCollector::WatermarkOnly,
+        GarbageCollector::Hana,
+        GarbageCollector::Hekaton,
+        GarbageCollector::Deuteronomy,
+        GarbageCollector::Ermia,
+        GarbageCollector::NoCollection,
+    ];
 
     /// The name used in configuration and reports.
     pub fn name(self) -> &'static str {
         match self {
             GarbageCollector::Steam => Steam::NAME,
             GarbageCollector::WatermarkOnly => WatermarkOnly::NAME,
+            GarbageCollector::Hana => Hana::NAME,
+            GarbageCollector::Hekaton => Hekaton::NAME,
+            GarbageCollector::Deuteronomy => Deuteronomy::NAME,
+            GarbageCollector::Ermia => Ermia::NAME,
+            GarbageCollector::NoCollection => NoCollection::NAME,
         }
     }
 
@@ -71,6 +112,31 @@ impl GarbageCollector {
                     Self::ALL.map(Self::name).join(", ")
                 ),
             })
+    }
+
+    /// Whether a background thread does (part of) the collection, so that
+    /// [`Options::background_gc_period`] applies: 'Hana' and 'Hekaton'.
+    pub fn runs_in_background(self) -> bool {
+        matches!(self, GarbageCollector::Hana | GarbageCollector::Hekaton)
+    }
+
+    /// Whether the collector advances epochs after a number of commits, so that
+    /// [`Options::epoch_advance_threshold`] applies: 'Deuteronomy' and 'Ermia'.
+    pub fn uses_epochs(self) -> bool {
+        matches!(
+            self,
+            GarbageCollector::Deuteronomy | GarbageCollector::Ermia
+        )
+    }
+
+    /// The default number of commits between epoch advances (Steam Table 4): 100 for
+    /// 'Deuteronomy', 1 for 'Ermia'; `None` for collectors without epochs.
+    pub fn default_epoch_advance_threshold(self) -> Option<u64> {
+        match self {
+            GarbageCollector::Deuteronomy => Some(Deuteronomy::DEFAULT_EPOCH_THRESHOLD),
+            GarbageCollector::Ermia => Some(Ermia::DEFAULT_EPOCH_THRESHOLD),
+            _ => None,
+        }
     }
 }
 
@@ -106,7 +172,17 @@ pub struct Options {
     /// (Steam §4.2: "the scheduler periodically checks if threads have become inactive").
     /// Busy threads collect for themselves and for each other; this only matters when every
     /// thread stops. `None`: no background thread (call [`Database::collect_garbage`]).
+    /// 'Hana' and 'Hekaton' have a background thread of their own instead and 'none'
+    /// collects nothing, so for them the janitor does not run.
     pub idle_collection_interval: Option<std::time::Duration>,
+    /// For the background collectors ('Hana', 'Hekaton'): how often their thread runs.
+    /// `None`: 1 ms, the paper's hand-tuned setting (Table 4). Setting it for another
+    /// collector is refused at [`Database::open`].
+    pub background_gc_period: Option<std::time::Duration>,
+    /// For the epoch collectors ('Deuteronomy', 'Ermia'): how many commits pass between
+    /// attempts to advance the global epoch. `None`: 100 for 'Deuteronomy', 1 for
+    /// 'Ermia' (Table 4). Setting it for another collector is refused at [`Database::open`].
+    pub epoch_advance_threshold: Option<u64>,
 }
 
 impl Default for Options {
@@ -115,6 +191,8 @@ impl Default for Options {
             garbage_collector: GarbageCollector::default(),
             version_storage: VersionStorageKind::default(),
             idle_collection_interval: Some(std::time::Duration::from_millis(10)),
+            background_gc_period: None,
+            epoch_advance_threshold: None,
         }
     }
 }
@@ -136,6 +214,52 @@ impl Options {
     pub fn version_storage(mut self, storage: VersionStorageKind) -> Self {
         self.version_storage = storage;
         self
+    }
+
+    /// Options with this period for the background collector's thread ('Hana', 'Hekaton').
+    pub fn background_gc_period(mut self, period: std::time::Duration) -> Self {
+        self.background_gc_period = Some(period);
+        self
+    }
+
+    /// Options with this many commits between epoch advances ('Deuteronomy', 'Ermia').
+    pub fn epoch_advance_threshold(mut self, commits: u64) -> Self {
+        self.epoch_advance_threshold = Some(commits);
+        self
+    }
+
+    /// Refuses settings that cannot work or do not apply to the chosen collector.
+    fn validate(&self) -> Result<()> {
+        let gc = self.garbage_collector;
+        let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
+        if self.idle_collection_interval == Some(std::time::Duration::ZERO) {
+            return refuse("the idle-collection interval must be longer than zero".into());
+        }
+        if let Some(period) = self.background_gc_period {
+            if !gc.runs_in_background() {
+                return refuse(format!(
+                    "a background GC period applies only to the background collectors \
+                     (hana, hekaton), not to {}",
+                    gc.name()
+                ));
+            }
+            if period.is_zero() {
+                return refuse("the background GC period must be longer than zero".into());
+            }
+        }
+        if let Some(threshold) = self.epoch_advance_threshold {
+            if !gc.uses_epochs() {
+                return refuse(format!(
+                    "an epoch-advance threshold applies only to the epoch collectors \
+                     (deuteronomy, ermia), not to {}",
+                    gc.name()
+                ));
+            }
+            if threshold == 0 {
+                return refuse("the epoch-advance threshold must be at least one commit".into());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -173,12 +297,18 @@ impl KeyRange {
     }
 }
 
-type SteamDelta = Engine<DeltaStorage, Steam, FirstUpdaterWins>;
-type WatermarkDelta = Engine<DeltaStorage, WatermarkOnly, FirstUpdaterWins>;
-
+/// One engine per supported configuration (storage × collector × protocol), so the hot
+/// path is monomorphized; `on_engine!` / `on_txn!` dispatch once per call.
+// Named storage and collector; every storage is delta today (other storages: issue 6).
+#[allow(clippy::enum_variant_names)]
 enum AnyEngine {
-    SteamDelta(SteamDelta),
-    WatermarkDelta(WatermarkDelta),
+    SteamDelta(Engine<DeltaStorage, Steam, FirstUpdaterWins>),
+    WatermarkDelta(Engine<DeltaStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaDelta(Engine<DeltaStorage, Hana, FirstUpdaterWins>),
+    HekatonDelta(Engine<DeltaStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyDelta(Engine<DeltaStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaDelta(Engine<DeltaStorage, Ermia, FirstUpdaterWins>),
+    NoneDelta(Engine<DeltaStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_engine {
@@ -186,6 +316,11 @@ macro_rules! on_engine {
         match $any {
             AnyEngine::SteamDelta($engine) => $body,
             AnyEngine::WatermarkDelta($engine) => $body,
+            AnyEngine::HanaDelta($engine) => $body,
+            AnyEngine::HekatonDelta($engine) => $body,
+            AnyEngine::DeuteronomyDelta($engine) => $body,
+            AnyEngine::ErmiaDelta($engine) => $body,
+            AnyEngine::NoneDelta($engine) => $body,
         }
     };
 }
@@ -204,22 +339,57 @@ impl Database {
     /// here with [`Error::UnsupportedConfiguration`].
     pub fn open(options: Options) -> Result<Database> {
         let tag = NEXT_DATABASE_TAG.fetch_add(1, Ordering::Relaxed);
+        options.validate()?;
+        let config = GcConfig {
+            epoch_threshold: options.epoch_advance_threshold,
+        };
+        fn new<G: Collector>(
+            tag: u32,
+            config: &GcConfig,
+        ) -> Engine<DeltaStorage, G, FirstUpdaterWins> {
+            Engine::new(tag, FirstUpdaterWins, G::new(config))
+        }
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {
-                AnyEngine::SteamDelta(SteamDelta::new(tag, FirstUpdaterWins))
+                AnyEngine::SteamDelta(new(tag, &config))
             }
             (VersionStorageKind::Delta, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkDelta(WatermarkDelta::new(tag, FirstUpdaterWins))
+                AnyEngine::WatermarkDelta(new(tag, &config))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::Hana) => {
+                AnyEngine::HanaDelta(new(tag, &config))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::Hekaton) => {
+                AnyEngine::HekatonDelta(new(tag, &config))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::Deuteronomy) => {
+                AnyEngine::DeuteronomyDelta(new(tag, &config))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::Ermia) => {
+                AnyEngine::ErmiaDelta(new(tag, &config))
+            }
+            (VersionStorageKind::Delta, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneDelta(new(tag, &config))
             }
         };
-        if options.idle_collection_interval == Some(std::time::Duration::ZERO) {
-            return Err(Error::UnsupportedConfiguration {
-                reason: "the idle-collection interval must be longer than zero".into(),
-            });
-        }
         let engine = Arc::new(engine);
-        if let Some(interval) = options.idle_collection_interval {
-            spawn_janitor(Arc::downgrade(&engine), interval)?;
+        let (finalizing, default_period) = on_engine!(&*engine, e => collector_schedule(e));
+        match finalizing {
+            Finalizing::Interspersed => {
+                if let Some(interval) = options.idle_collection_interval {
+                    spawn_collector_thread(
+                        "verso-janitor",
+                        Arc::downgrade(&engine),
+                        interval,
+                        false,
+                    )?;
+                }
+            }
+            Finalizing::Background | Finalizing::BackgroundHandsToWorkers => {
+                let period = options.background_gc_period.unwrap_or(default_period);
+                spawn_collector_thread("verso-gc", Arc::downgrade(&engine), period, true)?;
+            }
+            Finalizing::Never => {}
         }
         Ok(Database {
             engine,
@@ -306,6 +476,21 @@ impl Database {
             AnyEngine::WatermarkDelta(e) => {
                 AnyTxn::WatermarkDelta(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::HanaDelta(e) => {
+                AnyTxn::HanaDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HekatonDelta(e) => {
+                AnyTxn::HekatonDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::DeuteronomyDelta(e) => {
+                AnyTxn::DeuteronomyDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::ErmiaDelta(e) => {
+                AnyTxn::ErmiaDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::NoneDelta(e) => {
+                AnyTxn::NoneDelta(EngineTxn::begin(e, isolation, read_only)?)
+            }
         };
         Ok(Transaction { inner })
     }
@@ -346,25 +531,43 @@ impl Database {
     }
 }
 
-/// The idle-garbage janitor: wakes every `interval`, finalizes what idle threads left, and
-/// exits once the database is gone (it holds only a weak reference between rounds).
-fn spawn_janitor(engine: std::sync::Weak<AnyEngine>, interval: std::time::Duration) -> Result<()> {
+/// What runs the collection besides the workers, and the background period's default.
+fn collector_schedule<V: VersionStorage, G: Collector, P: crate::cc::Protocol>(
+    _engine: &Engine<V, G, P>,
+) -> (Finalizing, std::time::Duration) {
+    (G::FINALIZING, G::DEFAULT_BACKGROUND_PERIOD)
+}
+
+/// A collector thread: wakes every `period`, does its round, and exits once the database
+/// is gone (it holds only a weak reference between rounds). The janitor (interspersed
+/// collectors) finalizes what idle threads left; a background collector ('Hana',
+/// 'Hekaton') does its collector's round.
+fn spawn_collector_thread(
+    name: &str,
+    engine: std::sync::Weak<AnyEngine>,
+    period: std::time::Duration,
+    background_collector: bool,
+) -> Result<()> {
     std::thread::Builder::new()
-        .name("verso-janitor".into())
+        .name(name.into())
         .spawn(move || loop {
-            std::thread::sleep(interval);
+            std::thread::sleep(period);
             let Some(engine) = engine.upgrade() else {
                 return;
             };
             on_engine!(&*engine, e => {
                 if let Some(local) = e.txns.local() {
-                    crate::engine::collect::collect_idle(e, &local);
+                    if background_collector {
+                        crate::engine::collect::background_round(e, &local);
+                    } else {
+                        crate::engine::collect::collect_idle(e, &local);
+                    }
                 }
             });
         })
         .map(drop)
         .map_err(|error| Error::UnsupportedConfiguration {
-            reason: format!("cannot start the idle-collection thread: {error}"),
+            reason: format!("cannot start the {name} thread: {error}"),
         })
 }
 
@@ -376,9 +579,15 @@ impl std::fmt::Debug for Database {
     }
 }
 
+#[allow(clippy::enum_variant_names)]
 enum AnyTxn<'db> {
     SteamDelta(EngineTxn<'db, DeltaStorage, Steam, FirstUpdaterWins>),
     WatermarkDelta(EngineTxn<'db, DeltaStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaDelta(EngineTxn<'db, DeltaStorage, Hana, FirstUpdaterWins>),
+    HekatonDelta(EngineTxn<'db, DeltaStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyDelta(EngineTxn<'db, DeltaStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaDelta(EngineTxn<'db, DeltaStorage, Ermia, FirstUpdaterWins>),
+    NoneDelta(EngineTxn<'db, DeltaStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_txn {
@@ -386,6 +595,11 @@ macro_rules! on_txn {
         match $any {
             AnyTxn::SteamDelta($txn) => $body,
             AnyTxn::WatermarkDelta($txn) => $body,
+            AnyTxn::HanaDelta($txn) => $body,
+            AnyTxn::HekatonDelta($txn) => $body,
+            AnyTxn::DeuteronomyDelta($txn) => $body,
+            AnyTxn::ErmiaDelta($txn) => $body,
+            AnyTxn::NoneDelta($txn) => $body,
         }
     };
 }

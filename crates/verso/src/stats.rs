@@ -32,9 +32,14 @@ pub(crate) enum Counter {
     CommitRecordsDropped,
     RowsFolded,
     InsertRecordsFolded,
+    VersionsPrunedInBackground,
+    BackgroundNanos,
+    BackgroundRounds,
+    TransactionsHandedOut,
+    EpochAdvances,
 }
 
-const COUNTERS: usize = Counter::InsertRecordsFolded as usize + 1;
+const COUNTERS: usize = Counter::EpochAdvances as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
@@ -138,6 +143,11 @@ impl SlotStats {
         stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
         stats.rows_folded += get(Counter::RowsFolded);
         stats.insert_records_folded += get(Counter::InsertRecordsFolded);
+        stats.versions_pruned_in_background += get(Counter::VersionsPrunedInBackground);
+        stats.background_gc_nanos += get(Counter::BackgroundNanos);
+        stats.background_gc_rounds += get(Counter::BackgroundRounds);
+        stats.transactions_handed_out += get(Counter::TransactionsHandedOut);
+        stats.epoch_advances += get(Counter::EpochAdvances);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.write_chain
@@ -226,6 +236,19 @@ pub struct Stats {
     /// Commit records dropped (no serializable transaction needed them any more, or their
     /// transaction failed its own validation).
     pub commit_records_dropped: u64,
+    /// Version records removed from chains by a background collector's interval pruning
+    /// ('Hana': versions no snapshot can see, in chains written after the oldest snapshot).
+    pub versions_pruned_in_background: u64,
+    /// Nanoseconds a background collector thread worked ('Hana', 'Hekaton'; its
+    /// finalizing is also in `gc_nanos`, its pruning also in `prune_nanos`).
+    pub background_gc_nanos: u64,
+    /// Rounds a background collector thread ran.
+    pub background_gc_rounds: u64,
+    /// Committed transactions a background collector handed to worker threads to
+    /// finalize ('Hekaton').
+    pub transactions_handed_out: u64,
+    /// Times the global epoch advanced ('Deuteronomy', 'Ermia').
+    pub epoch_advances: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
     /// Version records behind a row right after a writer installed its version (and, under
@@ -241,6 +264,7 @@ impl Stats {
     pub fn live_versions(&self) -> u64 {
         self.versions_created.saturating_sub(
             self.versions_pruned_eagerly
+                + self.versions_pruned_in_background
                 + self.versions_reclaimed
                 + self.versions_rolled_back
                 + self.insert_records_folded,

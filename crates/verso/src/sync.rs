@@ -1,15 +1,26 @@
-//! The synchronization primitives of the version chain and the transaction state, swapped
+//! The synchronization primitives of the version chain, the transaction state and the
+//! collectors' epoch managers, swapped
 //! for loom's under `--cfg loom` so the loom tests can explore their interleavings.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::AtomicU64;
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::AtomicU64;
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
+
+/// A sequentially consistent fence, for the store-then-load (Dekker) patterns of the epoch
+/// collectors: their SeqCst accesses already order them in the C11 model, but loom models
+/// SeqCst accesses as acquire/release only and checks the pattern through the fence.
+pub(crate) fn fence_seq_cst() {
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(loom)]
+    loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+}
 
 /// Gives up the processor while waiting for another thread's few instructions.
 pub(crate) fn yield_now() {

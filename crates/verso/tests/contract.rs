@@ -8,8 +8,8 @@ use std::cmp::Ordering;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use common::{
-    all_configurations, all_databases, all_rows, commit_rows, create_items, index_rows, item,
-    item_key, items, items_schema, open, ITEMS,
+    all_configurations, all_databases, all_rows, assert_collected_everything, commit_rows,
+    create_items, if_collected, index_rows, item, item_key, items, items_schema, open, ITEMS,
 };
 use verso::{
     ColumnType, Database, Error, Isolation, KeyRange, Schema, TableId, Transaction, Value,
@@ -1741,7 +1741,7 @@ fn own_write_sequences_commit_their_last_state() {
                 &names,
                 &format!("{}: after collection", sequence.name),
             );
-            assert_eq!(db.stats().live_versions(), 0, "{d}: {}", sequence.name);
+            assert_collected_everything(&db, &format!("{d}: {}", sequence.name));
         }
     }
 }
@@ -1900,7 +1900,7 @@ fn delete_then_reinsert_in_later_transactions_keeps_old_snapshots_intact() {
         let mut now = reinserted.clone();
         now[1][items::TAG] = Value::U64(49);
         assert_committed_items(&db, table, &now, &names, "after collection");
-        assert_eq!(db.stats().live_versions(), 0, "{d}");
+        assert_collected_everything(&db, &d);
         assert_eq!(db.primary_index_entries(table), Ok(2), "{d}");
     }
 }
@@ -2113,7 +2113,7 @@ fn updating_an_indexed_column_moves_the_row_per_snapshot() {
         drop(s3);
         db.collect_garbage();
         assert_committed_items(&db, table, &v3, &names, "after collection");
-        assert_eq!(db.stats().live_versions(), 0, "{d}");
+        assert_collected_everything(&db, &d);
         // Stale entries (y, z) are gone or ignored: a row inserted under them shows once.
         commit_rows(&db, table, &[item("k", 3, 3, "y"), item("k", 4, 4, "z")]);
         let v4 = [v3.clone(), vec![item("k", 3, 3, "y"), item("k", 4, 4, "z")]].concat();
@@ -2155,8 +2155,8 @@ fn deleted_rows_are_not_returned_by_index_scans() {
         assert_committed_items(&db, table, &left, &names, "after collection");
         assert_eq!(
             db.primary_index_entries(table),
-            Ok(1),
-            "{d}: deleted rows are reclaimed"
+            Ok(if_collected(&db, 1, 3)),
+            "{d}: deleted rows are reclaimed (kept by 'none')"
         );
     }
 }
@@ -2231,10 +2231,10 @@ fn every_open_snapshot_keeps_its_version_while_the_row_changes() {
             &names,
             "after all ended",
         );
-        assert_eq!(db.stats().live_versions(), 0, "{d}");
+        assert_collected_everything(&db, &d);
         assert_eq!(
             db.version_chain_length(table, &tk("k", 1)),
-            Ok(Some(0)),
+            Ok(Some(if_collected(&db, 0, 80))),
             "{d}"
         );
     }
@@ -2326,8 +2326,10 @@ fn stats_count_commits_aborts_and_versions() {
         // With nothing open, everything is collectable.
         db.collect_garbage();
         let s4 = db.stats();
-        assert_eq!(s4.live_versions(), 0, "{d}: {s4:?}");
-        assert_eq!(s4.live_version_bytes(), 0, "{d}: {s4:?}");
+        assert_collected_everything(&db, &d);
+        if common::collects(&db) {
+            assert_eq!(s4.live_version_bytes(), 0, "{d}: {s4:?}");
+        }
         assert!(s4.versions_created >= 6, "{d}");
 
         // Counters only grow.
@@ -2380,10 +2382,10 @@ fn live_versions_return_to_zero_after_a_reader_holds_them() {
         );
         drop(reader);
         db.collect_garbage();
-        assert_eq!(db.stats().live_versions(), 0, "{d}: {:?}", db.stats());
+        assert_collected_everything(&db, &d);
         assert_eq!(
             db.version_chain_length(table, &tk("k", 1)),
-            Ok(Some(0)),
+            Ok(Some(if_collected(&db, 0, 20))),
             "{d}"
         );
         assert_eq!(
@@ -2492,7 +2494,7 @@ fn one_transaction_per_thread_with_scoped_threads() {
         assert_eq!(stats.aborts_write_conflict, conflicts, "{d}");
         assert_eq!(stats.commits, 1 + 2 * THREADS * ROWS_PER_THREAD, "{d}");
         db.collect_garbage();
-        assert_eq!(db.stats().live_versions(), 0, "{d}");
+        assert_collected_everything(&db, &d);
     }
 }
 

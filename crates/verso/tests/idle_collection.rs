@@ -1,6 +1,7 @@
 //! Idle threads must not hold garbage forever (Steam §4.2): when every thread stops after a
 //! long reader ends, the background janitor finalizes what the writer's slot still holds.
-//! Without the janitor (the control) the garbage stays until someone collects.
+//! Without the janitor (the control) the garbage stays until someone collects. The
+//! background collectors ('Hana', 'Hekaton') do it in their own thread; 'none' never does.
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -67,7 +68,11 @@ fn janitor_collects_what_idle_threads_hold() {
             held > 0,
             "{gc:?}: the long reader should have held versions"
         );
-        assert_eq!(after, 0, "{gc:?}: idle garbage was not collected");
+        if gc == GarbageCollector::NoCollection {
+            assert_eq!(after, held, "{gc:?}: collects nothing");
+        } else {
+            assert_eq!(after, 0, "{gc:?}: idle garbage was not collected");
+        }
     }
 }
 

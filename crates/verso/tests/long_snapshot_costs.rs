@@ -29,6 +29,10 @@ fn regression_queue_folding_behind_a_held_snapshot_is_not_quadratic() {
             txn.commit().expect("commit");
         }
         let folded = db.stats().rows_folded;
+        if !common::collects(&db) {
+            assert_eq!(folded, 0, "{gc:?}: without a collector nothing is queued");
+            continue;
+        }
         assert!(
             folded <= 2 * COMMITS,
             "{gc:?}: {folded} row references moved to fold {COMMITS} commits"
@@ -77,7 +81,7 @@ fn inserts_behind_a_held_snapshot_are_not_queued_for_finalizing() {
         db.collect_garbage();
         assert_eq!(
             db.primary_index_entries(table).expect("entries") as u64,
-            COMMITS - 1,
+            common::if_collected(&db, COMMITS - 1, COMMITS),
             "{gc:?}"
         );
     }

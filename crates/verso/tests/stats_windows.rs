@@ -68,10 +68,11 @@ fn regression_writers_chain_lengths_are_recorded_under_every_collector() {
         let writes = db.sample_stats().write_chain_lengths;
         assert_eq!(writes.count(), 100, "{gc:?}: one length per write");
         match gc {
-            GarbageCollector::WatermarkOnly => {
-                assert!(writes.window_max >= 100, "{gc:?}: {writes:?}")
-            }
-            _ => assert!(writes.window_max <= 3, "{gc:?}: {writes:?}"),
+            GarbageCollector::Steam => assert!(writes.window_max <= 3, "{gc:?}: {writes:?}"),
+            // Its background thread prunes every millisecond: how long the chain grew
+            // between two rounds depends on the timing.
+            GarbageCollector::Hana => assert!(writes.window_max >= 2, "{gc:?}: {writes:?}"),
+            _ => assert!(writes.window_max >= 100, "{gc:?}: {writes:?}"),
         }
         drop(held);
     }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
-use crate::gc::{self, Collector};
+use crate::gc::{self, Collector, Finalizing};
 use crate::key;
 use crate::row::PackedRow;
 use crate::stats::Counter;
@@ -127,10 +127,9 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
     let mut moved = 0;
     for committed in queue.drain(..) {
         debug_assert!(committed.commit_ts <= commit_ts, "queue is in commit order");
-        debug_assert!(
-            committed.folded_identities.is_empty(),
-            "only the front is folded"
-        );
+        // A later folded entry is possible where a background collector put a taken-out
+        // queue back in front of one its owner folded meanwhile ('Hana'); its rows are
+        // distinct like any entry's, so it merges the same way.
         for row in committed.rows {
             moved += 1;
             if folded.folded_identities.insert(row.identity()) {
@@ -143,9 +142,23 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
     moved
 }
 
-/// After a transaction ends on this thread: finalize what is due, and now and then help
-/// idle threads.
+/// After a transaction ends on this thread: what the collector's policy has the thread do
+/// between transactions.
 pub(crate) fn after_end<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+    committed: bool,
+) {
+    match G::FINALIZING {
+        Finalizing::Interspersed => finalize_interspersed(engine, local, committed),
+        Finalizing::BackgroundHandsToWorkers => finalize_assigned(engine, local),
+        Finalizing::Background | Finalizing::Never => {}
+    }
+}
+
+/// Interspersed collection: after a commit, finalize the thread's own queue if the
+/// collector says so (with the bound it gives), and now and then help idle threads.
+fn finalize_interspersed<V: VersionStorage, G: Collector, P: Protocol>(
     engine: &Engine<V, G, P>,
     local: &LocalSlot<WrittenRow<V>>,
     committed: bool,
@@ -157,40 +170,79 @@ pub(crate) fn after_end<V: VersionStorage, G: Collector, P: Protocol>(
     if !committed && !help {
         return;
     }
-    let watermark = engine.txns.watermark();
+    let mut bound = None;
     if committed {
-        let mut queue = local.slot.committed.lock();
-        finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+        bound = engine.gc.after_commit(&engine.txns, local);
+        if let Some(bound) = bound {
+            let mut queue = local.slot.committed.lock();
+            finalize_queue(engine, &mut queue, bound, &local.slot.stats);
+        }
     }
     if help {
+        let bound = bound.unwrap_or_else(|| engine.gc.reclaim_bound(&engine.txns));
         for slot in engine.txns.slots() {
             if let Some(mut queue) = slot.committed.try_lock() {
-                finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+                finalize_queue(engine, &mut queue, bound, &local.slot.stats);
             }
         }
     }
 }
 
-/// Finalizes every committed transaction of every slot that is below the watermark now.
+/// Finalizes what a background collector handed to this thread ('Hekaton'), each with the
+/// bound it was found below.
+fn finalize_assigned<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    let slot = &local.slot;
+    let work: Vec<(u64, Committed<WrittenRow<V>>)> = {
+        let mut assigned = slot.assigned.lock();
+        if assigned.is_empty() {
+            return;
+        }
+        assigned.drain(..).collect()
+    };
+    let started = Instant::now();
+    let mut entry = Vec::new();
+    for (bound, committed) in work {
+        finalize_committed(engine, committed, bound, &slot.stats, &mut entry);
+    }
+    slot.stats
+        .add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+}
+
+/// Finalizes every committed transaction of every slot that is below the exact watermark
+/// now ([`crate::Database::collect_garbage`]), including work handed out and not yet done.
+/// Nothing under the 'none' collector.
 pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
     engine: &Engine<V, G, P>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
+    if G::FINALIZING == Finalizing::Never {
+        return;
+    }
     let watermark = engine.txns.watermark();
+    let mut entry = Vec::new();
     for slot in engine.txns.slots() {
         let mut queue = slot.committed.lock();
         finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+        drop(queue);
+        let assigned: Vec<_> = slot.assigned.lock().drain(..).collect();
+        for (bound, committed) in assigned {
+            finalize_committed(engine, committed, bound, &local.slot.stats, &mut entry);
+        }
     }
 }
 
-/// Finalizes, for slots whose thread ended no transaction since the previous round, what is
-/// below the watermark. Busy slots are left to their threads (no contention on their queue).
+/// The janitor's round (interspersed collectors): finalizes, for slots whose thread ended
+/// no transaction since the previous round, what is below the collector's idle bound.
+/// Busy slots are left to their threads (no contention on their queue).
 pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
     engine: &Engine<V, G, P>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
-    let mut watermark = None;
+    let mut bound = None;
     let mut serializable_horizon = None;
     for slot in engine.txns.slots() {
         let ends = slot.ends.load(Relaxed);
@@ -202,12 +254,160 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
                 *serializable_horizon.get_or_insert_with(|| engine.txns.serializable_horizon());
             trim_validation_log(slot, horizon, &local.slot.stats);
         }
+        if G::FINALIZING != Finalizing::Interspersed {
+            continue;
+        }
         if let Some(mut queue) = slot.committed.try_lock() {
             if queue.is_empty() {
                 continue;
             }
-            let watermark = *watermark.get_or_insert_with(|| engine.txns.watermark());
-            finalize_queue(engine, &mut queue, watermark, &local.slot.stats);
+            let bound = *bound.get_or_insert_with(|| engine.gc.idle_bound(&engine.txns));
+            finalize_queue(engine, &mut queue, bound, &local.slot.stats);
+        }
+    }
+}
+
+/// One round of a background collector's thread (every period): 'Hana' collects, 'Hekaton'
+/// hands out. Counted in the background thread's own slot.
+pub(crate) fn background_round<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    let started = Instant::now();
+    match G::FINALIZING {
+        Finalizing::Background => collect_in_background(engine, local),
+        Finalizing::BackgroundHandsToWorkers => hand_out_due(engine, local),
+        Finalizing::Interspersed | Finalizing::Never => return,
+    }
+    let stats = &local.slot.stats;
+    stats.add(Counter::BackgroundRounds, 1);
+    stats.add(
+        Counter::BackgroundNanos,
+        started.elapsed().as_nanos() as u64,
+    );
+}
+
+/// 'Hana''s round: finalize every thread's committed transactions below the oldest
+/// snapshot, then prune, exactly, the chain of every row written by a transaction
+/// committed after it (interval GC, Steam §4.3.2).
+///
+/// A thread's queue is taken out whole (its owner keeps committing into an empty one,
+/// never waiting for the round) and what stays is put back in front of what arrived
+/// meanwhile, so the queue stays in commit order.
+fn collect_in_background<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    let stats = &local.slot.stats;
+    let (bound, active) = engine.gc.active_snapshots(&engine.txns);
+    debug_assert!(bound <= active.horizon);
+    let mut entry = Vec::new();
+    for slot in engine.txns.slots() {
+        let mut taken = std::mem::take(&mut *slot.committed.lock());
+        if taken.is_empty() {
+            continue;
+        }
+        finalize_queue(engine, &mut taken, bound, stats);
+        if G::BACKGROUND_PRUNING && !taken.is_empty() {
+            let started = Instant::now();
+            let mut pruned = 0;
+            let mut freed = 0;
+            for committed in &taken {
+                debug_assert!(committed.commit_ts >= bound, "finalizing took those below");
+                for written in &committed.rows {
+                    let table = engine
+                        .table_by_index(written.table)
+                        .expect("a written table exists");
+                    V::edit(&written.row, |chain| {
+                        if chain.is_dead() || chain.chain_len() < 2 {
+                            return;
+                        }
+                        stats.record_gc_chain(chain.chain_len());
+                        let report =
+                            with_index_upkeep(table, &written.row, chain, &mut entry, |chain| {
+                                chain.prune(&active)
+                            });
+                        pruned += report.removed;
+                        freed += report.freed_bytes;
+                    });
+                }
+            }
+            stats.add(Counter::VersionsPrunedInBackground, pruned as u64);
+            stats.add(Counter::VersionBytesFreed, freed as u64);
+            stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
+        }
+        let mut queue = slot.committed.lock();
+        taken.append(&mut queue);
+        *queue = taken;
+        if queue.len() >= QUEUE_FOLD_AT {
+            let moved = fold_queue(&mut queue);
+            slot.stats.add(Counter::RowsFolded, moved as u64);
+        }
+    }
+}
+
+/// 'Hekaton''s round: refresh the global minimum, take every thread's committed
+/// transactions below it, and hand them to the worker threads: to the owner if it is
+/// busy, else to a busy thread, else (every thread idle) finalize them here, as the work
+/// queues of idle threads too.
+fn hand_out_due<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let stats = &local.slot.stats;
+    let bound = engine.gc.refresh(&engine.txns);
+    let slots: Vec<_> = engine
+        .txns
+        .slots()
+        .filter(|slot| !std::sync::Arc::ptr_eq(slot, &local.slot))
+        .collect();
+    let busy: Vec<bool> = slots
+        .iter()
+        .map(|slot| {
+            let ends = slot.ends.load(Relaxed);
+            slot.ends_seen_by_janitor.swap(ends, Relaxed) != ends
+        })
+        .collect();
+    let busy_slots: Vec<usize> = (0..slots.len()).filter(|&i| busy[i]).collect();
+    let mut entry = Vec::new();
+    for (i, slot) in slots.iter().enumerate() {
+        let mut due = Vec::new();
+        {
+            let mut queue = slot.committed.lock();
+            while queue.front().is_some_and(|c| c.commit_ts < bound) {
+                due.push(queue.pop_front().expect("front exists"));
+            }
+        }
+        let target = if busy[i] {
+            Some(i)
+        } else if !busy_slots.is_empty() {
+            Some(busy_slots[i % busy_slots.len()])
+        } else {
+            None
+        };
+        if !due.is_empty() {
+            stats.add(Counter::TransactionsHandedOut, due.len() as u64);
+        }
+        match target {
+            Some(target) if !due.is_empty() => {
+                let mut assigned = slots[target].assigned.lock();
+                assigned.extend(due.into_iter().map(|committed| (bound, committed)));
+            }
+            _ => {
+                let started = Instant::now();
+                for committed in due {
+                    finalize_committed(engine, committed, bound, stats, &mut entry);
+                }
+                if !busy[i] {
+                    // An idle thread will not come back for what it was handed.
+                    let left: Vec<_> = slot.assigned.lock().drain(..).collect();
+                    for (bound, committed) in left {
+                        finalize_committed(engine, committed, bound, stats, &mut entry);
+                    }
+                }
+                stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+            }
         }
     }
 }
@@ -238,38 +438,48 @@ pub(crate) fn trim_validation_log<R>(
 fn finalize_queue<V: VersionStorage, G: Collector, P: Protocol>(
     engine: &Engine<V, G, P>,
     queue: &mut VecDeque<Committed<WrittenRow<V>>>,
-    watermark: u64,
+    bound: u64,
     stats: &crate::stats::SlotStats,
 ) {
-    if queue.front().is_none_or(|c| c.commit_ts >= watermark) {
+    if queue.front().is_none_or(|c| c.commit_ts >= bound) {
         return;
     }
     let started = Instant::now();
     let mut entry = Vec::new();
-    while let Some(committed) = queue.front() {
-        if committed.commit_ts >= watermark {
-            break;
-        }
+    while queue.front().is_some_and(|c| c.commit_ts < bound) {
         let committed = queue.pop_front().expect("front exists");
-        for written in committed.rows {
-            let table = engine
-                .table_by_index(written.table)
-                .expect("a written table exists");
-            V::edit(&written.row, |chain| {
-                stats.record_gc_chain(chain.chain_len());
-                let (removed, bytes) =
-                    with_index_upkeep(table, &written.row, chain, &mut entry, |chain| {
-                        chain.truncate(watermark)
-                    });
-                stats.add(Counter::VersionsReclaimed, removed as u64);
-                stats.add(Counter::VersionBytesFreed, bytes as u64);
-                if bury_if_unreachable(table, &written.row, chain, &mut entry) {
-                    stats.add(Counter::RowsReclaimed, 1);
-                }
-            });
-        }
+        finalize_committed(engine, committed, bound, stats, &mut entry);
     }
     stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+}
+
+/// Finalizes one committed transaction below `bound` (a reclaim bound: no running or
+/// future snapshot is older): unlinks what no snapshot can read in each row it wrote and
+/// buries rows no snapshot can see.
+fn finalize_committed<V: VersionStorage, G: Collector, P: Protocol>(
+    engine: &Engine<V, G, P>,
+    committed: Committed<WrittenRow<V>>,
+    bound: u64,
+    stats: &crate::stats::SlotStats,
+    entry: &mut Vec<u8>,
+) {
+    debug_assert!(committed.commit_ts < bound);
+    for written in committed.rows {
+        let table = engine
+            .table_by_index(written.table)
+            .expect("a written table exists");
+        V::edit(&written.row, |chain| {
+            stats.record_gc_chain(chain.chain_len());
+            let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
+                chain.truncate(bound)
+            });
+            stats.add(Counter::VersionsReclaimed, removed as u64);
+            stats.add(Counter::VersionBytesFreed, bytes as u64);
+            if bury_if_unreachable(table, &written.row, chain, entry) {
+                stats.add(Counter::RowsReclaimed, 1);
+            }
+        });
+    }
 }
 
 /// Runs `op` (which unlinks versions) and then removes the secondary entries only the

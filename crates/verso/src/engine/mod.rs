@@ -52,11 +52,12 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
     pub(crate) tag: u32,
     /// The concurrency-control protocol's shared state.
     pub(crate) protocol: P,
-    _collector: std::marker::PhantomData<G>,
+    /// The garbage collector's shared state.
+    pub(crate) gc: G,
 }
 
 impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
-    pub(crate) fn new(tag: u32, protocol: P) -> Self {
+    pub(crate) fn new(tag: u32, protocol: P, gc: G) -> Self {
         Engine {
             txns: TxnManager::new(),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -64,7 +65,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
             table_names: Mutex::new(HashMap::new()),
             tag,
             protocol,
-            _collector: std::marker::PhantomData,
+            gc,
         }
     }
 
@@ -176,6 +177,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Drop for Engine<V, G, P> {
         // Slots may outlive the engine in thread-local handles; drop the rows they hold.
         for slot in self.txns.slots() {
             slot.committed.lock().clear();
+            slot.assigned.lock().clear();
         }
     }
 }

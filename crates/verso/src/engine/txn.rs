@@ -11,7 +11,7 @@ use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
 use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
-use crate::gc::Collector;
+use crate::gc::{Collector, Finalizing};
 use crate::index::ordered::RangeScan;
 use crate::key;
 use crate::row::{Columns, RowView, ValueRef};
@@ -71,11 +71,13 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             limit: crate::txn::slots::MAX_THREADS,
         })?;
         let validates = !read_only && P::validates(isolation);
-        let start_ts = if validates {
-            engine.txns.begin_serializable(&local)
-        } else {
-            engine.txns.begin(&local)
-        };
+        let start_ts = engine.gc.begin(&engine.txns, &local, || {
+            if validates {
+                engine.txns.begin_serializable(&local)
+            } else {
+                engine.txns.begin(&local)
+            }
+        });
         local.slot.stats.add(Counter::TxnBegun, 1);
         Ok(EngineTxn {
             engine,
@@ -550,7 +552,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         self.finish();
         let slot = &self.local.slot;
         slot.stats.add(Counter::Committed, 1);
-        if !rows.is_empty() {
+        // Without a collector nothing is ever finalized: queueing would only keep the rows.
+        if !rows.is_empty() && G::FINALIZING != Finalizing::Never {
             crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
         }
         if record.is_some() || !slot.validation_log.lock().is_empty() {
@@ -719,6 +722,9 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     .txns
                     .end_serializable(&self.local, self.start_ts);
             }
+            self.engine
+                .gc
+                .end(&self.engine.txns, &self.local, self.start_ts);
             self.engine.txns.end(&self.local, self.start_ts);
             self.phase = Phase::Finished;
         }

@@ -1,40 +1,151 @@
 //! The garbage-collection seam.
 //!
 //! Policy and mechanism are apart: a [`Collector`] says *what* to do and when (prune on
-//! every write or not, how stale the active list may be); the mechanism that executes it,
-//! the finalizing of committed transactions and the pruning of chains, lives in the
-//! engine (`engine/collect.rs`) and in the version storage (`ChainEdit`).
+//! every write or not, who finalizes and how often, how a transaction registers so that the
+//! collector knows the oldest snapshot); the mechanism that executes it, the finalizing of
+//! committed transactions, the pruning of chains, the background threads' rounds and the
+//! handing out of work, lives in the engine (`engine/collect.rs`) and in the version
+//! storage (`ChainEdit`).
 //!
 //! Shared by every collector (Steam §4.1–§4.2, HyPer): each thread keeps its committed
-//! transactions in its slot; after each commit it *finalizes* those whose commit timestamp
-//! is below the watermark (the oldest snapshot any transaction can hold), unlinking their
-//! records that are still linked, and every few milliseconds it does the same for the slots
-//! of idle threads, so an idle thread never holds garbage forever.
+//! transactions in its slot's queue. *Finalizing* a committed transaction whose commit
+//! timestamp is below a **reclaim bound** unlinks its records that are still linked and
+//! buries rows no snapshot can see. Collectors differ in how they compute the bound (a scan
+//! of the slots, a tracker under a mutex, a transaction map, epochs), who finalizes
+//! (the committing thread, a background thread, workers handed work by a background
+//! thread, nobody) and whether in-between versions are pruned (Steam eagerly on write,
+//! 'Hana' in the background, the others never).
 //!
-//! Implementations: [`steam::Steam`] (default: EPO on every write), [`watermark::WatermarkOnly`]
-//! (HyPer's: no pruning of in-between versions).
+//! Invariant of every collector (what makes reclamation safe, DESIGN.md §3): a reclaim
+//! bound is at most the start timestamp of every transaction running when the bound is
+//! used or beginning later. Each implementation proves it in its module header.
+//!
+//! Implementations, one file per design (Steam paper Table 4):
+//! [`steam::Steam`] (default), [`watermark::WatermarkOnly`] (HyPer), [`hana::Hana`],
+//! [`hekaton::Hekaton`], [`deuteronomy::Deuteronomy`], [`ermia::Ermia`],
+//! [`none::NoCollection`].
 
+pub(crate) mod deuteronomy;
+pub(crate) mod ermia;
+pub(crate) mod hana;
+pub(crate) mod hekaton;
+#[cfg(all(test, loom))]
+mod loom_tests;
+pub(crate) mod none;
 pub(crate) mod steam;
 pub(crate) mod watermark;
 
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::sync::AtomicU64;
+
+use crate::txn::slots::{LocalSlot, TxnManager};
 use crate::version::ActiveSnapshots;
 
-/// A collector design.
-pub(crate) trait Collector: Send + Sync + 'static {
+/// Who finalizes committed transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Finalizing {
+    /// The thread that committed, right after its commit, when [`Collector::after_commit`]
+    /// says so; busy threads also finalize for idle ones, and the janitor for all idle
+    /// threads (HyPer, Steam, the epoch collectors).
+    Interspersed,
+    /// A background thread, every period, for every thread ('Hana').
+    Background,
+    /// A background thread finds what is due every period and hands it to the worker
+    /// threads, which finalize it between transactions ('Hekaton').
+    BackgroundHandsToWorkers,
+    /// Nobody ('none').
+    Never,
+}
+
+/// Settings of a collector, from [`crate::Options`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GcConfig {
+    /// Commits per thread between epoch advances ('Deuteronomy', 'Ermia').
+    pub(crate) epoch_threshold: Option<u64>,
+}
+
+/// A collector design. The value is the collector's shared state (a tracker, a transaction
+/// map, an epoch manager; nothing for Steam), owned by the engine.
+pub(crate) trait Collector: Send + Sync + Sized + 'static {
     /// Name in configuration and reports.
     const NAME: &'static str;
+    /// Who finalizes.
+    const FINALIZING: Finalizing;
     /// Whether a writer prunes every chain it installs a version into (Steam's EPO, §4.3).
-    const EAGER_PRUNING: bool;
+    const EAGER_PRUNING: bool = false;
+    /// Whether the background thread prunes the chains of every version committed after
+    /// the oldest snapshot, exactly ('Hana''s interval GC, §4.3.2).
+    const BACKGROUND_PRUNING: bool = false;
+    /// The background thread's default period (Table 4: 1 ms for 'Hana' and 'Hekaton').
+    const DEFAULT_BACKGROUND_PERIOD: Duration = Duration::from_millis(1);
     /// How old (in nanoseconds) a thread's cached list of active snapshots may grow before
     /// a writer rebuilds it (Steam §4.3.1 uses a few milliseconds).
     const ACTIVE_LIST_MAX_AGE_NS: u64 = 1_000_000;
-    /// How often (in nanoseconds) a thread also finalizes for idle threads.
+    /// How often (in nanoseconds) an interspersed thread also finalizes for idle threads.
     const HELP_IDLE_EVERY_NS: u64 = 1_000_000;
+
+    /// The shared state for these settings.
+    fn new(config: &GcConfig) -> Self;
+
+    /// Begins a transaction on `local`'s thread: registers it with the collector around
+    /// `take_start`, which takes (and publishes in the slot) the start timestamp.
+    fn begin<R: Send + 'static>(
+        &self,
+        _txns: &TxnManager<R>,
+        _local: &LocalSlot<R>,
+        take_start: impl FnOnce() -> u64,
+    ) -> u64 {
+        take_start()
+    }
+
+    /// Ends the transaction begun at `start_ts` on `local`'s thread (before the slot
+    /// unpublishes it).
+    fn end<R: Send + 'static>(&self, _txns: &TxnManager<R>, _local: &LocalSlot<R>, _start_ts: u64) {
+    }
+
+    /// The reclaim bound now: committed transactions below it may be finalized. At most
+    /// the start of every running or future transaction.
+    fn reclaim_bound<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {
+        txns.watermark()
+    }
+
+    /// After a commit on `local`'s thread ([`Finalizing::Interspersed`] only): the bound to
+    /// finalize the thread's queue with now, or `None` for not now.
+    fn after_commit<R: Send + 'static>(
+        &self,
+        txns: &TxnManager<R>,
+        _local: &LocalSlot<R>,
+    ) -> Option<u64> {
+        Some(self.reclaim_bound(txns))
+    }
+
+    /// For [`Collector::BACKGROUND_PRUNING`]: the bound and the snapshots that may read
+    /// old versions, taken together.
+    fn active_snapshots<R: Send + 'static>(&self, txns: &TxnManager<R>) -> (u64, ActiveSnapshots) {
+        let mut buffer = Vec::new();
+        let active = txns.active_snapshots(&mut buffer);
+        (txns.watermark(), active)
+    }
+
+    /// The bound the janitor finalizes idle threads with: the epoch collectors advance
+    /// their epoch first (nobody commits to advance it while every thread is idle).
+    fn idle_bound<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {
+        self.reclaim_bound(txns)
+    }
+
+    /// For [`Finalizing::BackgroundHandsToWorkers`]: refreshes the bound the background
+    /// thread hands work out with, and returns it.
+    fn refresh<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {
+        self.reclaim_bound(txns)
+    }
 }
 
-/// A thread's collector state: its cached, sorted list of active snapshots.
+/// A thread's collector state.
 #[derive(Default)]
 pub(crate) struct LocalGc {
+    /// The cached, sorted list of active snapshots (Steam's EPO).
     pub(crate) active: ActiveSnapshots,
     /// When `active` was taken (manager nanoseconds); 0 = never.
     pub(crate) taken_ns: u64,
@@ -46,6 +157,49 @@ pub(crate) struct LocalGc {
     pub(crate) helped_ns: u64,
     /// Transactions ended since the help timer was last checked.
     pub(crate) ends_since_help_check: u32,
+    /// Registrations of this thread's running transactions with the collector: (start
+    /// timestamp, what the collector registered: an epoch, a transaction-map key).
+    pub(crate) registered: Vec<(u64, u64)>,
+    /// Commits since this thread last tried to advance the epoch.
+    pub(crate) commits_since_epoch_advance: u64,
+}
+
+impl LocalGc {
+    /// Records that the transaction starting at `start_ts` registered `value`.
+    pub(crate) fn register(&mut self, start_ts: u64, value: u64) {
+        self.registered.push((start_ts, value));
+    }
+
+    /// Forgets one registration of the transaction that started at `start_ts` (several
+    /// transactions of a thread may share a start) and returns its value.
+    pub(crate) fn unregister(&mut self, start_ts: u64) -> u64 {
+        let at = self
+            .registered
+            .iter()
+            .position(|&(s, _)| s == start_ts)
+            .expect("an ending transaction was registered on its thread");
+        self.registered.swap_remove(at).1
+    }
+
+    /// The smallest registered value (`u64::MAX` if none).
+    pub(crate) fn min_registered(&self) -> u64 {
+        self.registered
+            .iter()
+            .map(|&(_, v)| v)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Counts a commit; true every `threshold` commits.
+    pub(crate) fn count_commit(&mut self, threshold: u64) -> bool {
+        self.commits_since_epoch_advance += 1;
+        if self.commits_since_epoch_advance >= threshold {
+            self.commits_since_epoch_advance = 0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 /// Whether the cached list needs rebuilding before a prune.
@@ -78,4 +232,17 @@ pub(crate) fn due_to_help<G: Collector>(local: &mut LocalGc, now_ns: impl Fn() -
     } else {
         false
     }
+}
+
+/// The smallest value the slots publish for the collector (`u64::MAX` if none).
+pub(crate) fn min_published<R: Send + 'static>(txns: &TxnManager<R>) -> u64 {
+    txns.slots()
+        .map(|slot| slot.collector_value.load(Ordering::SeqCst))
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+/// A monotonic maximum, for clocks the collectors keep. Returns whether it rose.
+pub(crate) fn raise(word: &AtomicU64, to: u64) -> bool {
+    word.fetch_max(to, Ordering::SeqCst) < to
 }

@@ -77,6 +77,12 @@ pub(crate) struct Slot<R> {
     /// Commit records the owner published for serializable validators, in commit order
     /// (see `cc::precision`).
     pub(crate) validation_log: Mutex<VecDeque<crate::sync::Arc<CommitRecord>>>,
+    /// What the owner publishes for its collector (the oldest epoch its running
+    /// transactions entered, for the epoch collectors; see `gc/`), `u64::MAX` if nothing.
+    pub(crate) collector_value: AtomicU64,
+    /// Committed transactions a background collector handed to the owner to finalize
+    /// ('Hekaton'), each with the reclaim bound it was found below.
+    pub(crate) assigned: Mutex<VecDeque<(u64, Committed<R>)>>,
     pub(crate) stats: SlotStats,
 }
 
@@ -92,6 +98,8 @@ impl<R> Slot<R> {
             ends_seen_by_janitor: AtomicU64::new(0),
             serializable_oldest: AtomicU64::new(u64::MAX),
             validation_log: Mutex::new(VecDeque::new()),
+            collector_value: AtomicU64::new(u64::MAX),
+            assigned: Mutex::new(VecDeque::new()),
             stats: SlotStats::default(),
         }
     }
@@ -368,6 +376,7 @@ impl<R> Drop for LocalSlot<R> {
         self.slot
             .serializable_oldest
             .store(u64::MAX, Ordering::SeqCst);
+        self.slot.collector_value.store(u64::MAX, Ordering::SeqCst);
         self.slot.in_use.store(false, Ordering::Release);
     }
 }

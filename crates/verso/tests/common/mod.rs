@@ -17,6 +17,44 @@ pub fn all_configurations() -> Vec<Options> {
         .collect()
 }
 
+/// Whether the database's collector frees anything at all (every collector but 'none',
+/// the no-collection baseline). Tests of what collection frees assert it only then, and
+/// assert under 'none' that nothing was freed.
+pub fn collects(db: &Database) -> bool {
+    db.options().garbage_collector != GarbageCollector::NoCollection
+}
+
+/// After [`Database::collect_garbage`] with no transaction open: every version record is
+/// freed; under 'none', collection freed nothing at all (no version, no row).
+#[track_caller]
+pub fn assert_collected_everything(db: &Database, context: &str) {
+    let stats = db.stats();
+    if collects(db) {
+        assert_eq!(stats.live_versions(), 0, "{context}: {stats:?}");
+    } else {
+        let freed = stats.versions_reclaimed
+            + stats.versions_pruned_eagerly
+            + stats.versions_pruned_in_background
+            + stats.rows_reclaimed;
+        assert_eq!(freed, 0, "{context}: 'none' collected: {stats:?}");
+        assert!(
+            stats.live_versions() > 0
+                || stats.versions_created
+                    == stats.versions_rolled_back + stats.insert_records_folded,
+            "{context}: {stats:?}"
+        );
+    }
+}
+
+/// What a check expects: `collected` under a collector, `kept` under 'none'.
+pub fn if_collected<T>(db: &Database, collected: T, kept: T) -> T {
+    if collects(db) {
+        collected
+    } else {
+        kept
+    }
+}
+
 /// Opens a database, panicking with the options if that fails.
 pub fn open(options: &Options) -> Database {
     Database::open(options.clone())

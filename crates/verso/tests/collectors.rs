@@ -1,0 +1,284 @@
+//! The collectors the Steam paper compares (Table 4), each on its own: that it collects by
+//! itself in the way its design says (no `collect_garbage` calls here), that it never
+//! frees what a held snapshot reads while its threads run, and that its settings are
+//! checked at `open`. The contract, model, bank and anomaly suites run every collector too
+//! (`common::all_configurations`).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::create_counter;
+use verso::{Database, Error, GarbageCollector, Isolation, Options, Stats, TableId, Value};
+
+const KEY: [Value; 1] = [Value::U64(1)];
+
+fn open(options: Options) -> (Database, TableId) {
+    let db = Database::open(options).expect("open");
+    let table = create_counter(&db, "counter");
+    (db, table)
+}
+
+fn open_with(gc: GarbageCollector) -> (Database, TableId) {
+    open(Options::default().garbage_collector(gc))
+}
+
+fn update(db: &Database, table: TableId, value: i64) {
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert_eq!(txn.update(table, &KEY, &[(1, Value::I64(value))]), Ok(true));
+    txn.commit().expect("commit");
+}
+
+fn read(db: &Database, txn: &verso::Transaction<'_>, table: TableId) -> i64 {
+    let _ = db;
+    txn.get(table, &KEY).expect("get").expect("row")[1]
+        .as_i64()
+        .expect("i64")
+}
+
+/// Polls the stats (no transaction, no explicit collection) until `done` or 5 s pass.
+fn wait_for(db: &Database, done: impl Fn(&Stats) -> bool) -> Stats {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let stats = db.stats();
+        if done(&stats) || Instant::now() > deadline {
+            return stats;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn every_collector_but_none_frees_versions_by_itself() {
+    for gc in GarbageCollector::ALL {
+        let (db, table) = open_with(gc);
+        for i in 0..2_000 {
+            update(&db, table, i);
+        }
+        let stats = wait_for(&db, |s| s.live_versions() == 0);
+        if gc == GarbageCollector::NoCollection {
+            assert_eq!(stats.live_versions(), 2_000, "{gc:?}: {stats:?}");
+            assert_eq!(stats.versions_reclaimed, 0, "{gc:?}");
+            assert_eq!(db.version_chain_length(table, &KEY), Ok(Some(2_000)));
+        } else {
+            assert_eq!(stats.live_versions(), 0, "{gc:?}: {stats:?}");
+            assert_eq!(db.version_chain_length(table, &KEY), Ok(Some(0)), "{gc:?}");
+        }
+    }
+}
+
+/// While a snapshot is held, no collector's own threads (background or interspersed) take
+/// its version away; only Steam (on write) and 'Hana' (in the background) prune the
+/// versions between it and the newest; after it ends, every collector but 'none' frees
+/// everything by itself.
+#[test]
+fn a_held_snapshot_keeps_its_version_and_only_exact_collectors_prune_in_between() {
+    for gc in GarbageCollector::ALL {
+        let (db, table) = open_with(gc);
+        update(&db, table, -1);
+        let held = db.begin(Isolation::Snapshot);
+        assert_eq!(read(&db, &held, table), -1);
+        for i in 0..500 {
+            update(&db, table, i);
+        }
+        // Let background rounds and the janitor run a few times.
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            read(&db, &held, table),
+            -1,
+            "{gc:?}: the held snapshot's version"
+        );
+        let chain = db
+            .version_chain_length(table, &KEY)
+            .expect("chain")
+            .expect("row");
+        match gc {
+            GarbageCollector::Steam => assert!(chain <= 2, "{gc:?}: chain {chain}"),
+            GarbageCollector::Hana => {
+                let stats = wait_for(&db, |s| s.versions_pruned_in_background > 0);
+                assert!(stats.versions_pruned_in_background > 0, "{gc:?}: {stats:?}");
+                let chain = db.version_chain_length(table, &KEY).unwrap().unwrap();
+                assert!(chain <= 2, "{gc:?}: chain {chain} after background pruning");
+            }
+            _ => assert!(
+                chain >= 500,
+                "{gc:?}: chain {chain}: nothing in between pruned"
+            ),
+        }
+        assert_eq!(read(&db, &held, table), -1, "{gc:?}: after pruning");
+        drop(held);
+        // One more commit (the interspersed collectors finalize after commits), then wait.
+        update(&db, table, 1_000);
+        let stats = wait_for(&db, |s| s.live_versions() == 0);
+        if gc == GarbageCollector::NoCollection {
+            assert_eq!(stats.versions_reclaimed, 0, "{gc:?}");
+            assert!(stats.live_versions() >= 502, "{gc:?}: {stats:?}");
+        } else {
+            assert_eq!(stats.live_versions(), 0, "{gc:?}: {stats:?}");
+        }
+    }
+}
+
+#[test]
+fn hana_collects_only_in_its_background_thread() {
+    let (db, table) = open(
+        Options::default()
+            .garbage_collector(GarbageCollector::Hana)
+            .background_gc_period(Duration::from_secs(3_600)),
+    );
+    for i in 0..200 {
+        update(&db, table, i);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let stats = db.stats();
+    assert_eq!(
+        stats.versions_reclaimed, 0,
+        "workers do not collect: {stats:?}"
+    );
+    assert_eq!(stats.background_gc_rounds, 0, "the round is an hour away");
+    assert_eq!(stats.live_versions(), 200);
+}
+
+#[test]
+fn hekaton_hands_due_transactions_to_the_busy_worker() {
+    let (db, table) = open_with(GarbageCollector::Hekaton);
+    let started = Instant::now();
+    let mut i = 0;
+    while started.elapsed() < Duration::from_millis(300) {
+        update(&db, table, i);
+        i += 1;
+    }
+    let stats = db.stats();
+    assert!(stats.background_gc_rounds > 0, "{stats:?}");
+    assert!(stats.transactions_handed_out > 0, "{stats:?}");
+    assert!(stats.versions_reclaimed > 0, "{stats:?}");
+    // Work is handed out at most a period (1 ms) late: a small part of the commits waits.
+    assert!(
+        stats.live_versions() < i as u64 / 2,
+        "{i} commits, {} live versions",
+        stats.live_versions()
+    );
+}
+
+#[test]
+fn epoch_collectors_advance_after_their_threshold_of_commits() {
+    // Plus the commit that loaded the row: 1,001 commits on one thread.
+    for (gc, threshold, commits, expected) in [
+        (GarbageCollector::Deuteronomy, None, 1_000, 10..=10),
+        (GarbageCollector::Deuteronomy, Some(250), 1_000, 4..=4),
+        (GarbageCollector::Ermia, None, 1_000, 900..=1_001),
+        (GarbageCollector::Ermia, Some(10), 1_000, 90..=100),
+    ] {
+        let mut options = Options::default().garbage_collector(gc);
+        if let Some(threshold) = threshold {
+            options = options.epoch_advance_threshold(threshold);
+        }
+        let (db, table) = open(options);
+        for i in 0..commits {
+            update(&db, table, i);
+        }
+        let advances = db.stats().epoch_advances;
+        assert!(
+            expected.contains(&advances),
+            "{gc:?} threshold {threshold:?}: {advances} advances in {commits} commits"
+        );
+    }
+}
+
+/// Between advances nothing is finalized: the epoch is the collector's granularity.
+#[test]
+fn deuteronomy_finalizes_nothing_before_its_first_epoch_advance() {
+    let (db, table) = open(
+        Options::default()
+            .garbage_collector(GarbageCollector::Deuteronomy)
+            .epoch_advance_threshold(1_000),
+    );
+    for i in 0..500 {
+        update(&db, table, i);
+    }
+    let stats = db.stats();
+    assert_eq!(stats.epoch_advances, 0);
+    assert_eq!(stats.versions_reclaimed, 0, "{stats:?}");
+    for i in 500..1_000 {
+        update(&db, table, i);
+    }
+    let stats = db.stats();
+    assert_eq!(stats.epoch_advances, 1);
+    assert!(stats.versions_reclaimed >= 900, "{stats:?}");
+}
+
+/// Three phases: a thread holding a snapshot stays in its epoch, and the global epoch can
+/// move at most one past it.
+#[test]
+fn a_held_snapshot_stops_the_three_phase_epoch() {
+    let (db, table) = open_with(GarbageCollector::Ermia);
+    let held = db.begin(Isolation::Snapshot);
+    for i in 0..500 {
+        update(&db, table, i);
+    }
+    let stats = db.stats();
+    // One advance after the load (before the snapshot), one past the snapshot's epoch.
+    assert!(stats.epoch_advances <= 2, "{stats:?}");
+    assert!(stats.live_versions() >= 499, "{stats:?}");
+    drop(held);
+    for i in 0..10 {
+        update(&db, table, i);
+    }
+    let stats = db.stats();
+    assert!(stats.epoch_advances >= 5, "advancing again: {stats:?}");
+    assert!(stats.live_versions() <= 3, "{stats:?}");
+}
+
+#[test]
+fn collector_settings_are_checked_at_open() {
+    let refused = |options: Options, words: &str| match Database::open(options.clone()) {
+        Err(Error::UnsupportedConfiguration { reason }) => {
+            assert!(reason.contains(words), "{options:?}: {reason}")
+        }
+        other => panic!("{options:?} should be refused, got {other:?}"),
+    };
+    let ms = Duration::from_millis(1);
+    for gc in GarbageCollector::ALL {
+        let options = Options::default().garbage_collector(gc);
+        if gc.runs_in_background() {
+            refused(
+                options.clone().background_gc_period(Duration::ZERO),
+                "longer than zero",
+            );
+            refused(
+                options.clone().epoch_advance_threshold(5),
+                "epoch collectors",
+            );
+            Database::open(options.background_gc_period(5 * ms)).expect("a period applies");
+        } else if gc.uses_epochs() {
+            refused(
+                options.clone().epoch_advance_threshold(0),
+                "at least one commit",
+            );
+            refused(
+                options.clone().background_gc_period(ms),
+                "background collectors",
+            );
+            Database::open(options.epoch_advance_threshold(7)).expect("a threshold applies");
+            assert!(gc.default_epoch_advance_threshold().is_some());
+        } else {
+            refused(
+                options.clone().background_gc_period(ms),
+                "background collectors",
+            );
+            refused(options.epoch_advance_threshold(1), "epoch collectors");
+            assert_eq!(gc.default_epoch_advance_threshold(), None);
+        }
+        assert_eq!(GarbageCollector::from_name(gc.name()), Ok(gc));
+        let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
+        assert!(db.design().contains(gc.name()), "{}", db.design());
+    }
+    match GarbageCollector::from_name("hyper") {
+        Err(Error::UnsupportedConfiguration { reason }) => {
+            for gc in GarbageCollector::ALL {
+                assert!(reason.contains(gc.name()), "{reason}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+}
