@@ -37,9 +37,10 @@ pub(crate) enum Counter {
     BackgroundRounds,
     TransactionsHandedOut,
     EpochAdvances,
+    VersionRetrievalNanos,
 }
 
-const COUNTERS: usize = Counter::EpochAdvances as usize + 1;
+const COUNTERS: usize = Counter::VersionRetrievalNanos as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
@@ -107,8 +108,11 @@ impl SlotStats {
         bump(&self.counters[counter as usize], by);
     }
 
-    pub(crate) fn record_read_chain(&self, len: usize) {
-        self.read_chain.record(len);
+    pub(crate) fn record_read(&self, cost: crate::version::ReadCost) {
+        self.read_chain.record(cost.walked);
+        if cost.reconstruct_nanos > 0 {
+            self.add(Counter::VersionRetrievalNanos, cost.reconstruct_nanos);
+        }
     }
 
     pub(crate) fn record_write_chain(&self, len: usize) {
@@ -148,6 +152,7 @@ impl SlotStats {
         stats.background_gc_rounds += get(Counter::BackgroundRounds);
         stats.transactions_handed_out += get(Counter::TransactionsHandedOut);
         stats.epoch_advances += get(Counter::EpochAdvances);
+        stats.version_retrieval_nanos += get(Counter::VersionRetrievalNanos);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.write_chain
@@ -249,6 +254,9 @@ pub struct Stats {
     pub transactions_handed_out: u64,
     /// Times the global epoch advanced ('Deuteronomy', 'Ermia').
     pub epoch_advances: u64,
+    /// Nanoseconds readers spent reconstructing an older version of a row from its chain
+    /// (Steam Table 5's "version retrieval"; reads of the newest version are not timed).
+    pub version_retrieval_nanos: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
     /// Version records behind a row right after a writer installed its version (and, under

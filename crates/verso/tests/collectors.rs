@@ -106,6 +106,10 @@ fn a_held_snapshot_keeps_its_version_and_only_exact_collectors_prune_in_between(
             ),
         }
         assert_eq!(read(&db, &held, table), -1, "{gc:?}: after pruning");
+        // Those reads reconstructed an old version: counted and timed.
+        let stats = db.stats();
+        assert!(stats.read_chain_lengths.total >= 3, "{gc:?}: {stats:?}");
+        assert!(stats.version_retrieval_nanos > 0, "{gc:?}: {stats:?}");
         drop(held);
         // One more commit (the interspersed collectors finalize after commits), then wait.
         update(&db, table, 1_000);

@@ -181,8 +181,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             return Ok(None);
         };
         drop(scratch);
-        let (result, walked) = V::read(row, &self.snapshot(), |v| v.map(reader));
-        self.local.slot.stats.record_read_chain(walked);
+        let (result, cost) = V::read(row, &self.snapshot(), |v| v.map(reader));
+        self.local.slot.stats.record_read(cost);
         Ok(result)
     }
 
@@ -224,8 +224,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let recording = self.reads.is_some();
         let mut stopped_at = None;
         scan_in_batches(&table.primary, &lower, &upper, |key, row| {
-            let (seen, walked) = V::read(row, &snapshot, |v| v.map(&mut inside));
-            self.local.slot.stats.record_read_chain(walked);
+            let (seen, cost) = V::read(row, &snapshot, |v| v.map(&mut inside));
+            self.local.slot.stats.record_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
                 stopped_at = Some(key.to_vec());
@@ -258,7 +258,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let recording = self.reads.is_some();
         let mut stopped_at = None;
         scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
-            let (seen, walked) = V::read(row, &snapshot, |v| {
+            let (seen, cost) = V::read(row, &snapshot, |v| {
                 let v = v?;
                 // The entry is a hint: yield the row only if the version this snapshot
                 // sees has exactly this entry's key.
@@ -270,7 +270,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 );
                 (visible_entry.as_slice() == entry).then(|| inside(v))
             });
-            self.local.slot.stats.record_read_chain(walked);
+            self.local.slot.stats.record_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
                 stopped_at = Some(entry.to_vec());

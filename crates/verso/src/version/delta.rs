@@ -35,8 +35,8 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, PruneReport, Refusal, RollbackReport, Snapshot, StampReport,
-    VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
+    StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
 /// `ts` of a record whose transaction has not stamped it yet.
@@ -240,18 +240,23 @@ impl VersionStorage for DeltaStorage {
         row: &DeltaRow,
         snapshot: &Snapshot<'_>,
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
-    ) -> (R, usize) {
+    ) -> (R, ReadCost) {
         let state = row.read();
         let newest = || state.exists.then(|| RowView::packed(&state.values));
         let Some(head) = state.head.as_deref() else {
             let seen = newest().filter(|_| state.born_before(snapshot));
-            return (reader(seen), 0);
+            return (reader(seen), ReadCost::default());
         };
         if head.change_visible_to(snapshot) {
-            return (reader(newest()), 1);
+            let cost = ReadCost {
+                walked: 1,
+                reconstruct_nanos: 0,
+            };
+            return (reader(newest()), cost);
         }
         // Reconstruct: start from the newest values and undo invisible changes, borrowing
         // every value from the row or its records (all pinned by the latch).
+        let started = std::time::Instant::now();
         let mut values: Vec<ValueRef<'_>> = (0..state.values.arity())
             .map(|i| state.values.get(i))
             .collect();
@@ -269,9 +274,13 @@ impl VersionStorage for DeltaStorage {
         if cursor.is_none() && !state.born_before(snapshot) {
             exists = false; // undid the whole chain: before the row's birth
         }
+        let cost = ReadCost {
+            walked,
+            reconstruct_nanos: started.elapsed().as_nanos() as u64,
+        };
         (
             reader(exists.then(|| RowView::reconstructed(&values))),
-            walked,
+            cost,
         )
     }
 

@@ -106,6 +106,16 @@ pub(crate) enum WriteResult<G> {
     RowGone,
 }
 
+/// What finding a snapshot's version of a row cost a reader.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReadCost {
+    /// Version records walked.
+    pub(crate) walked: usize,
+    /// Nanoseconds spent reconstructing an older version from the chain (0 when the newest
+    /// version was visible: that path is not timed, it is the common one).
+    pub(crate) reconstruct_nanos: u64,
+}
+
 /// What a rollback undid.
 pub(crate) struct RollbackReport {
     pub(crate) freed_bytes: usize,
@@ -183,12 +193,12 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Self::Row, usize);
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
-    /// Returns its result and the number of version records walked.
+    /// Returns its result and what finding the version cost.
     fn read<R>(
         row: &Self::Row,
         snapshot: &Snapshot<'_>,
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
-    ) -> (R, usize);
+    ) -> (R, ReadCost);
 
     /// Installs a write of `owner` (whose snapshot is `snapshot`) into the row.
     fn write<'a>(
