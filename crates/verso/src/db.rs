@@ -375,7 +375,8 @@ impl Database {
         let engine = Arc::new(engine);
         let (finalizing, default_period) = on_engine!(&*engine, e => collector_schedule(e));
         match finalizing {
-            Finalizing::Interspersed => {
+            // Under 'none' the janitor only trims idle threads' commit records.
+            Finalizing::Interspersed | Finalizing::Never => {
                 if let Some(interval) = options.idle_collection_interval {
                     spawn_collector_thread(
                         "verso-janitor",
@@ -389,7 +390,6 @@ impl Database {
                 let period = options.background_gc_period.unwrap_or(default_period);
                 spawn_collector_thread("verso-gc", Arc::downgrade(&engine), period, true)?;
             }
-            Finalizing::Never => {}
         }
         Ok(Database {
             engine,

@@ -286,3 +286,29 @@ fn collector_settings_are_checked_at_open() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Commit records kept for a serializable reader are dropped once it ends, even when the
+/// thread that published them is gone and nobody commits again: by the janitor, or by the
+/// background thread of the collectors that have no janitor ('Hana', 'Hekaton'). Found in
+/// review: their background rounds did not trim, so the records stayed for ever.
+#[test]
+fn regression_commit_records_of_a_finished_thread_are_dropped_by_every_collector() {
+    for gc in GarbageCollector::ALL {
+        let (db, table) = open_with(gc);
+        let reader = db.begin(Isolation::Serializable);
+        assert_eq!(read(&db, &reader, table), 0);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for i in 1..=10 {
+                    let mut txn = db.begin(Isolation::Serializable);
+                    assert_eq!(txn.update(table, &KEY, &[(1, Value::I64(i))]), Ok(true));
+                    txn.commit().expect("commit");
+                }
+            });
+        });
+        assert!(db.stats().live_commit_records() > 0, "{gc:?}: records kept");
+        reader.commit().expect("read-only commit");
+        let stats = wait_for(&db, |s| s.live_commit_records() == 0);
+        assert_eq!(stats.live_commit_records(), 0, "{gc:?}: {stats:?}");
+    }
+}

@@ -279,7 +279,16 @@ pub(crate) fn background_round<V: VersionStorage, G: Collector, P: Protocol>(
         Finalizing::BackgroundHandsToWorkers => hand_out_due(engine, local),
         Finalizing::Interspersed | Finalizing::Never => return,
     }
+    // These collectors run no janitor: trim the commit records idle threads left too.
     let stats = &local.slot.stats;
+    let mut serializable_horizon = None;
+    for slot in engine.txns.slots() {
+        if !slot.validation_log.lock().is_empty() {
+            let horizon =
+                *serializable_horizon.get_or_insert_with(|| engine.txns.serializable_horizon());
+            trim_validation_log(slot, horizon, stats);
+        }
+    }
     stats.add(Counter::BackgroundRounds, 1);
     stats.add(
         Counter::BackgroundNanos,
@@ -386,29 +395,28 @@ fn hand_out_due<V: VersionStorage, G: Collector, P: Protocol>(
         } else {
             None
         };
-        if !due.is_empty() {
-            stats.add(Counter::TransactionsHandedOut, due.len() as u64);
-        }
+        let started = Instant::now();
         match target {
             Some(target) if !due.is_empty() => {
+                stats.add(Counter::TransactionsHandedOut, due.len() as u64);
                 let mut assigned = slots[target].assigned.lock();
                 assigned.extend(due.into_iter().map(|committed| (bound, committed)));
             }
             _ => {
-                let started = Instant::now();
+                // Every worker is idle: nobody would come for it.
                 for committed in due {
                     finalize_committed(engine, committed, bound, stats, &mut entry);
                 }
-                if !busy[i] {
-                    // An idle thread will not come back for what it was handed.
-                    let left: Vec<_> = slot.assigned.lock().drain(..).collect();
-                    for (bound, committed) in left {
-                        finalize_committed(engine, committed, bound, stats, &mut entry);
-                    }
-                }
-                stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
             }
         }
+        if !busy[i] {
+            // An idle thread does not come back for what it was handed earlier either.
+            let left: Vec<_> = slot.assigned.lock().drain(..).collect();
+            for (bound, committed) in left {
+                finalize_committed(engine, committed, bound, stats, &mut entry);
+            }
+        }
+        stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
     }
 }
 
