@@ -38,15 +38,17 @@ pub(crate) enum Counter {
     TransactionsHandedOut,
     EpochAdvances,
     VersionRetrievalNanos,
+    ActiveListNanos,
 }
 
-const COUNTERS: usize = Counter::VersionRetrievalNanos as usize + 1;
+const COUNTERS: usize = Counter::ActiveListNanos as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
 pub(crate) struct SlotStats {
     counters: [AtomicU64; COUNTERS],
     read_chain: HistogramCell,
+    scan_chain: HistogramCell,
     write_chain: HistogramCell,
     gc_chain: HistogramCell,
 }
@@ -115,6 +117,12 @@ impl SlotStats {
         }
     }
 
+    /// A read by a range scan: counted as a read and among the scans' reads.
+    pub(crate) fn record_scan_read(&self, cost: crate::version::ReadCost) {
+        self.record_read(cost);
+        self.scan_chain.record(cost.walked);
+    }
+
     pub(crate) fn record_write_chain(&self, len: usize) {
         self.write_chain.record(len);
     }
@@ -153,8 +161,11 @@ impl SlotStats {
         stats.transactions_handed_out += get(Counter::TransactionsHandedOut);
         stats.epoch_advances += get(Counter::EpochAdvances);
         stats.version_retrieval_nanos += get(Counter::VersionRetrievalNanos);
+        stats.active_list_nanos += get(Counter::ActiveListNanos);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
+        self.scan_chain
+            .add_to(&mut stats.scan_chain_lengths, new_window);
         self.write_chain
             .add_to(&mut stats.write_chain_lengths, new_window);
         self.gc_chain
@@ -231,6 +242,9 @@ pub struct Stats {
     pub prune_nanos: u64,
     /// Times a thread rebuilt its sorted list of active snapshots.
     pub active_list_refreshes: u64,
+    /// Nanoseconds spent rebuilding those lists (Steam Table 5's "fetch active txn-ids";
+    /// part of `prune_nanos`).
+    pub active_list_nanos: u64,
     /// Commit records published for serializable validation (the keys a committing
     /// transaction wrote, kept while a serializable transaction may validate against them).
     pub commit_records_published: u64,
@@ -259,6 +273,9 @@ pub struct Stats {
     pub version_retrieval_nanos: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
+    /// The part of `read_chain_lengths` read by range scans (primary or secondary), the
+    /// "table scans" of Steam Table 5.
+    pub scan_chain_lengths: ChainHistogram,
     /// Version records behind a row right after a writer installed its version (and, under
     /// Steam, pruned the chain): recorded on every write, under every collector.
     pub write_chain_lengths: ChainHistogram,

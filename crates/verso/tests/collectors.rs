@@ -93,7 +93,13 @@ fn a_held_snapshot_keeps_its_version_and_only_exact_collectors_prune_in_between(
             .expect("chain")
             .expect("row");
         match gc {
-            GarbageCollector::Steam => assert!(chain <= 2, "{gc:?}: chain {chain}"),
+            GarbageCollector::Steam => {
+                assert!(chain <= 2, "{gc:?}: chain {chain}");
+                let stats = db.stats();
+                assert!(stats.active_list_refreshes > 0, "{stats:?}");
+                assert!(stats.active_list_nanos > 0, "{stats:?}");
+                assert!(stats.prune_nanos >= stats.active_list_nanos, "{stats:?}");
+            }
             GarbageCollector::Hana => {
                 let stats = wait_for(&db, |s| s.versions_pruned_in_background > 0);
                 assert!(stats.versions_pruned_in_background > 0, "{gc:?}: {stats:?}");
@@ -110,6 +116,16 @@ fn a_held_snapshot_keeps_its_version_and_only_exact_collectors_prune_in_between(
         let stats = db.stats();
         assert!(stats.read_chain_lengths.total >= 3, "{gc:?}: {stats:?}");
         assert!(stats.version_retrieval_nanos > 0, "{gc:?}: {stats:?}");
+        assert_eq!(stats.scan_chain_lengths.count(), 0, "{gc:?}: no scans yet");
+        let scanned = held.scan(table, ..).expect("scan");
+        assert_eq!(scanned[0][1], Value::I64(-1), "{gc:?}: the scan's version");
+        let stats = db.stats();
+        assert_eq!(
+            stats.scan_chain_lengths.count(),
+            1,
+            "{gc:?}: one row scanned"
+        );
+        assert!(stats.scan_chain_lengths.total >= 1, "{gc:?}: {stats:?}");
         drop(held);
         // One more commit (the interspersed collectors finalize after commits), then wait.
         update(&db, table, 1_000);

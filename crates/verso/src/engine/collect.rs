@@ -74,12 +74,14 @@ fn refresh_active_list<V: VersionStorage, G: Collector, P: Protocol>(
     local_gc: &mut gc::LocalGc,
     stats: &crate::stats::SlotStats,
 ) {
+    let started = Instant::now();
     let mut buffer = std::mem::take(&mut local_gc.scan_buffer);
     local_gc.active = engine.txns.active_snapshots(&mut buffer);
     local_gc.scan_buffer = buffer;
     local_gc.taken_ns = engine.txns.now_ns().max(1);
     local_gc.writes_since_age_check = 0;
     stats.add(Counter::ActiveListRefreshes, 1);
+    stats.add(Counter::ActiveListNanos, started.elapsed().as_nanos() as u64);
 }
 
 /// Queues a committed transaction on its thread's slot, folding the queue if it grew long.
@@ -221,6 +223,8 @@ pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
     if G::FINALIZING == Finalizing::Never {
         return;
     }
+    // Not while a background round holds transactions it took out of the queues.
+    let _round = engine.collection_round.lock();
     let watermark = engine.txns.watermark();
     let mut entry = Vec::new();
     for slot in engine.txns.slots() {
@@ -274,6 +278,7 @@ pub(crate) fn background_round<V: VersionStorage, G: Collector, P: Protocol>(
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     let started = Instant::now();
+    let _round = engine.collection_round.lock();
     match G::FINALIZING {
         Finalizing::Background => collect_in_background(engine, local),
         Finalizing::BackgroundHandsToWorkers => hand_out_due(engine, local),

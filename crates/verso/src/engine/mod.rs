@@ -54,6 +54,9 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
     pub(crate) protocol: P,
     /// The garbage collector's shared state.
     pub(crate) gc: G,
+    /// Held by a background collector's round while it has committed transactions taken
+    /// out of the queues, and by `collect_all`, which must see every one of them.
+    pub(crate) collection_round: Mutex<()>,
 }
 
 impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
@@ -66,6 +69,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
             tag,
             protocol,
             gc,
+            collection_round: Mutex::new(()),
         }
     }
 

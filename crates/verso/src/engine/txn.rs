@@ -225,7 +225,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let mut stopped_at = None;
         scan_in_batches(&table.primary, &lower, &upper, |key, row| {
             let (seen, cost) = V::read(row, &snapshot, |v| v.map(&mut inside));
-            self.local.slot.stats.record_read(cost);
+            self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
                 stopped_at = Some(key.to_vec());
@@ -270,7 +270,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 );
                 (visible_entry.as_slice() == entry).then(|| inside(v))
             });
-            self.local.slot.stats.record_read(cost);
+            self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
                 stopped_at = Some(entry.to_vec());
