@@ -1,5 +1,5 @@
 //! The `verso` command line: one subcommand per workload, common options for the runner,
-//! and `demo`.
+//! `demo`, and `reproduce`.
 //!
 //! [`execute`] runs a parsed command and returns what it measured; `main.rs` only parses,
 //! prints errors and sets the exit status, so tests drive the same code.
@@ -13,6 +13,7 @@ use verso::{GarbageCollector, Isolation};
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::report::{comparison_line, summary_table, write_json, write_report};
+use crate::reproduce::{self, ReproduceOptions, Reproduction};
 use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
 use crate::workload::{LabError, Workload};
 use crate::workloads::kv_updates::{KvConfig, KvWorkload};
@@ -80,6 +81,50 @@ pub enum Command {
     /// CH-benCHmark with one OLTP and one OLAP thread for a minute, on Steam and on
     /// watermark-only side by side; writes a report to `verso-report/`.
     Demo(DemoArgs),
+    /// Redo a paper's figure or table: runs the experiment, writes an HTML report with our
+    /// figures beside the paper's numbers and a verdict per claim, JSON, and a summary.
+    #[command(after_help = reproduce_help())]
+    Reproduce(ReproduceArgs),
+}
+
+/// `verso reproduce --help`'s list of experiments.
+fn reproduce_help() -> String {
+    let mut help = String::from("Experiments (`verso reproduce --list` says more):\n");
+    for e in reproduce::EXPERIMENTS {
+        help.push_str(&format!("  {:<13} {}: {}\n", e.name, e.paper_ref, e.title));
+    }
+    help.push_str(
+        "Full sizes take a few minutes each in a release build on 2 cores; --quick runs tiny \
+         sizes in seconds. The report goes to verso-report/reproduce/<name>/ unless --report \
+         says otherwise.",
+    );
+    help
+}
+
+/// `verso reproduce`'s options.
+#[derive(Args, Debug, Clone)]
+pub struct ReproduceArgs {
+    /// The experiment, e.g. steam-fig7 (see --list).
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+    /// List the experiments and exit.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
+    /// Tiny data and sub-second runs: checks the experiment works, measures nothing.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the report [default: verso-report/reproduce/<name>].
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Also write the results as JSON to this file (keys: docs/lab.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the data and of every worker's random stream.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Do not draw progress bars.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// An isolation level on the command line.
@@ -103,8 +148,9 @@ impl From<IsolationArg> for Isolation {
 /// Options every workload takes.
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
-    /// Garbage collector: steam or watermark [default: steam].
-    #[arg(long, value_parser = parse_gc, conflicts_with = "compare")]
+    /// Garbage collector: steam, watermark, hana, hekaton, deuteronomy, ermia or none
+    /// [default: steam].
+    #[arg(long, value_parser = parse_gc, conflicts_with = "compare", help = gc_help())]
     pub gc: Option<GarbageCollector>,
     /// Run several configurations one after the other, each on a freshly loaded database
     /// with the same seed, e.g. `--compare steam,watermark`.
@@ -254,6 +300,15 @@ pub struct DemoArgs {
     pub sampling: SamplingArgs,
 }
 
+/// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`]).
+fn gc_help() -> String {
+    format!(
+        "Garbage collector: {} [default: {}]",
+        GarbageCollector::ALL.map(GarbageCollector::name).join(", "),
+        GarbageCollector::default().name()
+    )
+}
+
 fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
     GarbageCollector::from_name(name).map_err(|e| e.to_string())
 }
@@ -360,6 +415,9 @@ impl Plan {
                     report: Some(demo.report.clone()),
                 })
             }
+            Command::Reproduce(_) => Err(LabError::BadOption(
+                "`reproduce` runs named experiments (crate::reproduce), not one workload".into(),
+            )),
         }
     }
 
@@ -493,10 +551,53 @@ fn warehouses_of(scale: u64) -> Result<u32, LabError> {
         .map_err(|_| LabError::BadOption(format!("--scale {scale}: too many warehouses")))
 }
 
-/// Runs a parsed command: every configuration in turn, then prints the summary (and the
-/// comparison line) to `out` and writes the JSON and the report if asked. `command_line`
-/// is recorded in the outputs.
+/// What a command produced.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A workload's runs (every subcommand but `reproduce`).
+    Lab(LabReport),
+    /// An experiment of `reproduce`.
+    Reproduced(Box<Reproduction>),
+    /// `reproduce --list` printed the experiments.
+    Listed,
+}
+
+/// Runs a parsed command and prints what it measured to `out`: for a workload, every
+/// configuration in turn, then the summary (and the comparison line), and the JSON and
+/// the report if asked; for `reproduce`, the experiment (see [`crate::reproduce`]).
+/// `command_line` is recorded in the outputs.
 pub fn execute(
+    cli: &Cli,
+    command_line: Vec<String>,
+    out: &mut dyn Write,
+) -> Result<Outcome, LabError> {
+    match &cli.command {
+        Command::Reproduce(args) if args.list => {
+            write!(out, "{}", reproduce::list())?;
+            Ok(Outcome::Listed)
+        }
+        Command::Reproduce(args) => {
+            let name = args.name.as_deref().ok_or_else(|| {
+                LabError::BadOption("name an experiment (verso reproduce --list)".into())
+            })?;
+            let options = ReproduceOptions {
+                quick: args.quick,
+                seed: args.seed,
+                report: args.report.clone(),
+                json: args.json.clone(),
+                show_progress: !args.quiet,
+                command_line,
+            };
+            Ok(Outcome::Reproduced(Box::new(reproduce::reproduce(
+                name, &options, out,
+            )?)))
+        }
+        _ => run_workload(cli, command_line, out).map(Outcome::Lab),
+    }
+}
+
+/// [`execute`] for the workload subcommands.
+fn run_workload(
     cli: &Cli,
     command_line: Vec<String>,
     out: &mut dyn Write,

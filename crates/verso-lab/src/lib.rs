@@ -8,6 +8,8 @@
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
 //!   its plots ([`plot`]);
+//! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
+//!   paper's numbers beside ours;
 //! - [`cli`]: the `verso` command line;
 //! - [`rng`], [`zipf`]: seeded random numbers and key distributions.
 //!
@@ -23,6 +25,7 @@ pub mod memory;
 pub mod metrics;
 pub mod plot;
 pub mod report;
+pub mod reproduce;
 pub mod rng;
 pub mod runner;
 pub mod workload;

@@ -80,8 +80,17 @@ impl Sample {
 pub struct Configuration {
     /// The configuration's name in reports (the collector's name, e.g. `steam`).
     pub label: String,
-    /// The garbage collector (`steam`, `watermark`).
+    /// The garbage collector (`steam`, `watermark`, `hana`, ...: `GarbageCollector::name`).
     pub garbage_collector: String,
+    /// The background collectors' period in milliseconds (`Options::background_gc_period`),
+    /// if the run set it; `None`: the engine's default, or not a background collector.
+    #[serde(default)]
+    pub background_gc_period_ms: Option<f64>,
+    /// The epoch collectors' commits between epoch advances
+    /// (`Options::epoch_advance_threshold`), if the run set it; `None`: the collector's
+    /// default, or not an epoch collector.
+    #[serde(default)]
+    pub epoch_advance_threshold: Option<u64>,
     /// `snapshot` or `serializable`.
     pub isolation: String,
     /// The engine's own description: `storage/collector/protocol`.
@@ -144,6 +153,58 @@ pub struct EngineTotals {
     pub write_chain_mean: f64,
     /// Mean chain length the collector met during the run.
     pub gc_chain_mean: f64,
+    /// Reads recorded in the read chain histogram during the run (every read of a row,
+    /// by OLTP transactions and queries alike).
+    #[serde(default)]
+    pub reads: u64,
+    /// Version records those reads walked in all (the histogram's total).
+    #[serde(default)]
+    pub read_versions_traversed: u64,
+    /// Chains the collector met during the run (the GC histogram's count).
+    #[serde(default)]
+    pub gc_chain_visits: u64,
+    /// Version records on those chains in all (the GC histogram's total).
+    #[serde(default)]
+    pub gc_versions_traversed: u64,
+    /// Reads by range scans (primary or secondary): the part of `reads` the paper's
+    /// "table scans" row counts.
+    #[serde(default)]
+    pub scan_reads: u64,
+    /// Version records those scan reads walked in all.
+    #[serde(default)]
+    pub scan_versions_traversed: u64,
+    /// Mean version records walked per scan read.
+    #[serde(default)]
+    pub scan_chain_mean: f64,
+    /// Longest chain a scan read walked.
+    #[serde(default)]
+    pub scan_chain_max: u64,
+    /// Seconds readers spent reconstructing older versions from chains.
+    #[serde(default)]
+    pub version_retrieval_seconds: f64,
+    /// Times a thread rebuilt its sorted list of active snapshots.
+    #[serde(default)]
+    pub active_list_refreshes: u64,
+    /// Seconds spent rebuilding those lists (inside `prune_seconds`).
+    #[serde(default)]
+    pub active_list_seconds: f64,
+    /// Version records a background collector pruned from chains ('hana').
+    #[serde(default)]
+    pub versions_pruned_in_background: u64,
+    /// Seconds a background collector's thread worked ('hana', 'hekaton'; also counted in
+    /// `gc_seconds` and `prune_seconds`).
+    #[serde(default)]
+    pub background_gc_seconds: f64,
+    /// Rounds a background collector's thread ran.
+    #[serde(default)]
+    pub background_gc_rounds: u64,
+    /// Committed transactions a background collector handed to the workers to finalize
+    /// ('hekaton').
+    #[serde(default)]
+    pub transactions_handed_out: u64,
+    /// Times the global epoch advanced ('deuteronomy', 'ermia').
+    #[serde(default)]
+    pub epoch_advances: u64,
 }
 
 /// Medians over the run's full samples (see [`Sample::is_full`]) and maxima over all.

@@ -146,15 +146,57 @@ pub fn metrics_for(runs: &[RunResult]) -> Vec<Metric> {
         .collect()
 }
 
-/// Line colors, one per configuration (Tableau 10).
-const COLORS: [RGBColor; 6] = [
+/// Line colors, one per configuration (Tableau 10: enough for every collector).
+const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
     RGBColor(214, 39, 40),
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+    RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
+
+/// The color of a line labelled `label`, the `i`-th of its figure: a collector keeps its
+/// color in every figure (its place in `GarbageCollector::ALL`, for labels that start with
+/// its name, like `hana, period 10 ms`); other labels take theirs in order.
+fn color_index(label: &str, i: usize) -> usize {
+    let first_word = label
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .next()
+        .unwrap_or(label);
+    verso::GarbageCollector::ALL
+        .iter()
+        .position(|gc| gc.name() == first_word)
+        .unwrap_or(i)
+}
+
+/// One line of a figure: a configuration's points, drawn in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The legend's label.
+    pub label: String,
+    /// The points `(x, y)`; non-finite ones are left out.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// How a figure is drawn: its title, axes, and whether points get markers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axes {
+    /// The caption.
+    pub title: String,
+    /// The x axis' description.
+    pub x_desc: String,
+    /// The y axis' description.
+    pub y_desc: String,
+    /// Whether x is drawn on a logarithmic scale (x values must then be above 0).
+    pub log_x: bool,
+    /// Whether each point gets a marker (a sweep with few points), besides the line.
+    pub markers: bool,
+}
 
 /// Registers the bundled font as `sans-serif` (once per process).
 fn register_font() -> Result<(), LabError> {
@@ -174,25 +216,70 @@ fn register_font() -> Result<(), LabError> {
 /// Writes `<key>.png` and `<key>.svg` into `dir` for each metric of [`metrics_for`];
 /// returns the metrics drawn.
 pub fn write_plots(dir: &Path, runs: &[RunResult]) -> Result<Vec<Metric>, LabError> {
-    register_font()?;
     let metrics = metrics_for(runs);
-    for metric in &metrics {
-        let (width, height) = FIGURE_SIZE;
-        let mut pixels = vec![0u8; width as usize * height as usize * 3];
-        draw(
-            BitMapBackend::with_buffer(&mut pixels, FIGURE_SIZE).into_drawing_area(),
-            metric,
-            runs,
-        )?;
-        write_png(&dir.join(format!("{}.png", metric.key)), &pixels)?;
-        let svg = dir.join(format!("{}.svg", metric.key));
-        draw(
-            SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area(),
-            metric,
-            runs,
-        )?;
-    }
+    write_metric_plots(dir, runs, &metrics)?;
     Ok(metrics)
+}
+
+/// Writes `<key>.png` and `<key>.svg` into `dir` for each of `metrics`, every run overlaid.
+pub fn write_metric_plots(
+    dir: &Path,
+    runs: &[RunResult],
+    metrics: &[Metric],
+) -> Result<(), LabError> {
+    let runs: Vec<&RunResult> = runs.iter().collect();
+    for metric in metrics {
+        write_metric_plot(dir, metric.key, &runs, metric)?;
+    }
+    Ok(())
+}
+
+/// Writes `metric` over time as `<key>.png` and `<key>.svg` into `dir`, the runs overlaid.
+pub fn write_metric_plot(
+    dir: &Path,
+    key: &str,
+    runs: &[&RunResult],
+    metric: &Metric,
+) -> Result<(), LabError> {
+    let axes = Axes {
+        title: metric.title.to_owned(),
+        x_desc: "seconds".to_owned(),
+        y_desc: metric.unit.to_owned(),
+        log_x: false,
+        markers: false,
+    };
+    let lines: Vec<Line> = runs
+        .iter()
+        .map(|run| Line {
+            label: run.configuration.label.clone(),
+            points: points(run, metric),
+        })
+        .collect();
+    write_figure(dir, key, &axes, &lines)
+}
+
+/// The metric of [`METRICS`] with this key.
+pub fn metric(key: &str) -> Option<Metric> {
+    METRICS.iter().find(|m| m.key == key).copied()
+}
+
+/// Writes one figure of `lines` as `dir/<key>.png` and `dir/<key>.svg`.
+pub fn write_figure(dir: &Path, key: &str, axes: &Axes, lines: &[Line]) -> Result<(), LabError> {
+    register_font()?;
+    let (width, height) = FIGURE_SIZE;
+    let mut pixels = vec![0u8; width as usize * height as usize * 3];
+    draw(
+        BitMapBackend::with_buffer(&mut pixels, FIGURE_SIZE).into_drawing_area(),
+        axes,
+        lines,
+    )?;
+    write_png(&dir.join(format!("{key}.png")), &pixels)?;
+    let svg = dir.join(format!("{key}.svg"));
+    draw(
+        SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area(),
+        axes,
+        lines,
+    )
 }
 
 /// Encodes RGB pixels of [`FIGURE_SIZE`] as a PNG file.
@@ -230,39 +317,93 @@ fn points(run: &RunResult, metric: &Metric) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The x range and tick count of a figure: on a log scale, x is drawn as its decimal
+/// logarithm over whole decades, one tick per decade.
+fn x_range(axes: &Axes, xs: &[f64]) -> (f64, f64, usize) {
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !(min.is_finite() && max.is_finite()) {
+        return (0.0, 1.0, 2);
+    }
+    if axes.log_x {
+        let (low, high) = (min.floor(), max.ceil().max(min.floor() + 1.0));
+        (low, high, (high - low) as usize + 1)
+    } else if axes.markers {
+        // A sweep: a margin around the points, so that the first and last are not on the
+        // frame, and few ticks when there are few points (2 thread counts: ticks 1 and 2).
+        let pad = if max > min { (max - min) * 0.05 } else { 0.5 };
+        let mut distinct: Vec<f64> = xs.to_vec();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup();
+        let ticks = if distinct.len() <= 5 {
+            distinct.len().max(2)
+        } else {
+            10
+        };
+        (min - pad, max + pad, ticks)
+    } else {
+        (0.0, max.max(1.0), 10)
+    }
+}
+
+/// A tick label of the x axis (`x` is a decimal logarithm on a log scale).
+fn x_label(axes: &Axes, x: f64) -> String {
+    if axes.log_x {
+        axis(10f64.powf(x).round())
+    } else {
+        axis(x)
+    }
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    metric: &Metric,
-    runs: &[RunResult],
+    axes: &Axes,
+    lines: &[Line],
 ) -> Result<(), LabError> {
     root.fill(&WHITE).map_err(plot_error)?;
-    let series: Vec<Vec<(f64, f64)>> = runs.iter().map(|r| points(r, metric)).collect();
-    let all = series.iter().flatten();
-    let x_max = all.clone().map(|p| p.0).fold(0.0, f64::max).max(1.0);
-    let y_max = all.map(|p| p.1).fold(0.0, f64::max);
+    let series: Vec<Vec<(f64, f64)>> = lines
+        .iter()
+        .map(|line| {
+            line.points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && y.is_finite() && (!axes.log_x || *x > 0.0))
+                .map(|&(x, y)| (if axes.log_x { x.log10() } else { x }, y))
+                .collect()
+        })
+        .collect();
+    let xs: Vec<f64> = series.iter().flatten().map(|p| p.0).collect();
+    let (x_min, x_max, x_ticks) = x_range(axes, &xs);
+    let y_max = series.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
     let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
     let mut chart = ChartBuilder::on(&root)
-        .caption(metric.title, ("sans-serif", 24))
+        .caption(&axes.title, ("sans-serif", 24))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(84)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)
+        .build_cartesian_2d(x_min..x_max, 0.0..y_max)
         .map_err(plot_error)?;
     chart
         .configure_mesh()
-        .x_desc("seconds")
-        .y_desc(metric.unit)
+        .x_desc(axes.x_desc.as_str())
+        .y_desc(axes.y_desc.as_str())
+        .x_labels(x_ticks)
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 16))
+        .x_label_formatter(&|x| x_label(axes, *x))
         .y_label_formatter(&|y| axis(*y))
         .draw()
         .map_err(plot_error)?;
-    for (i, (run, points)) in runs.iter().zip(series).enumerate() {
-        let color = COLORS[i % COLORS.len()];
+    for (i, (line, points)) in lines.iter().zip(series).enumerate() {
+        let color = COLORS[color_index(&line.label, i) % COLORS.len()];
+        if axes.markers {
+            chart
+                .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(plot_error)?;
+        }
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))
             .map_err(plot_error)?
-            .label(run.configuration.label.clone())
+            .label(line.label.clone())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
             });

@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::format::{bytes, compact, ratio};
+use crate::format::{bytes, compact, ratio, thousands};
 use crate::metrics::{LabReport, RunResult};
 use crate::plot;
+use crate::reproduce::{Agreement, Reproduction, Verdict};
 use crate::workload::LabError;
 
 /// The summary table's header and one row per run, as cells.
@@ -65,15 +66,27 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
 /// The summary as an aligned text table: medians over the run's seconds, maxima over all.
 pub fn summary_table(runs: &[RunResult]) -> String {
     let (header, rows) = table_cells(runs);
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+    let mut out = text_table(&header, &rows);
+    out.push_str("(medians over the run's seconds; \"max\" columns over all of them)\n");
+    out
+}
+
+/// An aligned text table: the first column left-aligned, the others right-aligned, a rule
+/// under the header.
+pub fn text_table(header: &[impl AsRef<str>], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.as_ref().chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let width = cell.chars().count();
+            match widths.get_mut(i) {
+                Some(w) => *w = (*w).max(width),
+                None => widths.push(width),
+            }
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, cells: Vec<&str>| {
-        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+    let line = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        for (i, (cell, width)) in cells.zip(&widths).enumerate() {
             if i == 0 {
                 let _ = write!(out, "{cell:<width$}");
             } else {
@@ -82,21 +95,12 @@ pub fn summary_table(runs: &[RunResult]) -> String {
         }
         out.push('\n');
     };
-    line(&mut out, header.clone());
-    line(
-        &mut out,
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(String::as_str)
-            .collect(),
-    );
-    for row in &rows {
-        line(&mut out, row.iter().map(String::as_str).collect());
+    line(&mut out, &mut header.iter().map(AsRef::as_ref));
+    let rules: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    line(&mut out, &mut rules.iter().map(String::as_str));
+    for row in rows {
+        line(&mut out, &mut row.iter().map(String::as_str));
     }
-    out.push_str("(medians over the run's seconds; \"max\" columns over all of them)\n");
     out
 }
 
@@ -170,19 +174,8 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     let metrics = plot::write_plots(dir, &report.runs)?;
     write_json(&dir.join("report.json"), report)?;
 
-    let mut html = String::new();
     let title = format!("Verso lab: {}", report.workload);
-    let _ = write!(
-        html,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n\
-         <style>\nbody {{ font-family: sans-serif; margin: 2em; max-width: 1100px; }}\n\
-         table {{ border-collapse: collapse; margin: 1em 0; }}\n\
-         th, td {{ border: 1px solid #bbb; padding: 4px 8px; text-align: right; }}\n\
-         th:first-child, td:first-child {{ text-align: left; }}\n\
-         th {{ background: #eee; }}\nfigure {{ margin: 1.5em 0; }}\nimg {{ max-width: 100%; }}\n\
-         .comparison {{ font-weight: bold; }}\ncode {{ background: #f4f4f4; }}\n</style>\n</head>\n<body>\n",
-        escape(&title)
-    );
+    let mut html = html_head(&title);
     let _ = writeln!(html, "<h1>{}</h1>", escape(&title));
     let _ = writeln!(html, "<p>{}</p>", escape(&report.description));
     let _ = writeln!(
@@ -194,30 +187,89 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
         let _ = writeln!(html, "<p class=\"comparison\">{}</p>", escape(line));
     }
     let (header, rows) = table_cells(&report.runs);
-    html.push_str("<table>\n<tr>");
+    html.push_str(&html_table(&header, &rows));
+    html.push_str(
+        "<p>Medians over the run's seconds; \"max\" columns over all of them. \
+                   The data: <a href=\"report.json\">report.json</a>.</p>\n",
+    );
+    html.push_str("<h2>Configurations</h2>\n");
+    html.push_str(&configurations_html(&report.runs));
+    html.push_str("<h2>Over time</h2>\n");
+    for metric in metrics {
+        html.push_str(&figure_html(
+            metric.key,
+            &format!("{} ({})", metric.title, metric.unit),
+        ));
+    }
+    html.push_str("</body>\n</html>\n");
+    std::fs::write(dir.join("index.html"), html)?;
+    Ok(())
+}
+
+/// The start of an HTML page in the lab's style, up to and including `<body>`.
+fn html_head(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n\
+         <style>\nbody {{ font-family: sans-serif; margin: 2em; max-width: 1100px; }}\n\
+         table {{ border-collapse: collapse; margin: 1em 0; }}\n\
+         th, td {{ border: 1px solid #bbb; padding: 4px 8px; text-align: right; }}\n\
+         th:first-child, td:first-child {{ text-align: left; }}\n\
+         th {{ background: #eee; }}\nfigure {{ margin: 1.5em 0; }}\nimg {{ max-width: 100%; }}\n\
+         .comparison {{ font-weight: bold; }}\ncode {{ background: #f4f4f4; }}\n\
+         .panel {{ display: flex; gap: 1.5em; align-items: flex-start; }}\n\
+         .ours {{ flex: 3; min-width: 0; }}\n.paper {{ flex: 2; background: #f8f8f0; padding: 0 1em; }}\n\
+         .agrees {{ color: #1a7f37; }}\n.weaker, .inconclusive {{ color: #9a6700; }}\n\
+         .differs {{ color: #cf222e; }}\n</style>\n</head>\n<body>\n",
+        escape(title)
+    )
+}
+
+/// An HTML table of cells.
+fn html_table(header: &[impl AsRef<str>], rows: &[Vec<String>]) -> String {
+    let mut html = String::from("<table>\n<tr>");
     for cell in header {
-        let _ = write!(html, "<th>{}</th>", escape(cell));
+        let _ = write!(html, "<th>{}</th>", escape(cell.as_ref()));
     }
     html.push_str("</tr>\n");
     for row in rows {
         html.push_str("<tr>");
         for cell in row {
-            let _ = write!(html, "<td>{}</td>", escape(&cell));
+            let _ = write!(html, "<td>{}</td>", escape(cell));
         }
         html.push_str("</tr>\n");
     }
-    html.push_str(
-        "</table>\n<p>Medians over the run's seconds; \"max\" columns over all of them. \
-                   The data: <a href=\"report.json\">report.json</a>.</p>\n",
-    );
-    html.push_str("<h2>Configurations</h2>\n<ul>\n");
-    for run in &report.runs {
+    html.push_str("</table>\n");
+    html
+}
+
+/// One figure (`key.svg`, with links to the PNG and the SVG).
+fn figure_html(key: &str, caption: &str) -> String {
+    format!(
+        "<figure><img src=\"{key}.svg\" alt=\"{caption}\"><figcaption>{caption}; \
+         <a href=\"{key}.png\">PNG</a>, <a href=\"{key}.svg\">SVG</a></figcaption></figure>\n",
+        key = escape(key),
+        caption = escape(caption),
+    )
+}
+
+/// The list of configurations the runs used.
+fn configurations_html(runs: &[RunResult]) -> String {
+    let mut html = String::from("<ul>\n");
+    for run in runs {
         let c = &run.configuration;
+        let mut settings = String::new();
+        if let Some(ms) = c.background_gc_period_ms {
+            let _ = write!(settings, ", background GC period {ms} ms");
+        }
+        if let Some(commits) = c.epoch_advance_threshold {
+            let _ = write!(settings, ", epoch advanced every {commits} commit(s)");
+        }
         let _ = writeln!(
             html,
-            "<li><b>{}</b>: {}, {} isolation, {} OLTP + {} OLAP worker(s){}, {:.1} s run, seed {}</li>",
+            "<li><b>{}</b>: {}{}, {} isolation, {} OLTP + {} OLAP worker(s){}, {:.1} s run, seed {}</li>",
             escape(&c.label),
             escape(&c.design),
+            escape(&settings),
             escape(&c.isolation),
             c.oltp_workers,
             c.olap_workers,
@@ -226,20 +278,232 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
             c.seed
         );
     }
-    html.push_str("</ul>\n<h2>Over time</h2>\n");
-    for metric in metrics {
+    html.push_str("</ul>\n");
+    html
+}
+
+/// Writes a reproduction as pretty-printed JSON.
+pub fn write_reproduction_json(path: &Path, reproduction: &Reproduction) -> Result<(), LabError> {
+    let text = serde_json::to_string_pretty(reproduction)
+        .map_err(|e| LabError::Io(std::io::Error::other(e)))?;
+    std::fs::write(path, text + "\n")?;
+    Ok(())
+}
+
+/// The file a reproduction's report directory holds its JSON in.
+pub const REPRODUCTION_JSON: &str = "reproduction.json";
+
+/// The agreement's CSS class.
+fn agreement_class(agreement: Agreement) -> &'static str {
+    match agreement {
+        Agreement::Agrees => "agrees",
+        Agreement::Weaker => "weaker",
+        Agreement::Inconclusive => "inconclusive",
+        Agreement::Differs => "differs",
+    }
+}
+
+fn verdict_html(verdict: &Verdict) -> String {
+    format!(
+        "<li><span class=\"{}\"><b>{}</b></span>: {}<br><small>paper: {}</small></li>\n",
+        agreement_class(verdict.agreement),
+        escape(verdict.agreement.word()),
+        escape(&verdict.ours),
+        escape(&verdict.paper)
+    )
+}
+
+/// Writes a reproduction's report into `dir` (created if missing): `index.html` with each
+/// panel's figures and tables beside what the paper reports and the verdicts, one PNG and
+/// one SVG per figure, and `reproduction.json`.
+pub fn write_reproduction_report(dir: &Path, reproduction: &Reproduction) -> Result<(), LabError> {
+    std::fs::create_dir_all(dir)?;
+    let runs: Vec<RunResult> = reproduction.points.iter().map(|p| p.run.clone()).collect();
+    for over_time in reproduction.panels.iter().flat_map(|p| &p.time_series) {
+        let metric = plot::metric(&over_time.metric).ok_or_else(|| {
+            LabError::Inconsistent(format!(
+                "no metric {:?} to plot over time",
+                over_time.metric
+            ))
+        })?;
+        let drawn: Vec<&RunResult> = reproduction
+            .points
+            .iter()
+            .filter(|p| over_time.series.is_empty() || over_time.series.contains(&p.series))
+            .map(|p| &p.run)
+            .collect();
+        plot::write_metric_plot(dir, &over_time.key, &drawn, &metric)?;
+    }
+    for figure in reproduction.panels.iter().flat_map(|p| &p.figures) {
+        let axes = plot::Axes {
+            title: figure.title.clone(),
+            x_desc: figure.x_label.clone(),
+            y_desc: figure.y_label.clone(),
+            log_x: figure.log_x,
+            markers: true,
+        };
+        let lines: Vec<plot::Line> = figure
+            .lines
+            .iter()
+            .map(|line| plot::Line {
+                label: line.label.clone(),
+                points: line.points.iter().map(|p| (p[0], p[1])).collect(),
+            })
+            .collect();
+        plot::write_figure(dir, &figure.key, &axes, &lines)?;
+    }
+    write_reproduction_json(&dir.join(REPRODUCTION_JSON), reproduction)?;
+
+    let r = reproduction;
+    let title = format!("Verso reproduces {}: {}", r.experiment, r.title);
+    let mut html = html_head(&title);
+    let _ = writeln!(html, "<h1>{}</h1>", escape(&title));
+    let _ = writeln!(html, "<p><b>{}</b></p>", escape(&r.paper));
+    html.push_str(&html_table(
+        &["", "setup"],
+        &[
+            vec!["paper".to_owned(), r.paper_setup.clone()],
+            vec!["ours".to_owned(), r.our_setup.clone()],
+        ],
+    ));
+    let _ = writeln!(
+        html,
+        "<p>Command: <code>{}</code>. The data: <a href=\"{REPRODUCTION_JSON}\">{REPRODUCTION_JSON}</a>.</p>",
+        escape(&r.command_line.join(" "))
+    );
+    html.push_str("<h2>Verdicts</h2>\n<ul>\n");
+    for verdict in r.verdicts() {
+        html.push_str(&verdict_html(verdict));
+    }
+    html.push_str(
+        "</ul>\n<p><small>agrees: the paper's shape (for ratios, at least half the paper's \
+         effect); same direction, weaker: above the noise but less than half of it; \
+         inconclusive: within 10%; differs: the opposite.</small></p>\n",
+    );
+    for panel in &r.panels {
         let _ = writeln!(
             html,
-            "<figure><img src=\"{key}.svg\" alt=\"{title}\"><figcaption>{title} ({unit}); \
-             <a href=\"{key}.png\">PNG</a>, <a href=\"{key}.svg\">SVG</a></figcaption></figure>",
-            key = metric.key,
-            title = escape(metric.title),
-            unit = escape(metric.unit),
+            "<h2>{}</h2>\n<div class=\"panel\">\n<div class=\"ours\">",
+            escape(&panel.title)
         );
+        for figure in &panel.figures {
+            html.push_str(&figure_html(&figure.key, &figure.title));
+        }
+        for over_time in &panel.time_series {
+            html.push_str(&figure_html(&over_time.key, &over_time.caption));
+        }
+        if let Some(table) = &panel.table {
+            html.push_str(&html_table(&table.header, &table.rows));
+        }
+        html.push_str("</div>\n<div class=\"paper\">\n<h3>What the paper reports</h3>\n<ul>\n");
+        for line in &panel.paper {
+            let _ = writeln!(html, "<li>{}</li>", escape(line));
+        }
+        html.push_str("</ul>\n");
+        if !panel.verdicts.is_empty() {
+            html.push_str("<h3>Ours</h3>\n<ul>\n");
+            for verdict in &panel.verdicts {
+                html.push_str(&verdict_html(verdict));
+            }
+            html.push_str("</ul>\n");
+        }
+        html.push_str("</div>\n</div>\n");
     }
+    if !r.notes.is_empty() {
+        html.push_str("<h2>Notes</h2>\n<ul>\n");
+        for note in &r.notes {
+            let _ = writeln!(html, "<li>{}</li>", escape(note));
+        }
+        html.push_str("</ul>\n");
+    }
+    html.push_str("<h2>Every run</h2>\n");
+    let (header, rows) = table_cells(&runs);
+    html.push_str(&html_table(&header, &rows));
+    html.push_str(
+        "<p>Medians over the run's seconds; \"max\" columns over all of them (the figures \
+         and verdicts use means over each run).</p>\n",
+    );
+    html.push_str(&configurations_html(&runs));
     html.push_str("</body>\n</html>\n");
     std::fs::write(dir.join("index.html"), html)?;
     Ok(())
+}
+
+/// An x value of a sweep for a table header: `0.25`, `1,000`.
+fn x_text(x: f64) -> String {
+    if x.fract() == 0.0 {
+        thousands(x)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The terminal summary of a reproduction: the setups, our numbers (the runs' summary
+/// table, each sweep as a table, the panels' tables), and every verdict.
+pub fn reproduction_summary(reproduction: &Reproduction) -> String {
+    let r = reproduction;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", r.experiment, r.title);
+    let _ = writeln!(out, "  paper: {}", r.paper_setup);
+    let _ = writeln!(out, "  ours:  {}", r.our_setup);
+    out.push('\n');
+    if r.points.iter().all(|p| p.x.is_none()) {
+        let runs: Vec<RunResult> = r.points.iter().map(|p| p.run.clone()).collect();
+        out.push_str(&summary_table(&runs));
+        out.push('\n');
+    }
+    for panel in &r.panels {
+        if let Some(table) = &panel.table {
+            let _ = writeln!(out, "{}", panel.title);
+            out.push_str(&text_table(&table.header, &table.rows));
+            out.push('\n');
+        }
+        for figure in &panel.figures {
+            let mut xs: Vec<f64> = figure
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p[0]))
+                .collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            let _ = writeln!(
+                out,
+                "{}: {} by {}",
+                figure.title, figure.y_label, figure.x_label
+            );
+            let mut header = vec![String::new()];
+            header.extend(xs.iter().map(|x| x_text(*x)));
+            let rows: Vec<Vec<String>> = figure
+                .lines
+                .iter()
+                .map(|line| {
+                    let mut row = vec![line.label.clone()];
+                    row.extend(xs.iter().map(|x| {
+                        line.points
+                            .iter()
+                            .find(|p| p[0] == *x)
+                            .map_or_else(|| "-".to_owned(), |p| compact(p[1]))
+                    }));
+                    row
+                })
+                .collect();
+            out.push_str(&text_table(&header, &rows));
+            out.push('\n');
+        }
+    }
+    out.push_str("verdicts (ours vs the paper's shape):\n");
+    for verdict in r.verdicts() {
+        let _ = writeln!(
+            out,
+            "  - {}\n      paper: {}",
+            verdict.line(),
+            verdict.paper
+        );
+    }
+    for note in &r.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
 }
 
 /// Escapes text for HTML.

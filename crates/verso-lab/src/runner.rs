@@ -42,8 +42,9 @@ pub enum StopAfter {
 pub struct RunConfig {
     /// The name reports give this configuration.
     pub label: String,
-    /// The garbage collector the database is opened with.
-    pub garbage_collector: GarbageCollector,
+    /// How the database is opened: the garbage collector and its settings (the background
+    /// collectors' period, the epoch collectors' threshold, ...).
+    pub options: Options,
     /// Isolation of the OLTP transactions.
     pub isolation: Isolation,
     /// OLTP worker threads.
@@ -63,11 +64,20 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// One OLTP worker for ten seconds, sampled every second, Steam, snapshot isolation.
+    /// One OLTP worker for ten seconds, sampled every second, snapshot isolation, a
+    /// database opened with `garbage_collector` and otherwise default options.
     pub fn new(label: impl Into<String>, garbage_collector: GarbageCollector) -> RunConfig {
+        RunConfig::with_options(
+            label,
+            Options::default().garbage_collector(garbage_collector),
+        )
+    }
+
+    /// As [`RunConfig::new`], with the database opened with `options`.
+    pub fn with_options(label: impl Into<String>, options: Options) -> RunConfig {
         RunConfig {
             label: label.into(),
-            garbage_collector,
+            options,
             isolation: Isolation::Snapshot,
             oltp_workers: 1,
             olap_workers: 0,
@@ -79,8 +89,28 @@ impl RunConfig {
         }
     }
 
+    /// The garbage collector the database is opened with.
+    pub fn garbage_collector(&self) -> GarbageCollector {
+        self.options.garbage_collector
+    }
+
     /// Checks the combination of options; [`LabError::BadOption`] says what is wrong.
     pub fn validate(&self, workload: &dyn Workload) -> Result<(), LabError> {
+        // The engine refuses these at `Database::open` too; checked here so that a plan of
+        // several runs fails before the first one.
+        let gc = self.garbage_collector();
+        if self.options.background_gc_period.is_some() && !gc.runs_in_background() {
+            return Err(LabError::BadOption(format!(
+                "a background GC period applies only to the background collectors, not to {}",
+                gc.name()
+            )));
+        }
+        if self.options.epoch_advance_threshold.is_some() && !gc.uses_epochs() {
+            return Err(LabError::BadOption(format!(
+                "an epoch-advance threshold applies only to the epoch collectors, not to {}",
+                gc.name()
+            )));
+        }
         if self.oltp_workers == 0 && self.olap_workers == 0 {
             return Err(LabError::BadOption(
                 "nothing to run: --workers and --olap-workers are both 0".into(),
@@ -129,7 +159,7 @@ pub fn run_configuration(
     config: &RunConfig,
 ) -> Result<RunResult, LabError> {
     config.validate(workload)?;
-    let db = Database::open(Options::default().garbage_collector(config.garbage_collector))?;
+    let db = Database::open(config.options.clone())?;
 
     let load_bar = progress_bar(config.show_progress, 0);
     load_bar.set_prefix(format!("{} load", config.label));
@@ -151,7 +181,12 @@ pub fn run_configuration(
     Ok(RunResult {
         configuration: Configuration {
             label: config.label.clone(),
-            garbage_collector: config.garbage_collector.name().to_owned(),
+            garbage_collector: config.garbage_collector().name().to_owned(),
+            background_gc_period_ms: config
+                .options
+                .background_gc_period
+                .map(|period| period.as_secs_f64() * 1e3),
+            epoch_advance_threshold: config.options.epoch_advance_threshold,
             isolation: isolation_name(config.isolation).to_owned(),
             design: db.design(),
             oltp_workers: config.oltp_workers,
@@ -771,6 +806,55 @@ impl<'c> Sampler<'c> {
             read_chain_mean: chain_mean(&s.read_chain_lengths, &f.read_chain_lengths),
             write_chain_mean: chain_mean(&s.write_chain_lengths, &f.write_chain_lengths),
             gc_chain_mean: chain_mean(&s.gc_chain_lengths, &f.gc_chain_lengths),
+            reads: s
+                .read_chain_lengths
+                .count()
+                .saturating_sub(f.read_chain_lengths.count()),
+            read_versions_traversed: s
+                .read_chain_lengths
+                .total
+                .saturating_sub(f.read_chain_lengths.total),
+            gc_chain_visits: s
+                .gc_chain_lengths
+                .count()
+                .saturating_sub(f.gc_chain_lengths.count()),
+            gc_versions_traversed: s
+                .gc_chain_lengths
+                .total
+                .saturating_sub(f.gc_chain_lengths.total),
+            scan_reads: s
+                .scan_chain_lengths
+                .count()
+                .saturating_sub(f.scan_chain_lengths.count()),
+            scan_versions_traversed: s
+                .scan_chain_lengths
+                .total
+                .saturating_sub(f.scan_chain_lengths.total),
+            scan_chain_mean: chain_mean(&s.scan_chain_lengths, &f.scan_chain_lengths),
+            scan_chain_max: s.scan_chain_lengths.max,
+            version_retrieval_seconds: s
+                .version_retrieval_nanos
+                .saturating_sub(f.version_retrieval_nanos)
+                as f64
+                / 1e9,
+            active_list_refreshes: s
+                .active_list_refreshes
+                .saturating_sub(f.active_list_refreshes),
+            active_list_seconds: s.active_list_nanos.saturating_sub(f.active_list_nanos) as f64
+                / 1e9,
+            versions_pruned_in_background: s
+                .versions_pruned_in_background
+                .saturating_sub(f.versions_pruned_in_background),
+            background_gc_seconds: s.background_gc_nanos.saturating_sub(f.background_gc_nanos)
+                as f64
+                / 1e9,
+            background_gc_rounds: s
+                .background_gc_rounds
+                .saturating_sub(f.background_gc_rounds),
+            transactions_handed_out: s
+                .transactions_handed_out
+                .saturating_sub(f.transactions_handed_out),
+            epoch_advances: s.epoch_advances.saturating_sub(f.epoch_advances),
         };
         Measured {
             run_seconds,

@@ -1,0 +1,489 @@
+//! `verso reproduce`: named experiments that redo a paper's figure or table on this
+//! machine and put the paper's reported shape next to ours (DESIGN.md §6).
+//!
+//! An experiment is a list of points (one [`RunConfig`] on one workload each: a collector at
+//! one value of the swept parameter), run one after the other by the ordinary runner
+//! ([`run_configuration`]: a fresh database per point, consistency checked after load and
+//! run), then turned into [`Panel`]s: a figure of ours (PNG and SVG), what the paper reports
+//! about it (numbers quoted from the paper's text), and [`Verdict`]s computed from our
+//! numbers that say whether the shape agrees. [`Reproduction`] is what the JSON holds;
+//! `report::write_reproduction_report` writes the HTML page.
+//!
+//! Every experiment has a full size (a few minutes on a 2-core machine, release build) and a
+//! `quick` size (tiny data, sub-second runs) that the tests run. The experiments of the
+//! Steam paper (Böttcher et al., PVLDB 13(2), 2019, §5) are in [`steam`].
+
+pub mod steam;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::format::{compact, thousands};
+use crate::metrics::RunResult;
+use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
+use crate::workload::{LabError, Workload};
+
+/// Version of the reproduction JSON layout; bumped when a key changes meaning or
+/// disappears.
+pub const REPRODUCTION_FORMAT_VERSION: u32 = 1;
+
+/// One named experiment.
+pub struct Experiment {
+    /// The name on the command line (`steam-fig7`).
+    pub name: &'static str,
+    /// What the paper's figure or table shows.
+    pub title: &'static str,
+    /// Where in the paper.
+    pub paper_ref: &'static str,
+    /// What the experiment compares, in one line.
+    pub compares: &'static str,
+    /// Our full size, in words (what `--list` and the docs say).
+    pub full_scale: &'static str,
+    run: fn(&ReproduceOptions, &mut dyn Write) -> Result<Reproduction, LabError>,
+}
+
+/// Every experiment, in the order `--list` shows them.
+pub const EXPERIMENTS: &[Experiment] = &[
+    steam::FIG7,
+    steam::TABLE5,
+    steam::FIG8,
+    steam::FIG9,
+    steam::FIG10,
+    steam::FIG11,
+    steam::FIG12,
+];
+
+/// The experiment named `name`, or [`LabError::BadOption`] listing the known names.
+pub fn experiment(name: &str) -> Result<&'static Experiment, LabError> {
+    EXPERIMENTS.iter().find(|e| e.name == name).ok_or_else(|| {
+        LabError::BadOption(format!(
+            "unknown experiment {name:?}; known: {} (verso reproduce --list)",
+            EXPERIMENTS
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+/// The `--list` text: one line per experiment.
+pub fn list() -> String {
+    let width = EXPERIMENTS.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for e in EXPERIMENTS {
+        out.push_str(&format!(
+            "{:<width$}  {}: {}\n{:<width$}  compares {}; {}\n",
+            e.name, e.paper_ref, e.title, "", e.compares, e.full_scale
+        ));
+    }
+    out.push_str(
+        "\nEach writes an HTML report (our figures beside the paper's numbers, with a verdict \
+         per claim), a JSON file and a terminal summary; --quick runs tiny sizes in seconds.\n",
+    );
+    out
+}
+
+/// How to run an experiment.
+#[derive(Clone, Debug)]
+pub struct ReproduceOptions {
+    /// Tiny data and sub-second runs (the tests use it).
+    pub quick: bool,
+    /// Seed of the data and of every worker's stream.
+    pub seed: u64,
+    /// Where to write the report; `None`: `verso-report/reproduce/<name>/`.
+    pub report: Option<PathBuf>,
+    /// Also write the JSON here.
+    pub json: Option<PathBuf>,
+    /// Draw progress bars (only on a terminal anyway).
+    pub show_progress: bool,
+    /// The command line, recorded in the outputs.
+    pub command_line: Vec<String>,
+}
+
+impl Default for ReproduceOptions {
+    fn default() -> Self {
+        ReproduceOptions {
+            quick: false,
+            seed: DEFAULT_SEED,
+            report: None,
+            json: None,
+            show_progress: false,
+            command_line: Vec::new(),
+        }
+    }
+}
+
+/// The report directory when none is given.
+pub fn default_report_dir(name: &str) -> PathBuf {
+    PathBuf::from("verso-report").join("reproduce").join(name)
+}
+
+/// Runs experiment `name`, prints progress and the summary to `out`, and writes the report
+/// directory (and the JSON file, if asked).
+pub fn reproduce(
+    name: &str,
+    options: &ReproduceOptions,
+    out: &mut dyn Write,
+) -> Result<Reproduction, LabError> {
+    let experiment = experiment(name)?;
+    let started_unix_seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    writeln!(
+        out,
+        "reproducing {} ({}: {}){}",
+        experiment.name,
+        experiment.paper_ref,
+        experiment.title,
+        if options.quick { ", quick size" } else { "" }
+    )?;
+    let mut reproduction = (experiment.run)(options, out)?;
+    reproduction.started_unix_seconds = started_unix_seconds;
+    reproduction.command_line.clone_from(&options.command_line);
+    let dir = options
+        .report
+        .clone()
+        .unwrap_or_else(|| default_report_dir(name));
+    crate::report::write_reproduction_report(&dir, &reproduction)?;
+    writeln!(out)?;
+    write!(
+        out,
+        "{}",
+        crate::report::reproduction_summary(&reproduction)
+    )?;
+    if let Some(path) = &options.json {
+        crate::report::write_reproduction_json(path, &reproduction)?;
+        writeln!(out, "JSON written to {}", path.display())?;
+    }
+    writeln!(
+        out,
+        "report written to {}",
+        dir.join("index.html").display()
+    )?;
+    Ok(reproduction)
+}
+
+/// What an experiment measured and how it compares with the paper: what the JSON holds
+/// (`docs/lab.md` documents every key).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reproduction {
+    /// [`REPRODUCTION_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The experiment's name (`steam-fig7`).
+    pub experiment: String,
+    /// What the paper's figure or table shows.
+    pub title: String,
+    /// The paper and where in it.
+    pub paper: String,
+    /// How the paper ran it (machine, threads, data, length).
+    pub paper_setup: String,
+    /// How we ran it (scale, threads, length), in words.
+    pub our_setup: String,
+    /// Whether this was the quick (test) size.
+    pub quick: bool,
+    /// Cores available to this process.
+    pub cores: usize,
+    /// The seed.
+    pub seed: u64,
+    /// Seconds since the Unix epoch when it started.
+    pub started_unix_seconds: u64,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// Our figures and tables, each beside what the paper reports and our verdicts.
+    pub panels: Vec<Panel>,
+    /// Caveats: what differs from the paper's setup, numbers we could not measure.
+    pub notes: Vec<String>,
+    /// Every run, in the order they ran.
+    pub points: Vec<Point>,
+}
+
+impl Reproduction {
+    /// Every verdict of every panel, in order.
+    pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
+        self.panels.iter().flat_map(|p| &p.verdicts)
+    }
+}
+
+/// One figure or table of ours, beside the paper's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Panel {
+    /// What it shows.
+    pub title: String,
+    /// Figures over time: one metric, runs overlaid (their data is the points'
+    /// `samples`).
+    pub time_series: Vec<OverTime>,
+    /// Sweep figures, with their data.
+    pub figures: Vec<Figure>,
+    /// A table of our numbers beside the paper's, if the panel has one.
+    pub table: Option<Table>,
+    /// What the paper reports about it, quoted or with its numbers.
+    pub paper: Vec<String>,
+    /// Our verdicts on the paper's claims.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// A figure of one metric over time, some or all runs overlaid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OverTime {
+    /// File stem (`<key>.png`, `<key>.svg`).
+    pub key: String,
+    /// The metric: a sample key of the lab's report (`docs/lab.md`), e.g. `live_versions`.
+    pub metric: String,
+    /// The runs drawn, by series (a collector's name); empty: every run.
+    pub series: Vec<String>,
+    /// The caption.
+    pub caption: String,
+}
+
+/// The data of a sweep figure: one line per configuration over the swept parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    /// File stem of the figure (`<key>.png`, `<key>.svg`).
+    pub key: String,
+    /// The caption.
+    pub title: String,
+    /// The x axis.
+    pub x_label: String,
+    /// The y axis.
+    pub y_label: String,
+    /// Whether x is on a log scale.
+    pub log_x: bool,
+    /// The lines.
+    pub lines: Vec<FigureLine>,
+}
+
+/// One line of a [`Figure`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FigureLine {
+    /// The legend's label (a collector's name).
+    pub label: String,
+    /// `[x, y]` pairs, in the order of x.
+    pub points: Vec<[f64; 2]>,
+}
+
+/// A table of cells (the first row is the header).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// The column headers.
+    pub header: Vec<String>,
+    /// The rows.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// How our numbers compare with a claim of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Agreement {
+    /// The shape (and, for ratios, the size within a factor of two) is the paper's.
+    Agrees,
+    /// The same direction as the paper, a clearly smaller effect.
+    Weaker,
+    /// Within the noise (ratios within 10% of 1): neither agrees nor differs.
+    Inconclusive,
+    /// The opposite of the paper's shape.
+    Differs,
+}
+
+impl Agreement {
+    /// The word used in verdict lines.
+    pub fn word(self) -> &'static str {
+        match self {
+            Agreement::Agrees => "agrees",
+            Agreement::Weaker => "same direction, weaker",
+            Agreement::Inconclusive => "inconclusive (within noise)",
+            Agreement::Differs => "differs",
+        }
+    }
+}
+
+/// One claim of the paper, our numbers, and whether they agree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The paper's claim, with its numbers.
+    pub paper: String,
+    /// Our numbers for it.
+    pub ours: String,
+    /// How they compare.
+    pub agreement: Agreement,
+}
+
+impl Verdict {
+    /// The verdict line: our numbers and the agreement.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.ours, self.agreement.word())
+    }
+}
+
+/// One run of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// The line it belongs to (a collector's name).
+    pub series: String,
+    /// The swept parameter's value, if the experiment sweeps one.
+    pub x: Option<f64>,
+    /// The run (the lab's ordinary result: configuration, totals, engine counters,
+    /// summary, samples).
+    pub run: RunResult,
+}
+
+/// Ratios within this factor of 1 are noise on a shared 2-core machine.
+pub const NOISE: f64 = 1.1;
+
+/// The verdict on "ours is `paper_ratio` times larger" given our `ratio`: agrees if within a
+/// factor of two of the paper's ratio or beyond it, weaker if above the noise, inconclusive
+/// within it, differs below it.
+pub fn ratio_agreement(ratio: f64, paper_ratio: f64) -> Agreement {
+    if !ratio.is_finite() {
+        Agreement::Inconclusive
+    } else if ratio >= (paper_ratio / 2.0).max(NOISE) {
+        Agreement::Agrees
+    } else if ratio >= NOISE {
+        Agreement::Weaker
+    } else if ratio >= 1.0 / NOISE {
+        Agreement::Inconclusive
+    } else {
+        Agreement::Differs
+    }
+}
+
+/// The verdict on "about the same": agrees if `ratio` lies within `tolerance` (a factor) of
+/// 1, differs otherwise.
+pub fn same_agreement(ratio: f64, tolerance: f64) -> Agreement {
+    if !ratio.is_finite() {
+        Agreement::Inconclusive
+    } else if ratio <= tolerance && ratio >= 1.0 / tolerance {
+        Agreement::Agrees
+    } else {
+        Agreement::Differs
+    }
+}
+
+/// `a / b`, infinite when `b` is 0 and `a` is not, 1 when both are.
+pub fn ratio_of(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else if a > 0.0 {
+        f64::INFINITY
+    } else {
+        1.0
+    }
+}
+
+/// A ratio for people: `3.1x`, `250x`, `inf`.
+pub fn times(r: f64) -> String {
+    if !r.is_finite() {
+        "inf".to_owned()
+    } else if r >= 10.0 {
+        format!("{}x", thousands(r))
+    } else {
+        format!("{r:.2}x")
+    }
+}
+
+/// One planned run.
+pub(crate) struct PointPlan {
+    pub series: String,
+    pub x: Option<f64>,
+    /// What the progress line calls the point (`hana, period 10 ms`).
+    pub describe: String,
+    pub workload: Box<dyn Workload>,
+    pub config: RunConfig,
+}
+
+/// Runs every point in order, one progress line each.
+pub(crate) fn run_points(
+    plans: Vec<PointPlan>,
+    out: &mut dyn Write,
+) -> Result<Vec<Point>, LabError> {
+    for plan in &plans {
+        plan.config.validate(&*plan.workload)?;
+    }
+    let total = plans.len();
+    let mut points = Vec::with_capacity(total);
+    for (i, plan) in plans.into_iter().enumerate() {
+        write!(out, "[{:>2}/{total}] {}: ", i + 1, plan.describe)?;
+        out.flush()?;
+        let run = run_configuration(&*plan.workload, &plan.config)
+            .map_err(|e| point_error(&plan.describe, e))?;
+        let mut line = format!(
+            "{} commits/s",
+            compact(per_second(run.totals.oltp_commits, &run))
+        );
+        if run.configuration.olap_workers > 0 {
+            line.push_str(&format!(
+                ", {:.2} queries/s",
+                per_second(run.totals.olap_queries, &run)
+            ));
+        }
+        writeln!(
+            out,
+            "{line}, max chain {} (read/write), max {} live versions; loaded {:.1} s, ran {:.1} s",
+            compact(max_chain(&run) as f64),
+            compact(run.summary.max_live_versions as f64),
+            run.load_seconds,
+            run.run_seconds
+        )?;
+        points.push(Point {
+            series: plan.series,
+            x: plan.x,
+            run,
+        });
+    }
+    Ok(points)
+}
+
+fn point_error(point: &str, error: LabError) -> LabError {
+    match error {
+        LabError::Inconsistent(what) => LabError::Inconsistent(format!("{point}: {what}")),
+        LabError::BadOption(what) => LabError::BadOption(format!("{point}: {what}")),
+        other => other,
+    }
+}
+
+/// `count` per second of the run.
+pub fn per_second(count: u64, run: &RunResult) -> f64 {
+    if run.run_seconds > 0.0 {
+        count as f64 / run.run_seconds
+    } else {
+        0.0
+    }
+}
+
+/// Mean OLTP commits per second over the whole run (what the paper's figures plot: means).
+pub fn commits_per_second(run: &RunResult) -> f64 {
+    per_second(run.totals.oltp_commits, run)
+}
+
+/// The longest chain a read walked or a writer left behind during the run.
+pub fn max_chain(run: &RunResult) -> u64 {
+    run.summary.max_read_chain.max(run.summary.max_write_chain)
+}
+
+/// Mean of a gauge over the run's full samples, weighted by their intervals.
+pub fn sample_mean(run: &RunResult, value: impl Fn(&crate::metrics::Sample) -> f64) -> f64 {
+    let interval = run.configuration.sample_interval_seconds;
+    let (mut sum, mut seconds) = (0.0, 0.0);
+    for sample in run.samples.iter().filter(|s| s.is_full(interval)) {
+        sum += value(sample) * sample.interval_seconds;
+        seconds += sample.interval_seconds;
+    }
+    if seconds > 0.0 {
+        sum / seconds
+    } else {
+        run.samples.last().map_or(0.0, value)
+    }
+}
+
+/// A timed stop after `seconds`.
+pub(crate) fn seconds(seconds: f64) -> StopAfter {
+    StopAfter::Duration(Duration::from_secs_f64(seconds))
+}
+
+/// The cores available to this process.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

@@ -1,0 +1,482 @@
+//! `verso reproduce`: every experiment's quick size runs through the library, writes its
+//! report (HTML, a PNG and an SVG per figure, JSON), and measures something in every run;
+//! `--list` and an unknown name on the command line.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use verso::GarbageCollector;
+use verso_lab::report::REPRODUCTION_JSON;
+use verso_lab::reproduce::{reproduce, Point, ReproduceOptions, Reproduction, EXPERIMENTS};
+use verso_lab::workload::LabError;
+
+/// Runs experiment `name` at its quick size into a temporary directory; checks what every
+/// experiment must produce, and returns the reproduction and what it printed.
+fn quick(name: &str) -> (Reproduction, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = dir.path().join("report");
+    let json = dir.path().join("out.json");
+    let options = ReproduceOptions {
+        quick: true,
+        report: Some(report.clone()),
+        json: Some(json.clone()),
+        command_line: vec!["verso".into(), "reproduce".into(), name.into()],
+        ..ReproduceOptions::default()
+    };
+    let mut out = Vec::new();
+    let reproduction =
+        reproduce(name, &options, &mut out).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let printed = String::from_utf8(out).expect("utf-8 output");
+
+    assert_eq!(reproduction.experiment, name);
+    assert!(reproduction.quick);
+    assert!(reproduction.cores >= 1);
+    assert!(reproduction.paper_setup.contains("20 physical cores"));
+    assert!(reproduction.our_setup.contains("QUICK SIZE"));
+    assert!(!reproduction.panels.is_empty());
+    assert!(
+        reproduction.verdicts().count() > 0,
+        "{name}: no verdict at all"
+    );
+    for panel in &reproduction.panels {
+        assert!(
+            !panel.paper.is_empty(),
+            "{name}: {} quotes nothing",
+            panel.title
+        );
+    }
+    for point in &reproduction.points {
+        assert!(
+            point.run.totals.oltp_commits > 0,
+            "{name}: {} committed nothing",
+            point.run.configuration.label
+        );
+        assert!(point.run.run_seconds > 0.0);
+        assert!(!point.run.samples.is_empty());
+        assert!(point.run.consistent);
+        if point.run.configuration.olap_workers > 0 {
+            assert!(
+                point.run.totals.olap_queries > 0 && point.run.totals.olap_scanned_tuples > 0,
+                "{name}: {} ran no query",
+                point.run.configuration.label
+            );
+        }
+    }
+
+    // The report: the page, the JSON, and every figure it names, as PNG and SVG.
+    let html = std::fs::read_to_string(report.join("index.html")).expect("index.html");
+    assert!(html.contains(REPRODUCTION_JSON));
+    assert!(html.contains("What the paper reports"));
+    let mut keys: Vec<String> = Vec::new();
+    for panel in &reproduction.panels {
+        keys.extend(panel.figures.iter().map(|f| f.key.clone()));
+        keys.extend(panel.time_series.iter().map(|t| t.key.clone()));
+    }
+    assert!(!keys.is_empty(), "{name}: no figure");
+    for key in &keys {
+        for extension in ["png", "svg"] {
+            let file = report.join(format!("{key}.{extension}"));
+            let size = std::fs::metadata(&file)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+                .len();
+            assert!(size > 1_000, "{}: {size} bytes", file.display());
+        }
+        assert!(
+            html.contains(&format!("{key}.svg")),
+            "{name}: {key} not shown"
+        );
+    }
+    for verdict in reproduction.verdicts() {
+        assert!(
+            html.contains(&verdict_html_text(&verdict.ours)),
+            "{name}: verdict missing from the page: {}",
+            verdict.ours
+        );
+        assert!(
+            printed.contains(&verdict.line()),
+            "{name}: {}",
+            verdict.line()
+        );
+    }
+    for path in [report.join(REPRODUCTION_JSON), json] {
+        let parsed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("valid");
+        assert_eq!(parsed["format_version"], 1);
+        assert_eq!(parsed["experiment"], name);
+        assert_eq!(
+            parsed["points"].as_array().map(Vec::len),
+            Some(reproduction.points.len())
+        );
+        assert!(parsed["panels"][0]["verdicts"].is_array());
+        assert!(parsed["points"][0]["run"]["engine"]["gc_versions_traversed"].is_u64());
+    }
+    assert_documented(&serde_json::to_value(&reproduction).expect("to JSON"));
+    assert!(
+        printed.contains("verdicts (ours vs the paper's shape)"),
+        "{printed}"
+    );
+    assert!(printed.contains("report written to"), "{printed}");
+    (reproduction, printed)
+}
+
+/// Every object key of the reproduction's JSON is documented in docs/lab.md (as in
+/// `lab_runner.rs`; the maps keyed by the workload's own names are skipped).
+fn assert_documented(value: &serde_json::Value) {
+    fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    out.insert(key.clone());
+                    if !(key.contains("_by_kind")
+                        || key.contains("_by_name")
+                        || key.contains("_by_reason"))
+                    {
+                        keys(inner, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| keys(item, out)),
+            _ => {}
+        }
+    }
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lab.md"))
+        .expect("docs/lab.md");
+    let mut all = BTreeSet::new();
+    keys(value, &mut all);
+    for key in all {
+        assert!(
+            docs.contains(&format!("| `{key}` |")),
+            "JSON key {key} is not documented in docs/lab.md"
+        );
+    }
+}
+
+/// The text of `ours` as the HTML page escapes it.
+fn verdict_html_text(text: &str) -> String {
+    verso_lab::report::escape(text)
+}
+
+fn names() -> Vec<&'static str> {
+    GarbageCollector::ALL.iter().map(|gc| gc.name()).collect()
+}
+
+/// The points' series, in order.
+fn series(points: &[Point]) -> Vec<&str> {
+    points.iter().map(|p| p.series.as_str()).collect()
+}
+
+/// Every collector once at each of `xs`, in `GarbageCollector::ALL`'s order.
+fn every_collector_at(points: &[Point], xs: &[f64]) {
+    assert_eq!(points.len(), xs.len() * GarbageCollector::ALL.len());
+    for (chunk, x) in points.chunks(GarbageCollector::ALL.len()).zip(xs) {
+        assert_eq!(series(chunk), names());
+        assert!(chunk.iter().all(|p| p.x == Some(*x)), "expected x = {x}");
+    }
+}
+
+#[test]
+fn fig7_runs_every_collector_on_ch_and_plots_them_over_time() {
+    let (r, _) = quick("steam-fig7");
+    assert_eq!(series(&r.points), names());
+    for point in &r.points {
+        let c = &point.run.configuration;
+        assert_eq!((c.oltp_workers, c.olap_workers), (1, 1));
+        assert_eq!(c.garbage_collector, point.series);
+    }
+    let steam = &r.points[0].run;
+    assert!(
+        steam
+            .summary
+            .max_read_chain
+            .max(steam.summary.max_write_chain)
+            <= 3,
+        "steam's chains stay at most active + 1"
+    );
+    let none = r.points.last().expect("none ran");
+    assert_eq!(
+        none.run.engine.versions_reclaimed, 0,
+        "'none' reclaims nothing"
+    );
+    let keys: Vec<&str> = r
+        .panels
+        .iter()
+        .flat_map(|p| &p.time_series)
+        .map(|t| t.key.as_str())
+        .collect();
+    for key in [
+        "oltp_commits_per_second",
+        "olap_queries_per_second",
+        "live_versions",
+        "rss_bytes",
+    ] {
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+}
+
+#[test]
+fn table5_compares_watermark_with_steam_over_a_counted_run() {
+    let (r, printed) = quick("steam-table5");
+    assert_eq!(series(&r.points), ["watermark", "steam"]);
+    for point in &r.points {
+        let run = &point.run;
+        assert_eq!(run.configuration.transactions, Some(300));
+        assert_eq!(run.totals.oltp_commits, 300);
+        assert!(run.engine.reads > 0 && run.engine.read_versions_traversed > 0);
+        assert!(run.engine.gc_chain_visits > 0);
+    }
+    let (watermark, steam) = (&r.points[0].run, &r.points[1].run);
+    assert_eq!(watermark.engine.versions_pruned_eagerly, 0);
+    assert!(
+        steam.engine.versions_pruned_eagerly > 0,
+        "EPO pruned nothing"
+    );
+    assert!(steam.engine.active_list_refreshes > 0);
+    let table = r.panels[0].table.as_ref().expect("Table 5 itself");
+    assert_eq!(table.header.len(), 5);
+    assert!(table
+        .rows
+        .iter()
+        .any(|row| row[3] == "1,197m" && row[4] == "4.2m"));
+    assert!(
+        steam.engine.active_list_seconds > 0.0,
+        "refreshes are timed"
+    );
+    assert!(steam.engine.scan_reads > 0 && steam.engine.scan_reads <= steam.engine.reads);
+    let row = |label: &str| {
+        table
+            .rows
+            .iter()
+            .find(|row| row[0] == label)
+            .unwrap_or_else(|| panic!("no row {label:?}"))
+    };
+    assert_eq!(row("Table scans: traversed versions")[3], "120m");
+    assert!(row("Version retrieval (reads): time")[2].ends_with("%)"));
+    assert!(printed.contains("30,580"), "{printed}");
+}
+
+#[test]
+fn fig8_runs_tpcc_at_one_and_two_threads() {
+    let (r, printed) = quick("steam-fig8");
+    every_collector_at(&r.points, &[1.0, 2.0]);
+    for point in &r.points {
+        assert_eq!(
+            point.run.configuration.oltp_workers as f64,
+            point.x.expect("x")
+        );
+    }
+    let figure = &r.panels[0].figures[0];
+    assert_eq!(figure.lines.len(), GarbageCollector::ALL.len());
+    assert!(figure
+        .lines
+        .iter()
+        .all(|line| line.points.len() == 2 && line.points.iter().all(|p| p[1] > 0.0)));
+    assert!(printed.contains("OLTP threads"), "{printed}");
+}
+
+#[test]
+fn fig9_adds_olap_threads_beside_one_oltp_thread() {
+    let (r, _) = quick("steam-fig9");
+    every_collector_at(&r.points, &[1.0, 2.0]);
+    for point in &r.points {
+        let c = &point.run.configuration;
+        assert_eq!(c.oltp_workers, 1);
+        assert_eq!(c.olap_workers as f64, point.x.expect("x"));
+    }
+    assert_eq!(r.panels[0].figures.len(), 2);
+}
+
+#[test]
+fn fig10_sweeps_the_period_and_the_epoch_threshold() {
+    let (r, _) = quick("steam-fig10");
+    let reference = &r.points[0];
+    assert_eq!((reference.series.as_str(), reference.x), ("steam", None));
+    let mut periods = 0;
+    let mut thresholds = 0;
+    for point in &r.points[1..] {
+        let gc = GarbageCollector::from_name(&point.series).expect("a collector");
+        let c = &point.run.configuration;
+        let x = point.x.expect("a swept point has x");
+        if gc.runs_in_background() {
+            periods += 1;
+            assert_eq!(c.background_gc_period_ms, Some(x));
+            assert_eq!(c.epoch_advance_threshold, None);
+            if x == 1.0 {
+                assert!(point.run.engine.background_gc_rounds > 0, "{}", c.label);
+            }
+        } else {
+            assert!(gc.uses_epochs(), "{} is neither", point.series);
+            thresholds += 1;
+            assert_eq!(c.epoch_advance_threshold, Some(x as u64));
+            assert_eq!(c.background_gc_period_ms, None);
+        }
+    }
+    assert_eq!((periods, thresholds), (4, 4));
+    let figures = &r.panels[0].figures;
+    assert_eq!(figures.len(), 2);
+    assert!(figures.iter().all(|f| f.log_x));
+    // hana, hekaton and steam's reference line; deuteronomy, ermia and the reference.
+    assert_eq!(figures[0].lines.len(), 3);
+    assert_eq!(figures[1].lines.len(), 3);
+}
+
+#[test]
+fn fig11_sweeps_the_zipf_skew() {
+    let (r, _) = quick("steam-fig11");
+    every_collector_at(&r.points, &[0.0, 1.0]);
+    assert!(r
+        .points
+        .iter()
+        .all(|p| p.run.configuration.oltp_workers == 2));
+}
+
+#[test]
+fn fig12_sweeps_the_share_of_scans() {
+    let (r, _) = quick("steam-fig12");
+    every_collector_at(&r.points, &[10.0, 100.0]);
+    for point in &r.points {
+        let by_kind = &point.run.totals.oltp_commits_by_kind;
+        let scans = by_kind.get("scan").copied().unwrap_or(0);
+        let updates = by_kind.get("update").copied().unwrap_or(0);
+        assert!(scans > 0, "{}: no scan", point.run.configuration.label);
+        if point.x == Some(100.0) {
+            assert_eq!(updates, 0, "read-only runs update nothing");
+        } else {
+            assert!(updates > 0);
+        }
+    }
+}
+
+#[test]
+fn an_unknown_experiment_is_refused_with_the_known_names() {
+    let options = ReproduceOptions {
+        quick: true,
+        ..ReproduceOptions::default()
+    };
+    let mut out = Vec::new();
+    match reproduce("steam-fig99", &options, &mut out) {
+        Err(LabError::BadOption(message)) => {
+            assert!(message.contains("steam-fig99"), "{message}");
+            for e in EXPERIMENTS {
+                assert!(message.contains(e.name), "{message}");
+            }
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(_) => panic!("an unknown experiment ran"),
+    }
+    assert!(
+        !Path::new("verso-report/reproduce/steam-fig99").exists(),
+        "a report was written for an unknown experiment"
+    );
+}
+
+fn verso(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_verso"))
+        .args(args)
+        .output()
+        .expect("the verso binary runs")
+}
+
+#[test]
+fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
+    let listed = verso(&["reproduce", "--list"]);
+    assert!(listed.status.success());
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    for e in EXPERIMENTS {
+        assert!(stdout.contains(e.name), "{stdout}");
+        assert!(stdout.contains(e.paper_ref), "{stdout}");
+    }
+    assert_eq!(EXPERIMENTS.len(), 7);
+
+    let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("unknown experiment \"steam-fig99\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("steam-table5"), "{stderr}");
+
+    let missing = verso(&["reproduce"]);
+    assert_eq!(missing.status.code(), Some(2));
+
+    let help = verso(&["reproduce", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("steam-fig10") && help.contains("--quick"),
+        "{help}"
+    );
+
+    let gc_help = verso(&["kv", "--help"]);
+    let gc_help = String::from_utf8_lossy(&gc_help.stdout);
+    for name in names() {
+        assert!(
+            gc_help.contains(name),
+            "--gc's help misses {name}: {gc_help}"
+        );
+    }
+}
+
+#[test]
+fn a_run_carries_the_collectors_frequency_settings() {
+    use std::time::Duration;
+    use verso::Options;
+    use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
+    use verso_lab::workloads::kv_updates::{KvConfig, KvWorkload};
+
+    let workload = KvWorkload::new(KvConfig::tiny()).expect("config");
+    let timed = |options: Options| RunConfig {
+        stop: StopAfter::Duration(Duration::from_millis(200)),
+        sample_interval: Duration::from_millis(50),
+        ..RunConfig::with_options("settings", options)
+    };
+    let hana = GarbageCollector::ALL
+        .into_iter()
+        .find(|gc| gc.runs_in_background())
+        .expect("a background collector");
+    let epochs = GarbageCollector::ALL
+        .into_iter()
+        .find(|gc| gc.uses_epochs())
+        .expect("an epoch collector");
+
+    let run = run_configuration(
+        &workload,
+        &timed(
+            Options::default()
+                .garbage_collector(hana)
+                .background_gc_period(Duration::from_millis(5)),
+        ),
+    )
+    .expect("a background run");
+    assert_eq!(run.configuration.background_gc_period_ms, Some(5.0));
+    assert!(run.engine.background_gc_rounds > 0);
+
+    let run = run_configuration(
+        &workload,
+        &timed(
+            Options::default()
+                .garbage_collector(epochs)
+                .epoch_advance_threshold(3),
+        ),
+    )
+    .expect("an epoch run");
+    assert_eq!(run.configuration.epoch_advance_threshold, Some(3));
+    assert!(run.engine.epoch_advances > 0);
+
+    // A setting for a collector it does not apply to is refused before anything runs.
+    for options in [
+        Options::default()
+            .garbage_collector(GarbageCollector::Steam)
+            .background_gc_period(Duration::from_millis(5)),
+        Options::default()
+            .garbage_collector(hana)
+            .epoch_advance_threshold(3),
+    ] {
+        match timed(options).validate(&workload) {
+            Err(LabError::BadOption(message)) => {
+                assert!(message.contains("applies only"), "{message}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+}
