@@ -81,7 +81,10 @@ fn refresh_active_list<V: VersionStorage, G: Collector, P: Protocol>(
     local_gc.taken_ns = engine.txns.now_ns().max(1);
     local_gc.writes_since_age_check = 0;
     stats.add(Counter::ActiveListRefreshes, 1);
-    stats.add(Counter::ActiveListNanos, started.elapsed().as_nanos() as u64);
+    stats.add(
+        Counter::ActiveListNanos,
+        started.elapsed().as_nanos() as u64,
+    );
 }
 
 /// Queues a committed transaction on its thread's slot, folding the queue if it grew long.
