@@ -13,7 +13,7 @@ use verso::{GarbageCollector, Isolation};
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::report::{comparison_line, summary_table, write_json, write_report};
-use crate::reproduce::{self, ReproduceOptions, Reproduction};
+use crate::reproduce::{self, PointProcess, ReproduceOptions, Reproduction};
 use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
 use crate::workload::{LabError, Workload};
 use crate::workloads::kv_updates::{KvConfig, KvWorkload};
@@ -125,6 +125,18 @@ pub struct ReproduceArgs {
     /// Do not draw progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Run every point in this process, one after the other, instead of each in a fresh
+    /// child process (then a point inherits the heap, and the resident memory, of the ones
+    /// before it).
+    #[arg(long)]
+    pub in_process: bool,
+    /// Internal: run only this point and write its result to --point-json (what the child
+    /// processes do).
+    #[arg(long, hide = true, requires = "point_json")]
+    pub point_index: Option<usize>,
+    /// Internal: where --point-index writes its result.
+    #[arg(long, hide = true, requires = "point_index")]
+    pub point_json: Option<PathBuf>,
 }
 
 /// An isolation level on the command line.
@@ -580,6 +592,17 @@ pub fn execute(
             let name = args.name.as_deref().ok_or_else(|| {
                 LabError::BadOption("name an experiment (verso reproduce --list)".into())
             })?;
+            let points = match (args.point_index, &args.point_json) {
+                (Some(index), Some(json)) => PointProcess::OnlyPoint {
+                    index,
+                    json: json.clone(),
+                },
+                _ if args.in_process => PointProcess::InProcess,
+                _ => PointProcess::Child {
+                    exe: std::env::current_exe()?,
+                    experiment: name.to_owned(),
+                },
+            };
             let options = ReproduceOptions {
                 quick: args.quick,
                 seed: args.seed,
@@ -587,6 +610,7 @@ pub fn execute(
                 json: args.json.clone(),
                 show_progress: !args.quiet,
                 command_line,
+                points,
             };
             Ok(Outcome::Reproduced(Box::new(reproduce::reproduce(
                 name, &options, out,

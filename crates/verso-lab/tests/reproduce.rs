@@ -480,3 +480,52 @@ fn a_run_carries_the_collectors_frequency_settings() {
         }
     }
 }
+
+/// `verso reproduce` runs each point in a child process of its own (so no point inherits
+/// another's heap or resident memory), and the parent's report holds every child's run.
+#[test]
+fn the_command_line_runs_each_point_in_a_child_process() {
+    let dir = std::env::temp_dir().join(format!("verso-child-points-{}", std::process::id()));
+    let json = dir.join("fig8.json");
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.join("report");
+    let run = verso(&[
+        "reproduce",
+        "steam-fig8",
+        "--quick",
+        "--quiet",
+        "--report",
+        report.to_str().expect("utf-8 path"),
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let reproduction: verso_lab::reproduce::Reproduction =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
+            .expect("a reproduction");
+    assert_eq!(reproduction.points.len(), 2 * GarbageCollector::ALL.len());
+    assert!(reproduction
+        .points
+        .iter()
+        .all(|p| p.run.totals.oltp_commits > 0));
+    assert!(report.join("index.html").exists());
+
+    // A child asked for a point that does not exist fails with a clear error.
+    let child = verso(&[
+        "reproduce",
+        "steam-fig8",
+        "--quick",
+        "--quiet",
+        "--point-index",
+        "99",
+        "--point-json",
+        dir.join("p.json").to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(child.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&child.stderr).contains("point 99 does not exist"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -507,7 +507,7 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
     let run_seconds = size.seconds(FIG7_SECONDS);
     let description = size.ch()?.describe();
     let plans = every_collector(&size, None, "", 1, 1, seconds(run_seconds), &|| size.ch())?;
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
 
     let commits = |series: &str| value_at(&points, series, None, commits_per_second);
     let steam = commits(STEAM);
@@ -705,7 +705,7 @@ fn table5(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproductio
             })
         })
         .collect::<Result<Vec<_>, LabError>>()?;
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let (Some(wm), Some(st)) = (
         run_at(&points, WATERMARK, None),
         run_at(&points, STEAM, None),
@@ -1055,7 +1055,7 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
             &|| size.tpcc(),
         )?);
     }
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let names = all_names();
     let figure = sweep_figure(
         FigureSpec {
@@ -1165,7 +1165,7 @@ fn fig9(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
             &|| size.ch(),
         )?);
     }
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let names = all_names();
     let oltp = sweep_figure(
         FigureSpec {
@@ -1343,7 +1343,7 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             });
         }
     }
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let steam = value_at(&points, STEAM, None, commits_per_second);
     let with_reference = |mut figure: Figure, xs: &[f64]| {
         let (low, high) = (
@@ -1614,7 +1614,7 @@ fn fig11(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         )?);
     }
     let rows = size.kv(0.0)?.describe();
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let names = all_names();
     let commits = sweep_figure(
         FigureSpec {
@@ -1790,7 +1790,7 @@ fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         )?);
     }
     let rows = size.scans(0.0)?.describe();
-    let points = run_points(plans, out)?;
+    let points = run_points(plans, options, out)?;
     let names = all_names();
     let scans = sweep_figure(
         FigureSpec {

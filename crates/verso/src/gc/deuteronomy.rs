@@ -23,7 +23,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Collector, Finalizing, GcConfig};
+use super::{epoch_registration, Collector, Finalizing, GcConfig};
 use crate::stats::Counter;
 use crate::sync::AtomicU64;
 use crate::txn::slots::{LocalSlot, TxnManager};
@@ -95,30 +95,17 @@ impl Collector for Deuteronomy {
         local: &LocalSlot<R>,
         take_start: impl FnOnce() -> u64,
     ) -> u64 {
-        let mut gc = local.gc.borrow_mut();
-        // Registered under a placeholder start until the start is known; the published
-        // minimum is what matters to other threads, and it is stored before the start.
-        let epoch = self.epochs.enter(|epoch| {
-            gc.register(u64::MAX, epoch);
-            local
-                .slot
-                .collector_value
-                .store(gc.min_registered(), Ordering::SeqCst);
-        });
+        let epoch = self
+            .epochs
+            .enter(|epoch| epoch_registration::enter(local, epoch));
         let start_ts = take_start();
         debug_assert!(start_ts >= epoch);
-        gc.unregister(u64::MAX);
-        gc.register(start_ts, epoch);
+        epoch_registration::started(local, start_ts);
         start_ts
     }
 
     fn end<R: Send + 'static>(&self, _txns: &TxnManager<R>, local: &LocalSlot<R>, start_ts: u64) {
-        let mut gc = local.gc.borrow_mut();
-        gc.unregister(start_ts);
-        local
-            .slot
-            .collector_value
-            .store(gc.min_registered(), Ordering::SeqCst);
+        epoch_registration::leave(local, start_ts);
     }
 
     fn reclaim_bound<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {

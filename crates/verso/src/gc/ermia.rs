@@ -27,7 +27,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Collector, Finalizing, GcConfig};
+use super::{epoch_registration, Collector, Finalizing, GcConfig};
 use crate::stats::Counter;
 use crate::sync::{AtomicBool, AtomicU64};
 use crate::txn::slots::{LocalSlot, TxnManager};
@@ -152,34 +152,18 @@ impl Collector for Ermia {
         local: &LocalSlot<R>,
         take_start: impl FnOnce() -> u64,
     ) -> u64 {
-        let gc = &local.gc;
-        let published = &local.slot.collector_value;
-        // Registered under a placeholder start until the start is known.
         let epoch = self.epochs.enter(
-            |epoch| {
-                let mut gc = gc.borrow_mut();
-                gc.register(u64::MAX, epoch);
-                published.store(gc.min_registered(), Ordering::SeqCst);
-            },
-            || {
-                gc.borrow_mut().unregister(u64::MAX);
-            },
+            |epoch| epoch_registration::enter(local, epoch),
+            || epoch_registration::withdraw(local),
         );
         let start_ts = take_start();
         debug_assert!(start_ts >= self.epochs.started_at(epoch));
-        let mut gc = gc.borrow_mut();
-        gc.unregister(u64::MAX);
-        gc.register(start_ts, epoch);
+        epoch_registration::started(local, start_ts);
         start_ts
     }
 
     fn end<R: Send + 'static>(&self, _txns: &TxnManager<R>, local: &LocalSlot<R>, start_ts: u64) {
-        let mut gc = local.gc.borrow_mut();
-        gc.unregister(start_ts);
-        local
-            .slot
-            .collector_value
-            .store(gc.min_registered(), Ordering::SeqCst);
+        epoch_registration::leave(local, start_ts);
     }
 
     fn reclaim_bound<R: Send + 'static>(&self, _txns: &TxnManager<R>) -> u64 {

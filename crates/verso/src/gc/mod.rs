@@ -234,6 +234,52 @@ pub(crate) fn due_to_help<G: Collector>(local: &mut LocalGc, now_ns: impl Fn() -
     }
 }
 
+/// The epoch bookkeeping of a thread, shared by the epoch collectors: the epochs its running
+/// transactions entered, the oldest of which it publishes in its slot.
+pub(crate) mod epoch_registration {
+    use std::sync::atomic::Ordering;
+
+    use crate::txn::slots::LocalSlot;
+
+    /// A start not known yet: the transaction entering is registered under it until then.
+    const PENDING: u64 = u64::MAX;
+
+    /// Registers the entering transaction in `epoch` and publishes the thread's oldest.
+    pub(crate) fn enter<R>(local: &LocalSlot<R>, epoch: u64) {
+        let mut gc = local.gc.borrow_mut();
+        gc.register(PENDING, epoch);
+        local
+            .slot
+            .collector_value
+            .store(gc.min_registered(), Ordering::SeqCst);
+    }
+
+    /// Forgets the entering transaction's epoch (the epoch moved; it enters again). What is
+    /// published may stay older for a moment, which only holds advances back.
+    pub(crate) fn withdraw<R>(local: &LocalSlot<R>) {
+        local.gc.borrow_mut().unregister(PENDING);
+    }
+
+    /// The entering transaction took its start: file its epoch under it.
+    pub(crate) fn started<R>(local: &LocalSlot<R>, start_ts: u64) -> u64 {
+        let mut gc = local.gc.borrow_mut();
+        let epoch = gc.unregister(PENDING);
+        gc.register(start_ts, epoch);
+        epoch
+    }
+
+    /// The transaction that started at `start_ts` leaves its epoch; the thread publishes
+    /// its oldest remaining one.
+    pub(crate) fn leave<R>(local: &LocalSlot<R>, start_ts: u64) {
+        let mut gc = local.gc.borrow_mut();
+        gc.unregister(start_ts);
+        local
+            .slot
+            .collector_value
+            .store(gc.min_registered(), Ordering::SeqCst);
+    }
+}
+
 /// The smallest value the slots publish for the collector (`u64::MAX` if none).
 pub(crate) fn min_published<R: Send + 'static>(txns: &TxnManager<R>) -> u64 {
     txns.slots()
