@@ -15,8 +15,8 @@ use verso::{GarbageCollector, Options};
 use super::{
     commits_per_second, cores, max_chain, per_second, ratio_agreement, ratio_of, run_points,
     same_agreement, sample_mean, seconds, times, Agreement, Experiment, Figure, FigureLine,
-    OverTime, Panel, Point, PointPlan, ReproduceOptions, Reproduction, Table, Verdict, NOISE,
-    REPRODUCTION_FORMAT_VERSION,
+    OverTime, Panel, Point, PointPlan, PointProcess, ReproduceOptions, Reproduction, Table,
+    Verdict, NOISE, REPRODUCTION_FORMAT_VERSION,
 };
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -652,9 +652,15 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
         "'none' (no collection at all) is ours, not the paper's: the baseline of what garbage \
          costs; 'second-best' leaves it out."
             .to_owned(),
-        "RSS is the whole process, and the collectors run one after the other in it: a run may \
-         show memory the allocator kept from an earlier one. Live version bytes are exact."
-            .to_owned(),
+        if options.points == PointProcess::InProcess {
+            "RSS is the whole process, and (--in-process) the collectors ran one after the \
+             other in it: a run may show memory the allocator kept from an earlier one. Live \
+             version bytes are exact."
+        } else {
+            "Each collector ran in a fresh child process: RSS is that run's alone. Live \
+             version bytes are exact."
+        }
+        .to_owned(),
         "Throughput figures are per sample; the verdicts use means over each run (the paper's \
          figure prints means too)."
             .to_owned(),
