@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use verso::{GarbageCollector, Isolation};
+use verso::{GarbageCollector, Isolation, VersionRemoval};
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::report::{comparison_line, summary_table, write_json, write_report};
@@ -125,6 +125,10 @@ pub struct ReproduceArgs {
     /// Do not draw progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// How finalizing removes obsolete versions: one-at-a-time (HyPer's, the engine the
+    /// paper's collectors ran in) or cut (Verso's default). steam-table5 runs both.
+    #[arg(long, value_name = "HOW", default_value = "one-at-a-time", value_parser = parse_removal)]
+    pub version_removal: VersionRemoval,
     /// Run every point in this process, one after the other, instead of each in a fresh
     /// child process (then a point inherits the heap, and the resident memory, of the ones
     /// before it).
@@ -319,6 +323,10 @@ fn gc_help() -> String {
         GarbageCollector::ALL.map(GarbageCollector::name).join(", "),
         GarbageCollector::default().name()
     )
+}
+
+fn parse_removal(name: &str) -> Result<VersionRemoval, String> {
+    VersionRemoval::from_name(name).map_err(|e| e.to_string())
 }
 
 fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
@@ -611,6 +619,7 @@ pub fn execute(
                 show_progress: !args.quiet,
                 command_line,
                 points,
+                version_removal: args.version_removal,
             };
             Ok(Outcome::Reproduced(Box::new(reproduce::reproduce(
                 name, &options, out,

@@ -217,7 +217,10 @@ fn fig7_runs_every_collector_on_ch_and_plots_them_over_time() {
 #[test]
 fn table5_compares_watermark_with_steam_over_a_counted_run() {
     let (r, printed) = quick("steam-table5");
-    assert_eq!(series(&r.points), ["watermark", "steam"]);
+    assert_eq!(
+        series(&r.points),
+        ["watermark", "steam", "watermark, cut", "steam, cut"]
+    );
     for point in &r.points {
         let run = &point.run;
         assert_eq!(run.configuration.transactions, Some(300));
@@ -233,11 +236,16 @@ fn table5_compares_watermark_with_steam_over_a_counted_run() {
     );
     assert!(steam.engine.active_list_refreshes > 0);
     let table = r.panels[0].table.as_ref().expect("Table 5 itself");
-    assert_eq!(table.header.len(), 5);
+    assert_eq!(table.header.len(), 7);
     assert!(table
         .rows
         .iter()
-        .any(|row| row[3] == "1,197m" && row[4] == "4.2m"));
+        .any(|row| row[5] == "1,197m" && row[6] == "4.2m"));
+    // Both ways of removing versions ran (their costs: verso's tests/collectors.rs).
+    let (watermark_cut, steam_cut) = (&r.points[2].run, &r.points[3].run);
+    assert_eq!(watermark_cut.engine.versions_pruned_eagerly, 0);
+    assert!(steam_cut.engine.versions_pruned_eagerly > 0);
+    assert!(watermark.engine.versions_reclaimed > 0 && watermark_cut.engine.versions_reclaimed > 0);
     assert!(
         steam.engine.active_list_seconds > 0.0,
         "refreshes are timed"
@@ -250,7 +258,7 @@ fn table5_compares_watermark_with_steam_over_a_counted_run() {
             .find(|row| row[0] == label)
             .unwrap_or_else(|| panic!("no row {label:?}"))
     };
-    assert_eq!(row("Table scans: traversed versions")[3], "120m");
+    assert_eq!(row("Table scans: traversed versions")[5], "120m");
     assert!(row("Version retrieval (reads): time")[2].ends_with("%)"));
     assert!(printed.contains("30,580"), "{printed}");
 }

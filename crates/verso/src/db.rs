@@ -140,6 +140,45 @@ impl GarbageCollector {
     }
 }
 
+/// How finalizing removes the versions no snapshot needs any more from a row's chain (a
+/// mechanism every collector shares).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum VersionRemoval {
+    /// Cut the chain below the reclaim bound in one walk per row: Verso's default.
+    #[default]
+    CutBelowBound,
+    /// HyPer's, as the Steam paper describes it (§5.1: "During GC we always have to
+    /// traverse the entire chain to remove the oldest (obsolete) versions"): each obsolete
+    /// version is unlinked on its own, found by walking the chain from the newest record,
+    /// so removing `n` versions from a chain walks about `n²/2` records. For reproducing
+    /// the paper's cost of long chains.
+    OneVersionAtATime,
+}
+
+impl VersionRemoval {
+    /// The name used in configuration and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            VersionRemoval::CutBelowBound => "cut",
+            VersionRemoval::OneVersionAtATime => "one-at-a-time",
+        }
+    }
+
+    /// Parses a name as printed by [`VersionRemoval::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        [
+            VersionRemoval::CutBelowBound,
+            VersionRemoval::OneVersionAtATime,
+        ]
+        .into_iter()
+        .find(|r| r.name() == name)
+        .ok_or_else(|| Error::UnsupportedConfiguration {
+            reason: format!("unknown version removal {name:?}; known: cut, one-at-a-time"),
+        })
+    }
+}
+
 /// Where versions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -183,6 +222,8 @@ pub struct Options {
     /// attempts to advance the global epoch. `None`: 100 for 'Deuteronomy', 1 for
     /// 'Ermia' (Table 4). Setting it for another collector is refused at [`Database::open`].
     pub epoch_advance_threshold: Option<u64>,
+    /// How finalizing removes obsolete versions from a chain.
+    pub version_removal: VersionRemoval,
 }
 
 impl Default for Options {
@@ -193,6 +234,7 @@ impl Default for Options {
             idle_collection_interval: Some(std::time::Duration::from_millis(10)),
             background_gc_period: None,
             epoch_advance_threshold: None,
+            version_removal: VersionRemoval::default(),
         }
     }
 }
@@ -225,6 +267,12 @@ impl Options {
     /// Options with this many commits between epoch advances ('Deuteronomy', 'Ermia').
     pub fn epoch_advance_threshold(mut self, commits: u64) -> Self {
         self.epoch_advance_threshold = Some(commits);
+        self
+    }
+
+    /// Options with this way of removing obsolete versions.
+    pub fn version_removal(mut self, removal: VersionRemoval) -> Self {
+        self.version_removal = removal;
         self
     }
 
@@ -343,33 +391,35 @@ impl Database {
         let config = GcConfig {
             epoch_threshold: options.epoch_advance_threshold,
         };
-        fn new<G: Collector>(
+        fn new_engine<G: Collector>(
             tag: u32,
             config: &GcConfig,
+            removal: VersionRemoval,
         ) -> Engine<DeltaStorage, G, FirstUpdaterWins> {
-            Engine::new(tag, FirstUpdaterWins, G::new(config))
+            Engine::new(tag, FirstUpdaterWins, G::new(config), removal)
         }
+        let removal = options.version_removal;
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {
-                AnyEngine::SteamDelta(new(tag, &config))
+                AnyEngine::SteamDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkDelta(new(tag, &config))
+                AnyEngine::WatermarkDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::Hana) => {
-                AnyEngine::HanaDelta(new(tag, &config))
+                AnyEngine::HanaDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::Hekaton) => {
-                AnyEngine::HekatonDelta(new(tag, &config))
+                AnyEngine::HekatonDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::Deuteronomy) => {
-                AnyEngine::DeuteronomyDelta(new(tag, &config))
+                AnyEngine::DeuteronomyDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::Ermia) => {
-                AnyEngine::ErmiaDelta(new(tag, &config))
+                AnyEngine::ErmiaDelta(new_engine(tag, &config, removal))
             }
             (VersionStorageKind::Delta, GarbageCollector::NoCollection) => {
-                AnyEngine::NoneDelta(new(tag, &config))
+                AnyEngine::NoneDelta(new_engine(tag, &config, removal))
             }
         };
         let engine = Arc::new(engine);

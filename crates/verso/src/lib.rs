@@ -57,7 +57,7 @@ mod value;
 mod version;
 
 pub use db::{
-    Database, GarbageCollector, Isolation, KeyRange, Options, TableId, Transaction,
+    Database, GarbageCollector, Isolation, KeyRange, Options, TableId, Transaction, VersionRemoval,
     VersionStorageKind,
 };
 pub use error::{Error, Result};

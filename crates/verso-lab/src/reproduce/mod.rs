@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use verso::VersionRemoval;
 
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -104,6 +105,9 @@ pub struct ReproduceOptions {
     pub command_line: Vec<String>,
     /// Where each point runs.
     pub points: PointProcess,
+    /// How finalizing removes obsolete versions in every run (Table 5 runs both ways):
+    /// by default HyPer's one version at a time, the engine the paper's collectors ran in.
+    pub version_removal: VersionRemoval,
 }
 
 impl Default for ReproduceOptions {
@@ -116,6 +120,7 @@ impl Default for ReproduceOptions {
             show_progress: false,
             command_line: Vec::new(),
             points: PointProcess::InProcess,
+            version_removal: VersionRemoval::OneVersionAtATime,
         }
     }
 }
@@ -442,6 +447,8 @@ fn run_point_in_child(
     command
         .args(["reproduce", experiment, "--quiet", "--seed"])
         .arg(options.seed.to_string())
+        .arg("--version-removal")
+        .arg(options.version_removal.name())
         .arg("--point-index")
         .arg(index.to_string())
         .arg("--point-json")

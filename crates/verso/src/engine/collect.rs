@@ -22,6 +22,7 @@ use crate::stats::Counter;
 use crate::sync::Arc;
 use crate::txn::slots::{Committed, LocalSlot, Slot};
 use crate::version::{ChainEdit, VersionStorage};
+use crate::VersionRemoval;
 
 /// Beyond this many waiting committed transactions (a long reader holds the watermark),
 /// a slot's queue is folded into one entry per distinct row, so its memory is bounded by
@@ -485,13 +486,28 @@ fn finalize_committed<V: VersionStorage, G: Collector, P: Protocol>(
             .table_by_index(written.table)
             .expect("a written table exists");
         V::edit(&written.row, |chain| {
-            stats.record_gc_chain(chain.chain_len());
             let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
-                chain.truncate(bound)
+                match engine.version_removal {
+                    VersionRemoval::CutBelowBound => {
+                        stats.record_gc_chain(chain.chain_len());
+                        chain.truncate(bound)
+                    }
+                    VersionRemoval::OneVersionAtATime => {
+                        let (mut removed, mut bytes) = (0, 0);
+                        loop {
+                            let (walked, freed) = chain.unlink_oldest(bound);
+                            stats.record_gc_chain(walked);
+                            let Some(freed) = freed else { break };
+                            removed += 1;
+                            bytes += freed;
+                        }
+                        (removed, bytes)
+                    }
+                }
             });
             stats.add(Counter::VersionsReclaimed, removed as u64);
             stats.add(Counter::VersionBytesFreed, bytes as u64);
-            if bury_if_unreachable(table, &written.row, chain, entry) {
+            if bury_if_unreachable(table, &written.row, chain, entry, || bound) {
                 stats.add(Counter::RowsReclaimed, 1);
             }
         });
@@ -565,15 +581,18 @@ pub(crate) fn drop_unused_entries<V: VersionStorage>(
     }
 }
 
-/// If no snapshot can see the row any more, removes it from every index and marks it dead
-/// (a writer that still holds it looks its key up again). Returns whether it did.
+/// If no snapshot can see the row any more and no running transaction can conflict with
+/// its last write (`bound`, asked only then, is at most every running snapshot), removes it
+/// from every index and marks it dead (a writer that still holds it looks its key up
+/// again). Returns whether it did.
 pub(crate) fn bury_if_unreachable<V: VersionStorage>(
     table: &Table<V>,
     row: &RowRef<V>,
     chain: &mut V::Chain,
     entry: &mut Vec<u8>,
+    bound: impl FnOnce() -> u64,
 ) -> bool {
-    if chain.is_dead() || !chain.is_unreachable() {
+    if chain.is_dead() || !chain.is_unreachable(u64::MAX) || !chain.is_unreachable(bound()) {
         return false;
     }
     let values = chain.values().0;

@@ -57,10 +57,17 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
     /// Held by a background collector's round while it has committed transactions taken
     /// out of the queues, and by `collect_all`, which must see every one of them.
     pub(crate) collection_round: Mutex<()>,
+    /// How finalizing removes obsolete versions (`crate::VersionRemoval`).
+    pub(crate) version_removal: crate::VersionRemoval,
 }
 
 impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
-    pub(crate) fn new(tag: u32, protocol: P, gc: G) -> Self {
+    pub(crate) fn new(
+        tag: u32,
+        protocol: P,
+        gc: G,
+        version_removal: crate::VersionRemoval,
+    ) -> Self {
         Engine {
             txns: TxnManager::new(),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -70,6 +77,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
             protocol,
             gc,
             collection_round: Mutex::new(()),
+            version_removal,
         }
     }
 

@@ -693,6 +693,11 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             return;
         };
         let mut entry = Vec::new();
+        // A tombstone some running transaction may still conflict with stays for the
+        // finalizing of the transaction that left it
+        // (`regression_a_rolled_back_insert_keeps_the_tombstone_a_concurrent_writer_conflicts_with`).
+        let mut watermark = None;
+        let txns = &self.engine.txns;
         for written in self.writes.drain(..).rev() {
             let table = self
                 .engine
@@ -709,7 +714,13 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     &report.written,
                     &mut entry,
                 );
-                crate::engine::collect::bury_if_unreachable(table, &written.row, chain, &mut entry);
+                crate::engine::collect::bury_if_unreachable(
+                    table,
+                    &written.row,
+                    chain,
+                    &mut entry,
+                    || *watermark.get_or_insert_with(|| txns.watermark()),
+                );
             });
         }
         owner.mark_aborted();

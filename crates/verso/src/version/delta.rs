@@ -463,12 +463,12 @@ impl ChainEdit for RowState {
         self.dead
     }
 
-    fn is_unreachable(&self) -> bool {
-        !self.exists && self.head.is_none()
+    fn is_unreachable(&self, bound: u64) -> bool {
+        !self.exists && self.head.is_none() && (self.born == NOT_BORN || self.born < bound)
     }
 
     fn mark_dead(&mut self) {
-        debug_assert!(self.is_unreachable());
+        debug_assert!(self.is_unreachable(u64::MAX));
         self.dead = true;
     }
 
@@ -487,6 +487,29 @@ impl ChainEdit for RowState {
             }
             link = &mut link.as_mut().expect("checked above").next;
         }
+    }
+
+    fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
+        let mut link = &mut self.head;
+        let mut walked = 0;
+        loop {
+            let Some(record) = link.as_deref() else {
+                return (walked, None); // an empty chain
+            };
+            walked += 1;
+            if record.next.is_none() {
+                break;
+            }
+            link = &mut link.as_mut().expect("checked above").next;
+        }
+        let oldest = link.as_deref().expect("the loop stops at a record");
+        if oldest.commit_ts().is_none_or(|ts| ts >= watermark) {
+            return (walked, None);
+        }
+        let (count, bytes) = free_chain(link.take());
+        debug_assert_eq!(count, 1);
+        self.records -= 1;
+        (walked, Some(bytes))
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {

@@ -151,13 +151,23 @@ pub(crate) trait ChainEdit {
     fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>));
     /// Whether the row has been removed from the indexes.
     fn is_dead(&self) -> bool;
-    /// Whether no snapshot can ever see the row again (deleted, no chain left).
-    fn is_unreachable(&self) -> bool;
+    /// Whether no snapshot can ever see the row again (deleted, no chain left) and no
+    /// transaction older than `bound` can conflict with its last committed write (a
+    /// committed insert-and-delete leaves a tombstone born at its commit, which a
+    /// transaction that began before it must conflict with; `bound` is at most every
+    /// running snapshot, e.g. the watermark).
+    fn is_unreachable(&self, bound: u64) -> bool;
     /// Marks an unreachable row as removed from the indexes.
     fn mark_dead(&mut self);
     /// Frees every record no snapshot at or after `watermark` applies. Returns the records
     /// and bytes freed.
     fn truncate(&mut self, watermark: u64) -> (usize, usize);
+    /// Frees the oldest record if no snapshot at or after `watermark` applies it, finding it
+    /// by walking the chain from the newest record, as HyPer removes a finalized version
+    /// (Steam §5.1). Returns the records walked and the bytes freed (`None`: the oldest
+    /// record is still needed, or there is none). Calling it until `None` frees what
+    /// [`ChainEdit::truncate`] frees, at quadratic cost in the chain's length.
+    fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>);
     /// Eager pruning (Steam §4.3) against a list of active snapshots.
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport;
     /// Undoes `owner`'s write to the row (its record must be the newest).

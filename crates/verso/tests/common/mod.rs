@@ -8,13 +8,20 @@
 
 use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value};
 
-/// One `Options` per supported configuration: today every garbage collector over the
-/// default version storage.
+/// One `Options` per supported configuration: every garbage collector over the default
+/// version storage, and HyPer's one-version-at-a-time removal.
 pub fn all_configurations() -> Vec<Options> {
-    GarbageCollector::ALL
+    let mut all: Vec<Options> = GarbageCollector::ALL
         .into_iter()
         .map(|gc| Options::default().garbage_collector(gc))
-        .collect()
+        .collect();
+    // HyPer's version removal, under the collector that leaves it the longest chains.
+    all.push(
+        Options::default()
+            .garbage_collector(GarbageCollector::WatermarkOnly)
+            .version_removal(verso::VersionRemoval::OneVersionAtATime),
+    );
+    all
 }
 
 /// Whether the database's collector frees anything at all (every collector but 'none',
