@@ -209,6 +209,9 @@ pub struct CommonArgs {
     /// `--sample-ms`, `--quiet`.
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    /// `--in-process`.
+    #[command(flatten)]
+    pub process: ProcessArgs,
 }
 
 /// How a run samples and shows progress (every workload and the demo).
@@ -230,6 +233,23 @@ impl SamplingArgs {
     fn show_progress(&self) -> bool {
         !self.quiet
     }
+}
+
+/// Where the configurations of one invocation run (every workload and the demo).
+#[derive(Args, Debug, Clone, Default)]
+pub struct ProcessArgs {
+    /// Run several configurations one after the other in this process instead of each in
+    /// a fresh child process (then a configuration inherits the heap, and the resident
+    /// memory, of the ones before it).
+    #[arg(long)]
+    pub in_process: bool,
+    /// Internal: run only this configuration and write its result to --config-json (what
+    /// the child processes do).
+    #[arg(long, hide = true, requires = "config_json")]
+    pub config_index: Option<usize>,
+    /// Internal: where --config-index writes its result.
+    #[arg(long, hide = true, requires = "config_index")]
+    pub config_json: Option<PathBuf>,
 }
 
 /// YCSB's options; unset ones take the defaults of [`YcsbConfig::new`].
@@ -314,6 +334,9 @@ pub struct DemoArgs {
     /// `--sample-ms`, `--quiet`.
     #[command(flatten)]
     pub sampling: SamplingArgs,
+    /// `--in-process`.
+    #[command(flatten)]
+    pub process: ProcessArgs,
 }
 
 /// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`]).
@@ -363,6 +386,8 @@ pub struct Plan {
     pub json: Option<PathBuf>,
     /// `--report`.
     pub report: Option<PathBuf>,
+    /// Where the configurations run.
+    pub process: ProcessArgs,
 }
 
 impl Plan {
@@ -433,6 +458,7 @@ impl Plan {
                     configs,
                     json: demo.json.clone(),
                     report: Some(demo.report.clone()),
+                    process: demo.process.clone(),
                 })
             }
             Command::Reproduce(_) => Err(LabError::BadOption(
@@ -489,6 +515,7 @@ impl Plan {
             configs,
             json: common.json.clone(),
             report: common.report.clone(),
+            process: common.process.clone(),
         })
     }
 }
@@ -607,7 +634,6 @@ pub fn execute(
                 },
                 _ if args.in_process => PointProcess::InProcess,
                 _ => PointProcess::Child {
-                    exe: std::env::current_exe()?,
                     experiment: name.to_owned(),
                 },
             };
@@ -629,6 +655,44 @@ pub fn execute(
     }
 }
 
+/// The child's side of [`run_configuration_in_child`]: runs configuration `index` of the
+/// plan and writes its [`RunResult`] as JSON to `json`, printing nothing.
+fn run_one_configuration_as_child(
+    plan: &Plan,
+    index: usize,
+    json: &std::path::Path,
+    command_line: Vec<String>,
+) -> Result<LabReport, LabError> {
+    let config = plan.configs.get(index).ok_or_else(|| {
+        LabError::BadOption(format!(
+            "configuration {index} does not exist ({} configurations)",
+            plan.configs.len()
+        ))
+    })?;
+    let run = run_configuration(&*plan.workload, config)?;
+    crate::runner::write_run_for_parent(&run, json)?;
+    Ok(LabReport {
+        format_version: FORMAT_VERSION,
+        workload: plan.workload.name().to_owned(),
+        description: plan.workload.describe(),
+        started_unix_seconds: 0,
+        command_line,
+        runs: vec![run],
+        comparison: None,
+    })
+}
+
+/// Runs configuration `index` of this command line in a child process of this executable
+/// (the same arguments plus `--config-index i --config-json FILE`) and reads its result.
+fn run_configuration_in_child(
+    command_line: &[String],
+    index: usize,
+) -> Result<crate::metrics::RunResult, LabError> {
+    let mut args: Vec<String> = command_line.iter().skip(1).cloned().collect();
+    args.extend(["--config-index".to_owned(), index.to_string()]);
+    crate::runner::run_in_child_process(&args, "--config-json", &format!("configuration {index}"))
+}
+
 /// [`execute`] for the workload subcommands.
 fn run_workload(
     cli: &Cli,
@@ -636,12 +700,18 @@ fn run_workload(
     out: &mut dyn Write,
 ) -> Result<LabReport, LabError> {
     let plan = Plan::of(&cli.command)?;
+    if let (Some(index), Some(json)) = (plan.process.config_index, &plan.process.config_json) {
+        return run_one_configuration_as_child(&plan, index, json, command_line);
+    }
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     writeln!(out, "workload: {}", plan.workload.describe())?;
+    // Several configurations: each in a fresh child process unless told otherwise, so none
+    // inherits the heap (and page faults already paid) or the resident memory of another.
+    let in_children = plan.configs.len() > 1 && !plan.process.in_process;
     let mut runs = Vec::with_capacity(plan.configs.len());
-    for config in &plan.configs {
+    for (index, config) in plan.configs.iter().enumerate() {
         writeln!(
             out,
             "== {}: {} isolation, {} OLTP + {} OLAP worker(s){}, {}",
@@ -660,7 +730,11 @@ fn run_workload(
             }
         )?;
         out.flush()?;
-        let run = run_configuration(&*plan.workload, config)?;
+        let run = if in_children {
+            run_configuration_in_child(&command_line, index)?
+        } else {
+            run_configuration(&*plan.workload, config)?
+        };
         writeln!(
             out,
             "   {}: loaded in {:.2} s, ran {:.1} s, {} commits, {} aborts, {} queries; consistent after load and run",

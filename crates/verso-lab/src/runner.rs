@@ -865,6 +865,54 @@ impl<'c> Sampler<'c> {
     }
 }
 
+/// Runs one configuration in a child process of this executable and reads its result:
+/// `args` (without the program name) select it, and the child writes its [`RunResult`] as
+/// JSON to the temporary file passed after `json_flag` ([`write_run_for_parent`]). `what`
+/// names the run in errors. Used where several runs are compared, so that none inherits
+/// the heap, the page faults already paid, or the resident memory of another.
+pub(crate) fn run_in_child_process(
+    args: &[String],
+    json_flag: &str,
+    what: &str,
+) -> Result<RunResult, LabError> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let json = std::env::temp_dir().join(format!(
+        "verso-run-{}-{}.json",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let output = std::process::Command::new(std::env::current_exe()?)
+        .args(args)
+        .arg(json_flag)
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .output()?;
+    if !output.status.success() {
+        return Err(LabError::Inconsistent(format!(
+            "the child process running {what} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        )));
+    }
+    let text = std::fs::read_to_string(&json)?;
+    let _ = std::fs::remove_file(&json);
+    serde_json::from_str(&text).map_err(|e| {
+        LabError::Io(std::io::Error::other(format!(
+            "{what}: the child's result is not a run's JSON: {e}"
+        )))
+    })
+}
+
+/// The child's side of [`run_in_child_process`]: writes `run` for the parent.
+pub(crate) fn write_run_for_parent(
+    run: &RunResult,
+    path: &std::path::Path,
+) -> Result<(), LabError> {
+    let text = serde_json::to_string(run).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,3 +140,64 @@ fn the_demo_compares_steam_with_watermark_on_ch_and_writes_its_report() {
         assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
     }
 }
+
+/// Compared configurations run each in a child process by default, in this one with
+/// `--in-process`; both give every configuration's run.
+#[test]
+fn compared_configurations_run_in_child_processes_unless_told_in_process() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for in_process in [false, true] {
+        let json = dir.path().join(format!("kv-{in_process}.json"));
+        let mut args = vec![
+            "kv",
+            "--tiny",
+            "--duration",
+            "0.3",
+            "--compare",
+            "steam,watermark,hana",
+            "--quiet",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ];
+        if in_process {
+            args.push("--in-process");
+        }
+        let output = verso(&args);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json");
+        let runs = report["runs"].as_array().expect("runs");
+        let collectors: Vec<&str> = runs
+            .iter()
+            .map(|run| {
+                run["configuration"]["garbage_collector"]
+                    .as_str()
+                    .expect("name")
+            })
+            .collect();
+        assert_eq!(
+            collectors,
+            ["steam", "watermark", "hana"],
+            "in process: {in_process}"
+        );
+        assert!(runs
+            .iter()
+            .all(|run| run["totals"]["oltp_commits"].as_u64() > Some(0)));
+    }
+    // What a child is asked for must exist.
+    let output = verso(&[
+        "kv",
+        "--tiny",
+        "--quiet",
+        "--config-index",
+        "3",
+        "--config-json",
+        dir.path().join("x.json").to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("configuration 3 does not exist"));
+}

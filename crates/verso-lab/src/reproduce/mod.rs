@@ -136,11 +136,10 @@ pub enum PointProcess {
     /// In this process.
     #[default]
     InProcess,
-    /// Each point in a child process: `exe reproduce <experiment> --point-index i
-    /// --point-json FILE ...`, which writes the point's [`RunResult`] as JSON.
+    /// Each point in a child process of this executable: `verso reproduce <experiment>
+    /// --point-index i --point-json FILE ...`, which writes the point's [`RunResult`] as
+    /// JSON.
     Child {
-        /// The `verso` executable.
-        exe: PathBuf,
         /// The experiment's name, passed on.
         experiment: String,
     },
@@ -432,46 +431,26 @@ pub(crate) struct PointPlan {
 }
 
 /// Runs every point in order, one progress line each.
-/// Runs point `index` of `experiment` in a child process of `exe` and reads its result.
+/// Runs point `index` of `experiment` in a child process and reads its result.
 fn run_point_in_child(
-    exe: &std::path::Path,
     experiment: &str,
     index: usize,
     options: &ReproduceOptions,
 ) -> Result<RunResult, LabError> {
-    let json = std::env::temp_dir().join(format!(
-        "verso-point-{}-{experiment}-{index}.json",
-        std::process::id()
-    ));
-    let mut command = std::process::Command::new(exe);
-    command
-        .args(["reproduce", experiment, "--quiet", "--seed"])
-        .arg(options.seed.to_string())
-        .arg("--version-removal")
-        .arg(options.version_removal.name())
-        .arg("--point-index")
-        .arg(index.to_string())
-        .arg("--point-json")
-        .arg(&json)
-        .stdout(std::process::Stdio::null());
+    let mut args: Vec<String> = ["reproduce", experiment, "--quiet", "--seed"]
+        .map(str::to_owned)
+        .into();
+    args.extend([
+        options.seed.to_string(),
+        "--version-removal".to_owned(),
+        options.version_removal.name().to_owned(),
+        "--point-index".to_owned(),
+        index.to_string(),
+    ]);
     if options.quick {
-        command.arg("--quick");
+        args.push("--quick".to_owned());
     }
-    let output = command.output()?;
-    if !output.status.success() {
-        return Err(LabError::Inconsistent(format!(
-            "the child process running point {index} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
-    }
-    let text = std::fs::read_to_string(&json)?;
-    let _ = std::fs::remove_file(&json);
-    serde_json::from_str(&text).map_err(|e| {
-        LabError::Io(std::io::Error::other(format!(
-            "point {index}'s result is not a run's JSON: {e}"
-        )))
-    })
+    crate::runner::run_in_child_process(&args, "--point-json", &format!("point {index}"))
 }
 
 pub(crate) fn run_points(
@@ -503,10 +482,8 @@ pub(crate) fn run_points(
         write!(out, "[{:>2}/{total}] {}: ", i + 1, plan.describe)?;
         out.flush()?;
         let run = match &options.points {
-            PointProcess::Child { exe, experiment } => {
-                run_point_in_child(exe, experiment, i, options)
-                    .map_err(|e| point_error(&plan.describe, e))?
-            }
+            PointProcess::Child { experiment } => run_point_in_child(experiment, i, options)
+                .map_err(|e| point_error(&plan.describe, e))?,
             _ => run_configuration(&*plan.workload, &plan.config)
                 .map_err(|e| point_error(&plan.describe, e))?,
         };
