@@ -259,6 +259,31 @@ impl Size<'_> {
     }
 }
 
+/// Every collector at every value of a swept parameter: `threads` OLTP threads, no OLAP
+/// thread, `run_seconds` per point.
+fn sweep_every_collector(
+    size: &Size,
+    values: &[f64],
+    label: impl Fn(f64) -> String,
+    threads: usize,
+    run_seconds: f64,
+    workload: impl Fn(f64) -> Result<Box<dyn Workload>, LabError>,
+) -> Result<Vec<PointPlan>, LabError> {
+    let mut plans = Vec::new();
+    for &value in values {
+        plans.extend(every_collector(
+            size,
+            Some(value),
+            &label(value),
+            threads,
+            0,
+            seconds(run_seconds),
+            &|| workload(value),
+        )?);
+    }
+    Ok(plans)
+}
+
 /// One point per collector of [`GarbageCollector::ALL`].
 fn every_collector(
     size: &Size,
@@ -1614,18 +1639,14 @@ fn fig11(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let run_seconds = size.seconds(SWEEP_SECONDS);
     let thetas = size.pick(&FIG11_THETAS, &FIG11_QUICK_THETAS);
     let threads = SWEEP_THREADS;
-    let mut plans = Vec::new();
-    for &theta in thetas {
-        plans.extend(every_collector(
-            &size,
-            Some(theta),
-            &format!("theta {theta}"),
-            threads,
-            0,
-            seconds(run_seconds),
-            &|| size.kv(theta),
-        )?);
-    }
+    let plans = sweep_every_collector(
+        &size,
+        thetas,
+        |theta| format!("theta {theta}"),
+        threads,
+        run_seconds,
+        |theta| size.kv(theta),
+    )?;
     let rows = size.kv(0.0)?.describe();
     let points = run_points(plans, options, out)?;
     let names = all_names();
@@ -1790,18 +1811,14 @@ fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let run_seconds = size.seconds(SWEEP_SECONDS);
     let percents = size.pick(&FIG12_READ_PERCENTS, &FIG12_QUICK_READ_PERCENTS);
     let threads = SWEEP_THREADS;
-    let mut plans = Vec::new();
-    for &percent in percents {
-        plans.extend(every_collector(
-            &size,
-            Some(percent),
-            &format!("{percent}% scans"),
-            threads,
-            0,
-            seconds(run_seconds),
-            &|| size.scans(percent),
-        )?);
-    }
+    let plans = sweep_every_collector(
+        &size,
+        percents,
+        |percent| format!("{percent}% scans"),
+        threads,
+        run_seconds,
+        |percent| size.scans(percent),
+    )?;
     let rows = size.scans(0.0)?.describe();
     let points = run_points(plans, options, out)?;
     let names = all_names();
