@@ -380,3 +380,25 @@ fn one_version_at_a_time_frees_what_the_cut_frees_at_quadratic_cost() {
     );
     assert!(VersionRemoval::from_name("all").is_err());
 }
+
+/// Found in review: 'Hekaton''s background thread skipped its own slot, and a slot is
+/// reused once its thread exits, queue and all. So what a thread that exited before the
+/// first round had committed stayed for ever when the background thread took its slot.
+#[test]
+fn regression_hekaton_collects_the_queue_its_background_thread_inherits() {
+    let (db, table) = open(
+        Options::default()
+            .garbage_collector(GarbageCollector::Hekaton)
+            .background_gc_period(Duration::from_millis(300)),
+    );
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for i in 0..100 {
+                update(&db, table, i);
+            }
+        });
+    });
+    let stats = wait_for(&db, |s| s.live_versions() == 0);
+    assert_eq!(stats.live_versions(), 0, "{stats:?}");
+    assert_eq!(db.version_chain_length(table, &KEY), Ok(Some(0)));
+}

@@ -359,7 +359,8 @@ fn collect_in_background<V: VersionStorage, G: Collector, P: Protocol>(
         *queue = taken;
         if queue.len() >= QUEUE_FOLD_AT {
             let moved = fold_queue(&mut queue);
-            slot.stats.add(Counter::RowsFolded, moved as u64);
+            // Counted by this thread: a slot's counters are written by one thread only.
+            stats.add(Counter::RowsFolded, moved as u64);
         }
     }
 }
@@ -375,16 +376,16 @@ fn hand_out_due<V: VersionStorage, G: Collector, P: Protocol>(
     use std::sync::atomic::Ordering::Relaxed;
     let stats = &local.slot.stats;
     let bound = engine.gc.refresh(&engine.txns);
-    let slots: Vec<_> = engine
-        .txns
-        .slots()
-        .filter(|slot| !std::sync::Arc::ptr_eq(slot, &local.slot))
-        .collect();
+    // Every slot, this thread's own too: it may have been another thread's, which exited
+    // with committed transactions queued (`regression_hekaton_collects_the_queue_its_
+    // background_thread_inherits`). It never ends transactions, so it counts as idle.
+    let slots: Vec<_> = engine.txns.slots().collect();
     let busy: Vec<bool> = slots
         .iter()
         .map(|slot| {
             let ends = slot.ends.load(Relaxed);
-            slot.ends_seen_by_janitor.swap(ends, Relaxed) != ends
+            let changed = slot.ends_seen_by_janitor.swap(ends, Relaxed) != ends;
+            changed && !std::sync::Arc::ptr_eq(slot, &local.slot)
         })
         .collect();
     let busy_slots: Vec<usize> = (0..slots.len()).filter(|&i| busy[i]).collect();

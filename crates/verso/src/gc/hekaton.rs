@@ -74,6 +74,10 @@ impl Collector for Hekaton {
     }
 
     fn refresh<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {
+        // The proof needs the scan to see every entry inserted before it began: scc 3.8's
+        // `iter_sync` reads each bucket under its reader lock and follows a resize in
+        // progress, so it does (a property of the version pinned in Cargo.toml, not a
+        // documented promise; check it when scc is upgraded).
         let mut minimum = txns.clock();
         self.map.iter_sync(|_, &lower_bound| {
             minimum = minimum.min(lower_bound);
