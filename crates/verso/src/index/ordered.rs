@@ -104,26 +104,27 @@ impl<V: Clone + Send + Sync + 'static> RangeScan<V> for OrderedIndex<V> {
 /// point lookup; a row being inserted may be found by a lookup a moment before a scan sees
 /// it, but it is uncommitted then and invisible to both.
 pub(crate) struct PrimaryIndex<V: Clone + Send + Sync + 'static> {
-    hashed: HashIndex<Key, V, foldhash::fast::RandomState>,
+    hashed: StaggeredHashIndex<V>,
     ordered: OrderedIndex<V>,
 }
 
 impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     pub(crate) fn new() -> Self {
         PrimaryIndex {
-            hashed: HashIndex::with_hasher(foldhash::fast::RandomState::default()),
+            hashed: StaggeredHashIndex::new(),
             ordered: OrderedIndex::new(),
         }
     }
 
     /// The value under `key`, valid while `guard` lives.
     pub(crate) fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
-        self.hashed.peek(&Key::from_bytes(key), guard)
+        self.hashed.shard(key).peek(&Key::from_bytes(key), guard)
     }
 
     /// Inserts unless the key is present; on failure hands the value back.
     pub(crate) fn insert_if_absent(&self, key: &[u8], value: V) -> Result<(), V> {
         self.hashed
+            .shard(key)
             .insert_sync(Key::from_bytes(key), value.clone())
             .map_err(|(_, value)| value)?;
         let inserted = self.ordered.insert_if_absent(key, value);
@@ -134,13 +135,73 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     /// Removes `key` if its value satisfies `condition`.
     pub(crate) fn remove_if(&self, key: &[u8], mut condition: impl FnMut(&V) -> bool) -> bool {
         let removed = self.ordered.remove_if(key, &mut condition);
-        let also = self.hashed.remove_if_sync(&Key::from_bytes(key), condition);
+        let also = self
+            .hashed
+            .shard(key)
+            .remove_if_sync(&Key::from_bytes(key), condition);
         debug_assert_eq!(removed, also, "both indexes hold the same keys");
         removed && also
     }
 
     pub(crate) fn len(&self) -> usize {
         self.ordered.len()
+    }
+}
+
+/// Shards of the point-lookup hash index.
+const HASH_SHARDS: usize = 64;
+
+/// A hash index in shards that take unequal shares of the keys, so that they double at
+/// different moments.
+///
+/// When an scc `HashIndex` doubles, every access helps move its entries to the new array,
+/// and the whole table moves within a few seconds: a table of 15 million rows stalled every
+/// writer for 7 s (`docs/known-issues.md`). Shards of equal share would all double at the
+/// same moment. Here shard `i` takes a share proportional to `2^(i / HASH_SHARDS)`, so the
+/// moments at which the shards double are spread evenly over each doubling of the table,
+/// and each moves about `1 / HASH_SHARDS` of it.
+///
+/// Invariant: a key always maps to the same shard (`router` is fixed for the index's life).
+struct StaggeredHashIndex<V: Clone + Send + Sync + 'static> {
+    shards: Box<[HashIndex<Key, V, foldhash::fast::RandomState>]>,
+    /// `upper[i]`: shard `i` takes the keys whose routing hash is below it (and at or above
+    /// `upper[i - 1]`); ascending, the last is `u64::MAX`.
+    upper: Box<[u64]>,
+    /// Independent of the shards' own hashers, so that a shard's keys spread over all its
+    /// buckets.
+    router: foldhash::fast::RandomState,
+}
+
+impl<V: Clone + Send + Sync + 'static> StaggeredHashIndex<V> {
+    fn new() -> Self {
+        let weights: Vec<f64> = (0..HASH_SHARDS)
+            .map(|i| (i as f64 / HASH_SHARDS as f64).exp2())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut cumulative = 0.0;
+        let mut upper: Vec<u64> = weights
+            .iter()
+            .map(|w| {
+                cumulative += w / total;
+                (cumulative * u64::MAX as f64) as u64
+            })
+            .collect();
+        *upper.last_mut().expect("shards exist") = u64::MAX;
+        debug_assert!(upper.windows(2).all(|w| w[0] < w[1]));
+        StaggeredHashIndex {
+            shards: (0..HASH_SHARDS)
+                .map(|_| HashIndex::with_hasher(foldhash::fast::RandomState::default()))
+                .collect(),
+            upper: upper.into_boxed_slice(),
+            router: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    fn shard(&self, key: &[u8]) -> &HashIndex<Key, V, foldhash::fast::RandomState> {
+        use std::hash::BuildHasher;
+        let hash = self.router.hash_one(key);
+        let index = self.upper.partition_point(|&upper| upper <= hash);
+        &self.shards[index.min(HASH_SHARDS - 1)]
     }
 }
 
@@ -233,5 +294,32 @@ mod tests {
             collect(&index, Bound::Included(&between), Bound::Unbounded),
             [4, 5, 6]
         );
+    }
+
+    /// Shards take unequal shares, from 1 to about 2 (so they double at spread moments),
+    /// and a key is always found in the shard it went to.
+    #[test]
+    fn hash_shards_take_staggered_shares_and_route_consistently() {
+        let index: PrimaryIndex<u64> = PrimaryIndex::new();
+        const KEYS: u64 = 64_000;
+        for i in 0..KEYS {
+            assert!(index.insert_if_absent(&key(i), i).is_ok());
+        }
+        let guard = Guard::new();
+        for i in (0..KEYS).step_by(7) {
+            assert_eq!(index.get(&key(i), &guard), Some(&i));
+        }
+        assert!(index.insert_if_absent(&key(5), 0).is_err(), "still unique");
+        let counts: Vec<usize> = index.hashed.shards.iter().map(HashIndex::len).collect();
+        assert_eq!(counts.iter().sum::<usize>(), KEYS as usize);
+        let first: usize = counts[..8].iter().sum();
+        let last: usize = counts[HASH_SHARDS - 8..].iter().sum();
+        let ratio = last as f64 / first as f64;
+        assert!(
+            (1.6..2.2).contains(&ratio),
+            "last / first shards: {ratio} ({counts:?})"
+        );
+        assert!(index.remove_if(&key(5), |&v| v == 5));
+        assert_eq!(index.get(&key(5), &guard), None);
     }
 }
