@@ -259,24 +259,25 @@ impl Size<'_> {
     }
 }
 
-/// Every collector at every value of a swept parameter: `threads` OLTP threads, no OLAP
-/// thread, `run_seconds` per point.
+/// Every collector at every value of a swept parameter, `run_seconds` per point, with the
+/// (OLTP, OLAP) threads `threads` gives for the value.
 fn sweep_every_collector(
     size: &Size,
     values: &[f64],
     label: impl Fn(f64) -> String,
-    threads: usize,
+    threads: impl Fn(f64) -> (usize, usize),
     run_seconds: f64,
     workload: impl Fn(f64) -> Result<Box<dyn Workload>, LabError>,
 ) -> Result<Vec<PointPlan>, LabError> {
     let mut plans = Vec::new();
     for &value in values {
+        let (oltp, olap) = threads(value);
         plans.extend(every_collector(
             size,
             Some(value),
             &label(value),
-            threads,
-            0,
+            oltp,
+            olap,
             seconds(run_seconds),
             &|| workload(value),
         )?);
@@ -1080,18 +1081,14 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
     let size = Size { options };
     let run_seconds = size.seconds(FIG8_SECONDS);
     let description = size.tpcc()?.describe();
-    let mut plans = Vec::new();
-    for threads in FIG8_THREADS {
-        plans.extend(every_collector(
-            &size,
-            Some(threads as f64),
-            &format!("{threads} OLTP thread(s)"),
-            threads,
-            0,
-            seconds(run_seconds),
-            &|| size.tpcc(),
-        )?);
-    }
+    let plans = sweep_every_collector(
+        &size,
+        &FIG8_THREADS.map(|threads| threads as f64),
+        |threads| format!("{threads} OLTP thread(s)"),
+        |threads| (threads as usize, 0),
+        run_seconds,
+        |_| size.tpcc(),
+    )?;
     let points = run_points(plans, options, out)?;
     let names = all_names();
     let figure = sweep_figure(
@@ -1190,18 +1187,14 @@ fn fig9(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
     let size = Size { options };
     let run_seconds = size.seconds(FIG9_SECONDS);
     let description = size.ch()?.describe();
-    let mut plans = Vec::new();
-    for olap in FIG9_OLAP_THREADS {
-        plans.extend(every_collector(
-            &size,
-            Some(olap as f64),
-            &format!("1 OLTP + {olap} OLAP thread(s)"),
-            1,
-            olap,
-            seconds(run_seconds),
-            &|| size.ch(),
-        )?);
-    }
+    let plans = sweep_every_collector(
+        &size,
+        &FIG9_OLAP_THREADS.map(|olap| olap as f64),
+        |olap| format!("1 OLTP + {olap} OLAP thread(s)"),
+        |olap| (1, olap as usize),
+        run_seconds,
+        |_| size.ch(),
+    )?;
     let points = run_points(plans, options, out)?;
     let names = all_names();
     let oltp = sweep_figure(
@@ -1643,7 +1636,7 @@ fn fig11(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         &size,
         thetas,
         |theta| format!("theta {theta}"),
-        threads,
+        |_| (threads, 0),
         run_seconds,
         |theta| size.kv(theta),
     )?;
@@ -1815,7 +1808,7 @@ fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         &size,
         percents,
         |percent| format!("{percent}% scans"),
-        threads,
+        |_| (threads, 0),
         run_seconds,
         |percent| size.scans(percent),
     )?;
