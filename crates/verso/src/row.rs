@@ -142,9 +142,9 @@ impl Columns for [Value] {
     }
 }
 
-/// Packed rows up to this many bytes live inline, in the row object or version record
-/// itself: a point read then misses the cache once for the row instead of twice, and a
-/// small before-image needs no allocation of its own.
+/// Packed rows up to this many bytes live inline, in the version record itself: a small
+/// before-image needs no allocation of its own. (A row's newest values live in an
+/// [`InPlaceRow`], sized for the row when it is created.)
 const INLINE_BYTES: usize = 64;
 
 /// The values of one row (or one before-image), inline when small, else in one allocation.
@@ -164,52 +164,105 @@ fn slots_start(arity: usize) -> usize {
     arity.div_ceil(8) * 8
 }
 
+fn arity_u32(arity: usize) -> u32 {
+    u32::try_from(arity).expect("at most MAX_COLUMNS columns")
+}
+
+/// Bytes the packed form of `arity` values produced by `value` takes.
+fn packed_len<'v>(arity: usize, value: &impl Fn(usize) -> ValueRef<'v>) -> usize {
+    let variable: usize = (0..arity)
+        .map(|i| match value(i) {
+            ValueRef::Text(t) => t.len(),
+            ValueRef::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    slots_start(arity) + 8 * arity + variable
+}
+
+/// Bytes the packed form of `values` takes.
+pub(crate) fn packed_len_of(values: &[Value]) -> usize {
+    packed_len(values.len(), &|i| ValueRef::from(&values[i]))
+}
+
+/// Packs `arity` values produced by `value` into `bytes`, which is exactly
+/// [`packed_len`] long.
+fn pack_into<'v>(arity: usize, value: &impl Fn(usize) -> ValueRef<'v>, bytes: &mut [u8]) {
+    let mut next = slots_start(arity) + 8 * arity;
+    for i in 0..arity {
+        let (tag, slot) = match value(i) {
+            ValueRef::Null => (TAG_NULL, 0),
+            ValueRef::I64(v) => (TAG_I64, v as u64),
+            ValueRef::U64(v) => (TAG_U64, v),
+            ValueRef::F64(v) => (TAG_F64, v.to_bits()),
+            ValueRef::Text(t) => (TAG_TEXT, place(bytes, &mut next, t.as_bytes())),
+            ValueRef::Bytes(b) => (TAG_BYTES, place(bytes, &mut next, b)),
+        };
+        bytes[i] = tag;
+        write_slot(bytes, arity, i, slot);
+    }
+    debug_assert_eq!(
+        next,
+        bytes.len(),
+        "the values filled the packed length exactly"
+    );
+}
+
+fn write_slot(bytes: &mut [u8], arity: usize, index: usize, slot: u64) {
+    let at = slots_start(arity) + 8 * index;
+    bytes[at..at + 8].copy_from_slice(&slot.to_ne_bytes());
+}
+
+fn read_slot(bytes: &[u8], arity: usize, index: usize) -> u64 {
+    let at = slots_start(arity) + 8 * index;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_ne_bytes(word)
+}
+
+/// The `(offset, len)` of a Text or Bytes value's data, from its slot.
+fn variable_span(slot: u64) -> (usize, usize) {
+    ((slot >> 32) as usize, (slot & 0xFFFF_FFFF) as usize)
+}
+
 impl PackedRow {
     /// Packs `arity` values produced by `value`.
     pub(crate) fn build<'v>(arity: usize, value: impl Fn(usize) -> ValueRef<'v>) -> Self {
-        let fixed = slots_start(arity) + 8 * arity;
-        let variable: usize = (0..arity)
-            .map(|i| match value(i) {
-                ValueRef::Text(t) => t.len(),
-                ValueRef::Bytes(b) => b.len(),
-                _ => 0,
-            })
-            .sum();
-        let total = fixed + variable;
-        let mut inline = [0u8; INLINE_BYTES];
-        let mut heap = Vec::new();
-        let bytes: &mut [u8] = if total <= INLINE_BYTES {
-            &mut inline[..total]
-        } else {
-            heap.resize(total, 0);
-            &mut heap
-        };
-        let mut next = fixed;
-        for i in 0..arity {
-            let (tag, slot) = match value(i) {
-                ValueRef::Null => (TAG_NULL, 0),
-                ValueRef::I64(v) => (TAG_I64, v as u64),
-                ValueRef::U64(v) => (TAG_U64, v),
-                ValueRef::F64(v) => (TAG_F64, v.to_bits()),
-                ValueRef::Text(t) => (TAG_TEXT, place(bytes, &mut next, t.as_bytes())),
-                ValueRef::Bytes(b) => (TAG_BYTES, place(bytes, &mut next, b)),
-            };
-            bytes[i] = tag;
-            let at = slots_start(arity) + 8 * i;
-            bytes[at..at + 8].copy_from_slice(&slot.to_ne_bytes());
-        }
-        debug_assert_eq!(next, total);
+        let total = packed_len(arity, &value);
         let storage = if total <= INLINE_BYTES {
+            let mut bytes = [0u8; INLINE_BYTES];
+            pack_into(arity, &value, &mut bytes[..total]);
             Storage::Inline {
                 len: total as u8,
-                bytes: inline,
+                bytes,
             }
         } else {
+            let mut heap = vec![0u8; total];
+            pack_into(arity, &value, &mut heap);
             Storage::Heap(heap.into_boxed_slice())
         };
         PackedRow {
             storage,
-            arity: u32::try_from(arity).expect("at most MAX_COLUMNS columns"),
+            arity: arity_u32(arity),
+        }
+    }
+
+    /// A copy of packed values.
+    pub(crate) fn copy_of(packed: PackedRef<'_>) -> Self {
+        let total = packed.bytes.len();
+        let storage = if total <= INLINE_BYTES {
+            let mut bytes = [0u8; INLINE_BYTES];
+            bytes[..total].copy_from_slice(packed.bytes);
+            Storage::Inline {
+                len: total as u8,
+                bytes,
+            }
+        } else {
+            Storage::Heap(packed.bytes.into())
+        };
+        PackedRow {
+            storage,
+            arity: packed.arity,
         }
     }
 
@@ -217,6 +270,14 @@ impl PackedRow {
         match &self.storage {
             Storage::Inline { len, bytes } => &bytes[..*len as usize],
             Storage::Heap(bytes) => bytes,
+        }
+    }
+
+    /// The packed values, borrowed.
+    pub(crate) fn packed(&self) -> PackedRef<'_> {
+        PackedRef {
+            bytes: self.bytes(),
+            arity: self.arity,
         }
     }
 
@@ -231,6 +292,7 @@ impl PackedRow {
         Self::build(mask.len(), |slot| column(columns.nth(slot)))
     }
 
+    #[cfg(test)]
     pub(crate) fn from_values(values: &[Value]) -> Self {
         Self::build(values.len(), |i| ValueRef::from(&values[i]))
     }
@@ -252,23 +314,48 @@ impl PackedRow {
     }
 
     pub(crate) fn get(&self, index: usize) -> ValueRef<'_> {
+        self.packed().get(index)
+    }
+
+    /// This row with `changes` applied.
+    #[cfg(test)]
+    pub(crate) fn with_changes(&self, changes: &[(usize, Value)]) -> PackedRow {
+        self.packed().with_changes(changes)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn to_values(&self) -> Vec<Value> {
+        (0..self.arity()).map(|i| self.get(i).to_value()).collect()
+    }
+}
+
+/// Packed values, borrowed: from a [`PackedRow`] or an [`InPlaceRow`].
+#[derive(Clone, Copy)]
+pub(crate) struct PackedRef<'a> {
+    bytes: &'a [u8],
+    arity: u32,
+}
+
+impl<'a> PackedRef<'a> {
+    pub(crate) fn arity(&self) -> usize {
+        self.arity as usize
+    }
+
+    pub(crate) fn get(&self, index: usize) -> ValueRef<'a> {
         let arity = self.arity();
         assert!(index < arity, "column {index} of a row of {arity}");
-        let bytes = self.bytes();
-        let at = slots_start(arity) + 8 * index;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[at..at + 8]);
-        let slot = u64::from_ne_bytes(word);
+        let bytes = self.bytes;
+        let slot = read_slot(bytes, arity, index);
         match bytes[index] {
             TAG_NULL => ValueRef::Null,
             TAG_I64 => ValueRef::I64(slot as i64),
             TAG_U64 => ValueRef::U64(slot),
             TAG_F64 => ValueRef::F64(f64::from_bits(slot)),
             tag => {
-                let (offset, len) = ((slot >> 32) as usize, (slot & 0xFFFF_FFFF) as usize);
+                let (offset, len) = variable_span(slot);
                 let data = &bytes[offset..offset + len];
                 if tag == TAG_TEXT {
-                    // Only `build` writes text here, from a `&str`.
+                    // Only `pack_into` writes text here, from a `&str`.
                     ValueRef::Text(std::str::from_utf8(data).unwrap_or_default())
                 } else {
                     debug_assert_eq!(tag, TAG_BYTES);
@@ -278,21 +365,183 @@ impl PackedRow {
         }
     }
 
-    /// This row with `changes` applied.
+    /// These values with `changes` applied (the last assignment of a column wins).
     pub(crate) fn with_changes(&self, changes: &[(usize, Value)]) -> PackedRow {
         PackedRow::build(self.arity(), |i| {
-            // The last assignment of a column wins.
             match changes.iter().rev().find(|(column, _)| *column == i) {
                 Some((_, value)) => ValueRef::from(value),
                 None => self.get(i),
             }
         })
     }
+}
 
-    #[cfg(test)]
-    pub(crate) fn to_values(&self) -> Vec<Value> {
-        (0..self.arity()).map(|i| self.get(i).to_value()).collect()
+/// The newest values of a row, kept in place in the row object.
+///
+/// The packed bytes live in the tail `inline` when they fit (`D` is `[u8; N]` while the
+/// row is built and `[u8]` once it is stored, so the tail is part of the row's own
+/// allocation: a read misses the cache once for the row, not once more for its values,
+/// and an update that keeps every value's size rewrites them where they are, allocating
+/// nothing). Values that outgrow the tail spill to the heap.
+///
+/// Invariant: `spilled.is_none()` exactly when the values fit the tail, and then they are
+/// `inline[..len]`.
+pub(crate) struct InPlaceRow<D: ?Sized = [u8]> {
+    arity: u32,
+    len: u32,
+    spilled: Option<Box<[u8]>>,
+    inline: D,
+}
+
+impl<const N: usize> InPlaceRow<[u8; N]> {
+    /// `values` in place, in a tail of `N` bytes (they spill to the heap if they need
+    /// more).
+    pub(crate) fn new(values: &[Value]) -> Self {
+        let value = |i: usize| ValueRef::from(&values[i]);
+        let total = packed_len(values.len(), &value);
+        let mut row = InPlaceRow {
+            arity: arity_u32(values.len()),
+            len: 0,
+            spilled: None,
+            inline: [0u8; N],
+        };
+        row.store(total, |bytes| pack_into(values.len(), &value, bytes));
+        row
     }
+}
+
+impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
+    /// Makes the values the `total` bytes `fill` writes, in the tail if they fit.
+    fn store(&mut self, total: usize, fill: impl FnOnce(&mut [u8])) {
+        let inline = self.inline.as_mut();
+        if total <= inline.len() {
+            fill(&mut inline[..total]);
+            self.spilled = None;
+        } else {
+            let mut heap = vec![0u8; total];
+            fill(&mut heap);
+            self.spilled = Some(heap.into_boxed_slice());
+        }
+        self.len = u32::try_from(total).expect("rows are far below 4 GiB");
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match &self.spilled {
+            Some(bytes) => bytes,
+            None => &self.inline.as_ref()[..self.len as usize],
+        }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.spilled {
+            Some(bytes) => bytes,
+            None => &mut self.inline.as_mut()[..self.len as usize],
+        }
+    }
+
+    /// The values, borrowed.
+    pub(crate) fn packed(&self) -> PackedRef<'_> {
+        PackedRef {
+            bytes: self.bytes(),
+            arity: self.arity,
+        }
+    }
+
+    pub(crate) fn arity(&self) -> usize {
+        self.arity as usize
+    }
+
+    pub(crate) fn get(&self, index: usize) -> ValueRef<'_> {
+        self.packed().get(index)
+    }
+
+    /// An owned copy of the values.
+    pub(crate) fn to_packed(&self) -> PackedRow {
+        PackedRow::copy_of(self.packed())
+    }
+
+    /// Bytes the tail holds.
+    #[cfg(test)]
+    pub(crate) fn tail_len(&self) -> usize {
+        self.inline.as_ref().len()
+    }
+
+    /// Bytes the values occupy outside the row object (when they spilled).
+    #[cfg(test)]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.spilled.as_ref().map_or(0, |bytes| bytes.len())
+    }
+
+    /// Replaces the values with `values` (the same arity).
+    pub(crate) fn set_values(&mut self, values: &[Value]) {
+        debug_assert_eq!(values.len(), self.arity());
+        let value = |i: usize| ValueRef::from(&values[i]);
+        let total = packed_len(values.len(), &value);
+        self.store(total, |bytes| pack_into(values.len(), &value, bytes));
+    }
+
+    /// Replaces the values with a copy of `packed` (the same arity).
+    pub(crate) fn set_packed(&mut self, packed: PackedRef<'_>) {
+        debug_assert_eq!(packed.arity, self.arity);
+        self.store(packed.bytes.len(), |bytes| {
+            bytes.copy_from_slice(packed.bytes)
+        });
+    }
+
+    /// Applies `changes` (the last assignment of a column wins). When every change keeps
+    /// its column's layout (a fixed-size value over a fixed-size value, or Text or Bytes of
+    /// the same length over Text or Bytes) the values are rewritten where they are;
+    /// otherwise they are packed anew.
+    pub(crate) fn apply_changes(&mut self, changes: &[(usize, Value)]) {
+        let arity = self.arity();
+        let keeps_layout = {
+            let bytes = self.bytes();
+            changes.iter().all(|(column, value)| {
+                let old_tag = bytes[*column];
+                let old_variable = old_tag == TAG_TEXT || old_tag == TAG_BYTES;
+                match value {
+                    Value::Text(t) => {
+                        old_variable && variable_span(read_slot(bytes, arity, *column)).1 == t.len()
+                    }
+                    Value::Bytes(b) => {
+                        old_variable && variable_span(read_slot(bytes, arity, *column)).1 == b.len()
+                    }
+                    _ => !old_variable,
+                }
+            })
+        };
+        if !keeps_layout {
+            let changed = self.packed().with_changes(changes);
+            self.set_packed(changed.packed());
+            return;
+        }
+        // Same layout: every change overwrites its tag and its slot or data, and the
+        // checks above still hold after each (a column's layout never changes here).
+        let bytes = self.bytes_mut();
+        for (column, value) in changes {
+            let column = *column;
+            let (tag, slot) = match value {
+                Value::Null => (TAG_NULL, 0),
+                Value::I64(v) => (TAG_I64, *v as u64),
+                Value::U64(v) => (TAG_U64, *v),
+                Value::F64(v) => (TAG_F64, v.to_bits()),
+                Value::Text(t) => (TAG_TEXT, overwrite(bytes, arity, column, t.as_bytes())),
+                Value::Bytes(b) => (TAG_BYTES, overwrite(bytes, arity, column, b)),
+            };
+            bytes[column] = tag;
+            write_slot(bytes, arity, column, slot);
+        }
+    }
+}
+
+/// Overwrites the data of variable-size column `column` with `data` of the same length;
+/// returns its (unchanged) slot.
+fn overwrite(bytes: &mut [u8], arity: usize, column: usize, data: &[u8]) -> u64 {
+    let slot = read_slot(bytes, arity, column);
+    let (offset, len) = variable_span(slot);
+    debug_assert_eq!(len, data.len());
+    bytes[offset..offset + len].copy_from_slice(data);
+    slot
 }
 
 /// The columns of a mask, looked up by rank; sequential lookups (`nth(0)`, `nth(1)`, ...)
@@ -359,12 +608,12 @@ pub struct RowView<'a> {
 
 #[derive(Clone, Copy)]
 enum ViewInner<'a> {
-    Packed(&'a PackedRow),
+    Packed(PackedRef<'a>),
     Reconstructed(&'a [ValueRef<'a>]),
 }
 
 impl<'a> RowView<'a> {
-    pub(crate) fn packed(row: &'a PackedRow) -> Self {
+    pub(crate) fn packed(row: PackedRef<'a>) -> Self {
         RowView {
             inner: ViewInner::Packed(row),
         }
@@ -491,5 +740,85 @@ mod tests {
         expected[4] = Value::Text("last".into());
         assert_eq!(changed.to_values(), expected);
         assert_eq!(packed.to_values(), sample(), "the original is untouched");
+    }
+
+    fn in_place<const N: usize>(values: &[Value]) -> InPlaceRow<[u8; N]> {
+        InPlaceRow::new(values)
+    }
+
+    fn values_of(row: &InPlaceRow) -> Vec<Value> {
+        (0..row.arity()).map(|i| row.get(i).to_value()).collect()
+    }
+
+    #[test]
+    fn in_place_rows_keep_their_values_in_the_tail_when_they_fit() {
+        let values = sample();
+        let needed = packed_len_of(&values);
+        let boxed: Box<InPlaceRow> = Box::new(in_place::<128>(&values));
+        assert!(needed <= 128);
+        assert_eq!(boxed.heap_bytes(), 0);
+        assert_eq!(values_of(&boxed), values);
+        let spilled: Box<InPlaceRow> = Box::new(in_place::<16>(&values));
+        assert_eq!(spilled.heap_bytes(), needed);
+        assert_eq!(values_of(&spilled), values);
+    }
+
+    #[test]
+    fn changes_that_keep_the_layout_are_written_in_place() {
+        let mut row: Box<InPlaceRow> = Box::new(in_place::<128>(&sample()));
+        let before = row.packed().bytes.as_ptr();
+        let changes = [
+            (0, Value::I64(-1)),           // fixed over fixed, another type
+            (1, Value::F64(1.5)),          // over NULL
+            (4, Value::Bytes(vec![9; 6])), // Bytes over Text of the same length
+            (5, Value::Bytes(vec![4; 4])),
+            (5, Value::Bytes(vec![5; 4])), // the last assignment wins
+        ];
+        let mut expected = sample();
+        for (column, value) in &changes {
+            expected[*column] = value.clone();
+        }
+        let reference = PackedRow::from_values(&sample()).with_changes(&changes);
+        row.apply_changes(&changes);
+        assert_eq!(values_of(&row), expected);
+        assert_eq!(
+            row.packed().bytes,
+            reference.packed().bytes,
+            "same bytes as a repack"
+        );
+        assert_eq!(
+            row.packed().bytes.as_ptr(),
+            before,
+            "rewritten where they were"
+        );
+        assert_eq!(row.heap_bytes(), 0);
+    }
+
+    #[test]
+    fn changes_that_move_values_repack_and_may_spill_and_come_back() {
+        let mut row: Box<InPlaceRow> = Box::new(in_place::<128>(&sample()));
+        // A longer text: repacked, still in the tail.
+        row.apply_changes(&[(4, Value::Text("longer text".into()))]);
+        let mut expected = sample();
+        expected[4] = Value::Text("longer text".into());
+        assert_eq!(values_of(&row), expected);
+        assert_eq!(row.heap_bytes(), 0);
+        // Text over a fixed value, and far more than the tail holds: spills.
+        row.apply_changes(&[(0, Value::Text("x".repeat(200)))]);
+        expected[0] = Value::Text("x".repeat(200));
+        assert_eq!(values_of(&row), expected);
+        assert!(row.heap_bytes() > 128);
+        // A fixed value over a spilled row's text: repacked, back in the tail.
+        row.apply_changes(&[(0, Value::U64(3))]);
+        expected[0] = Value::U64(3);
+        assert_eq!(values_of(&row), expected);
+        assert_eq!(row.heap_bytes(), 0);
+        // Whole replacements.
+        row.set_values(&sample());
+        assert_eq!(values_of(&row), sample());
+        let copy = row.to_packed();
+        row.apply_changes(&[(2, Value::Null)]);
+        row.set_packed(copy.packed());
+        assert_eq!(values_of(&row), sample());
     }
 }

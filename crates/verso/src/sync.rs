@@ -30,9 +30,10 @@ pub(crate) fn yield_now() {
     loom::thread::yield_now();
 }
 
-/// A row's reader-writer latch.
+/// A row's reader-writer latch. `T` may be unsized (a row whose values tail is sized when
+/// the row is created): build the latch over a sized value and coerce the `Arc` holding it.
 #[cfg(not(loom))]
-pub(crate) struct Latch<T>(parking_lot::RwLock<T>);
+pub(crate) struct Latch<T: ?Sized>(parking_lot::RwLock<T>);
 #[cfg(not(loom))]
 pub(crate) type ReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
 #[cfg(not(loom))]
@@ -43,7 +44,10 @@ impl<T> Latch<T> {
     pub(crate) fn new(value: T) -> Self {
         Latch(parking_lot::RwLock::new(value))
     }
+}
 
+#[cfg(not(loom))]
+impl<T: ?Sized> Latch<T> {
     pub(crate) fn read(&self) -> ReadGuard<'_, T> {
         self.0.read()
     }
@@ -53,26 +57,60 @@ impl<T> Latch<T> {
     }
 }
 
-/// A row's reader-writer latch.
+/// A row's reader-writer latch. loom's lock holds only sized values, so an unsized one is
+/// boxed (built with [`Latch::from_box`]); the guards see through the box.
 #[cfg(loom)]
-pub(crate) struct Latch<T>(loom::sync::RwLock<T>);
+pub(crate) struct Latch<T: ?Sized>(loom::sync::RwLock<Box<T>>);
+
 #[cfg(loom)]
-pub(crate) type ReadGuard<'a, T> = loom::sync::RwLockReadGuard<'a, T>;
+pub(crate) struct ReadGuard<'a, T: ?Sized>(loom::sync::RwLockReadGuard<'a, Box<T>>);
+
 #[cfg(loom)]
-pub(crate) type WriteGuard<'a, T> = loom::sync::RwLockWriteGuard<'a, T>;
+pub(crate) struct WriteGuard<'a, T: ?Sized>(loom::sync::RwLockWriteGuard<'a, Box<T>>);
+
+#[cfg(loom)]
+impl<T: ?Sized> std::ops::Deref for ReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(loom)]
+impl<T: ?Sized> std::ops::Deref for WriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(loom)]
+impl<T: ?Sized> std::ops::DerefMut for WriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
 
 #[cfg(loom)]
 impl<T> Latch<T> {
+    #[allow(dead_code)] // the rows are built with `from_box`
     pub(crate) fn new(value: T) -> Self {
+        Self::from_box(Box::new(value))
+    }
+}
+
+#[cfg(loom)]
+impl<T: ?Sized> Latch<T> {
+    pub(crate) fn from_box(value: Box<T>) -> Self {
         Latch(loom::sync::RwLock::new(value))
     }
 
     pub(crate) fn read(&self) -> ReadGuard<'_, T> {
         // A panic while latched aborts the test anyway; poisoning carries no information.
-        self.0.read().unwrap_or_else(|e| e.into_inner())
+        ReadGuard(self.0.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub(crate) fn write(&self) -> WriteGuard<'_, T> {
-        self.0.write().unwrap_or_else(|e| e.into_inner())
+        WriteGuard(self.0.write().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -317,8 +317,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     }
                 }
                 None => {
-                    let (new_row, bytes) = V::new_row(row_values, owner);
-                    let row = Arc::new(new_row);
+                    let (row, bytes) = V::new_row(row_values, owner);
                     // Index the row before publishing it: until the primary entry exists
                     // nobody can find it, and its secondary entries are hints anyway. The
                     // row's own record (uncommitted) hides it from everyone else.

@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{PackedRow, RowView, ValueRef};
+use crate::row::{self, InPlaceRow, PackedRow, RowView, ValueRef};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -43,13 +43,15 @@ use crate::version::{
 const UNSTAMPED: u64 = u64::MAX;
 
 /// One row: its newest state in place, and the chain of before-images behind it.
-pub(crate) struct DeltaRow {
-    latch: Latch<RowState>,
+///
+/// `D` is the tail that holds the newest values: `[u8]` for a stored row, whose tail was
+/// sized (see [`TAIL_CLASSES`]) when the row was created, so the latch, the chain's head
+/// and the values share one allocation.
+pub(crate) struct DeltaRow<D: ?Sized = [u8]> {
+    latch: Latch<RowState<D>>,
 }
 
-pub(crate) struct RowState {
-    /// The newest values (possibly written by a transaction that has not committed).
-    values: PackedRow,
+pub(crate) struct RowState<D: ?Sized = [u8]> {
     /// Whether the newest state is a live row (false: deleted, or inserted and rolled back).
     exists: bool,
     /// Set once the collector has removed the row from the indexes; a writer that still
@@ -64,6 +66,67 @@ pub(crate) struct RowState {
     /// `regression_writes_to_a_long_chain_do_not_walk_it`).
     records: usize,
     head: Option<Box<VersionRecord>>,
+    /// The newest values (possibly written by a transaction that has not committed). Last,
+    /// because it holds the unsized tail.
+    values: InPlaceRow<D>,
+}
+
+/// Bytes of packed values a new row's tail can hold: fine steps for small rows, coarser
+/// ones for large rows, so a tail wastes at most about a fifth of its row and a value that
+/// grows a little usually still fits. Larger rows spill their values to the heap.
+macro_rules! tail_classes {
+    ($apply:ident) => {
+        $apply!(
+            0 16 32 48 64 80 96 112 128 160 192 224 256 320 384 448 512 640 768 1024 1280 1536
+            2048
+        )
+    };
+}
+
+/// The tail classes, for documentation and tests.
+#[allow(dead_code)]
+const TAIL_CLASSES: &[usize] = {
+    macro_rules! list {
+        ($($class:literal)*) => { &[$($class),*] };
+    }
+    tail_classes!(list)
+};
+
+/// A new row holding `values`, with its insert record `head`, in the smallest tail class
+/// that fits them.
+fn allocate_row(values: &[Value], head: Box<VersionRecord>) -> Arc<DeltaRow> {
+    let needed = row::packed_len_of(values);
+    macro_rules! smallest_fitting {
+        ($($class:literal)*) => {
+            $(
+                if needed <= $class {
+                    return row_with_tail::<$class>(values, head);
+                }
+            )*
+        };
+    }
+    tail_classes!(smallest_fitting);
+    row_with_tail::<0>(values, head) // beyond every class: the values spill
+}
+
+fn row_with_tail<const N: usize>(values: &[Value], head: Box<VersionRecord>) -> Arc<DeltaRow> {
+    let state = RowState::<[u8; N]> {
+        exists: true,
+        dead: false,
+        born: NOT_BORN,
+        records: 1,
+        head: Some(head),
+        values: InPlaceRow::new(values),
+    };
+    #[cfg(not(loom))]
+    let row: Arc<DeltaRow> = Arc::new(DeltaRow {
+        latch: Latch::new(state),
+    });
+    #[cfg(loom)]
+    let row: Arc<DeltaRow> = Arc::new(DeltaRow {
+        latch: Latch::from_box(Box::new(state)),
+    });
+    row
 }
 
 /// `born` of a row whose insert is not folded (timestamps start at 1).
@@ -137,7 +200,7 @@ impl VersionRecord {
     }
 }
 
-impl Drop for RowState {
+impl<D: ?Sized> Drop for RowState<D> {
     fn drop(&mut self) {
         free_chain(self.head.take());
     }
@@ -213,7 +276,7 @@ impl VersionStorage for DeltaStorage {
     type Guard<'a> = WriteGuard<'a, RowState>;
     const NAME: &'static str = "delta";
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (DeltaRow, usize) {
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<DeltaRow>, usize) {
         let record = Box::new(VersionRecord {
             ts: AtomicU64::new(UNSTAMPED),
             owner: Arc::clone(owner),
@@ -223,17 +286,7 @@ impl VersionStorage for DeltaStorage {
             next: None,
         });
         let bytes = record.footprint();
-        let row = DeltaRow {
-            latch: Latch::new(RowState {
-                values: PackedRow::from_values(values),
-                exists: true,
-                dead: false,
-                born: NOT_BORN,
-                records: 1,
-                head: Some(record),
-            }),
-        };
-        (row, bytes)
+        (allocate_row(values, record), bytes)
     }
 
     fn read<R>(
@@ -242,7 +295,7 @@ impl VersionStorage for DeltaStorage {
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
         let state = row.read();
-        let newest = || state.exists.then(|| RowView::packed(&state.values));
+        let newest = || state.exists.then(|| RowView::packed(state.values.packed()));
         let Some(head) = state.head.as_deref() else {
             let seen = newest().filter(|_| state.born_before(snapshot));
             return (reader(seen), ReadCost::default());
@@ -329,7 +382,7 @@ impl VersionStorage for DeltaStorage {
         let new_record = !mine;
         // Whatever this transaction had in place, even a deleted row's values: their index
         // entries may be needed by no version once they are overwritten.
-        let replaced = mine.then(|| state.values.clone());
+        let replaced = mine.then(|| state.values.to_packed());
         if mine {
             // Extend this transaction's own record with before-images of newly touched
             // columns: one record per row per transaction.
@@ -363,12 +416,12 @@ impl VersionStorage for DeltaStorage {
         }
         match intent {
             WriteIntent::Update(_, assignments) => {
-                state.values = state.values.with_changes(assignments);
+                state.values.apply_changes(assignments);
             }
             WriteIntent::Delete => state.exists = false,
             WriteIntent::Insert(values) => {
                 debug_assert_eq!(values.len(), arity);
-                state.values = PackedRow::from_values(values);
+                state.values.set_values(values);
                 state.exists = true;
             }
         }
@@ -420,7 +473,7 @@ impl VersionStorage for DeltaStorage {
 
 impl ChainEdit for RowState {
     fn values(&self) -> (RowView<'_>, bool) {
-        (RowView::packed(&self.values), self.exists)
+        (RowView::packed(self.values.packed()), self.exists)
     }
 
     fn chain_len(&self) -> usize {
@@ -535,10 +588,10 @@ impl ChainEdit for RowState {
                     .unwrap_or_else(|| state.values.get(column))
             }))
         };
-        let written = match restored {
-            Some(restored) => std::mem::replace(&mut state.values, restored),
-            None => state.values.clone(),
-        };
+        let written = state.values.to_packed();
+        if let Some(restored) = restored {
+            state.values.set_packed(restored.packed());
+        }
         state.exists = record.before_exists;
         state.head = record.next.take();
         state.records -= 1;
@@ -633,4 +686,54 @@ fn merge_newer_into(older: &mut VersionRecord, newer: VersionRecord) -> usize {
     debug_assert!(newer.next.is_none());
     drop(newer);
     freed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_row(values: &[Value]) -> Arc<DeltaRow> {
+        DeltaStorage::new_row(values, &Arc::new(TxnShared::new())).0
+    }
+
+    #[test]
+    fn a_new_row_gets_the_smallest_tail_class_that_holds_its_values() {
+        assert!(TAIL_CLASSES.windows(2).all(|pair| pair[0] < pair[1]));
+        // A YCSB row: a key and ten 10-byte fields, 204 packed bytes.
+        let mut ycsb = vec![Value::U64(1)];
+        ycsb.extend((0..10).map(|_| Value::Bytes(vec![7; 10])));
+        let needed = row::packed_len_of(&ycsb);
+        let row = new_row(&ycsb);
+        let state = row.read();
+        assert_eq!(
+            state.values.heap_bytes(),
+            0,
+            "the values are in the row's tail"
+        );
+        let class = *TAIL_CLASSES
+            .iter()
+            .find(|&&c| c >= needed)
+            .expect("a class fits");
+        assert_eq!(state.values.tail_len(), class);
+        assert_eq!(RowView::packed(state.values.packed()).to_values(), ycsb);
+    }
+
+    #[test]
+    fn values_beyond_the_largest_class_spill_and_updates_still_apply() {
+        let largest = *TAIL_CLASSES.last().expect("classes");
+        let huge = vec![Value::U64(1), Value::Text("h".repeat(largest))];
+        let row = new_row(&huge);
+        let mut state = row.write();
+        assert!(state.values.heap_bytes() > largest);
+        state
+            .values
+            .apply_changes(&[(1, Value::Text("small".into()))]);
+        assert_eq!(state.values.get(1), ValueRef::Text("small"));
+        assert_eq!(state.values.tail_len(), 0);
+        assert_eq!(
+            state.values.heap_bytes(),
+            29,
+            "an empty tail: still spilled"
+        );
+    }
 }

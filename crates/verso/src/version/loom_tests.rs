@@ -38,7 +38,7 @@ fn committed_row(initial: i64) -> (Arc<<DeltaStorage as VersionStorage>::Row>, A
     inserter.mark_committing();
     inserter.mark_committed(1);
     DeltaStorage::stamp(&row, &inserter, 1);
-    (Arc::new(row), Arc::new(AtomicU64::new(2)))
+    (row, Arc::new(AtomicU64::new(2)))
 }
 
 /// Installs `value` as transaction `owner` started at `start_ts`, commits it, returns its

@@ -187,10 +187,10 @@ pub(crate) struct StampReport {
 
 /// A version-storage design.
 pub(crate) trait VersionStorage: Send + Sync + 'static {
-    /// One row, as the indexes point at it.
-    type Row: Send + Sync + 'static;
+    /// One row, as the indexes point at it (through an `Arc`; it may be unsized).
+    type Row: ?Sized + Send + Sync + 'static;
     /// The row's latched state, for chain edits.
-    type Chain: ChainEdit;
+    type Chain: ChainEdit + ?Sized;
     /// An exclusive latch on a row after a write.
     type Guard<'a>: DerefMut<Target = Self::Chain>
     where
@@ -200,7 +200,7 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 
     /// A new row inserted by `owner` (uncommitted). Returns it and the bytes of version
     /// records created.
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Self::Row, usize);
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<Self::Row>, usize);
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
     /// Returns its result and what finding the version cost.
