@@ -84,8 +84,14 @@ impl PartialOrd for Key {
 }
 
 impl PartialEq for Key {
+    /// Consistent with `Ord`, without its byte swaps: every hash-index probe asks this.
     fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
+        self.len == other.len
+            && match (&self.spilled, &other.spilled) {
+                // Zero-padded past `len`: equal keys have equal arrays.
+                (None, None) => self.inline == other.inline,
+                _ => self.as_bytes() == other.as_bytes(),
+            }
     }
 }
 
