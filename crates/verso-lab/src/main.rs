@@ -3,6 +3,11 @@
 
 use std::process::ExitCode;
 
+/// mimalloc (v2: CRATES.md records that the default v3 crashes under threads). Only the
+/// binary chooses an allocator; the engine library never does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use verso_lab::cli::{execute, Cli};
 
