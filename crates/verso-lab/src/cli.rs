@@ -655,6 +655,11 @@ pub fn execute(
     }
 }
 
+/// Set to a configuration's index, makes the child process running it abort (SIGABRT)
+/// before it runs: how the tests check that a failed child is reported as such and that
+/// the configurations before it are kept. Not for use outside tests.
+pub const KILL_CHILD_FOR_TESTS: &str = "VERSO_LAB_TEST_ABORT_CONFIG";
+
 /// The child's side of [`run_configuration_in_child`]: runs configuration `index` of the
 /// plan and writes its [`RunResult`] as JSON to `json`, printing nothing.
 fn run_one_configuration_as_child(
@@ -669,6 +674,9 @@ fn run_one_configuration_as_child(
             plan.configs.len()
         ))
     })?;
+    if std::env::var(KILL_CHILD_FOR_TESTS).is_ok_and(|killed| killed == index.to_string()) {
+        std::process::abort(); // see KILL_CHILD_FOR_TESTS
+    }
     let run = run_configuration(&*plan.workload, config)?;
     crate::runner::write_run_for_parent(&run, json)?;
     Ok(LabReport {
@@ -691,6 +699,40 @@ fn run_configuration_in_child(
     let mut args: Vec<String> = command_line.iter().skip(1).cloned().collect();
     args.extend(["--config-index".to_owned(), index.to_string()]);
     crate::runner::run_in_child_process(&args, "--config-json", &format!("configuration {index}"))
+}
+
+/// After a configuration's child process failed: prints the summary of the configurations
+/// that finished before it and writes them to `--json` (the report needs every
+/// configuration, so it is not written).
+fn report_finished_runs(
+    plan: &Plan,
+    runs: &[crate::metrics::RunResult],
+    command_line: &[String],
+    started_unix_seconds: u64,
+    out: &mut dyn Write,
+) -> Result<(), LabError> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nThe configurations that finished before the failure:"
+    )?;
+    write!(out, "{}", summary_table(runs))?;
+    if let Some(path) = &plan.json {
+        let report = LabReport {
+            format_version: FORMAT_VERSION,
+            workload: plan.workload.name().to_owned(),
+            description: plan.workload.describe(),
+            started_unix_seconds,
+            command_line: command_line.to_vec(),
+            runs: runs.to_vec(),
+            comparison: None,
+        };
+        write_json(path, &report)?;
+        writeln!(out, "JSON of those written to {}", path.display())?;
+    }
+    Ok(())
 }
 
 /// [`execute`] for the workload subcommands.
@@ -731,7 +773,16 @@ fn run_workload(
         )?;
         out.flush()?;
         let run = if in_children {
-            run_configuration_in_child(&command_line, index)?
+            match run_configuration_in_child(&command_line, index) {
+                Ok(run) => run,
+                Err(error) => {
+                    // Keep what the configurations before it measured (minutes of runs,
+                    // often the very ones the failing configuration is compared with),
+                    // then fail.
+                    report_finished_runs(&plan, &runs, &command_line, started_unix_seconds, out)?;
+                    return Err(error);
+                }
+            }
         } else {
             run_configuration(&*plan.workload, config)?
         };

@@ -888,11 +888,12 @@ pub(crate) fn run_in_child_process(
         .stdout(std::process::Stdio::null())
         .output()?;
     if !output.status.success() {
-        return Err(LabError::Inconsistent(format!(
-            "the child process running {what} failed ({}): {}",
+        let _ = std::fs::remove_file(&json);
+        return Err(LabError::child_failed(
+            what,
             output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        )));
+            &String::from_utf8_lossy(&output.stderr),
+        ));
     }
     let text = std::fs::read_to_string(&json)?;
     let _ = std::fs::remove_file(&json);

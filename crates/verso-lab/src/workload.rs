@@ -89,6 +89,38 @@ pub enum LabError {
     BadOption(String),
     /// Writing a report or JSON failed.
     Io(std::io::Error),
+    /// A configuration or point run in a child process of the `verso` binary failed: the
+    /// child's own error (its last stderr line) or the signal that killed it.
+    ChildFailed {
+        /// Which run: "configuration 1", "point 3".
+        what: String,
+        /// How the child ended, in words (exit status, or the signal and what usually
+        /// sends it).
+        ended: String,
+        /// What the child wrote to stderr (its error, if it could write one).
+        stderr: String,
+    },
+}
+
+impl LabError {
+    /// The error for a child process that ended with `status` after writing `stderr`.
+    pub fn child_failed(what: &str, status: std::process::ExitStatus, stderr: &str) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        let ended = match (status.code(), status.signal()) {
+            (Some(code), _) => format!("exit status {code}"),
+            // The kernel's out-of-memory killer sends SIGKILL; nothing in the lab does.
+            (None, Some(9)) => "killed by signal 9 (SIGKILL), which the kernel's \
+                                out-of-memory killer sends when memory runs out"
+                .to_owned(),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => format!("{status}"),
+        };
+        LabError::ChildFailed {
+            what: what.to_owned(),
+            ended,
+            stderr: stderr.trim().to_owned(),
+        }
+    }
 }
 
 impl std::fmt::Display for LabError {
@@ -98,6 +130,17 @@ impl std::fmt::Display for LabError {
             LabError::Inconsistent(what) => write!(f, "consistency check failed: {what}"),
             LabError::BadOption(what) => write!(f, "bad option: {what}"),
             LabError::Io(e) => write!(f, "i/o error: {e}"),
+            LabError::ChildFailed {
+                what,
+                ended,
+                stderr,
+            } => {
+                write!(f, "the child process running {what} failed: {ended}")?;
+                if !stderr.is_empty() {
+                    write!(f, "; it said: {stderr}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

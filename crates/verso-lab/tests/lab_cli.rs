@@ -201,3 +201,72 @@ fn compared_configurations_run_in_child_processes_unless_told_in_process() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("configuration 3 does not exist"));
 }
+
+/// A configuration whose child process dies (here it aborts; in a long TPC-B run with a held
+/// snapshot, watermark-only's child was killed by the out-of-memory killer) is reported as a
+/// child that died, not as a failed consistency check (the message said so before), and
+/// the configurations that finished before it are printed and written to the JSON.
+#[test]
+fn regression_a_dead_child_is_reported_as_such_and_earlier_configurations_are_kept() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("kept.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_verso"))
+        .args([
+            "kv",
+            "--tiny",
+            "--duration",
+            "0.2",
+            "--compare",
+            "steam,watermark",
+            "--quiet",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ])
+        .env(verso_lab::cli::KILL_CHILD_FOR_TESTS, "1")
+        .output()
+        .expect("the verso binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("the child process running configuration 1 failed: killed by signal 6"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("consistency"), "{stderr}");
+    assert!(
+        stdout.contains("The configurations that finished before the failure:")
+            && stdout.contains("steam"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{report}");
+    assert_eq!(runs[0]["configuration"]["garbage_collector"], "steam");
+}
+
+/// How a child's end is put in words: the out-of-memory killer's signal is named.
+#[test]
+fn a_child_killed_by_sigkill_is_said_to_be_probably_out_of_memory() {
+    use std::os::unix::process::ExitStatusExt;
+    let killed = verso_lab::workload::LabError::child_failed(
+        "configuration 1",
+        std::process::ExitStatus::from_raw(9),
+        "",
+    );
+    let said = killed.to_string();
+    assert!(
+        said.contains("signal 9 (SIGKILL)") && said.contains("out-of-memory"),
+        "{said}"
+    );
+    let exited = verso_lab::workload::LabError::child_failed(
+        "point 2",
+        std::process::ExitStatus::from_raw(1 << 8),
+        "verso: consistency check failed: x\n",
+    );
+    assert_eq!(
+        exited.to_string(),
+        "the child process running point 2 failed: exit status 1; it said: verso: consistency \
+         check failed: x"
+    );
+}
