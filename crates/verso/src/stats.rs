@@ -4,7 +4,9 @@
 //! Each counter lives in a thread slot and is written only by the thread that owns the slot
 //! (a plain load and store, no read-modify-write), so counting costs no shared traffic.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::sync::AtomicU64;
 
 /// Number of buckets in a [`ChainHistogram`].
 pub const CHAIN_BUCKETS: usize = 16;
@@ -53,8 +55,21 @@ pub(crate) struct SlotStats {
     gc_chain: HistogramCell,
 }
 
+/// One slot's histogram of chain lengths.
+///
+/// The owner records; any thread may read. A reader must never see a record half done (an
+/// observation counted in its bucket but not yet in `total`, or the reverse): a per-second
+/// mean taken from such a snapshot falls below the shortest length recorded. So a record is
+/// guarded by `sequence`, a seqlock the owner alone writes (Boehm, "Can seqlocks get along
+/// with programming language memory models?", MSPC 2012).
+///
+/// Invariants: `sequence` is even whenever no record is in progress; a reader's snapshot of
+/// `buckets`, `total` and `max` is taken between two equal even readings of it, so it holds
+/// whole records only. `window_max` stays outside: the sampler swaps it (see its comment).
 #[derive(Default)]
 struct HistogramCell {
+    /// Odd while the owner is recording, even otherwise; grows by two per record.
+    sequence: AtomicU64,
     buckets: [AtomicU64; CHAIN_BUCKETS],
     total: AtomicU64,
     max: AtomicU64,
@@ -66,28 +81,61 @@ struct HistogramCell {
 
 impl HistogramCell {
     fn record(&self, len: usize) {
+        // Masked so that even a (forbidden) second writer could not leave it odd for ever.
+        let sequence = self.sequence.load(Ordering::Relaxed) & !1;
+        self.sequence.store(sequence + 1, Ordering::Relaxed);
+        // Orders the odd store before the data: a reader that sees any of this record's
+        // data also sees the odd sequence at its second reading, and retries.
+        crate::sync::fence(Ordering::Release);
         bump(&self.buckets[chain_bucket(len)], 1);
         bump(&self.total, len as u64);
         if len as u64 > self.max.load(Ordering::Relaxed) {
             self.max.store(len as u64, Ordering::Relaxed);
         }
+        self.sequence.store(sequence + 2, Ordering::Release);
         if len as u64 > self.window_max.load(Ordering::Relaxed) {
             self.window_max.store(len as u64, Ordering::Relaxed);
         }
     }
 
+    /// A snapshot of whole records: `(buckets, total, max)`.
+    fn read_whole_records(&self) -> ([u64; CHAIN_BUCKETS], u64, u64) {
+        loop {
+            let before = self.sequence.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                // A record takes a few instructions; the owner finishes it without waiting.
+                crate::sync::yield_now();
+                continue;
+            }
+            let buckets = std::array::from_fn(|b| self.buckets[b].load(Ordering::Relaxed));
+            let total = self.total.load(Ordering::Relaxed);
+            let max = self.max.load(Ordering::Relaxed);
+            // Pairs with the owner's release fence: if a load above saw a newer record's
+            // data, the reading below sees that record's odd (or a later) sequence.
+            crate::sync::fence(Ordering::Acquire);
+            if self.sequence.load(Ordering::Relaxed) == before {
+                debug_assert!(
+                    total >= buckets[1..].iter().sum::<u64>(),
+                    "every observation in a non-zero bucket has a length of at least 1"
+                );
+                return (buckets, total, max);
+            }
+        }
+    }
+
     fn add_to(&self, out: &mut ChainHistogram, new_window: bool) {
-        out.total += self.total.load(Ordering::Relaxed);
+        let (buckets, total, max) = self.read_whole_records();
+        out.total += total;
+        for (sum, count) in out.buckets.iter_mut().zip(buckets) {
+            *sum += count;
+        }
+        out.max = out.max.max(max);
         let window_max = if new_window {
             self.window_max.swap(0, Ordering::Relaxed)
         } else {
             self.window_max.load(Ordering::Relaxed)
         };
         out.window_max = out.window_max.max(window_max);
-        for (sum, bucket) in out.buckets.iter_mut().zip(&self.buckets) {
-            *sum += bucket.load(Ordering::Relaxed);
-        }
-        out.max = out.max.max(self.max.load(Ordering::Relaxed));
     }
 }
 
@@ -311,6 +359,43 @@ impl Stats {
     /// Transactions aborted for any reason.
     pub fn aborts(&self) -> u64 {
         self.aborts_by_user + self.aborts_write_conflict + self.aborts_serialization
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::{ChainHistogram, HistogramCell};
+
+    /// Found in CI: the lab's per-second sampler read a write-chain mean of 0.99994 while
+    /// every write recorded a length of at least 1. The sampler had read `total` before a
+    /// record bumped it and that record's bucket after: an observation counted without its
+    /// length. A snapshot of one cell must hold whole records only.
+    #[test]
+    fn loom_regression_a_histogram_snapshot_never_counts_an_observation_without_its_length() {
+        loom::model(|| {
+            let cell = Arc::new(HistogramCell::default());
+            let owner = {
+                let cell = Arc::clone(&cell);
+                thread::spawn(move || {
+                    cell.record(1);
+                    cell.record(1);
+                })
+            };
+            let mut seen = ChainHistogram::default();
+            cell.add_to(&mut seen, true);
+            assert_eq!(
+                seen.total,
+                seen.count(),
+                "every recorded length is 1: {seen:?}"
+            );
+            owner.join().expect("the owner records");
+            let mut after = ChainHistogram::default();
+            cell.add_to(&mut after, false);
+            assert_eq!((after.total, after.count(), after.max), (2, 2, 1));
+        });
     }
 }
 

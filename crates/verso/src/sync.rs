@@ -22,6 +22,15 @@ pub(crate) fn fence_seq_cst() {
     loom::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
 }
 
+/// A fence of the given ordering (loom's under `--cfg loom`), for the seqlocks of the
+/// statistics (`stats.rs`).
+pub(crate) fn fence(ordering: std::sync::atomic::Ordering) {
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(ordering);
+    #[cfg(loom)]
+    loom::sync::atomic::fence(ordering);
+}
+
 /// Gives up the processor while waiting for another thread's few instructions.
 pub(crate) fn yield_now() {
     #[cfg(not(loom))]
