@@ -170,11 +170,9 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
         table.schema.check_key(key)?;
         let mut encoded = Vec::new();
         crate::key::encode_key_values(&mut encoded, key);
-        let guard = scc::Guard::new();
         Ok(table
             .primary
-            .get(&encoded, &guard)
-            .map(|row| V::edit(row, |chain| chain.chain_len())))
+            .with(&encoded, |row| V::edit(row, |chain| chain.chain_len())))
     }
 
     /// Number of rows in the primary index of a table, including deleted rows that some

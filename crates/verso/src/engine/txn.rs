@@ -176,12 +176,16 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             // Found or not: a row appearing under this key changes what was read.
             reads.borrow_mut().record_point(id.index, &scratch.key);
         }
-        let guard = Guard::new();
-        let Some(row) = table.primary.get(&scratch.key, &guard) else {
+        // The reader may use this transaction again: lend it no borrow of the scratch.
+        let key_bytes = std::mem::take(&mut scratch.key);
+        drop(scratch);
+        let found = table.primary.with(&key_bytes, |row| {
+            V::read(row, &self.snapshot(), |v| v.map(reader))
+        });
+        self.scratch.borrow_mut().key = key_bytes;
+        let Some((result, cost)) = found else {
             return Ok(None);
         };
-        drop(scratch);
-        let (result, cost) = V::read(row, &self.snapshot(), |v| v.map(reader));
         self.local.slot.stats.record_read(cost);
         Ok(result)
     }
@@ -304,10 +308,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         owner: &Arc<TxnShared>,
     ) -> Result<()> {
         loop {
-            let existing = {
-                let guard = Guard::new();
-                table.primary.get(key_bytes, &guard).cloned()
-            };
+            let existing = table.primary.with(key_bytes, Arc::clone);
             match existing {
                 Some(row) => {
                     match self.write_row(table, id, &row, WriteIntent::Insert(row_values))? {
@@ -372,10 +373,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().key);
         key::encode_key_values(&mut key_bytes, key_values);
         let result = loop {
-            let row = {
-                let guard = Guard::new();
-                table.primary.get(&key_bytes, &guard).cloned()
-            };
+            let row = table.primary.with(&key_bytes, Arc::clone);
             let Some(row) = row else { break Ok(false) };
             let intent = match &intent {
                 WriteIntent::Update(mask, changes) => WriteIntent::Update(*mask, changes),

@@ -1,7 +1,8 @@
 //! The concurrent maps behind the indexes, chosen by measurement
 //! (`docs/design/index-choice.md`): scc's `TreeIndex`, a B+-tree with lock-free reads, for
-//! every ordered index; and for the primary key also scc's `HashIndex`, which answers point
-//! lookups in one or two cache misses instead of a descent through the tree. Both reclaim
+//! every ordered index; and for the primary key also scc's `HashIndex` (its entries hold the
+//! key and the value together), which answers point lookups in one or two cache misses
+//! instead of a descent through the tree. Both reclaim
 //! removed entries by epochs (`sdd`), so a reader holding a [`Guard`] may keep using a value
 //! it found even while it is removed.
 
@@ -116,17 +117,24 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
         }
     }
 
-    /// The value under `key`, valid while `guard` lives.
-    pub(crate) fn get<'g>(&'g self, key: &[u8], guard: &'g Guard) -> Option<&'g V> {
-        self.hashed.shard(key).peek(&Key::from_bytes(key), guard)
+    /// Calls `read` with the value under `key` (under an epoch guard of its own, so the
+    /// value stays valid while `read` runs even if it is removed meanwhile).
+    pub(crate) fn with<R>(&self, key: &[u8], read: impl FnOnce(&V) -> R) -> Option<R> {
+        self.hashed
+            .shard(key)
+            .peek_with(&Key::from_bytes(key), |entry, ()| read(&entry.value))
     }
 
     /// Inserts unless the key is present; on failure hands the value back.
     pub(crate) fn insert_if_absent(&self, key: &[u8], value: V) -> Result<(), V> {
+        let entry = HashEntry {
+            key: Key::from_bytes(key),
+            value: value.clone(),
+        };
         self.hashed
             .shard(key)
-            .insert_sync(Key::from_bytes(key), value.clone())
-            .map_err(|(_, value)| value)?;
+            .insert_sync(entry, ())
+            .map_err(|(entry, ())| entry.value)?;
         let inserted = self.ordered.insert_if_absent(key, value);
         debug_assert!(inserted.is_ok(), "the hash index decides uniqueness");
         Ok(())
@@ -135,10 +143,13 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     /// Removes `key` if its value satisfies `condition`.
     pub(crate) fn remove_if(&self, key: &[u8], mut condition: impl FnMut(&V) -> bool) -> bool {
         let removed = self.ordered.remove_if(key, &mut condition);
-        let also = self
-            .hashed
-            .shard(key)
-            .remove_if_sync(&Key::from_bytes(key), condition);
+        let also = match self.hashed.shard(key).get_sync(&Key::from_bytes(key)) {
+            Some(entry) if condition(&entry.key().value) => {
+                entry.remove_entry();
+                true
+            }
+            _ => false,
+        };
         debug_assert_eq!(removed, also, "both indexes hold the same keys");
         removed && also
     }
@@ -168,12 +179,43 @@ const HASH_SHARDS: usize = 64;
 /// Invariant: a key always maps to the same shard (`router` and `route` are fixed for the
 /// index's life).
 struct StaggeredHashIndex<V: Clone + Send + Sync + 'static> {
-    shards: Box<[HashIndex<Key, V, foldhash::fast::RandomState>]>,
+    shards: Box<[HashIndex<HashEntry<V>, (), foldhash::fast::RandomState>]>,
     /// Shard of each value of the routing hash's top bits; ascending.
     route: Box<[u8]>,
     /// Independent of the shards' own hashers, so that a shard's keys spread over all its
     /// buckets.
     router: foldhash::fast::RandomState,
+}
+
+/// An entry of the point-lookup hash index: the key and its value side by side.
+///
+/// scc keeps a bucket's keys and its values in two separate arrays, so a `HashIndex<Key, V>`
+/// lookup misses the cache on the key and again on the value, 1.8 KB away. With the value
+/// inside the key (and `()` as scc's value) both come in the same line or the next one.
+/// Equality and hashing are the key's alone, so a [`Key`] finds its entry (`Borrow`).
+struct HashEntry<V> {
+    key: Key,
+    value: V,
+}
+
+impl<V> PartialEq for HashEntry<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl<V> Eq for HashEntry<V> {}
+
+impl<V> std::hash::Hash for HashEntry<V> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state); // as `Borrow` requires: the same hash as the key's
+    }
+}
+
+impl<V> std::borrow::Borrow<Key> for HashEntry<V> {
+    fn borrow(&self) -> &Key {
+        &self.key
+    }
 }
 
 /// Bits of the routing hash that choose the shard.
@@ -190,7 +232,7 @@ impl<V: Clone + Send + Sync + 'static> StaggeredHashIndex<V> {
         }
     }
 
-    fn shard(&self, key: &[u8]) -> &HashIndex<Key, V, foldhash::fast::RandomState> {
+    fn shard(&self, key: &[u8]) -> &HashIndex<HashEntry<V>, (), foldhash::fast::RandomState> {
         use std::hash::BuildHasher;
         let hash = self.router.hash_one(key);
         let index = self.route[(hash >> (u64::BITS - ROUTE_BITS)) as usize];
@@ -327,11 +369,14 @@ mod tests {
         for i in 0..KEYS {
             assert!(index.insert_if_absent(&key(i), i).is_ok());
         }
-        let guard = Guard::new();
         for i in (0..KEYS).step_by(7) {
-            assert_eq!(index.get(&key(i), &guard), Some(&i));
+            assert_eq!(index.with(&key(i), |&v| v), Some(i));
         }
-        assert!(index.insert_if_absent(&key(5), 0).is_err(), "still unique");
+        assert_eq!(
+            index.insert_if_absent(&key(5), 0),
+            Err(0),
+            "still unique, and the refused value comes back"
+        );
         let counts: Vec<usize> = index.hashed.shards.iter().map(HashIndex::len).collect();
         assert_eq!(counts.iter().sum::<usize>(), KEYS as usize);
         let first: usize = counts[..8].iter().sum();
@@ -341,8 +386,14 @@ mod tests {
             (1.6..2.2).contains(&ratio),
             "last / first shards: {ratio} ({counts:?})"
         );
+        assert!(
+            !index.remove_if(&key(5), |&v| v == 6),
+            "the condition is asked"
+        );
+        assert_eq!(index.with(&key(5), |&v| v), Some(5));
         assert!(index.remove_if(&key(5), |&v| v == 5));
-        assert_eq!(index.get(&key(5), &guard), None);
+        assert_eq!(index.with(&key(5), |&v| v), None);
+        assert_eq!(index.len(), KEYS as usize - 1);
         // The routing table gives every shard entries, in staggered proportion.
         let mut entries = vec![0usize; HASH_SHARDS];
         for &shard in index.hashed.route.iter() {
