@@ -153,7 +153,12 @@ fn tiny_mode_measures_something() -> Result<(), LabError> {
     tpcc.load(&db, &NoProgress)?;
     let m = measure(&tpcc, &db, 1, Duration::from_millis(100))?;
     assert!(m.commits_per_second > 0.0);
-    assert!(m.committed.iter().sum::<u64>() >= 64);
+    // At least one batch of 64 ran to its end (a NewOrder may roll back by design: 1%).
+    assert!(
+        m.committed.iter().sum::<u64>() + m.aborted >= 64,
+        "{:?}",
+        m.committed
+    );
     tpcc.check_consistency(&db)
 }
 

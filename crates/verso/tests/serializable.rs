@@ -304,6 +304,13 @@ fn readers_never_abort_a_serializable_writer() {
                 txn.commit()
                     .unwrap_or_else(|e| panic!("{d}: the lone writer failed: {e}"));
             }
+            // A starved reader thread may not have started yet: let one read before stopping.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while reads.load(std::sync::atomic::Ordering::Relaxed) == 0
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::yield_now();
+            }
             done.store(true, std::sync::atomic::Ordering::Relaxed);
         });
         let stats = db.stats();
