@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use verso::{
     ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value, ValueRef,
+    VersionStorageKind,
 };
 
 use crate::rng::SplitMix64;
@@ -83,6 +84,8 @@ pub struct Config {
     pub ycsb_read_ratio: f64,
     /// The garbage collector.
     pub gc: GarbageCollector,
+    /// The version storage.
+    pub storage: VersionStorageKind,
     /// The isolation level of the measured transactions (loading and checks run at
     /// `Snapshot`).
     pub isolation: Isolation,
@@ -104,6 +107,7 @@ impl Config {
             ycsb_ops: 16,
             ycsb_read_ratio: 0.9,
             gc: GarbageCollector::Steam,
+            storage: VersionStorageKind::Delta,
             isolation: Isolation::Snapshot,
             seed: 0x5EED,
         }
@@ -369,7 +373,11 @@ fn load(
 }
 
 fn open(config: &Config) -> verso::Result<Database> {
-    Database::open(Options::default().garbage_collector(config.gc))
+    Database::open(
+        Options::default()
+            .garbage_collector(config.gc)
+            .version_storage(config.storage),
+    )
 }
 
 /// Records a drawn key in `checks`.

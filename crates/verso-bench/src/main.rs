@@ -1,5 +1,6 @@
 //! `verso-bench core [--bench point-read|update|ycsb|all] [--runs 5] [--seconds 3]
-//! [--rows N] [--gc steam|watermark] [--isolation snapshot|serializable|both]
+//! [--rows N] [--gc steam|watermark|...] [--storage delta|append-n2o]
+//! [--isolation snapshot|serializable|both]
 //! [--read-ratio 0.9] [--tiny] [--json FILE]`
 
 /// mimalloc (v2: CRATES.md records that the default v3 crashes under threads). It backs
@@ -15,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use verso::{GarbageCollector, Isolation};
+use verso::{GarbageCollector, Isolation, VersionStorageKind};
 use verso_bench::core::{self, Bench, Config};
 use verso_bench::{report_json, report_table, thousands, validate};
 
@@ -70,6 +71,9 @@ struct CoreArgs {
     /// Garbage collector.
     #[arg(long, default_value = "steam", value_parser = parse_gc)]
     gc: GarbageCollector,
+    /// Version storage: delta (the default) or append-n2o.
+    #[arg(long, default_value = "delta", value_parser = parse_storage)]
+    storage: VersionStorageKind,
     /// Isolation level of the measured transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     isolation: IsolationArg,
@@ -88,6 +92,10 @@ struct CoreArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
+    VersionStorageKind::from_name(name).map_err(|e| e.to_string())
 }
 
 fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
@@ -137,6 +145,7 @@ fn core_command(args: CoreArgs) -> ExitCode {
         IsolationArg::Both => vec![Isolation::Snapshot, Isolation::Serializable],
     };
     config.gc = args.gc;
+    config.storage = args.storage;
     config.seed = args.seed;
     let benches: Vec<Bench> = match args.bench {
         BenchArg::PointRead => vec![Bench::PointRead],

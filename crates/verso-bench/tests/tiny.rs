@@ -160,3 +160,17 @@ fn reports_name_every_benchmark() {
     }
     assert!(table.contains("delta/steam/"), "{table}");
 }
+
+/// Every benchmark runs on the append-only storage too, doing the work it names.
+#[test]
+fn every_benchmark_runs_on_the_append_only_storage() {
+    for bench in Bench::ALL {
+        let config = Config {
+            storage: verso::VersionStorageKind::AppendNewestToOldest,
+            ..Config::tiny()
+        };
+        let r = core::run(bench, &config).unwrap_or_else(|e| panic!("{bench:?}: {e}"));
+        assert!(r.design.starts_with("append-n2o/"), "{}", r.design);
+        assert_common(&config, &r);
+    }
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use verso::{GarbageCollector, Isolation, VersionRemoval};
+use verso::{GarbageCollector, Isolation, Options, VersionRemoval, VersionStorageKind};
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::report::{comparison_line, summary_table, write_json, write_report};
@@ -172,6 +172,10 @@ pub struct CommonArgs {
     /// with the same seed, e.g. `--compare steam,watermark`.
     #[arg(long, value_parser = parse_gc, value_delimiter = ',', num_args = 1..)]
     pub compare: Vec<GarbageCollector>,
+    /// Version storage of every configuration: delta (undo-log deltas, the default) or
+    /// append-n2o (append-only whole copies, newest to oldest).
+    #[arg(long, value_parser = parse_storage, default_value = "delta")]
+    pub storage: VersionStorageKind,
     /// Isolation level of the OLTP transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
@@ -352,6 +356,10 @@ fn parse_removal(name: &str) -> Result<VersionRemoval, String> {
     VersionRemoval::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
+    VersionStorageKind::from_name(name).map_err(|e| e.to_string())
+}
+
 fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
     GarbageCollector::from_name(name).map_err(|e| e.to_string())
 }
@@ -504,7 +512,12 @@ impl Plan {
                 hold_snapshot: common.hold_snapshot,
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
-                ..RunConfig::new(gc.name(), gc)
+                ..RunConfig::with_options(
+                    gc.name(),
+                    Options::default()
+                        .garbage_collector(gc)
+                        .version_storage(common.storage),
+                )
             })
             .collect();
         for config in &configs {

@@ -59,9 +59,46 @@ fn a_tiny_compared_run_prints_the_summary_and_writes_json_and_a_report() {
 }
 
 #[test]
+fn storage_selects_the_version_storage_of_every_compared_configuration() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = verso(&[
+        "tpcc",
+        "--tiny",
+        "--duration",
+        "0.3",
+        "--storage",
+        "append-n2o",
+        "--compare",
+        "steam,watermark",
+        "--in-process",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    let runs = parsed["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for (run, gc) in runs.iter().zip(["steam", "watermark"]) {
+        let design = run["configuration"]["design"].as_str().expect("design");
+        assert!(design.starts_with(&format!("append-n2o/{gc}/")), "{design}");
+        // TPC-C's consistency conditions were checked after the run (or it would fail).
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
+}
+
+#[test]
 fn bad_options_exit_non_zero_with_a_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["kv", "--gc", "nope"], "unknown garbage collector"),
+        (&["kv", "--storage", "heap"], "unknown version storage"),
         (&["kv", "--duration", "0"], "duration must be above 0"),
         (&["kv", "--duration", "soon"], "not a number"),
         (

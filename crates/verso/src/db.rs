@@ -20,6 +20,7 @@ use crate::row::RowView;
 use crate::schema::Schema;
 use crate::stats::Stats;
 use crate::value::Value;
+use crate::version::append::AppendStorage;
 use crate::version::delta::DeltaStorage;
 use crate::version::VersionStorage;
 
@@ -187,6 +188,9 @@ pub enum VersionStorageKind {
     /// to oldest (HyPer, Steam). The default.
     #[default]
     Delta,
+    /// Append-only: every write appends a whole copy of the row, chained newest to oldest;
+    /// the row object (the index's logical pointer) holds the newest (Wu et al. §4.1, N2O).
+    AppendNewestToOldest,
 }
 
 impl VersionStorageKind {
@@ -194,7 +198,27 @@ impl VersionStorageKind {
     pub fn name(self) -> &'static str {
         match self {
             VersionStorageKind::Delta => DeltaStorage::NAME,
+            VersionStorageKind::AppendNewestToOldest => AppendStorage::NAME,
         }
+    }
+
+    /// Every storage, the default first.
+    pub const ALL: [VersionStorageKind; 2] = [
+        VersionStorageKind::Delta,
+        VersionStorageKind::AppendNewestToOldest,
+    ];
+
+    /// Parses a name as printed by [`VersionStorageKind::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!(
+                    "unknown version storage {name:?}; known: {}",
+                    Self::ALL.map(VersionStorageKind::name).join(", ")
+                ),
+            })
     }
 }
 
@@ -347,7 +371,7 @@ impl KeyRange {
 
 /// One engine per supported configuration (storage × collector × protocol), so the hot
 /// path is monomorphized; `on_engine!` / `on_txn!` dispatch once per call.
-// Named storage and collector; every storage is delta today (other storages: issue 6).
+// Named collector, then storage.
 #[allow(clippy::enum_variant_names)]
 enum AnyEngine {
     SteamDelta(Engine<DeltaStorage, Steam, FirstUpdaterWins>),
@@ -357,6 +381,13 @@ enum AnyEngine {
     DeuteronomyDelta(Engine<DeltaStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaDelta(Engine<DeltaStorage, Ermia, FirstUpdaterWins>),
     NoneDelta(Engine<DeltaStorage, NoCollection, FirstUpdaterWins>),
+    SteamAppend(Engine<AppendStorage, Steam, FirstUpdaterWins>),
+    WatermarkAppend(Engine<AppendStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaAppend(Engine<AppendStorage, Hana, FirstUpdaterWins>),
+    HekatonAppend(Engine<AppendStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyAppend(Engine<AppendStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaAppend(Engine<AppendStorage, Ermia, FirstUpdaterWins>),
+    NoneAppend(Engine<AppendStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_engine {
@@ -369,6 +400,13 @@ macro_rules! on_engine {
             AnyEngine::DeuteronomyDelta($engine) => $body,
             AnyEngine::ErmiaDelta($engine) => $body,
             AnyEngine::NoneDelta($engine) => $body,
+            AnyEngine::SteamAppend($engine) => $body,
+            AnyEngine::WatermarkAppend($engine) => $body,
+            AnyEngine::HanaAppend($engine) => $body,
+            AnyEngine::HekatonAppend($engine) => $body,
+            AnyEngine::DeuteronomyAppend($engine) => $body,
+            AnyEngine::ErmiaAppend($engine) => $body,
+            AnyEngine::NoneAppend($engine) => $body,
         }
     };
 }
@@ -391,11 +429,11 @@ impl Database {
         let config = GcConfig {
             epoch_threshold: options.epoch_advance_threshold,
         };
-        fn new_engine<G: Collector>(
+        fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
             removal: VersionRemoval,
-        ) -> Engine<DeltaStorage, G, FirstUpdaterWins> {
+        ) -> Engine<V, G, FirstUpdaterWins> {
             Engine::new(tag, FirstUpdaterWins, G::new(config), removal)
         }
         let removal = options.version_removal;
@@ -420,6 +458,27 @@ impl Database {
             }
             (VersionStorageKind::Delta, GarbageCollector::NoCollection) => {
                 AnyEngine::NoneDelta(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Steam) => {
+                AnyEngine::SteamAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::WatermarkOnly) => {
+                AnyEngine::WatermarkAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Hana) => {
+                AnyEngine::HanaAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Hekaton) => {
+                AnyEngine::HekatonAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Deuteronomy) => {
+                AnyEngine::DeuteronomyAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Ermia) => {
+                AnyEngine::ErmiaAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendNewestToOldest, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneAppend(new_engine(tag, &config, removal))
             }
         };
         let engine = Arc::new(engine);
@@ -541,6 +600,27 @@ impl Database {
             AnyEngine::NoneDelta(e) => {
                 AnyTxn::NoneDelta(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::SteamAppend(e) => {
+                AnyTxn::SteamAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::WatermarkAppend(e) => {
+                AnyTxn::WatermarkAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HanaAppend(e) => {
+                AnyTxn::HanaAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HekatonAppend(e) => {
+                AnyTxn::HekatonAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::DeuteronomyAppend(e) => {
+                AnyTxn::DeuteronomyAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::ErmiaAppend(e) => {
+                AnyTxn::ErmiaAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::NoneAppend(e) => {
+                AnyTxn::NoneAppend(EngineTxn::begin(e, isolation, read_only)?)
+            }
         };
         Ok(Transaction { inner })
     }
@@ -638,6 +718,13 @@ enum AnyTxn<'db> {
     DeuteronomyDelta(EngineTxn<'db, DeltaStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaDelta(EngineTxn<'db, DeltaStorage, Ermia, FirstUpdaterWins>),
     NoneDelta(EngineTxn<'db, DeltaStorage, NoCollection, FirstUpdaterWins>),
+    SteamAppend(EngineTxn<'db, AppendStorage, Steam, FirstUpdaterWins>),
+    WatermarkAppend(EngineTxn<'db, AppendStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaAppend(EngineTxn<'db, AppendStorage, Hana, FirstUpdaterWins>),
+    HekatonAppend(EngineTxn<'db, AppendStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyAppend(EngineTxn<'db, AppendStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaAppend(EngineTxn<'db, AppendStorage, Ermia, FirstUpdaterWins>),
+    NoneAppend(EngineTxn<'db, AppendStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_txn {
@@ -650,6 +737,13 @@ macro_rules! on_txn {
             AnyTxn::DeuteronomyDelta($txn) => $body,
             AnyTxn::ErmiaDelta($txn) => $body,
             AnyTxn::NoneDelta($txn) => $body,
+            AnyTxn::SteamAppend($txn) => $body,
+            AnyTxn::WatermarkAppend($txn) => $body,
+            AnyTxn::HanaAppend($txn) => $body,
+            AnyTxn::HekatonAppend($txn) => $body,
+            AnyTxn::DeuteronomyAppend($txn) => $body,
+            AnyTxn::ErmiaAppend($txn) => $body,
+            AnyTxn::NoneAppend($txn) => $body,
         }
     };
 }

@@ -292,7 +292,6 @@ impl PackedRow {
         Self::build(mask.len(), |slot| column(columns.nth(slot)))
     }
 
-    #[cfg(test)]
     pub(crate) fn from_values(values: &[Value]) -> Self {
         Self::build(values.len(), |i| ValueRef::from(&values[i]))
     }
@@ -318,7 +317,6 @@ impl PackedRow {
     }
 
     /// This row with `changes` applied.
-    #[cfg(test)]
     pub(crate) fn with_changes(&self, changes: &[(usize, Value)]) -> PackedRow {
         self.packed().with_changes(changes)
     }

@@ -3,12 +3,17 @@
 //! with every update; the reader reads its original value throughout; once it ends, live
 //! versions fall back to near zero under both collectors.
 
-use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, Value};
+use verso::{
+    ColumnType, Database, GarbageCollector, Isolation, Options, Schema, Value, VersionStorageKind,
+};
 
 const UPDATES: u64 = 100_000;
 
-fn setup(gc: GarbageCollector) -> (Database, verso::TableId) {
-    let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
+fn setup(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, verso::TableId) {
+    let options = Options::default()
+        .version_storage(storage)
+        .garbage_collector(gc);
+    let db = Database::open(options).expect("open");
     let table = db
         .create_table(
             "counter",
@@ -27,8 +32,8 @@ fn setup(gc: GarbageCollector) -> (Database, verso::TableId) {
 }
 
 /// Returns the longest chain seen while the reader was active.
-fn run(gc: GarbageCollector) -> (usize, verso::Stats) {
-    let (db, table) = setup(gc);
+fn run(storage: VersionStorageKind, gc: GarbageCollector) -> (usize, verso::Stats) {
+    let (db, table) = setup(storage, gc);
     let key = [Value::U64(1)];
     let reader = db.begin(Isolation::Snapshot);
     assert_eq!(
@@ -68,7 +73,7 @@ fn run(gc: GarbageCollector) -> (usize, verso::Stats) {
     let after = db.stats();
     assert!(
         after.live_versions() <= 2,
-        "{gc:?}: live versions after the reader ended: {}",
+        "{storage:?}/{gc:?}: live versions after the reader ended: {}",
         after.live_versions()
     );
     assert_eq!(
@@ -85,25 +90,32 @@ fn run(gc: GarbageCollector) -> (usize, verso::Stats) {
 
 #[test]
 fn steam_keeps_chains_within_active_snapshots_plus_one() {
-    let (longest, during) = run(GarbageCollector::Steam);
-    // Two snapshots may need old versions at once (the reader and the writer's own
-    // snapshot), so at most three records.
-    assert!(longest <= 3, "Steam chain grew to {longest}");
-    assert!(
-        during.live_versions() <= 10,
-        "Steam: {} live versions behind a long reader",
-        during.live_versions()
-    );
-    assert!(during.versions_pruned_eagerly >= UPDATES - 10);
+    for storage in VersionStorageKind::ALL {
+        let (longest, during) = run(storage, GarbageCollector::Steam);
+        // Two snapshots may need old versions at once (the reader and the writer's own
+        // snapshot), so at most three records.
+        assert!(longest <= 3, "{storage:?}: Steam chain grew to {longest}");
+        assert!(
+            during.live_versions() <= 10,
+            "{storage:?}: Steam: {} live versions behind a long reader",
+            during.live_versions()
+        );
+        assert!(
+            during.versions_pruned_eagerly >= UPDATES - 10,
+            "{storage:?}"
+        );
+    }
 }
 
 #[test]
 fn watermark_only_chains_grow_behind_a_long_reader() {
-    let (longest, during) = run(GarbageCollector::WatermarkOnly);
-    assert!(
-        longest as u64 >= UPDATES - 1000,
-        "watermark-only chain was only {longest} long"
-    );
-    assert!(during.live_versions() >= UPDATES - 1000);
-    assert_eq!(during.versions_pruned_eagerly, 0);
+    for storage in VersionStorageKind::ALL {
+        let (longest, during) = run(storage, GarbageCollector::WatermarkOnly);
+        assert!(
+            longest as u64 >= UPDATES - 1000,
+            "{storage:?}: watermark-only chain was only {longest} long"
+        );
+        assert!(during.live_versions() >= UPDATES - 1000, "{storage:?}");
+        assert_eq!(during.versions_pruned_eagerly, 0, "{storage:?}");
+    }
 }

@@ -35,7 +35,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use verso::{
     ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId,
-    Transaction, Value,
+    Transaction, Value, VersionStorageKind,
 };
 
 /// Transactions the generated operations keep open at once (slots `0..SLOTS`).
@@ -385,8 +385,20 @@ impl Model {
 
 // ----- the engine side ------------------------------------------------------------------
 
-fn open(gc: GarbageCollector) -> (Database, TableId) {
-    let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
+/// Every version storage under every collector.
+fn configurations() -> impl Iterator<Item = (VersionStorageKind, GarbageCollector)> {
+    VersionStorageKind::ALL.into_iter().flat_map(|storage| {
+        GarbageCollector::ALL
+            .into_iter()
+            .map(move |gc| (storage, gc))
+    })
+}
+
+fn open(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, TableId) {
+    let options = Options::default()
+        .version_storage(storage)
+        .garbage_collector(gc);
+    let db = Database::open(options).expect("open");
     let table = db
         .create_table(
             "items",
@@ -636,8 +648,8 @@ impl<'db> Harness<'db> {
 
 /// Runs `ops` against a fresh database with collector `gc` and the model, comparing every
 /// outcome; then ends everything and checks the final state and the collector's cleanup.
-fn run(gc: GarbageCollector, ops: &[Op]) -> Result<(), TestCaseError> {
-    let (db, table) = open(gc);
+fn run(storage: VersionStorageKind, gc: GarbageCollector, ops: &[Op]) -> Result<(), TestCaseError> {
+    let (db, table) = open(storage, gc);
     let mut harness = Harness::new(gc, &db, table);
     for (step, op) in ops.iter().enumerate() {
         harness.run(step, op)?;
@@ -790,8 +802,9 @@ proptest! {
 
     #[test]
     fn engine_matches_model(ops in ops()) {
-        for gc in GarbageCollector::ALL {
-            run(gc, &ops)?;
+        for (storage, gc) in configurations() {
+            run(storage, gc, &ops)
+                .map_err(|e| TestCaseError::fail(format!("{storage:?} storage: {e}")))?;
         }
     }
 }
@@ -810,8 +823,9 @@ fn row_with_score(key: Key, score: i64) -> Row {
 /// so an index scan misses the new row.
 #[test]
 fn regression_rolled_back_intermediate_index_entry_hides_reinserted_row() {
-    for gc in GarbageCollector::ALL {
-        let (db, table) = open(gc);
+    for (storage, gc) in configurations() {
+        let (db, table) = open(storage, gc);
+        let gc = (storage, gc); // both, in the messages
         let key = (0, 0);
         let mut txn = db.begin(Isolation::Snapshot);
         txn.insert(table, &row_with_score(key, 1)).expect("insert");
@@ -847,8 +861,9 @@ fn regression_rolled_back_intermediate_index_entry_hides_reinserted_row() {
 /// same key and the value 1 is missing from index scans.
 #[test]
 fn regression_committed_intermediate_index_entry_hides_reinserted_row() {
-    for gc in GarbageCollector::ALL {
-        let (db, table) = open(gc);
+    for (storage, gc) in configurations() {
+        let (db, table) = open(storage, gc);
+        let gc = (storage, gc); // both, in the messages
         let key = (0, 0);
         let mut txn = db.begin(Isolation::Snapshot);
         txn.insert(table, &row_with_score(key, 1)).expect("insert");
@@ -885,8 +900,9 @@ fn regression_committed_intermediate_index_entry_hides_reinserted_row() {
 /// shrunk case): the first insert's value 1 is overwritten by the second insert's NULL.
 #[test]
 fn regression_reinsert_in_one_transaction_leaves_index_entry_behind() {
-    for gc in GarbageCollector::ALL {
-        let (db, table) = open(gc);
+    for (storage, gc) in configurations() {
+        let (db, table) = open(storage, gc);
+        let gc = (storage, gc); // both, in the messages
         let key = (1, 0);
         let mut txn = db.begin(Isolation::Snapshot);
         txn.insert(table, &row_with_score(key, 1)).expect("insert");
@@ -923,8 +939,9 @@ fn regression_reinsert_in_one_transaction_leaves_index_entry_behind() {
 /// could insert the key without the write conflict first-updater-wins owes it.
 #[test]
 fn regression_a_rolled_back_insert_keeps_the_tombstone_a_concurrent_writer_conflicts_with() {
-    for gc in GarbageCollector::ALL {
-        let (db, table) = open(gc);
+    for (storage, gc) in configurations() {
+        let (db, table) = open(storage, gc);
+        let gc = (storage, gc); // both, in the messages
         let key = (1, 0);
         let mut older = db.begin(Isolation::Snapshot);
 

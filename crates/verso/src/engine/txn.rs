@@ -318,7 +318,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     }
                 }
                 None => {
-                    let (row, bytes) = V::new_row(row_values, owner);
+                    let (row, created) = V::new_row(row_values, owner);
                     // Index the row before publishing it: until the primary entry exists
                     // nobody can find it, and its secondary entries are hints anyway. The
                     // row's own record (uncommitted) hides it from everyone else.
@@ -331,8 +331,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     }
                     add_secondary_entries(table, &row, row_values, &mut Vec::new());
                     let stats = &self.local.slot.stats;
-                    stats.add(Counter::VersionsCreated, 1);
-                    stats.add(Counter::VersionBytesCreated, bytes as u64);
+                    stats.add(Counter::VersionsCreated, created.records as u64);
+                    stats.add(Counter::VersionBytesCreated, created.bytes as u64);
                     self.writes.push(WrittenRow {
                         table: id.index,
                         row,
@@ -415,14 +415,12 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             WriteResult::Installed {
                 mut chain,
                 new_record,
-                created_bytes,
+                created,
                 replaced,
             } => {
                 let stats = &self.local.slot.stats;
-                if new_record {
-                    stats.add(Counter::VersionsCreated, 1);
-                }
-                stats.add(Counter::VersionBytesCreated, created_bytes as u64);
+                stats.add(Counter::VersionsCreated, created.records as u64);
+                stats.add(Counter::VersionBytesCreated, created.bytes as u64);
                 if touches_index {
                     let mut entry = std::mem::take(&mut self.scratch.get_mut().entry);
                     add_secondary_entries(table, row, &chain.values().0, &mut entry);
@@ -534,10 +532,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let mut rows = std::mem::take(&mut self.writes);
         rows.retain(|written| {
             let stamped = V::stamp(&written.row, &owner, commit_ts);
-            if stamped.freed_bytes > 0 {
-                folded += 1;
-                folded_bytes += stamped.freed_bytes;
-            }
+            folded += stamped.folded_records as u64;
+            folded_bytes += stamped.freed_bytes;
             // A live row whose chain is empty has nothing for finalizing to unlink or bury
             // (a committed insert that folded into the row): do not queue it. Later writers
             // queue it again if they link records.
@@ -702,7 +698,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 .expect("a written table exists");
             V::edit(&written.row, |chain| {
                 let report = chain.rollback(&owner);
-                stats.add(Counter::VersionsRolledBack, 1);
+                stats.add(Counter::VersionsRolledBack, report.freed_records as u64);
                 stats.add(Counter::VersionBytesFreed, report.freed_bytes as u64);
                 crate::engine::collect::drop_unused_entries(
                     table,

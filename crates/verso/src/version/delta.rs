@@ -35,7 +35,7 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
+    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
     StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
@@ -229,6 +229,7 @@ fn fold_committed_insert(state: &mut RowState, owner: &Arc<TxnShared>) -> StampR
         state.born = born;
         state.records -= 1;
         return StampReport {
+            folded_records: 1,
             freed_bytes: record.footprint(),
             nothing_to_finalize: state.head.is_none() && state.exists,
         };
@@ -276,7 +277,7 @@ impl VersionStorage for DeltaStorage {
     type Guard<'a> = WriteGuard<'a, RowState>;
     const NAME: &'static str = "delta";
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<DeltaRow>, usize) {
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<DeltaRow>, Created) {
         let record = Box::new(VersionRecord {
             ts: AtomicU64::new(UNSTAMPED),
             owner: Arc::clone(owner),
@@ -285,8 +286,11 @@ impl VersionStorage for DeltaStorage {
             before: PackedRow::empty(),
             next: None,
         });
-        let bytes = record.footprint();
-        (allocate_row(values, record), bytes)
+        let created = Created {
+            records: 1,
+            bytes: record.footprint(),
+        };
+        (allocate_row(values, record), created)
     }
 
     fn read<R>(
@@ -428,7 +432,10 @@ impl VersionStorage for DeltaStorage {
         WriteResult::Installed {
             chain: state,
             new_record,
-            created_bytes,
+            created: Created {
+                records: usize::from(new_record),
+                bytes: created_bytes,
+            },
             replaced,
         }
     }
@@ -596,6 +603,7 @@ impl ChainEdit for RowState {
         state.head = record.next.take();
         state.records -= 1;
         RollbackReport {
+            freed_records: 1,
             freed_bytes: record.footprint(),
             written,
         }

@@ -13,9 +13,16 @@
 //! - `prune` and `truncate` never change what any snapshot in the list (or at or after its
 //!   horizon) reads; they return what they freed.
 //!
+//! - Every storage counts what it keeps besides the newest state of a row as *version
+//!   records* ([`Created`], [`RollbackReport::freed_records`], [`StampReport::folded_records`],
+//!   and the removals of [`ChainEdit`]): the statistics' live versions are those, so they
+//!   return to zero once nothing old is needed, whatever the storage.
+//!
 //! Implementations: [`delta::DeltaStorage`] (default; HyPer/Steam undo-log deltas, newest to
-//! oldest).
+//! oldest) and [`append::AppendStorage`] (append-only whole copies, newest to oldest; Wu et
+//! al. §4.1).
 
+pub(crate) mod append;
 pub(crate) mod delta;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -65,6 +72,14 @@ impl ActiveSnapshots {
     }
 }
 
+/// Version records a write (or an insert) created: what the row keeps besides its newest
+/// state grew by this much.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Created {
+    pub(crate) records: usize,
+    pub(crate) bytes: usize,
+}
+
 /// A write a transaction asks to install.
 pub(crate) enum WriteIntent<'a> {
     /// Change the listed columns (the mask is the set of columns assigned).
@@ -89,10 +104,10 @@ pub(crate) enum WriteResult<G> {
     /// Installed; the row stays exclusively latched in `chain` until it is dropped.
     Installed {
         chain: G,
-        /// Whether a new record was linked (first write of this transaction to the row).
+        /// Whether this is the transaction's first write to the row (it joins the write set).
         new_record: bool,
-        /// Bytes of version records added.
-        created_bytes: usize,
+        /// Version records added.
+        created: Created,
         /// When the transaction overwrote its own earlier write to the row: the values it
         /// had in place (an uncommitted version that is now gone, so its index entries may
         /// be unneeded), including those of a row it had deleted.
@@ -118,6 +133,8 @@ pub(crate) struct ReadCost {
 
 /// What a rollback undid.
 pub(crate) struct RollbackReport {
+    /// Version records the rollback removed.
+    pub(crate) freed_records: usize,
     pub(crate) freed_bytes: usize,
     /// The values the transaction had in place (also when it had deleted the row, whose
     /// values stay in place): the caller drops index entries only they needed.
@@ -177,7 +194,10 @@ pub(crate) trait ChainEdit {
 /// What stamping did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StampReport {
-    /// Bytes of the version record compacted away (0: none).
+    /// Version records compacted away (the delta storage folds a committed insert's record
+    /// into its row).
+    pub(crate) folded_records: usize,
+    /// Bytes of the version records compacted away (0: none).
     pub(crate) freed_bytes: usize,
     /// The row's chain is empty now and the row exists, so finalizing the transaction
     /// would find nothing to unlink or bury in it: the row need not be queued. (A row
@@ -198,9 +218,9 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// The design's name in configuration and reports.
     const NAME: &'static str;
 
-    /// A new row inserted by `owner` (uncommitted). Returns it and the bytes of version
-    /// records created.
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<Self::Row>, usize);
+    /// A new row inserted by `owner` (uncommitted). Returns it and the version records
+    /// created.
+    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<Self::Row>, Created);
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
     /// Returns its result and what finding the version cost.

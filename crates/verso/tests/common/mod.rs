@@ -6,14 +6,23 @@
 
 #![allow(dead_code)]
 
-use verso::{ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value};
+use verso::{
+    ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value,
+    VersionStorageKind,
+};
 
-/// One `Options` per supported configuration: every garbage collector over the default
-/// version storage, and HyPer's one-version-at-a-time removal.
+/// One `Options` per supported configuration: every garbage collector over every version
+/// storage, and HyPer's one-version-at-a-time removal.
 pub fn all_configurations() -> Vec<Options> {
-    let mut all: Vec<Options> = GarbageCollector::ALL
+    let mut all: Vec<Options> = VersionStorageKind::ALL
         .into_iter()
-        .map(|gc| Options::default().garbage_collector(gc))
+        .flat_map(|storage| {
+            GarbageCollector::ALL.into_iter().map(move |gc| {
+                Options::default()
+                    .version_storage(storage)
+                    .garbage_collector(gc)
+            })
+        })
         .collect();
     // HyPer's version removal, under the collector that leaves it the longest chains.
     all.push(
