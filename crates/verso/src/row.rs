@@ -142,6 +142,21 @@ impl Columns for [Value] {
     }
 }
 
+/// Bytes of packed values a new row's tail (an [`InPlaceRow`] inside the row's or the
+/// version's own allocation) can hold: fine steps for small rows, coarser ones for large
+/// rows, so a tail wastes at most about a fifth of its row and a value that grows a little
+/// usually still fits. Larger rows spill their values to the heap. `tail_classes!(m)` calls
+/// the macro `m` with the classes as literals (a storage picks the smallest that fits).
+macro_rules! tail_classes {
+    ($apply:ident) => {
+        $apply!(
+            0 16 32 48 64 80 96 112 128 160 192 224 256 320 384 448 512 640 768 1024 1280 1536
+            2048
+        )
+    };
+}
+pub(crate) use tail_classes;
+
 /// Packed rows up to this many bytes live inline, in the version record itself: a small
 /// before-image needs no allocation of its own. (A row's newest values live in an
 /// [`InPlaceRow`], sized for the row when it is created.)
@@ -292,6 +307,7 @@ impl PackedRow {
         Self::build(mask.len(), |slot| column(columns.nth(slot)))
     }
 
+    #[cfg(test)]
     pub(crate) fn from_values(values: &[Value]) -> Self {
         Self::build(values.len(), |i| ValueRef::from(&values[i]))
     }
@@ -317,6 +333,7 @@ impl PackedRow {
     }
 
     /// This row with `changes` applied.
+    #[cfg(test)]
     pub(crate) fn with_changes(&self, changes: &[(usize, Value)]) -> PackedRow {
         self.packed().with_changes(changes)
     }
@@ -408,6 +425,27 @@ impl<const N: usize> InPlaceRow<[u8; N]> {
     }
 }
 
+impl<const N: usize> InPlaceRow<[u8; N]> {
+    /// A copy of `packed`, in a tail of `N` bytes (spilled to the heap if it needs more).
+    pub(crate) fn from_packed(packed: PackedRef<'_>) -> Self {
+        let mut row = InPlaceRow {
+            arity: packed.arity,
+            len: 0,
+            spilled: None,
+            inline: [0u8; N],
+        };
+        row.set_packed(packed);
+        row
+    }
+}
+
+impl<'a> PackedRef<'a> {
+    /// Bytes the packed values take.
+    pub(crate) fn len_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
 impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
     /// Makes the values the `total` bytes `fill` writes, in the tail if they fit.
     fn store(&mut self, total: usize, fill: impl FnOnce(&mut [u8])) {
@@ -465,7 +503,6 @@ impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
     }
 
     /// Bytes the values occupy outside the row object (when they spilled).
-    #[cfg(test)]
     pub(crate) fn heap_bytes(&self) -> usize {
         self.spilled.as_ref().map_or(0, |bytes| bytes.len())
     }

@@ -1,5 +1,6 @@
 //! Regression tests for bugs found in review: a snapshot missing from the active list
-//! (pruning changed what it read) and a scan callback deadlocking on its own row latch. The
+//! (pruning changed what it read), a scan callback deadlocking on its own row latch, and
+//! version bytes left counted by an insert its transaction rewrote before committing. The
 //! third, index entries leaked by update-then-delete, is in `index_entry_leaks.rs`: it
 //! measures heap bytes and needs a test binary of its own.
 
@@ -169,4 +170,69 @@ fn scan_callback_deadlock_child() {
         fresh.get(table, &[Value::U64(1)]).unwrap().unwrap()[1],
         Value::I64(6)
     );
+}
+
+// ----- version bytes of a transaction's own insert, rewritten before commit -----------------
+
+/// Found in review of the append-only storage: an insert counted its version's bytes when it
+/// was created, the same transaction then rewrote that version in place with values of
+/// another size, and its commit freed the bytes of the new size, so live version bytes
+/// drifted for ever. Under every configuration, live versions and bytes return to zero once
+/// nothing old is needed, whatever a transaction did to its own rows before committing.
+#[test]
+fn regression_a_rewritten_own_insert_leaves_no_version_bytes_behind() {
+    for options in common::all_configurations() {
+        let db = open_quiet(options);
+        if !common::collects(&db) {
+            continue;
+        }
+        let d = db.design();
+        let table = db
+            .create_table(
+                "notes",
+                Schema::new()
+                    .column("id", ColumnType::U64)
+                    .column("note", ColumnType::Text)
+                    .primary_key(&["id"]),
+            )
+            .expect("create");
+        let mut txn = db.begin(Isolation::Snapshot);
+        // Wide enough to spill out of any inline buffer, then shrunk, then grown again.
+        txn.insert(table, &[Value::U64(1), "x".repeat(300).into()])
+            .expect("insert");
+        txn.update(table, &[Value::U64(1)], &[(1, "short".into())])
+            .expect("update");
+        txn.insert(table, &[Value::U64(2), "y".repeat(10).into()])
+            .expect("insert");
+        txn.update(table, &[Value::U64(2)], &[(1, "z".repeat(500).into())])
+            .expect("update");
+        txn.commit().expect("commit");
+        // A rolled-back insert rewritten the same way.
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(table, &[Value::U64(3), "w".repeat(400).into()])
+            .expect("insert");
+        txn.update(table, &[Value::U64(3)], &[(1, "v".into())])
+            .expect("update");
+        txn.abort();
+        // Then ordinary updates by later transactions, and collection.
+        for round in 0..3 {
+            let mut txn = db.begin(Isolation::Snapshot);
+            for id in [1, 2] {
+                txn.update(
+                    table,
+                    &[Value::U64(id)],
+                    &[(1, "u".repeat(50 * round).into())],
+                )
+                .expect("update");
+            }
+            txn.commit().expect("commit");
+        }
+        db.collect_garbage();
+        let stats = db.stats();
+        assert_eq!(stats.live_versions(), 0, "{d}: {stats:?}");
+        assert_eq!(
+            stats.version_bytes_created, stats.version_bytes_freed,
+            "{d}: every counted byte was freed: {stats:?}"
+        );
+    }
 }

@@ -24,8 +24,9 @@
 //!   *behind* the newest: the newest copy is the row itself. An update or delete turns the
 //!   previous newest version into one. An insert of a new key counts its version as a
 //!   record until its commit folds it into the row, as the delta storage counts its insert
-//!   records, so the statistics mean the same under both storages. Invariant: a version
-//!   counts as one record exactly when it is behind the head or is `insert_record`.
+//!   records, so the statistics mean the same under both storages. Invariants: a version
+//!   counts as one record exactly when it is behind the head or is `insert_record`; its
+//!   bytes count exactly while it is behind the head (where it never changes).
 //!
 //! Concurrency: as in the delta storage, the row's reader-writer latch guards the whole
 //! chain. Readers hold it shared while they walk; writers, pruners and the collector hold
@@ -37,7 +38,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{PackedRow, RowView};
+use crate::row::{self, tail_classes, InPlaceRow, PackedRef, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -69,8 +70,10 @@ pub(crate) struct AppendChain {
     dead: bool,
 }
 
-/// One whole copy of a row, as one transaction left it.
-pub(crate) struct TupleVersion {
+/// One whole copy of a row, as one transaction left it, in one allocation: `D` is the tail
+/// that holds the values (`[u8; N]` while it is built, `[u8]` once boxed; see
+/// [`tail_classes`]), so a reader that reaches the version has its values too.
+pub(crate) struct TupleVersion<D: ?Sized = [u8]> {
     /// Commit timestamp of the creating transaction, or `UNSTAMPED`.
     ts: AtomicU64,
     /// The creating transaction, consulted while the version is unstamped.
@@ -81,23 +84,71 @@ pub(crate) struct TupleVersion {
     /// on a head; cleared under the shared latch by the stamp (hence atomic) or under the
     /// exclusive latch when a writer covers the version or the insert rolls back.
     insert_record: AtomicBool,
-    /// All the row's values (a tombstone keeps the values of the row it deleted).
-    values: PackedRow,
     next: Option<Box<TupleVersion>>,
+    /// All the row's values (a tombstone keeps the values of the row it deleted). Last,
+    /// because it holds the unsized tail.
+    values: InPlaceRow<D>,
+}
+
+/// What a new version's values are made of.
+enum NewValues<'a> {
+    /// Given values (an insert).
+    Given(&'a [Value]),
+    /// A copy of the previous version's values with `changes` applied (an update; a delete
+    /// with no changes).
+    Copied(PackedRef<'a>, &'a [(usize, Value)]),
+}
+
+/// A new, unstamped version of `owner`, in the smallest tail class that holds its values.
+fn allocate_version(
+    owner: &Arc<TxnShared>,
+    exists: bool,
+    values: NewValues<'_>,
+) -> Box<TupleVersion> {
+    // An update usually keeps the row's size: size the tail for the values copied.
+    let needed = match &values {
+        NewValues::Given(values) => row::packed_len_of(values),
+        NewValues::Copied(packed, _) => packed.len_bytes(),
+    };
+    macro_rules! smallest_fitting {
+        ($($class:literal)*) => {
+            $(
+                if needed <= $class {
+                    return version_with_tail::<$class>(owner, exists, values);
+                }
+            )*
+        };
+    }
+    tail_classes!(smallest_fitting);
+    version_with_tail::<0>(owner, exists, values) // beyond every class: the values spill
+}
+
+fn version_with_tail<const N: usize>(
+    owner: &Arc<TxnShared>,
+    exists: bool,
+    values: NewValues<'_>,
+) -> Box<TupleVersion> {
+    let in_place = match values {
+        NewValues::Given(values) => InPlaceRow::<[u8; N]>::new(values),
+        NewValues::Copied(packed, changes) => {
+            let mut copy = InPlaceRow::<[u8; N]>::from_packed(packed);
+            if !changes.is_empty() {
+                copy.apply_changes(changes);
+            }
+            copy
+        }
+    };
+    Box::new(TupleVersion {
+        ts: AtomicU64::new(UNSTAMPED),
+        owner: Arc::clone(owner),
+        exists,
+        insert_record: AtomicBool::new(false),
+        next: None,
+        values: in_place,
+    })
 }
 
 impl TupleVersion {
-    fn new(owner: &Arc<TxnShared>, exists: bool, values: PackedRow) -> Box<TupleVersion> {
-        Box::new(TupleVersion {
-            ts: AtomicU64::new(UNSTAMPED),
-            owner: Arc::clone(owner),
-            exists,
-            insert_record: AtomicBool::new(false),
-            values,
-            next: None,
-        })
-    }
-
     /// The creating transaction's commit timestamp, if it committed.
     fn commit_ts(&self) -> Option<u64> {
         let ts = self.ts.load(Ordering::Acquire);
@@ -123,9 +174,9 @@ impl TupleVersion {
         self.commit_ts().is_some_and(|ts| ts < snapshot.start_ts)
     }
 
-    /// Bytes this version occupies (header, inline values, and any spilled ones).
+    /// Bytes this version occupies (header, tail, and any values spilled beyond it).
     fn footprint(&self) -> usize {
-        std::mem::size_of::<TupleVersion>() + self.values.heap_bytes()
+        std::mem::size_of_val(self) + self.values.heap_bytes()
     }
 }
 
@@ -178,11 +229,13 @@ impl VersionStorage for AppendStorage {
     const NAME: &'static str = "append-n2o";
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<AppendRow>, Created) {
-        let head = TupleVersion::new(owner, true, PackedRow::from_values(values));
+        let head = allocate_version(owner, true, NewValues::Given(values));
         head.insert_record.store(true, Ordering::Relaxed);
+        // Counted as a record until its commit folds it (see the module notes); its bytes
+        // are the row's, counted only once a newer version covers it.
         let created = Created {
             records: 1,
-            bytes: head.footprint(),
+            bytes: 0,
         };
         let chain = AppendChain {
             head,
@@ -200,28 +253,30 @@ impl VersionStorage for AppendStorage {
         snapshot: &Snapshot<'_>,
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
+        fn lend(version: &TupleVersion) -> Option<RowView<'_>> {
+            version
+                .exists
+                .then(|| RowView::packed(version.values.packed()))
+        }
         let chain = row.read();
-        let mut walked = 0;
-        let mut cursor = Some(&*chain.head);
+        if chain.head.visible_to(snapshot) {
+            // The common path: the newest version, no record behind it touched, not timed.
+            return (reader(lend(&chain.head)), ReadCost::default());
+        }
+        // Walk the records behind the newest version (`walked` counts them, as the delta
+        // storage counts the records it walks).
         let started = std::time::Instant::now();
+        let mut walked = 0;
+        let mut cursor = chain.head.next.as_deref();
         while let Some(version) = cursor {
-            if version.visible_to(snapshot) {
-                let seen = version
-                    .exists
-                    .then(|| RowView::packed(version.values.packed()));
-                // Reads of the newest version are the common path and are not timed.
-                let reconstruct_nanos = if walked == 0 {
-                    0
-                } else {
-                    started.elapsed().as_nanos() as u64
-                };
-                let cost = ReadCost {
-                    walked: walked + 1,
-                    reconstruct_nanos,
-                };
-                return (reader(seen), cost);
-            }
             walked += 1;
+            if version.visible_to(snapshot) {
+                let cost = ReadCost {
+                    walked,
+                    reconstruct_nanos: started.elapsed().as_nanos() as u64,
+                };
+                return (reader(lend(version)), cost);
+            }
             cursor = version.next.as_deref();
         }
         let cost = ReadCost {
@@ -259,20 +314,22 @@ impl VersionStorage for AppendStorage {
         if let Some(refusal) = refusal {
             return WriteResult::Refused(refusal);
         }
-        let (exists, values) = match intent {
-            WriteIntent::Update(_, changes) => (true, chain.head.values.with_changes(changes)),
-            WriteIntent::Delete => (false, chain.head.values.clone()),
-            WriteIntent::Insert(values) => {
-                debug_assert_eq!(values.len(), chain.head.values.arity());
-                (true, PackedRow::from_values(values))
-            }
-        };
+        if let WriteIntent::Insert(values) = &intent {
+            debug_assert_eq!(values.len(), chain.head.values.arity());
+        }
         if mine {
             // Only this transaction can see its version: change it in place. What it had
             // there (even a deleted row's values) may leave index entries no version needs.
             let head = &mut chain.head;
-            let replaced = std::mem::replace(&mut head.values, values);
-            head.exists = exists;
+            let replaced = head.values.to_packed();
+            match intent {
+                WriteIntent::Update(_, changes) => head.values.apply_changes(changes),
+                WriteIntent::Delete => head.exists = false,
+                WriteIntent::Insert(values) => {
+                    head.values.set_values(values);
+                    head.exists = true;
+                }
+            }
             return WriteResult::Installed {
                 chain,
                 new_record: false,
@@ -280,18 +337,25 @@ impl VersionStorage for AppendStorage {
                 replaced: Some(replaced),
             };
         }
-        let mut version = TupleVersion::new(owner, exists, values);
+        let previous_values = chain.head.values.packed();
+        let mut version = match intent {
+            WriteIntent::Update(_, changes) => {
+                allocate_version(owner, true, NewValues::Copied(previous_values, changes))
+            }
+            WriteIntent::Delete => {
+                allocate_version(owner, false, NewValues::Copied(previous_values, &[]))
+            }
+            WriteIntent::Insert(values) => allocate_version(owner, true, NewValues::Given(values)),
+        };
         let state = &mut *chain;
         let previous = std::mem::replace(&mut state.head, version);
         // The previous newest version becomes the first record behind the head (unless it
-        // still counts as its insert's record: then it only changes why it counts).
-        let created = if previous.insert_record.swap(false, Ordering::Relaxed) {
-            Created::default()
-        } else {
-            Created {
-                records: 1,
-                bytes: previous.footprint(),
-            }
+        // still counts as its insert's record: then it only changes why it counts), and its
+        // bytes count from now on (a version behind the head never changes).
+        let already_a_record = previous.insert_record.swap(false, Ordering::Relaxed);
+        let created = Created {
+            records: usize::from(!already_a_record),
+            bytes: previous.footprint(),
         };
         version = previous;
         state.head.next = Some(version);
@@ -321,7 +385,7 @@ impl VersionStorage for AppendStorage {
                 let folded = version.insert_record.swap(false, Ordering::Relaxed);
                 return StampReport {
                     folded_records: usize::from(folded),
-                    freed_bytes: if folded { version.footprint() } else { 0 },
+                    freed_bytes: 0, // an insert's bytes were never counted (see `new_row`)
                     // A live row with nothing behind it: no record to unlink, no row to bury.
                     nothing_to_finalize: std::ptr::eq(version, &*chain.head)
                         && chain.older == 0
@@ -404,18 +468,17 @@ impl ChainEdit for AppendChain {
     }
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
-        if self.older == 0 {
-            return (1, None);
+        // Walk to the second-oldest version, touching every record behind the newest: the
+        // oldest is obsolete when the one before it is already seen by every snapshot at or
+        // after the watermark.
+        let walked = self.older;
+        if walked == 0 {
+            return (0, None);
         }
-        // Walk to the second-oldest version: the oldest is obsolete when the one before it
-        // is already seen by every snapshot at or after the watermark.
-        let mut walked = 1;
         let mut link = &mut self.head;
         while link.next.as_deref().is_some_and(|v| v.next.is_some()) {
-            walked += 1;
             link = link.next.as_mut().expect("checked");
         }
-        walked += 1;
         if link.commit_ts().is_none_or(|ts| ts >= watermark) {
             return (walked, None);
         }
@@ -447,7 +510,7 @@ impl ChainEdit for AppendChain {
                 RollbackReport {
                     freed_records: 1,
                     freed_bytes,
-                    written: rolled_back.values.clone(),
+                    written: rolled_back.values.to_packed(),
                 }
             }
             None => {
@@ -460,8 +523,8 @@ impl ChainEdit for AppendChain {
                 head.ts.store(NEVER_EXISTED, Ordering::Release);
                 RollbackReport {
                     freed_records: 1,
-                    freed_bytes: head.footprint(),
-                    written: head.values.clone(),
+                    freed_bytes: 0, // never counted (see `new_row`)
+                    written: head.values.to_packed(),
                 }
             }
         }

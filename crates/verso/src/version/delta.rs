@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{self, InPlaceRow, PackedRow, RowView, ValueRef};
+use crate::row::{self, tail_classes, InPlaceRow, PackedRow, RowView, ValueRef};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -69,18 +69,6 @@ pub(crate) struct RowState<D: ?Sized = [u8]> {
     /// The newest values (possibly written by a transaction that has not committed). Last,
     /// because it holds the unsized tail.
     values: InPlaceRow<D>,
-}
-
-/// Bytes of packed values a new row's tail can hold: fine steps for small rows, coarser
-/// ones for large rows, so a tail wastes at most about a fifth of its row and a value that
-/// grows a little usually still fits. Larger rows spill their values to the heap.
-macro_rules! tail_classes {
-    ($apply:ident) => {
-        $apply!(
-            0 16 32 48 64 80 96 112 128 160 192 224 256 320 384 448 512 640 768 1024 1280 1536
-            2048
-        )
-    };
 }
 
 /// The tail classes, for documentation and tests.
