@@ -161,16 +161,22 @@ fn reports_name_every_benchmark() {
     assert!(table.contains("delta/steam/"), "{table}");
 }
 
-/// Every benchmark runs on the append-only storage too, doing the work it names.
+/// Every benchmark runs on every version storage too, doing the work it names.
 #[test]
-fn every_benchmark_runs_on_the_append_only_storage() {
-    for bench in Bench::ALL {
-        let config = Config {
-            storage: verso::VersionStorageKind::AppendNewestToOldest,
-            ..Config::tiny()
-        };
-        let r = core::run(bench, &config).unwrap_or_else(|e| panic!("{bench:?}: {e}"));
-        assert!(r.design.starts_with("append-n2o/"), "{}", r.design);
-        assert_common(&config, &r);
+fn every_benchmark_runs_on_every_version_storage() {
+    for storage in verso::VersionStorageKind::ALL {
+        for bench in Bench::ALL {
+            let config = Config {
+                storage,
+                ..Config::tiny()
+            };
+            let r = core::run(bench, &config).unwrap_or_else(|e| panic!("{bench:?}: {e}"));
+            assert!(
+                r.design.starts_with(&format!("{}/", storage.name())),
+                "{}",
+                r.design
+            );
+            assert_common(&config, &r);
+        }
     }
 }

@@ -172,8 +172,9 @@ pub struct CommonArgs {
     /// with the same seed, e.g. `--compare steam,watermark`.
     #[arg(long, value_parser = parse_gc, value_delimiter = ',', num_args = 1..)]
     pub compare: Vec<GarbageCollector>,
-    /// Version storage of every configuration: delta (undo-log deltas, the default) or
-    /// append-n2o (append-only whole copies, newest to oldest).
+    /// Version storage of every configuration: delta (undo-log deltas, the default),
+    /// append-n2o or append-o2n (append-only whole copies, newest to oldest or oldest to
+    /// newest).
     #[arg(long, value_parser = parse_storage, default_value = "delta")]
     pub storage: VersionStorageKind,
     /// Isolation level of the OLTP transactions.

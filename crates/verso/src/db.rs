@@ -21,6 +21,7 @@ use crate::schema::Schema;
 use crate::stats::Stats;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
+use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
 use crate::version::VersionStorage;
 
@@ -191,6 +192,9 @@ pub enum VersionStorageKind {
     /// Append-only: every write appends a whole copy of the row, chained newest to oldest;
     /// the row object (the index's logical pointer) holds the newest (Wu et al. §4.1, N2O).
     AppendNewestToOldest,
+    /// Append-only, chained oldest to newest: the row object holds the oldest, and readers
+    /// and writers walk to the newest (Wu et al. §4.1, O2N).
+    AppendOldestToNewest,
 }
 
 impl VersionStorageKind {
@@ -199,13 +203,15 @@ impl VersionStorageKind {
         match self {
             VersionStorageKind::Delta => DeltaStorage::NAME,
             VersionStorageKind::AppendNewestToOldest => AppendStorage::NAME,
+            VersionStorageKind::AppendOldestToNewest => AppendO2nStorage::NAME,
         }
     }
 
     /// Every storage, the default first.
-    pub const ALL: [VersionStorageKind; 2] = [
+    pub const ALL: [VersionStorageKind; 3] = [
         VersionStorageKind::Delta,
         VersionStorageKind::AppendNewestToOldest,
+        VersionStorageKind::AppendOldestToNewest,
     ];
 
     /// Parses a name as printed by [`VersionStorageKind::name`].
@@ -388,6 +394,13 @@ enum AnyEngine {
     DeuteronomyAppend(Engine<AppendStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaAppend(Engine<AppendStorage, Ermia, FirstUpdaterWins>),
     NoneAppend(Engine<AppendStorage, NoCollection, FirstUpdaterWins>),
+    SteamAppendO2n(Engine<AppendO2nStorage, Steam, FirstUpdaterWins>),
+    WatermarkAppendO2n(Engine<AppendO2nStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaAppendO2n(Engine<AppendO2nStorage, Hana, FirstUpdaterWins>),
+    HekatonAppendO2n(Engine<AppendO2nStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyAppendO2n(Engine<AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaAppendO2n(Engine<AppendO2nStorage, Ermia, FirstUpdaterWins>),
+    NoneAppendO2n(Engine<AppendO2nStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_engine {
@@ -407,6 +420,13 @@ macro_rules! on_engine {
             AnyEngine::DeuteronomyAppend($engine) => $body,
             AnyEngine::ErmiaAppend($engine) => $body,
             AnyEngine::NoneAppend($engine) => $body,
+            AnyEngine::SteamAppendO2n($engine) => $body,
+            AnyEngine::WatermarkAppendO2n($engine) => $body,
+            AnyEngine::HanaAppendO2n($engine) => $body,
+            AnyEngine::HekatonAppendO2n($engine) => $body,
+            AnyEngine::DeuteronomyAppendO2n($engine) => $body,
+            AnyEngine::ErmiaAppendO2n($engine) => $body,
+            AnyEngine::NoneAppendO2n($engine) => $body,
         }
     };
 }
@@ -479,6 +499,27 @@ impl Database {
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::NoCollection) => {
                 AnyEngine::NoneAppend(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Steam) => {
+                AnyEngine::SteamAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::WatermarkOnly) => {
+                AnyEngine::WatermarkAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Hana) => {
+                AnyEngine::HanaAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Hekaton) => {
+                AnyEngine::HekatonAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Deuteronomy) => {
+                AnyEngine::DeuteronomyAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Ermia) => {
+                AnyEngine::ErmiaAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::AppendOldestToNewest, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneAppendO2n(new_engine(tag, &config, removal))
             }
         };
         let engine = Arc::new(engine);
@@ -621,6 +662,27 @@ impl Database {
             AnyEngine::NoneAppend(e) => {
                 AnyTxn::NoneAppend(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::SteamAppendO2n(e) => {
+                AnyTxn::SteamAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::WatermarkAppendO2n(e) => {
+                AnyTxn::WatermarkAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HanaAppendO2n(e) => {
+                AnyTxn::HanaAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HekatonAppendO2n(e) => {
+                AnyTxn::HekatonAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::DeuteronomyAppendO2n(e) => {
+                AnyTxn::DeuteronomyAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::ErmiaAppendO2n(e) => {
+                AnyTxn::ErmiaAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::NoneAppendO2n(e) => {
+                AnyTxn::NoneAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
+            }
         };
         Ok(Transaction { inner })
     }
@@ -725,6 +787,13 @@ enum AnyTxn<'db> {
     DeuteronomyAppend(EngineTxn<'db, AppendStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaAppend(EngineTxn<'db, AppendStorage, Ermia, FirstUpdaterWins>),
     NoneAppend(EngineTxn<'db, AppendStorage, NoCollection, FirstUpdaterWins>),
+    SteamAppendO2n(EngineTxn<'db, AppendO2nStorage, Steam, FirstUpdaterWins>),
+    WatermarkAppendO2n(EngineTxn<'db, AppendO2nStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaAppendO2n(EngineTxn<'db, AppendO2nStorage, Hana, FirstUpdaterWins>),
+    HekatonAppendO2n(EngineTxn<'db, AppendO2nStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyAppendO2n(EngineTxn<'db, AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaAppendO2n(EngineTxn<'db, AppendO2nStorage, Ermia, FirstUpdaterWins>),
+    NoneAppendO2n(EngineTxn<'db, AppendO2nStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_txn {
@@ -744,6 +813,13 @@ macro_rules! on_txn {
             AnyTxn::DeuteronomyAppend($txn) => $body,
             AnyTxn::ErmiaAppend($txn) => $body,
             AnyTxn::NoneAppend($txn) => $body,
+            AnyTxn::SteamAppendO2n($txn) => $body,
+            AnyTxn::WatermarkAppendO2n($txn) => $body,
+            AnyTxn::HanaAppendO2n($txn) => $body,
+            AnyTxn::HekatonAppendO2n($txn) => $body,
+            AnyTxn::DeuteronomyAppendO2n($txn) => $body,
+            AnyTxn::ErmiaAppendO2n($txn) => $body,
+            AnyTxn::NoneAppendO2n($txn) => $body,
         }
     };
 }

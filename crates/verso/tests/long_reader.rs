@@ -32,7 +32,7 @@ fn setup(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, verso:
 }
 
 /// Returns the longest chain seen while the reader was active.
-fn run(storage: VersionStorageKind, gc: GarbageCollector) -> (usize, verso::Stats) {
+fn run(storage: VersionStorageKind, gc: GarbageCollector, updates: u64) -> (usize, verso::Stats) {
     let (db, table) = setup(storage, gc);
     let key = [Value::U64(1)];
     let reader = db.begin(Isolation::Snapshot);
@@ -41,7 +41,7 @@ fn run(storage: VersionStorageKind, gc: GarbageCollector) -> (usize, verso::Stat
         Value::I64(0)
     );
     let mut longest = 0;
-    for i in 1..=UPDATES {
+    for i in 1..=updates {
         let mut writer = db.begin(Isolation::Snapshot);
         assert!(writer
             .update(table, &key, &[(1, Value::I64(i as i64))])
@@ -91,7 +91,7 @@ fn run(storage: VersionStorageKind, gc: GarbageCollector) -> (usize, verso::Stat
 #[test]
 fn steam_keeps_chains_within_active_snapshots_plus_one() {
     for storage in VersionStorageKind::ALL {
-        let (longest, during) = run(storage, GarbageCollector::Steam);
+        let (longest, during) = run(storage, GarbageCollector::Steam, UPDATES);
         // Two snapshots may need old versions at once (the reader and the writer's own
         // snapshot), so at most three records.
         assert!(longest <= 3, "{storage:?}: Steam chain grew to {longest}");
@@ -110,12 +110,18 @@ fn steam_keeps_chains_within_active_snapshots_plus_one() {
 #[test]
 fn watermark_only_chains_grow_behind_a_long_reader() {
     for storage in VersionStorageKind::ALL {
-        let (longest, during) = run(storage, GarbageCollector::WatermarkOnly);
+        // Oldest-to-newest chains make every write walk the whole chain: quadratic in the
+        // updates, as the design is; a tenth of them shows the same growth.
+        let updates = match storage {
+            VersionStorageKind::AppendOldestToNewest => UPDATES / 10,
+            _ => UPDATES,
+        };
+        let (longest, during) = run(storage, GarbageCollector::WatermarkOnly, updates);
         assert!(
-            longest as u64 >= UPDATES - 1000,
+            longest as u64 >= updates - 1000,
             "{storage:?}: watermark-only chain was only {longest} long"
         );
-        assert!(during.live_versions() >= UPDATES - 1000, "{storage:?}");
+        assert!(during.live_versions() >= updates - 1000, "{storage:?}");
         assert_eq!(during.versions_pruned_eagerly, 0, "{storage:?}");
     }
 }

@@ -48,11 +48,11 @@ use crate::version::{
 };
 
 /// `ts` of a version whose transaction has not stamped it yet.
-const UNSTAMPED: u64 = u64::MAX;
+pub(super) const UNSTAMPED: u64 = u64::MAX;
 
 /// `ts` of the tombstone a rolled-back insert of a new key leaves: visible to every
 /// snapshot, and saying "no row" to all of them (the key never existed).
-const NEVER_EXISTED: u64 = 0;
+pub(super) const NEVER_EXISTED: u64 = 0;
 
 /// One row: the latched chain of its versions.
 pub(crate) struct AppendRow {
@@ -75,23 +75,23 @@ pub(crate) struct AppendChain {
 /// [`tail_classes`]), so a reader that reaches the version has its values too.
 pub(crate) struct TupleVersion<D: ?Sized = [u8]> {
     /// Commit timestamp of the creating transaction, or `UNSTAMPED`.
-    ts: AtomicU64,
+    pub(super) ts: AtomicU64,
     /// The creating transaction, consulted while the version is unstamped.
-    owner: Arc<TxnShared>,
+    pub(super) owner: Arc<TxnShared>,
     /// Whether the row exists in this version (false: a tombstone).
-    exists: bool,
+    pub(super) exists: bool,
     /// An insert of a new key not yet folded by its commit (see the module notes). Set only
     /// on a head; cleared under the shared latch by the stamp (hence atomic) or under the
     /// exclusive latch when a writer covers the version or the insert rolls back.
-    insert_record: AtomicBool,
-    next: Option<Box<TupleVersion>>,
+    pub(super) insert_record: AtomicBool,
+    pub(super) next: Option<Box<TupleVersion>>,
     /// All the row's values (a tombstone keeps the values of the row it deleted). Last,
     /// because it holds the unsized tail.
-    values: InPlaceRow<D>,
+    pub(super) values: InPlaceRow<D>,
 }
 
 /// What a new version's values are made of.
-enum NewValues<'a> {
+pub(super) enum NewValues<'a> {
     /// Given values (an insert).
     Given(&'a [Value]),
     /// A copy of the previous version's values with `changes` applied (an update; a delete
@@ -100,7 +100,7 @@ enum NewValues<'a> {
 }
 
 /// A new, unstamped version of `owner`, in the smallest tail class that holds its values.
-fn allocate_version(
+pub(super) fn allocate_version(
     owner: &Arc<TxnShared>,
     exists: bool,
     values: NewValues<'_>,
@@ -150,7 +150,7 @@ fn version_with_tail<const N: usize>(
 
 impl TupleVersion {
     /// The creating transaction's commit timestamp, if it committed.
-    fn commit_ts(&self) -> Option<u64> {
+    pub(super) fn commit_ts(&self) -> Option<u64> {
         let ts = self.ts.load(Ordering::Acquire);
         if ts != UNSTAMPED {
             debug_assert!(ts <= MAX_TIMESTAMP);
@@ -162,12 +162,12 @@ impl TupleVersion {
         }
     }
 
-    fn owned_by(&self, owner: &TxnShared) -> bool {
+    pub(super) fn owned_by(&self, owner: &TxnShared) -> bool {
         std::ptr::eq(owner, Arc::as_ptr(&self.owner))
     }
 
     /// Whether `snapshot` sees this version (its own, or committed before it began).
-    fn visible_to(&self, snapshot: &Snapshot<'_>) -> bool {
+    pub(super) fn visible_to(&self, snapshot: &Snapshot<'_>) -> bool {
         if snapshot.owner.is_some_and(|me| self.owned_by(me)) {
             return true;
         }
@@ -175,7 +175,7 @@ impl TupleVersion {
     }
 
     /// Bytes this version occupies (header, tail, and any values spilled beyond it).
-    fn footprint(&self) -> usize {
+    pub(super) fn footprint(&self) -> usize {
         std::mem::size_of_val(self) + self.values.heap_bytes()
     }
 }
@@ -188,7 +188,7 @@ impl Drop for AppendChain {
 
 /// Frees a list of versions iteratively (a recursive drop of a long chain would overflow
 /// the stack). Returns the versions and bytes freed.
-fn free_versions(mut cursor: Option<Box<TupleVersion>>) -> (usize, usize) {
+pub(super) fn free_versions(mut cursor: Option<Box<TupleVersion>>) -> (usize, usize) {
     let (mut count, mut bytes) = (0, 0);
     while let Some(mut version) = cursor {
         cursor = version.next.take();
@@ -540,7 +540,7 @@ impl ChainEdit for AppendChain {
 /// before it. Versions no reader stops at are unlinked and freed: with whole copies there
 /// is nothing to merge. Walking past the oldest version means "no row", so dropping the
 /// tail is safe whenever no snapshot stops at it.
-fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) -> PruneReport {
+pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) -> PruneReport {
     let mut report = PruneReport::default();
     // Readers newest first: the horizon (standing for every snapshot that can still
     // begin), then the active snapshots. `unserved` is the newest one not yet given its

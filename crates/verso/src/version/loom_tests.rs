@@ -15,6 +15,7 @@ use loom::thread;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
+use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
 use crate::version::{
     ActiveSnapshots, ChainEdit, Snapshot, VersionStorage, WriteIntent, WriteResult,
@@ -83,6 +84,11 @@ fn loom_append_commit_is_atomic_for_a_reader_that_starts_mid_commit() {
     commit_is_atomic_for_a_reader_that_starts_mid_commit::<AppendStorage>();
 }
 
+#[test]
+fn loom_append_o2n_commit_is_atomic_for_a_reader_that_starts_mid_commit() {
+    commit_is_atomic_for_a_reader_that_starts_mid_commit::<AppendO2nStorage>();
+}
+
 fn commit_is_atomic_for_a_reader_that_starts_mid_commit<V: VersionStorage>() {
     loom::model(|| {
         let (row, clock) = committed_row::<V>(10);
@@ -111,6 +117,11 @@ fn loom_pruning_never_changes_what_a_live_snapshot_reads() {
 #[test]
 fn loom_append_pruning_never_changes_what_a_live_snapshot_reads() {
     pruning_never_changes_what_a_live_snapshot_reads::<AppendStorage>();
+}
+
+#[test]
+fn loom_append_o2n_pruning_never_changes_what_a_live_snapshot_reads() {
+    pruning_never_changes_what_a_live_snapshot_reads::<AppendO2nStorage>();
 }
 
 fn pruning_never_changes_what_a_live_snapshot_reads<V: VersionStorage>() {

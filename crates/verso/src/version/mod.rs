@@ -19,10 +19,11 @@
 //!   return to zero once nothing old is needed, whatever the storage.
 //!
 //! Implementations: [`delta::DeltaStorage`] (default; HyPer/Steam undo-log deltas, newest to
-//! oldest) and [`append::AppendStorage`] (append-only whole copies, newest to oldest; Wu et
-//! al. §4.1).
+//! oldest), [`append::AppendStorage`] (append-only whole copies, newest to oldest; Wu et
+//! al. §4.1) and [`append_o2n::AppendO2nStorage`] (the same, oldest to newest).
 
 pub(crate) mod append;
+pub(crate) mod append_o2n;
 pub(crate) mod delta;
 #[cfg(all(test, loom))]
 mod loom_tests;
