@@ -38,12 +38,12 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{self, tail_classes, InPlaceRow, PackedRef, RowView};
+use crate::row::{self, tail_classes, InPlaceRow, PackedRef, PackedRow, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
+    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
     StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
@@ -148,7 +148,70 @@ fn version_with_tail<const N: usize>(
     })
 }
 
+/// The version of an insert of a new key, and the record it counts as until its commit
+/// folds it (see the module notes; its bytes are the row's, counted only once a newer
+/// version covers it).
+pub(super) fn insert_version(
+    values: &[Value],
+    owner: &Arc<TxnShared>,
+) -> (Box<TupleVersion>, Created) {
+    let version = allocate_version(owner, true, NewValues::Given(values));
+    version.insert_record.store(true, Ordering::Relaxed);
+    let created = Created {
+        records: 1,
+        bytes: 0,
+    };
+    (version, created)
+}
+
 impl TupleVersion {
+    /// A write by this version's own (uncommitted) transaction: only it can see the
+    /// version, so the write changes it in place. Returns what it held before (even a
+    /// deleted row's values: their index entries may be needed by no version now).
+    pub(super) fn rewrite_own(&mut self, intent: WriteIntent<'_>) -> PackedRow {
+        let replaced = self.values.to_packed();
+        match intent {
+            WriteIntent::Update(_, changes) => self.values.apply_changes(changes),
+            WriteIntent::Delete => self.exists = false,
+            WriteIntent::Insert(values) => {
+                debug_assert_eq!(values.len(), self.values.arity());
+                self.values.set_values(values);
+                self.exists = true;
+            }
+        }
+        replaced
+    }
+
+    /// The version `owner`'s write makes of this one (the newest): a copy with the changes,
+    /// a tombstone for a delete, the given values for an insert over a tombstone.
+    pub(super) fn successor(
+        &self,
+        owner: &Arc<TxnShared>,
+        intent: WriteIntent<'_>,
+    ) -> Box<TupleVersion> {
+        let values = self.values.packed();
+        match intent {
+            WriteIntent::Update(_, changes) => {
+                allocate_version(owner, true, NewValues::Copied(values, changes))
+            }
+            WriteIntent::Delete => allocate_version(owner, false, NewValues::Copied(values, &[])),
+            WriteIntent::Insert(given) => {
+                debug_assert_eq!(given.len(), values.arity());
+                allocate_version(owner, true, NewValues::Given(given))
+            }
+        }
+    }
+
+    /// This (previously newest) version becomes a record as a newer one covers it, unless
+    /// it still counts as its insert's record (then only the reason it counts changes); its
+    /// bytes count from now on (a covered version never changes).
+    pub(super) fn cover(&self) -> Created {
+        let already_a_record = self.insert_record.swap(false, Ordering::Relaxed);
+        Created {
+            records: usize::from(!already_a_record),
+            bytes: self.footprint(),
+        }
+    }
     /// The creating transaction's commit timestamp, if it committed.
     pub(super) fn commit_ts(&self) -> Option<u64> {
         let ts = self.ts.load(Ordering::Acquire);
@@ -229,14 +292,7 @@ impl VersionStorage for AppendStorage {
     const NAME: &'static str = "append-n2o";
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<AppendRow>, Created) {
-        let head = allocate_version(owner, true, NewValues::Given(values));
-        head.insert_record.store(true, Ordering::Relaxed);
-        // Counted as a record until its commit folds it (see the module notes); its bytes
-        // are the row's, counted only once a newer version covers it.
-        let created = Created {
-            records: 1,
-            bytes: 0,
-        };
+        let (head, created) = insert_version(values, owner);
         let chain = AppendChain {
             head,
             older: 0,
@@ -296,40 +352,15 @@ impl VersionStorage for AppendStorage {
         if chain.dead {
             return WriteResult::RowGone;
         }
-        let mine = chain.head.owned_by(owner);
-        if !mine {
-            // First updater wins: the newest version must be committed before our snapshot.
-            match chain.head.commit_ts() {
-                None => return WriteResult::Conflict,
-                Some(ts) if ts >= snapshot.start_ts => return WriteResult::Conflict,
-                Some(_) => {}
-            }
-        }
-        // The head is now this transaction's view of the row.
-        let refusal = match (&intent, chain.head.exists) {
-            (WriteIntent::Insert(_), true) => Some(Refusal::DuplicateKey),
-            (WriteIntent::Update(..) | WriteIntent::Delete, false) => Some(Refusal::NotFound),
-            _ => None,
-        };
-        if let Some(refusal) = refusal {
-            return WriteResult::Refused(refusal);
-        }
-        if let WriteIntent::Insert(values) = &intent {
-            debug_assert_eq!(values.len(), chain.head.values.arity());
+        let head = &chain.head;
+        let mine = head.owned_by(owner);
+        if let Some(refused) =
+            super::refuse_write(mine, || head.commit_ts(), head.exists, snapshot, &intent)
+        {
+            return refused;
         }
         if mine {
-            // Only this transaction can see its version: change it in place. What it had
-            // there (even a deleted row's values) may leave index entries no version needs.
-            let head = &mut chain.head;
-            let replaced = head.values.to_packed();
-            match intent {
-                WriteIntent::Update(_, changes) => head.values.apply_changes(changes),
-                WriteIntent::Delete => head.exists = false,
-                WriteIntent::Insert(values) => {
-                    head.values.set_values(values);
-                    head.exists = true;
-                }
-            }
+            let replaced = chain.head.rewrite_own(intent);
             return WriteResult::Installed {
                 chain,
                 new_record: false,
@@ -337,28 +368,11 @@ impl VersionStorage for AppendStorage {
                 replaced: Some(replaced),
             };
         }
-        let previous_values = chain.head.values.packed();
-        let mut version = match intent {
-            WriteIntent::Update(_, changes) => {
-                allocate_version(owner, true, NewValues::Copied(previous_values, changes))
-            }
-            WriteIntent::Delete => {
-                allocate_version(owner, false, NewValues::Copied(previous_values, &[]))
-            }
-            WriteIntent::Insert(values) => allocate_version(owner, true, NewValues::Given(values)),
-        };
+        let successor = chain.head.successor(owner, intent);
         let state = &mut *chain;
-        let previous = std::mem::replace(&mut state.head, version);
-        // The previous newest version becomes the first record behind the head (unless it
-        // still counts as its insert's record: then it only changes why it counts), and its
-        // bytes count from now on (a version behind the head never changes).
-        let already_a_record = previous.insert_record.swap(false, Ordering::Relaxed);
-        let created = Created {
-            records: usize::from(!already_a_record),
-            bytes: previous.footprint(),
-        };
-        version = previous;
-        state.head.next = Some(version);
+        let previous = std::mem::replace(&mut state.head, successor);
+        let created = previous.cover();
+        state.head.next = Some(previous);
         state.older += 1;
         WriteResult::Installed {
             chain,
@@ -592,44 +606,23 @@ pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::version::test_steps;
 
-    fn committed(values: &[Value], ts: u64) -> (Arc<AppendRow>, Arc<TxnShared>) {
-        let owner = Arc::new(TxnShared::new());
-        let (row, _) = AppendStorage::new_row(values, &owner);
-        owner.mark_committing();
-        owner.mark_committed(ts);
-        AppendStorage::stamp(&row, &owner, ts);
-        (row, owner)
+    fn committed(values: &[Value], ts: u64) -> Arc<AppendRow> {
+        test_steps::committed_row::<AppendStorage>(values, ts)
     }
 
     fn update_committed(row: &AppendRow, value: i64, start: u64, ts: u64) {
-        let owner = Arc::new(TxnShared::new());
-        let snapshot = Snapshot {
-            start_ts: start,
-            owner: None,
-        };
-        let changes = [(1, Value::I64(value))];
-        let mask = ColumnMask::from_columns(&[1]);
-        match AppendStorage::write(row, &snapshot, WriteIntent::Update(mask, &changes), &owner) {
-            WriteResult::Installed { .. } => {}
-            _ => panic!("the update installs"),
-        }
-        owner.mark_committing();
-        owner.mark_committed(ts);
-        AppendStorage::stamp(row, &owner, ts);
+        test_steps::update_committed::<AppendStorage>(row, value, start, ts);
     }
 
     fn value_at(row: &AppendRow, start_ts: u64) -> Option<i64> {
-        let snapshot = Snapshot {
-            start_ts,
-            owner: None,
-        };
-        AppendStorage::read(row, &snapshot, |v| v.map(|v| v.get(1).as_i64().unwrap())).0
+        test_steps::value_at::<AppendStorage>(row, start_ts)
     }
 
     #[test]
     fn readers_see_the_version_committed_before_them_and_no_row_before_the_insert() {
-        let (row, _) = committed(&[Value::U64(1), Value::I64(10)], 5);
+        let row = committed(&[Value::U64(1), Value::I64(10)], 5);
         update_committed(&row, 20, 6, 8);
         update_committed(&row, 30, 9, 12);
         assert_eq!(value_at(&row, 5), None, "before the insert");
@@ -646,7 +639,7 @@ mod tests {
 
     #[test]
     fn pruning_keeps_exactly_what_each_snapshot_reads() {
-        let (row, _) = committed(&[Value::U64(1), Value::I64(0)], 2);
+        let row = committed(&[Value::U64(1), Value::I64(0)], 2);
         for (i, ts) in (3..=20).step_by(2).enumerate() {
             update_committed(&row, i as i64 + 1, ts, ts + 1);
         }
@@ -673,7 +666,7 @@ mod tests {
 
     #[test]
     fn unlinking_the_oldest_one_at_a_time_frees_what_truncating_frees() {
-        let (row, _) = committed(&[Value::U64(1), Value::I64(0)], 2);
+        let row = committed(&[Value::U64(1), Value::I64(0)], 2);
         for ts in (3..=11).step_by(2) {
             update_committed(&row, ts as i64, ts, ts + 1);
         }

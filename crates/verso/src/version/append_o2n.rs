@@ -23,15 +23,14 @@ use std::sync::atomic::Ordering;
 use crate::sync::{Arc, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
-    allocate_version, free_versions, prune_versions, NewValues, TupleVersion, NEVER_EXISTED,
-    UNSTAMPED,
+    free_versions, insert_version, prune_versions, TupleVersion, NEVER_EXISTED, UNSTAMPED,
 };
 use crate::row::RowView;
 use crate::schema::ColumnMask;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
+    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
     StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
@@ -157,8 +156,7 @@ impl VersionStorage for AppendO2nStorage {
     const NAME: &'static str = "append-o2n";
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<O2nRow>, Created) {
-        let oldest = allocate_version(owner, true, NewValues::Given(values));
-        oldest.insert_record.store(true, Ordering::Relaxed);
+        let (oldest, created) = insert_version(values, owner);
         let chain = O2nChain {
             oldest: Some(oldest),
             older: 0,
@@ -167,11 +165,6 @@ impl VersionStorage for AppendO2nStorage {
         let row = Arc::new(O2nRow {
             latch: Latch::new(chain),
         });
-        // As in the N2O storage: a record until its commit folds it; no bytes counted.
-        let created = Created {
-            records: 1,
-            bytes: 0,
-        };
         (row, created)
     }
 
@@ -219,34 +212,17 @@ impl VersionStorage for AppendO2nStorage {
         }
         let newest = chain.newest();
         let mine = newest.owned_by(owner);
-        if !mine {
-            // First updater wins: the newest version must be committed before our snapshot.
-            match newest.commit_ts() {
-                None => return WriteResult::Conflict,
-                Some(ts) if ts >= snapshot.start_ts => return WriteResult::Conflict,
-                Some(_) => {}
-            }
-        }
-        let refusal = match (&intent, newest.exists) {
-            (WriteIntent::Insert(_), true) => Some(Refusal::DuplicateKey),
-            (WriteIntent::Update(..) | WriteIntent::Delete, false) => Some(Refusal::NotFound),
-            _ => None,
-        };
-        if let Some(refusal) = refusal {
-            return WriteResult::Refused(refusal);
+        if let Some(refused) = super::refuse_write(
+            mine,
+            || newest.commit_ts(),
+            newest.exists,
+            snapshot,
+            &intent,
+        ) {
+            return refused;
         }
         if mine {
-            // Only this transaction can see its version: change it in place.
-            let newest = chain.newest_mut();
-            let replaced = newest.values.to_packed();
-            match intent {
-                WriteIntent::Update(_, changes) => newest.values.apply_changes(changes),
-                WriteIntent::Delete => newest.exists = false,
-                WriteIntent::Insert(values) => {
-                    newest.values.set_values(values);
-                    newest.exists = true;
-                }
-            }
+            let replaced = chain.newest_mut().rewrite_own(intent);
             return WriteResult::Installed {
                 chain,
                 new_record: false,
@@ -254,28 +230,10 @@ impl VersionStorage for AppendO2nStorage {
                 replaced: Some(replaced),
             };
         }
-        let previous_values = newest.values.packed();
-        let version = match intent {
-            WriteIntent::Update(_, changes) => {
-                allocate_version(owner, true, NewValues::Copied(previous_values, changes))
-            }
-            WriteIntent::Delete => {
-                allocate_version(owner, false, NewValues::Copied(previous_values, &[]))
-            }
-            WriteIntent::Insert(values) => {
-                debug_assert_eq!(values.len(), previous_values.arity());
-                allocate_version(owner, true, NewValues::Given(values))
-            }
-        };
+        let successor = newest.successor(owner, intent);
         let previous = chain.newest_mut();
-        // The previous newest version becomes a record (unless it still counts as its
-        // insert's record), and its bytes count from now on.
-        let already_a_record = previous.insert_record.swap(false, Ordering::Relaxed);
-        let created = Created {
-            records: usize::from(!already_a_record),
-            bytes: previous.footprint(),
-        };
-        previous.next = Some(version);
+        let created = previous.cover();
+        previous.next = Some(successor);
         chain.older += 1;
         WriteResult::Installed {
             chain,
@@ -439,39 +397,18 @@ impl ChainEdit for O2nChain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::version::test_steps;
 
     fn committed(values: &[Value], ts: u64) -> Arc<O2nRow> {
-        let owner = Arc::new(TxnShared::new());
-        let (row, _) = AppendO2nStorage::new_row(values, &owner);
-        owner.mark_committing();
-        owner.mark_committed(ts);
-        AppendO2nStorage::stamp(&row, &owner, ts);
-        row
+        test_steps::committed_row::<AppendO2nStorage>(values, ts)
     }
 
     fn update_committed(row: &O2nRow, value: i64, start: u64, ts: u64) {
-        let owner = Arc::new(TxnShared::new());
-        let snapshot = Snapshot {
-            start_ts: start,
-            owner: None,
-        };
-        let changes = [(1, Value::I64(value))];
-        let mask = ColumnMask::from_columns(&[1]);
-        match AppendO2nStorage::write(row, &snapshot, WriteIntent::Update(mask, &changes), &owner) {
-            WriteResult::Installed { .. } => {}
-            _ => panic!("the update installs"),
-        }
-        owner.mark_committing();
-        owner.mark_committed(ts);
-        AppendO2nStorage::stamp(row, &owner, ts);
+        test_steps::update_committed::<AppendO2nStorage>(row, value, start, ts);
     }
 
     fn value_at(row: &O2nRow, start_ts: u64) -> Option<i64> {
-        let snapshot = Snapshot {
-            start_ts,
-            owner: None,
-        };
-        AppendO2nStorage::read(row, &snapshot, |v| v.map(|v| v.get(1).as_i64().unwrap())).0
+        test_steps::value_at::<AppendO2nStorage>(row, start_ts)
     }
 
     #[test]

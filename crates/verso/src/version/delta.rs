@@ -35,7 +35,7 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, Refusal, RollbackReport, Snapshot,
+    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
     StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
@@ -343,26 +343,17 @@ impl VersionStorage for DeltaStorage {
             .head
             .as_deref()
             .is_some_and(|head| Arc::ptr_eq(&head.owner, owner));
-        if !mine {
-            if let Some(head) = state.head.as_deref() {
-                match head.commit_ts() {
-                    None => return WriteResult::Conflict,
-                    Some(ts) if ts >= snapshot.start_ts => return WriteResult::Conflict,
-                    Some(_) => {}
-                }
-            } else if !state.born_before(snapshot) {
-                // Inserted (and committed) after this snapshot: first updater wins.
-                return WriteResult::Conflict;
-            }
-        }
-        // The in-place state is now this transaction's view of the row.
-        let refusal = match (&intent, state.exists) {
-            (WriteIntent::Insert(_), true) => Some(Refusal::DuplicateKey),
-            (WriteIntent::Update(..) | WriteIntent::Delete, false) => Some(Refusal::NotFound),
-            _ => None,
+        // The newest committed change: the head record's, or with no record left the folded
+        // insert's (its birth; `NOT_BORN` is 0, below every snapshot).
+        let newest_commit_ts = || match state.head.as_deref() {
+            Some(head) => head.commit_ts(),
+            None => Some(state.born),
         };
-        if let Some(refusal) = refusal {
-            return WriteResult::Refused(refusal);
+        // The in-place state is this transaction's view of the row once the rules pass.
+        if let Some(refused) =
+            super::refuse_write(mine, newest_commit_ts, state.exists, snapshot, &intent)
+        {
+            return refused;
         }
         let arity = state.values.arity();
         let changed = match &intent {

@@ -122,6 +122,32 @@ pub(crate) enum WriteResult<G> {
     RowGone,
 }
 
+/// The write rules every storage applies to the newest version of a row, under its
+/// exclusive latch: `None` if the write may go ahead, else the refusal to return.
+///
+/// First updater wins: unless the newest version is the writer's own (`mine`), it must be
+/// committed (`newest_commit_ts`, asked only then) before the writer's snapshot. Then the
+/// newest version is the writer's view of the row, and existence decides: an insert needs
+/// the row absent, an update or delete needs it present.
+pub(crate) fn refuse_write<G>(
+    mine: bool,
+    newest_commit_ts: impl FnOnce() -> Option<u64>,
+    newest_exists: bool,
+    snapshot: &Snapshot<'_>,
+    intent: &WriteIntent<'_>,
+) -> Option<WriteResult<G>> {
+    if !mine && newest_commit_ts().is_none_or(|ts| ts >= snapshot.start_ts) {
+        return Some(WriteResult::Conflict);
+    }
+    match (intent, newest_exists) {
+        (WriteIntent::Insert(_), true) => Some(WriteResult::Refused(Refusal::DuplicateKey)),
+        (WriteIntent::Update(..) | WriteIntent::Delete, false) => {
+            Some(WriteResult::Refused(Refusal::NotFound))
+        }
+        _ => None,
+    }
+}
+
 /// What finding a snapshot's version of a row cost a reader.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ReadCost {
@@ -247,4 +273,61 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 
     /// Runs `edit` on the row's chain under its exclusive latch.
     fn edit<R>(row: &Self::Row, edit: impl FnOnce(&mut Self::Chain) -> R) -> R;
+}
+
+/// Single-threaded steps on one row of any storage, for the storages' unit tests: a row
+/// `(1, value)` committed at a timestamp, updates of its second column committed at given
+/// timestamps, and the value a snapshot reads.
+#[cfg(test)]
+pub(crate) mod test_steps {
+    use super::{Snapshot, VersionStorage, WriteIntent, WriteResult};
+    use crate::schema::ColumnMask;
+    use crate::sync::Arc;
+    use crate::txn::state::TxnShared;
+    use crate::value::Value;
+
+    /// A row inserted by a transaction that committed at `ts`.
+    pub(crate) fn committed_row<V: VersionStorage>(values: &[Value], ts: u64) -> Arc<V::Row> {
+        let owner = Arc::new(TxnShared::new());
+        let (row, _) = V::new_row(values, &owner);
+        owner.mark_committing();
+        owner.mark_committed(ts);
+        V::stamp(&row, &owner, ts);
+        row
+    }
+
+    /// Column 1 set to `value` by a transaction that began at `start` and committed at `ts`.
+    pub(crate) fn update_committed<V: VersionStorage>(
+        row: &V::Row,
+        value: i64,
+        start: u64,
+        ts: u64,
+    ) {
+        let owner = Arc::new(TxnShared::new());
+        let snapshot = Snapshot {
+            start_ts: start,
+            owner: None,
+        };
+        let changes = [(1, Value::I64(value))];
+        let mask = ColumnMask::from_columns(&[1]);
+        match V::write(row, &snapshot, WriteIntent::Update(mask, &changes), &owner) {
+            WriteResult::Installed { .. } => {}
+            _ => panic!("the update installs"),
+        }
+        owner.mark_committing();
+        owner.mark_committed(ts);
+        V::stamp(row, &owner, ts);
+    }
+
+    /// Column 1 as a snapshot at `start_ts` reads it (`None`: no row).
+    pub(crate) fn value_at<V: VersionStorage>(row: &V::Row, start_ts: u64) -> Option<i64> {
+        let snapshot = Snapshot {
+            start_ts,
+            owner: None,
+        };
+        V::read(row, &snapshot, |v| {
+            v.map(|v| v.get(1).as_i64().expect("an i64"))
+        })
+        .0
+    }
 }
