@@ -1,5 +1,5 @@
 //! `verso-bench core [--bench point-read|update|ycsb|all] [--runs 5] [--seconds 3]
-//! [--rows N] [--gc steam|watermark|...] [--storage delta|append-n2o|append-o2n]
+//! [--rows N] [--gc steam|watermark|...] [--storage delta|append-n2o|append-o2n|time-travel]
 //! [--isolation snapshot|serializable|both]
 //! [--read-ratio 0.9] [--tiny] [--json FILE]`
 
@@ -71,7 +71,7 @@ struct CoreArgs {
     /// Garbage collector.
     #[arg(long, default_value = "steam", value_parser = parse_gc)]
     gc: GarbageCollector,
-    /// Version storage: delta (the default), append-n2o or append-o2n.
+    /// Version storage: delta (the default), append-n2o, append-o2n or time-travel.
     #[arg(long, default_value = "delta", value_parser = parse_storage)]
     storage: VersionStorageKind,
     /// Isolation level of the measured transactions.

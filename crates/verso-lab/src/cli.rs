@@ -174,7 +174,7 @@ pub struct CommonArgs {
     pub compare: Vec<GarbageCollector>,
     /// Version storage of every configuration: delta (undo-log deltas, the default),
     /// append-n2o or append-o2n (append-only whole copies, newest to oldest or oldest to
-    /// newest).
+    /// newest), or time-travel (master in place, whole copies behind it).
     #[arg(long, value_parser = parse_storage, default_value = "delta")]
     pub storage: VersionStorageKind,
     /// Isolation level of the OLTP transactions.

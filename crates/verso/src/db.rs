@@ -23,6 +23,7 @@ use crate::value::Value;
 use crate::version::append::AppendStorage;
 use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
+use crate::version::time_travel::TimeTravelStorage;
 use crate::version::VersionStorage;
 
 /// The isolation level of a transaction.
@@ -195,6 +196,9 @@ pub enum VersionStorageKind {
     /// Append-only, chained oldest to newest: the row object holds the oldest, and readers
     /// and writers walk to the newest (Wu et al. §4.1, O2N).
     AppendOldestToNewest,
+    /// Time-travel: the master version in place in the row, older versions as whole
+    /// copies in a separate store, newest to oldest (Wu et al. §4.2).
+    TimeTravel,
 }
 
 impl VersionStorageKind {
@@ -204,14 +208,16 @@ impl VersionStorageKind {
             VersionStorageKind::Delta => DeltaStorage::NAME,
             VersionStorageKind::AppendNewestToOldest => AppendStorage::NAME,
             VersionStorageKind::AppendOldestToNewest => AppendO2nStorage::NAME,
+            VersionStorageKind::TimeTravel => TimeTravelStorage::NAME,
         }
     }
 
     /// Every storage, the default first.
-    pub const ALL: [VersionStorageKind; 3] = [
+    pub const ALL: [VersionStorageKind; 4] = [
         VersionStorageKind::Delta,
         VersionStorageKind::AppendNewestToOldest,
         VersionStorageKind::AppendOldestToNewest,
+        VersionStorageKind::TimeTravel,
     ];
 
     /// Parses a name as printed by [`VersionStorageKind::name`].
@@ -401,6 +407,13 @@ enum AnyEngine {
     DeuteronomyAppendO2n(Engine<AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaAppendO2n(Engine<AppendO2nStorage, Ermia, FirstUpdaterWins>),
     NoneAppendO2n(Engine<AppendO2nStorage, NoCollection, FirstUpdaterWins>),
+    SteamTimeTravel(Engine<TimeTravelStorage, Steam, FirstUpdaterWins>),
+    WatermarkTimeTravel(Engine<TimeTravelStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaTimeTravel(Engine<TimeTravelStorage, Hana, FirstUpdaterWins>),
+    HekatonTimeTravel(Engine<TimeTravelStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyTimeTravel(Engine<TimeTravelStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaTimeTravel(Engine<TimeTravelStorage, Ermia, FirstUpdaterWins>),
+    NoneTimeTravel(Engine<TimeTravelStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_engine {
@@ -427,6 +440,13 @@ macro_rules! on_engine {
             AnyEngine::DeuteronomyAppendO2n($engine) => $body,
             AnyEngine::ErmiaAppendO2n($engine) => $body,
             AnyEngine::NoneAppendO2n($engine) => $body,
+            AnyEngine::SteamTimeTravel($engine) => $body,
+            AnyEngine::WatermarkTimeTravel($engine) => $body,
+            AnyEngine::HanaTimeTravel($engine) => $body,
+            AnyEngine::HekatonTimeTravel($engine) => $body,
+            AnyEngine::DeuteronomyTimeTravel($engine) => $body,
+            AnyEngine::ErmiaTimeTravel($engine) => $body,
+            AnyEngine::NoneTimeTravel($engine) => $body,
         }
     };
 }
@@ -520,6 +540,27 @@ impl Database {
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::NoCollection) => {
                 AnyEngine::NoneAppendO2n(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::Steam) => {
+                AnyEngine::SteamTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::WatermarkOnly) => {
+                AnyEngine::WatermarkTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::Hana) => {
+                AnyEngine::HanaTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::Hekaton) => {
+                AnyEngine::HekatonTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::Deuteronomy) => {
+                AnyEngine::DeuteronomyTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::Ermia) => {
+                AnyEngine::ErmiaTimeTravel(new_engine(tag, &config, removal))
+            }
+            (VersionStorageKind::TimeTravel, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneTimeTravel(new_engine(tag, &config, removal))
             }
         };
         let engine = Arc::new(engine);
@@ -683,6 +724,27 @@ impl Database {
             AnyEngine::NoneAppendO2n(e) => {
                 AnyTxn::NoneAppendO2n(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::SteamTimeTravel(e) => {
+                AnyTxn::SteamTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::WatermarkTimeTravel(e) => {
+                AnyTxn::WatermarkTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HanaTimeTravel(e) => {
+                AnyTxn::HanaTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::HekatonTimeTravel(e) => {
+                AnyTxn::HekatonTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::DeuteronomyTimeTravel(e) => {
+                AnyTxn::DeuteronomyTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::ErmiaTimeTravel(e) => {
+                AnyTxn::ErmiaTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::NoneTimeTravel(e) => {
+                AnyTxn::NoneTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
+            }
         };
         Ok(Transaction { inner })
     }
@@ -794,6 +856,13 @@ enum AnyTxn<'db> {
     DeuteronomyAppendO2n(EngineTxn<'db, AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
     ErmiaAppendO2n(EngineTxn<'db, AppendO2nStorage, Ermia, FirstUpdaterWins>),
     NoneAppendO2n(EngineTxn<'db, AppendO2nStorage, NoCollection, FirstUpdaterWins>),
+    SteamTimeTravel(EngineTxn<'db, TimeTravelStorage, Steam, FirstUpdaterWins>),
+    WatermarkTimeTravel(EngineTxn<'db, TimeTravelStorage, WatermarkOnly, FirstUpdaterWins>),
+    HanaTimeTravel(EngineTxn<'db, TimeTravelStorage, Hana, FirstUpdaterWins>),
+    HekatonTimeTravel(EngineTxn<'db, TimeTravelStorage, Hekaton, FirstUpdaterWins>),
+    DeuteronomyTimeTravel(EngineTxn<'db, TimeTravelStorage, Deuteronomy, FirstUpdaterWins>),
+    ErmiaTimeTravel(EngineTxn<'db, TimeTravelStorage, Ermia, FirstUpdaterWins>),
+    NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection, FirstUpdaterWins>),
 }
 
 macro_rules! on_txn {
@@ -820,6 +889,13 @@ macro_rules! on_txn {
             AnyTxn::DeuteronomyAppendO2n($txn) => $body,
             AnyTxn::ErmiaAppendO2n($txn) => $body,
             AnyTxn::NoneAppendO2n($txn) => $body,
+            AnyTxn::SteamTimeTravel($txn) => $body,
+            AnyTxn::WatermarkTimeTravel($txn) => $body,
+            AnyTxn::HanaTimeTravel($txn) => $body,
+            AnyTxn::HekatonTimeTravel($txn) => $body,
+            AnyTxn::DeuteronomyTimeTravel($txn) => $body,
+            AnyTxn::ErmiaTimeTravel($txn) => $body,
+            AnyTxn::NoneTimeTravel($txn) => $body,
         }
     };
 }

@@ -463,43 +463,18 @@ impl ChainEdit for AppendChain {
     }
 
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
-        // Every snapshot at or after the watermark stops at or before the first version
-        // committed below it: everything older is obsolete.
-        let mut keeper_found = self.head.commit_ts().is_some_and(|ts| ts < watermark);
-        let mut link = &mut self.head.next;
-        loop {
-            if keeper_found {
-                let (count, bytes) = free_versions(link.take());
-                self.older -= count;
-                return (count, bytes);
-            }
-            let Some(version) = link.as_deref() else {
-                return (0, 0);
-            };
-            keeper_found = version.commit_ts().is_some_and(|ts| ts < watermark);
-            link = &mut link.as_mut().expect("checked above").next;
-        }
+        let (count, bytes) = truncate_behind(self.head.commit_ts(), &mut self.head.next, watermark);
+        self.older -= count;
+        (count, bytes)
     }
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
-        // Walk to the second-oldest version, touching every record behind the newest: the
-        // oldest is obsolete when the one before it is already seen by every snapshot at or
-        // after the watermark.
         let walked = self.older;
-        if walked == 0 {
-            return (0, None);
+        let freed = unlink_oldest_behind(self.head.commit_ts(), &mut self.head.next, watermark);
+        if freed.is_some() {
+            self.older -= 1;
         }
-        let mut link = &mut self.head;
-        while link.next.as_deref().is_some_and(|v| v.next.is_some()) {
-            link = link.next.as_mut().expect("checked");
-        }
-        if link.commit_ts().is_none_or(|ts| ts >= watermark) {
-            return (walked, None);
-        }
-        let (count, bytes) = free_versions(link.next.take());
-        debug_assert_eq!(count, 1);
-        self.older -= 1;
-        (walked, Some(bytes))
+        (walked, freed)
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
@@ -555,6 +530,16 @@ impl ChainEdit for AppendChain {
 /// is nothing to merge. Walking past the oldest version means "no row", so dropping the
 /// tail is safe whenever no snapshot stops at it.
 pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) -> PruneReport {
+    prune_behind(head.commit_ts(), &mut head.next, active)
+}
+
+/// [`prune_versions`] for a chain whose newest version is kept elsewhere (committed at
+/// `newest_ts`, `None`: uncommitted) and `behind` holds the older versions, newest first.
+pub(super) fn prune_behind(
+    newest_ts: Option<u64>,
+    behind: &mut Option<Box<TupleVersion>>,
+    active: &ActiveSnapshots,
+) -> PruneReport {
     let mut report = PruneReport::default();
     // Readers newest first: the horizon (standing for every snapshot that can still
     // begin), then the active snapshots. `unserved` is the newest one not yet given its
@@ -570,11 +555,11 @@ pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) 
         }
         stops
     };
-    // The head is always kept (it is the row); it may serve readers too.
-    if let Some(ts) = head.commit_ts() {
+    // The newest version is always kept (it is the row); it may serve readers too.
+    if let Some(ts) = newest_ts {
         stops_here(ts, &mut unserved);
     }
-    let mut link = &mut head.next;
+    let mut link = behind;
     while let Some(version) = link.as_deref() {
         let ts = version
             .commit_ts()
@@ -601,6 +586,61 @@ pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) 
         report.freed_bytes += dropped.footprint();
     }
     report
+}
+
+/// Finalizing below `watermark` on a chain whose newest version, committed at `newest_ts`,
+/// is kept elsewhere and `behind` holds the older ones, newest first: every snapshot at or
+/// after the watermark stops at or before the first version committed below it, so
+/// everything older goes. Returns the versions and bytes freed.
+pub(super) fn truncate_behind(
+    newest_ts: Option<u64>,
+    behind: &mut Option<Box<TupleVersion>>,
+    watermark: u64,
+) -> (usize, usize) {
+    let mut keeper_found = newest_ts.is_some_and(|ts| ts < watermark);
+    let mut link = behind;
+    loop {
+        if keeper_found {
+            return free_versions(link.take());
+        }
+        let Some(version) = link.as_deref() else {
+            return (0, 0);
+        };
+        keeper_found = version.commit_ts().is_some_and(|ts| ts < watermark);
+        link = &mut link.as_mut().expect("checked above").next;
+    }
+}
+
+/// HyPer's removal on the same kind of chain: walks to the second-oldest version; the
+/// oldest is obsolete when the one before it is already seen by every snapshot at or after
+/// the watermark. Returns the bytes freed, if it removed the oldest.
+pub(super) fn unlink_oldest_behind(
+    newest_ts: Option<u64>,
+    behind: &mut Option<Box<TupleVersion>>,
+    watermark: u64,
+) -> Option<usize> {
+    let second_oldest_ts = match behind.as_deref() {
+        None => return None,
+        Some(only) if only.next.is_none() => newest_ts,
+        Some(_) => {
+            let mut link = behind.as_deref_mut().expect("checked");
+            while link.next.as_deref().is_some_and(|v| v.next.is_some()) {
+                link = link.next.as_deref_mut().expect("checked");
+            }
+            if link.commit_ts().is_none_or(|ts| ts >= watermark) {
+                return None;
+            }
+            let (count, bytes) = free_versions(link.next.take());
+            debug_assert_eq!(count, 1);
+            return Some(bytes);
+        }
+    };
+    if second_oldest_ts.is_none_or(|ts| ts >= watermark) {
+        return None;
+    }
+    let (count, bytes) = free_versions(behind.take());
+    debug_assert_eq!(count, 1);
+    Some(bytes)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::value::Value;
 use crate::version::append::AppendStorage;
 use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
+use crate::version::time_travel::TimeTravelStorage;
 use crate::version::{
     ActiveSnapshots, ChainEdit, Snapshot, VersionStorage, WriteIntent, WriteResult,
 };
@@ -89,6 +90,11 @@ fn loom_append_o2n_commit_is_atomic_for_a_reader_that_starts_mid_commit() {
     commit_is_atomic_for_a_reader_that_starts_mid_commit::<AppendO2nStorage>();
 }
 
+#[test]
+fn loom_time_travel_commit_is_atomic_for_a_reader_that_starts_mid_commit() {
+    commit_is_atomic_for_a_reader_that_starts_mid_commit::<TimeTravelStorage>();
+}
+
 fn commit_is_atomic_for_a_reader_that_starts_mid_commit<V: VersionStorage>() {
     loom::model(|| {
         let (row, clock) = committed_row::<V>(10);
@@ -122,6 +128,11 @@ fn loom_append_pruning_never_changes_what_a_live_snapshot_reads() {
 #[test]
 fn loom_append_o2n_pruning_never_changes_what_a_live_snapshot_reads() {
     pruning_never_changes_what_a_live_snapshot_reads::<AppendO2nStorage>();
+}
+
+#[test]
+fn loom_time_travel_pruning_never_changes_what_a_live_snapshot_reads() {
+    pruning_never_changes_what_a_live_snapshot_reads::<TimeTravelStorage>();
 }
 
 fn pruning_never_changes_what_a_live_snapshot_reads<V: VersionStorage>() {

@@ -20,13 +20,15 @@
 //!
 //! Implementations: [`delta::DeltaStorage`] (default; HyPer/Steam undo-log deltas, newest to
 //! oldest), [`append::AppendStorage`] (append-only whole copies, newest to oldest; Wu et
-//! al. §4.1) and [`append_o2n::AppendO2nStorage`] (the same, oldest to newest).
+//! al. §4.1), [`append_o2n::AppendO2nStorage`] (the same, oldest to newest) and
+//! [`time_travel::TimeTravelStorage`] (master in place, whole copies behind it; §4.2).
 
 pub(crate) mod append;
 pub(crate) mod append_o2n;
 pub(crate) mod delta;
 #[cfg(all(test, loom))]
 mod loom_tests;
+pub(crate) mod time_travel;
 
 use crate::sync::Arc;
 use std::ops::DerefMut;
