@@ -470,6 +470,9 @@ impl ChainEdit for AppendChain {
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
         let walked = self.older;
+        if walked == 0 {
+            return (0, None);
+        }
         let freed = unlink_oldest_behind(self.head.commit_ts(), &mut self.head.next, watermark);
         if freed.is_some() {
             self.older -= 1;

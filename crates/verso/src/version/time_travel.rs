@@ -153,6 +153,16 @@ impl TtState {
     }
 }
 
+/// Versions in a list, by walking (for assertions; the row keeps the count).
+fn count_versions(mut cursor: Option<&TupleVersion>) -> usize {
+    let mut count = 0;
+    while let Some(version) = cursor {
+        count += 1;
+        cursor = version.next.as_deref();
+    }
+    count
+}
+
 /// The time-travel storage design.
 pub(crate) struct TimeTravelStorage;
 
@@ -307,6 +317,10 @@ impl ChainEdit for TtState {
     }
 
     fn chain_len(&self) -> usize {
+        debug_assert!(
+            self.older > 64 || self.older == count_versions(self.copies.as_deref()),
+            "the copy count follows the store"
+        );
         self.older
     }
 
@@ -346,6 +360,9 @@ impl ChainEdit for TtState {
     }
 
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
+        if self.copies.is_none() {
+            return (0, 0); // (and no need to ask a committing master for its timestamp)
+        }
         let newest = self.master_commit_ts();
         let (count, bytes) = truncate_behind(newest, &mut self.copies, watermark);
         self.older -= count;
@@ -354,6 +371,9 @@ impl ChainEdit for TtState {
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
         let walked = self.older;
+        if self.copies.is_none() {
+            return (0, None);
+        }
         let newest = self.master_commit_ts();
         let freed = unlink_oldest_behind(newest, &mut self.copies, watermark);
         if freed.is_some() {
@@ -363,6 +383,9 @@ impl ChainEdit for TtState {
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
+        if self.copies.is_none() {
+            return PruneReport::default();
+        }
         let newest = self.master_commit_ts();
         let mut report = prune_behind(newest, &mut self.copies, active);
         self.older -= report.removed;
@@ -409,6 +432,56 @@ impl ChainEdit for TtState {
 mod tests {
     use super::*;
     use crate::version::test_steps::{committed_row, update_committed, value_at};
+    use crate::version::WriteResult;
+
+    #[test]
+    fn rollback_restores_the_master_from_its_copy_or_leaves_a_tombstone_nobody_sees() {
+        let row = committed_row::<TimeTravelStorage>(&[Value::U64(1), Value::I64(10)], 2);
+        let owner = Arc::new(TxnShared::new());
+        let snapshot = Snapshot {
+            start_ts: 3,
+            owner: Some(&owner),
+        };
+        let changes = [(1, Value::I64(11))];
+        let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
+        match TimeTravelStorage::write(&row, &snapshot, intent, &owner) {
+            WriteResult::Installed { created, .. } => assert_eq!(created.records, 1),
+            _ => panic!("installs"),
+        }
+        assert_eq!(
+            value_at::<TimeTravelStorage>(&row, 100),
+            Some(10),
+            "uncommitted"
+        );
+        let report = TimeTravelStorage::edit(&row, |s| s.rollback(&owner));
+        assert_eq!(
+            (report.freed_records, report.written.get(1)),
+            (1, crate::row::ValueRef::I64(11))
+        );
+        assert_eq!(value_at::<TimeTravelStorage>(&row, 100), Some(10));
+        assert_eq!(TimeTravelStorage::edit(&row, |s| s.chain_len()), 0);
+        // The restored master is still the committed insert: another writer may write it.
+        let other = Arc::new(TxnShared::new());
+        let snapshot = Snapshot {
+            start_ts: 4,
+            owner: Some(&other),
+        };
+        let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
+        assert!(matches!(
+            TimeTravelStorage::write(&row, &snapshot, intent, &other),
+            WriteResult::Installed { .. }
+        ));
+
+        // An insert of a new key, rolled back: a tombstone every snapshot sees as no row.
+        let inserter = Arc::new(TxnShared::new());
+        let (fresh, created) =
+            TimeTravelStorage::new_row(&[Value::U64(2), Value::I64(5)], &inserter);
+        assert_eq!(created.records, 1);
+        let report = TimeTravelStorage::edit(&fresh, |s| s.rollback(&inserter));
+        assert_eq!(report.freed_records, 1);
+        assert_eq!(value_at::<TimeTravelStorage>(&fresh, 1), None);
+        assert!(TimeTravelStorage::edit(&fresh, |s| s.is_unreachable(1)));
+    }
 
     #[test]
     fn the_master_is_read_in_place_and_copies_serve_older_snapshots() {
