@@ -262,14 +262,56 @@ pub(super) fn free_versions(mut cursor: Option<Box<TupleVersion>>) -> (usize, us
 }
 
 /// Versions behind `head`, by walking (for assertions; the chain keeps the count).
-fn walk_older(head: &TupleVersion) -> usize {
+pub(super) fn count_versions(mut cursor: Option<&TupleVersion>) -> usize {
     let mut count = 0;
-    let mut cursor = head.next.as_deref();
     while let Some(version) = cursor {
         count += 1;
         cursor = version.next.as_deref();
     }
     count
+}
+
+/// What a reader gets from a version: its values, or no row for a tombstone.
+pub(super) fn lend(version: &TupleVersion) -> Option<RowView<'_>> {
+    version
+        .exists
+        .then(|| RowView::packed(version.values.packed()))
+}
+
+/// A read that did not stop at the newest version: walks `behind` (the older versions,
+/// newest first) to the first one `snapshot` sees, counting and timing the walk as the
+/// delta storage counts the records it walks. Past the oldest: no row in this snapshot.
+pub(super) fn read_behind<R>(
+    behind: Option<&TupleVersion>,
+    snapshot: &Snapshot<'_>,
+    reader: impl FnOnce(Option<RowView<'_>>) -> R,
+) -> (R, ReadCost) {
+    let started = std::time::Instant::now();
+    let mut walked = 0;
+    let mut cursor = behind;
+    let seen = loop {
+        let Some(version) = cursor else { break None };
+        walked += 1;
+        if version.visible_to(snapshot) {
+            break Some(version);
+        }
+        cursor = version.next.as_deref();
+    };
+    let cost = ReadCost {
+        walked,
+        reconstruct_nanos: started.elapsed().as_nanos() as u64,
+    };
+    (reader(seen.and_then(lend)), cost)
+}
+
+/// The columns older versions may hold differently from the newest (for index upkeep):
+/// whole copies hold every column, so all of them once there is an older version.
+pub(super) fn whole_copies_mask(older: usize, arity: usize) -> ColumnMask {
+    if older == 0 {
+        ColumnMask::EMPTY
+    } else {
+        ColumnMask::all(arity)
+    }
 }
 
 /// The append-only, newest-to-oldest storage design.
@@ -309,37 +351,12 @@ impl VersionStorage for AppendStorage {
         snapshot: &Snapshot<'_>,
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
-        fn lend(version: &TupleVersion) -> Option<RowView<'_>> {
-            version
-                .exists
-                .then(|| RowView::packed(version.values.packed()))
-        }
         let chain = row.read();
         if chain.head.visible_to(snapshot) {
             // The common path: the newest version, no record behind it touched, not timed.
             return (reader(lend(&chain.head)), ReadCost::default());
         }
-        // Walk the records behind the newest version (`walked` counts them, as the delta
-        // storage counts the records it walks).
-        let started = std::time::Instant::now();
-        let mut walked = 0;
-        let mut cursor = chain.head.next.as_deref();
-        while let Some(version) = cursor {
-            walked += 1;
-            if version.visible_to(snapshot) {
-                let cost = ReadCost {
-                    walked,
-                    reconstruct_nanos: started.elapsed().as_nanos() as u64,
-                };
-                return (reader(lend(version)), cost);
-            }
-            cursor = version.next.as_deref();
-        }
-        let cost = ReadCost {
-            walked,
-            reconstruct_nanos: started.elapsed().as_nanos() as u64,
-        };
-        (reader(None), cost) // past the oldest version: no row in this snapshot
+        read_behind(chain.head.next.as_deref(), snapshot, reader)
     }
 
     fn write<'a>(
@@ -424,19 +441,14 @@ impl ChainEdit for AppendChain {
 
     fn chain_len(&self) -> usize {
         debug_assert!(
-            self.older > 64 || self.older == walk_older(&self.head),
+            self.older > 64 || self.older == count_versions(self.head.next.as_deref()),
             "the version count follows the chain"
         );
         self.older
     }
 
     fn chain_mask(&self) -> ColumnMask {
-        // Every older version holds every column, so any of them may differ from the newest.
-        if self.older == 0 {
-            ColumnMask::EMPTY
-        } else {
-            ColumnMask::all(self.head.values.arity())
-        }
+        whole_copies_mask(self.older, self.head.values.arity())
     }
 
     fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>)) {
@@ -483,7 +495,7 @@ impl ChainEdit for AppendChain {
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
         let mut report = prune_versions(&mut self.head, active);
         self.older -= report.removed;
-        debug_assert_eq!(self.older, walk_older(&self.head));
+        debug_assert_eq!(self.older, count_versions(self.head.next.as_deref()));
         report.remaining = self.older;
         report
     }

@@ -23,7 +23,8 @@ use std::sync::atomic::Ordering;
 use crate::sync::{Arc, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
-    free_versions, insert_version, prune_versions, TupleVersion, NEVER_EXISTED, UNSTAMPED,
+    count_versions, free_versions, insert_version, lend, prune_versions, whole_copies_mask,
+    TupleVersion, NEVER_EXISTED, UNSTAMPED,
 };
 use crate::row::RowView;
 use crate::schema::ColumnMask;
@@ -87,13 +88,7 @@ impl O2nChain {
 
     /// Versions in the chain, by walking (for assertions).
     fn walk_len(&self) -> usize {
-        let mut count = 1;
-        let mut cursor = self.oldest().next.as_deref();
-        while let Some(version) = cursor {
-            count += 1;
-            cursor = version.next.as_deref();
-        }
-        count
+        count_versions(self.oldest.as_deref())
     }
 
     /// Whether the version after the oldest committed below `watermark` (then every snapshot
@@ -189,9 +184,7 @@ impl VersionStorage for AppendO2nStorage {
             walked += 1;
             version = next;
         }
-        let seen = version
-            .exists
-            .then(|| RowView::packed(version.values.packed()));
+        let seen = lend(version);
         // Not timed: walking is this storage's normal read, not a reconstruction.
         let cost = ReadCost {
             walked,
@@ -291,11 +284,7 @@ impl ChainEdit for O2nChain {
     }
 
     fn chain_mask(&self) -> ColumnMask {
-        if self.older == 0 {
-            ColumnMask::EMPTY
-        } else {
-            ColumnMask::all(self.oldest().values.arity())
-        }
+        whole_copies_mask(self.older, self.oldest().values.arity())
     }
 
     fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>)) {

@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
-    allocate_version, free_versions, prune_behind, truncate_behind, unlink_oldest_behind,
-    NewValues, TupleVersion, NEVER_EXISTED, UNSTAMPED,
+    allocate_version, count_versions, free_versions, prune_behind, read_behind, truncate_behind,
+    unlink_oldest_behind, whole_copies_mask, NewValues, TupleVersion, NEVER_EXISTED, UNSTAMPED,
 };
 use crate::row::{self, tail_classes, InPlaceRow, RowView};
 use crate::schema::ColumnMask;
@@ -153,16 +153,6 @@ impl TtState {
     }
 }
 
-/// Versions in a list, by walking (for assertions; the row keeps the count).
-fn count_versions(mut cursor: Option<&TupleVersion>) -> usize {
-    let mut count = 0;
-    while let Some(version) = cursor {
-        count += 1;
-        cursor = version.next.as_deref();
-    }
-    count
-}
-
 /// The time-travel storage design.
 pub(crate) struct TimeTravelStorage;
 
@@ -202,26 +192,7 @@ impl VersionStorage for TimeTravelStorage {
             let seen = state.exists.then(|| RowView::packed(state.values.packed()));
             return (reader(seen), ReadCost::default());
         }
-        let started = std::time::Instant::now();
-        let mut walked = 0;
-        let mut cursor = state.copies.as_deref();
-        while let Some(copy) = cursor {
-            walked += 1;
-            if copy.visible_to(snapshot) {
-                let seen = copy.exists.then(|| RowView::packed(copy.values.packed()));
-                let cost = ReadCost {
-                    walked,
-                    reconstruct_nanos: started.elapsed().as_nanos() as u64,
-                };
-                return (reader(seen), cost);
-            }
-            cursor = copy.next.as_deref();
-        }
-        let cost = ReadCost {
-            walked,
-            reconstruct_nanos: started.elapsed().as_nanos() as u64,
-        };
-        (reader(None), cost) // past the oldest copy: no row in this snapshot
+        read_behind(state.copies.as_deref(), snapshot, reader)
     }
 
     fn write<'a>(
@@ -325,12 +296,7 @@ impl ChainEdit for TtState {
     }
 
     fn chain_mask(&self) -> ColumnMask {
-        // A copy holds every column, so any of them may differ from the master.
-        if self.older == 0 {
-            ColumnMask::EMPTY
-        } else {
-            ColumnMask::all(self.values.arity())
-        }
+        whole_copies_mask(self.older, self.values.arity())
     }
 
     fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>)) {
