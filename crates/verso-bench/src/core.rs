@@ -16,8 +16,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use verso::{
-    ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value, ValueRef,
-    VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, Isolation, Options, Schema,
+    TableId, Value, ValueRef, VersionStorageKind,
 };
 
 use crate::rng::SplitMix64;
@@ -86,6 +86,8 @@ pub struct Config {
     pub gc: GarbageCollector,
     /// The version storage.
     pub storage: VersionStorageKind,
+    /// The concurrency-control protocol.
+    pub protocol: ConcurrencyControl,
     /// The isolation level of the measured transactions (loading and checks run at
     /// `Snapshot`).
     pub isolation: Isolation,
@@ -108,6 +110,7 @@ impl Config {
             ycsb_read_ratio: 0.9,
             gc: GarbageCollector::Steam,
             storage: VersionStorageKind::Delta,
+            protocol: ConcurrencyControl::SnapshotIsolation,
             isolation: Isolation::Snapshot,
             seed: 0x5EED,
         }
@@ -376,7 +379,8 @@ fn open(config: &Config) -> verso::Result<Database> {
     Database::open(
         Options::default()
             .garbage_collector(config.gc)
-            .version_storage(config.storage),
+            .version_storage(config.storage)
+            .concurrency_control(config.protocol),
     )
 }
 

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use verso::{GarbageCollector, Isolation, VersionStorageKind};
+use verso::{ConcurrencyControl, GarbageCollector, Isolation, VersionStorageKind};
 use verso_bench::core::{self, Bench, Config};
 use verso_bench::{report_json, report_table, thousands, validate};
 
@@ -74,6 +74,9 @@ struct CoreArgs {
     /// Version storage: delta (the default), append-n2o, append-o2n or time-travel.
     #[arg(long, default_value = "delta", value_parser = parse_storage)]
     storage: VersionStorageKind,
+    /// Concurrency-control protocol: si (the default), mvocc, mvto, mv2pl or ssn.
+    #[arg(long, default_value = "si", value_parser = parse_protocol)]
+    protocol: ConcurrencyControl,
     /// Isolation level of the measured transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     isolation: IsolationArg,
@@ -92,6 +95,10 @@ struct CoreArgs {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+}
+
+fn parse_protocol(name: &str) -> Result<ConcurrencyControl, String> {
+    ConcurrencyControl::from_name(name).map_err(|e| e.to_string())
 }
 
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
@@ -146,6 +153,7 @@ fn core_command(args: CoreArgs) -> ExitCode {
     };
     config.gc = args.gc;
     config.storage = args.storage;
+    config.protocol = args.protocol;
     config.seed = args.seed;
     let benches: Vec<Bench> = match args.bench {
         BenchArg::PointRead => vec![Bench::PointRead],

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use verso::{GarbageCollector, Isolation, Options, VersionRemoval, VersionStorageKind};
+use verso::{
+    ConcurrencyControl, GarbageCollector, Isolation, Options, VersionRemoval, VersionStorageKind,
+};
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::report::{comparison_line, summary_table, write_json, write_report};
@@ -177,6 +179,11 @@ pub struct CommonArgs {
     /// newest), or time-travel (master in place, whole copies behind it).
     #[arg(long, value_parser = parse_storage, default_value = "delta")]
     pub storage: VersionStorageKind,
+    /// Concurrency-control protocol of every configuration: si (snapshot isolation,
+    /// serializable on request; the default), mvocc, mvto, mv2pl (no-wait) or ssn
+    /// (SI + serial safety net). Under all but si every transaction is serializable.
+    #[arg(long, value_parser = parse_protocol, default_value = "si")]
+    pub protocol: ConcurrencyControl,
     /// Isolation level of the OLTP transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
@@ -357,6 +364,10 @@ fn parse_removal(name: &str) -> Result<VersionRemoval, String> {
     VersionRemoval::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_protocol(name: &str) -> Result<ConcurrencyControl, String> {
+    ConcurrencyControl::from_name(name).map_err(|e| e.to_string())
+}
+
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
     VersionStorageKind::from_name(name).map_err(|e| e.to_string())
 }
@@ -517,7 +528,8 @@ impl Plan {
                     gc.name(),
                     Options::default()
                         .garbage_collector(gc)
-                        .version_storage(common.storage),
+                        .version_storage(common.storage)
+                        .concurrency_control(common.protocol),
                 )
             })
             .collect();

@@ -25,7 +25,7 @@ pub struct Sample {
     pub oltp_commits_by_kind_per_second: BTreeMap<String, f64>,
     /// OLTP attempts rolled back per second, all reasons.
     pub oltp_aborts_per_second: f64,
-    /// The same, by reason (`write_conflict`, `serialization`, `by_workload`).
+    /// The same, by reason (`write_conflict`, `serialization`, `lock_conflict`, `by_workload`).
     pub aborts_by_reason_per_second: BTreeMap<String, f64>,
     /// Analytical queries completed per second.
     pub olap_queries_per_second: f64,
@@ -120,6 +120,9 @@ pub struct Totals {
     pub oltp_commits_by_kind: BTreeMap<String, u64>,
     /// OLTP attempts rolled back.
     pub oltp_aborts: u64,
+    /// By transaction type (the workload's names).
+    #[serde(default)]
+    pub oltp_aborts_by_kind: BTreeMap<String, u64>,
     /// By reason.
     pub aborts_by_reason: BTreeMap<String, u64>,
     /// Analytical queries completed.

@@ -260,6 +260,7 @@ impl LoadProgress for BarProgress<'_> {
 #[repr(align(128))]
 struct WorkerCounters {
     commits_by_kind: Box<[AtomicU64]>,
+    aborts_by_kind: Box<[AtomicU64]>,
     aborts_by_reason: [AtomicU64; AbortReason::ALL.len()],
     queries_by_name: Box<[AtomicU64]>,
     scanned_tuples: AtomicU64,
@@ -269,6 +270,7 @@ impl WorkerCounters {
     fn new(kinds: usize, queries: usize) -> Self {
         WorkerCounters {
             commits_by_kind: (0..kinds).map(|_| AtomicU64::new(0)).collect(),
+            aborts_by_kind: (0..kinds).map(|_| AtomicU64::new(0)).collect(),
             aborts_by_reason: Default::default(),
             queries_by_name: (0..queries).map(|_| AtomicU64::new(0)).collect(),
             scanned_tuples: AtomicU64::new(0),
@@ -280,6 +282,13 @@ impl WorkerCounters {
             .commits_by_kind
             .iter_mut()
             .zip(self.commits_by_kind.iter())
+        {
+            *sum += c.load(Ordering::Relaxed);
+        }
+        for (sum, c) in counts
+            .aborts_by_kind
+            .iter_mut()
+            .zip(self.aborts_by_kind.iter())
         {
             *sum += c.load(Ordering::Relaxed);
         }
@@ -312,6 +321,7 @@ fn reason_index(reason: AbortReason) -> usize {
 #[derive(Clone, Debug, Default)]
 struct Counts {
     commits_by_kind: Vec<u64>,
+    aborts_by_kind: Vec<u64>,
     aborts_by_reason: [u64; AbortReason::ALL.len()],
     queries_by_name: Vec<u64>,
     scanned_tuples: u64,
@@ -356,6 +366,7 @@ impl Shared {
     fn counts(&self, kinds: usize, queries: usize) -> Counts {
         let mut counts = Counts {
             commits_by_kind: vec![0; kinds],
+            aborts_by_kind: vec![0; kinds],
             queries_by_name: vec![0; queries],
             ..Counts::default()
         };
@@ -580,7 +591,10 @@ fn drive_oltp(
                     break;
                 }
             }
-            TxnOutcome::Aborted { reason, .. } => {
+            TxnOutcome::Aborted { kind, reason } => {
+                if let Some(counter) = counters.aborts_by_kind.get(kind) {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
                 counters.aborts_by_reason[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -774,6 +788,9 @@ impl<'c> Sampler<'c> {
                 .map(|i| (name(self.kinds, i), c.commits_by_kind[i]))
                 .collect(),
             oltp_aborts: c.aborts(),
+            oltp_aborts_by_kind: (0..self.kinds.len())
+                .map(|i| (name(self.kinds, i), c.aborts_by_kind[i]))
+                .collect(),
             aborts_by_reason: AbortReason::ALL
                 .iter()
                 .enumerate()

@@ -16,15 +16,18 @@ pub enum AbortReason {
     WriteConflict,
     /// A failed serializability validation.
     Serialization,
+    /// A row lock or read timestamp refused a read or write (MVTO, MV2PL no-wait).
+    LockConflict,
     /// The workload itself decided to roll back (TPC-C's 1% New-Order with an unused item).
     ByWorkload,
 }
 
 impl AbortReason {
     /// Every reason, in the order reports list them.
-    pub const ALL: [AbortReason; 3] = [
+    pub const ALL: [AbortReason; 4] = [
         AbortReason::WriteConflict,
         AbortReason::Serialization,
+        AbortReason::LockConflict,
         AbortReason::ByWorkload,
     ];
 
@@ -33,6 +36,7 @@ impl AbortReason {
         match self {
             AbortReason::WriteConflict => "write_conflict",
             AbortReason::Serialization => "serialization",
+            AbortReason::LockConflict => "lock_conflict",
             AbortReason::ByWorkload => "by_workload",
         }
     }
@@ -45,6 +49,7 @@ impl AbortReason {
                 Some(AbortReason::WriteConflict)
             }
             EngineError::SerializationFailure { .. } => Some(AbortReason::Serialization),
+            EngineError::LockConflict { .. } => Some(AbortReason::LockConflict),
             _ => None,
         }
     }

@@ -94,11 +94,53 @@ fn storage_selects_the_version_storage_of_every_compared_configuration() {
     }
 }
 
+/// `--protocol` runs every transaction of the workload under that protocol; TPC-C's
+/// consistency conditions hold after the run.
+#[test]
+fn protocol_selects_the_concurrency_control_of_the_run() {
+    for (name, engine_name) in [
+        ("mvto", "mvto"),
+        ("mv2pl", "mv2pl-no-wait"),
+        ("ssn", "si+ssn"),
+        ("mvocc", "mvocc"),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("out.json");
+        let output = verso(&[
+            "tpcc",
+            "--tiny",
+            "--duration",
+            "0.3",
+            "--workers",
+            "2",
+            "--protocol",
+            name,
+            "--in-process",
+            "--quiet",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ]);
+        assert!(
+            output.status.success(),
+            "{name}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let parsed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+        let run = &parsed["runs"][0];
+        let design = run["configuration"]["design"].as_str().expect("design");
+        assert!(design.ends_with(&format!("/{engine_name}")), "{design}");
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
+}
+
 #[test]
 fn bad_options_exit_non_zero_with_a_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["kv", "--gc", "nope"], "unknown garbage collector"),
         (&["kv", "--storage", "heap"], "unknown version storage"),
+        (&["kv", "--protocol", "2pc"], "unknown concurrency control"),
         (&["kv", "--duration", "0"], "duration must be above 0"),
         (&["kv", "--duration", "soon"], "not a number"),
         (

@@ -149,6 +149,7 @@ fn a_run_yields_a_time_series_with_every_documented_key() {
             .map(|m| m.keys().cloned().collect::<Vec<_>>()),
         Some(vec![
             "by_workload".to_owned(),
+            "lock_conflict".to_owned(),
             "serialization".to_owned(),
             "write_conflict".to_owned()
         ])

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use verso::GarbageCollector;
+use verso::{ConcurrencyControl, GarbageCollector};
 use verso_lab::report::REPRODUCTION_JSON;
 use verso_lab::reproduce::{reproduce, Point, ReproduceOptions, Reproduction, EXPERIMENTS};
 use verso_lab::workload::LabError;
@@ -32,7 +32,10 @@ fn quick(name: &str) -> (Reproduction, String) {
     assert_eq!(reproduction.experiment, name);
     assert!(reproduction.quick);
     assert!(reproduction.cores >= 1);
-    assert!(reproduction.paper_setup.contains("20 physical cores"));
+    assert!(
+        reproduction.paper_setup.contains("cores"),
+        "the paper's machine"
+    );
     assert!(reproduction.our_setup.contains("QUICK SIZE"));
     assert!(!reproduction.panels.is_empty());
     assert!(
@@ -356,6 +359,62 @@ fn fig12_sweeps_the_share_of_scans() {
 }
 
 #[test]
+fn wu_fig7_runs_every_protocol_on_both_ycsb_mixes() {
+    let (r, _) = quick("wu-fig7");
+    assert_eq!(r.points.len(), 5 * 2 * 2, "protocols x mixes x thetas");
+    for protocol in ConcurrencyControl::ALL {
+        for mix in ["read-intensive", "update-intensive"] {
+            for theta in [0.5, 0.9] {
+                let series = format!("{} {mix}", protocol.short_name());
+                let point = r
+                    .points
+                    .iter()
+                    .find(|p| p.series == series && p.x == Some(theta))
+                    .unwrap_or_else(|| panic!("no point {series} at {theta}"));
+                let config = &point.run.configuration;
+                assert!(
+                    config.design.ends_with(protocol.name()),
+                    "{}",
+                    config.design
+                );
+                assert!(
+                    config.design.starts_with("append-n2o/"),
+                    "{}",
+                    config.design
+                );
+                assert_eq!(config.isolation, "serializable");
+                assert_eq!(config.oltp_workers, 2);
+            }
+        }
+    }
+    assert_eq!(r.panels.len(), 2, "one panel per mixture");
+}
+
+#[test]
+fn wu_fig10_runs_tpcc_on_every_protocol_and_counts_aborts_by_transaction() {
+    let (r, _) = quick("wu-fig10");
+    let series: Vec<&str> = r.points.iter().map(|p| p.series.as_str()).collect();
+    assert_eq!(
+        series,
+        ConcurrencyControl::ALL.map(ConcurrencyControl::short_name)
+    );
+    for point in &r.points {
+        let totals = &point.run.totals;
+        assert_eq!(
+            totals.oltp_aborts_by_kind.values().sum::<u64>(),
+            totals.oltp_aborts,
+            "{}: aborts by kind add up",
+            point.series
+        );
+        for kind in ["NewOrder", "Payment"] {
+            assert!(totals.oltp_aborts_by_kind.contains_key(kind), "{kind}");
+        }
+    }
+    let table = r.panels[0].table.as_ref().expect("a table");
+    assert_eq!(table.rows.len(), 5, "one row per protocol");
+}
+
+#[test]
 fn an_unknown_experiment_is_refused_with_the_known_names() {
     let options = ReproduceOptions {
         quick: true,
@@ -394,7 +453,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 7);
+    assert_eq!(EXPERIMENTS.len(), 9);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

@@ -4,7 +4,6 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::cc::snapshot::FirstUpdaterWins;
 use crate::engine::txn::EngineTxn;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -26,7 +25,9 @@ use crate::version::delta::DeltaStorage;
 use crate::version::time_travel::TimeTravelStorage;
 use crate::version::VersionStorage;
 
-/// The isolation level of a transaction.
+/// The isolation level a transaction asks for. Under the default protocol
+/// ([`ConcurrencyControl::SnapshotIsolation`]) it is the level it gets; under every other
+/// protocol every transaction is serializable whatever it asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Isolation {
     /// Snapshot isolation: reads see the snapshot taken at `begin`; of two concurrent
@@ -143,6 +144,79 @@ impl GarbageCollector {
     }
 }
 
+/// Which concurrency-control protocol runs every transaction (Wu et al., PVLDB 2017, §3;
+/// `src/cc/`). Under every protocol but the default, every transaction is serializable,
+/// whatever [`Isolation`] it asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ConcurrencyControl {
+    /// Snapshot isolation with first-updater-wins; [`Isolation::Serializable`]
+    /// transactions also validate their reads at commit (precision locking). The default.
+    #[default]
+    SnapshotIsolation,
+    /// MVOCC as HyPer runs it: every writing transaction validates its read set (points
+    /// and scanned ranges) at commit against what committed meanwhile.
+    Mvocc,
+    /// MVTO: unique start timestamps order the transactions; reads raise the row's read
+    /// timestamp, and a write to a row a younger transaction read, or a read or write of a
+    /// row another transaction has locked, aborts.
+    Mvto,
+    /// MV2PL with the no-wait policy: read and write locks in one word per row, taken
+    /// before each read and write and held to the end; a refused lock aborts at once.
+    /// Locked reads see the newest committed versions.
+    Mv2pl,
+    /// SI+SSN: snapshot isolation plus the serial safety net's exclusion test at commit,
+    /// for read-only transactions too.
+    Ssn,
+}
+
+impl ConcurrencyControl {
+    /// Every protocol, the default first.
+    pub const ALL: [ConcurrencyControl; 5] = [
+        ConcurrencyControl::SnapshotIsolation,
+        ConcurrencyControl::Mvocc,
+        ConcurrencyControl::Mvto,
+        ConcurrencyControl::Mv2pl,
+        ConcurrencyControl::Ssn,
+    ];
+
+    /// The name used in configuration and reports.
+    pub fn name(self) -> &'static str {
+        crate::cc::Protocol::new(self).name()
+    }
+
+    /// A short name for command lines and reports: `si`, `mvocc`, `mvto`, `mv2pl`, `ssn`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            ConcurrencyControl::SnapshotIsolation => "si",
+            ConcurrencyControl::Mvocc => "mvocc",
+            ConcurrencyControl::Mvto => "mvto",
+            ConcurrencyControl::Mv2pl => "mv2pl",
+            ConcurrencyControl::Ssn => "ssn",
+        }
+    }
+
+    /// Parses a name as printed by [`ConcurrencyControl::name`] or
+    /// [`ConcurrencyControl::short_name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|cc| cc.name() == name || cc.short_name() == name)
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!(
+                    "unknown concurrency control {name:?}; known: {}",
+                    Self::ALL.map(Self::short_name).join(", ")
+                ),
+            })
+    }
+
+    /// Whether every transaction runs serializably, whatever isolation it asks for (every
+    /// protocol but the default).
+    pub fn always_serializable(self) -> bool {
+        self != ConcurrencyControl::SnapshotIsolation
+    }
+}
+
 /// How finalizing removes the versions no snapshot needs any more from a row's chain (a
 /// mechanism every collector shares).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -243,6 +317,8 @@ pub struct Options {
     pub garbage_collector: GarbageCollector,
     /// The version storage.
     pub version_storage: VersionStorageKind,
+    /// The concurrency-control protocol.
+    pub concurrency_control: ConcurrencyControl,
     /// How often a background thread finalizes garbage that idle threads left behind
     /// (Steam §4.2: "the scheduler periodically checks if threads have become inactive").
     /// Busy threads collect for themselves and for each other; this only matters when every
@@ -267,6 +343,7 @@ impl Default for Options {
         Options {
             garbage_collector: GarbageCollector::default(),
             version_storage: VersionStorageKind::default(),
+            concurrency_control: ConcurrencyControl::default(),
             idle_collection_interval: Some(std::time::Duration::from_millis(10)),
             background_gc_period: None,
             epoch_advance_threshold: None,
@@ -291,6 +368,12 @@ impl Options {
     /// Options with this version storage.
     pub fn version_storage(mut self, storage: VersionStorageKind) -> Self {
         self.version_storage = storage;
+        self
+    }
+
+    /// Options with this concurrency-control protocol.
+    pub fn concurrency_control(mut self, protocol: ConcurrencyControl) -> Self {
+        self.concurrency_control = protocol;
         self
     }
 
@@ -386,34 +469,34 @@ impl KeyRange {
 // Named collector, then storage.
 #[allow(clippy::enum_variant_names)]
 enum AnyEngine {
-    SteamDelta(Engine<DeltaStorage, Steam, FirstUpdaterWins>),
-    WatermarkDelta(Engine<DeltaStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaDelta(Engine<DeltaStorage, Hana, FirstUpdaterWins>),
-    HekatonDelta(Engine<DeltaStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyDelta(Engine<DeltaStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaDelta(Engine<DeltaStorage, Ermia, FirstUpdaterWins>),
-    NoneDelta(Engine<DeltaStorage, NoCollection, FirstUpdaterWins>),
-    SteamAppend(Engine<AppendStorage, Steam, FirstUpdaterWins>),
-    WatermarkAppend(Engine<AppendStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaAppend(Engine<AppendStorage, Hana, FirstUpdaterWins>),
-    HekatonAppend(Engine<AppendStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyAppend(Engine<AppendStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaAppend(Engine<AppendStorage, Ermia, FirstUpdaterWins>),
-    NoneAppend(Engine<AppendStorage, NoCollection, FirstUpdaterWins>),
-    SteamAppendO2n(Engine<AppendO2nStorage, Steam, FirstUpdaterWins>),
-    WatermarkAppendO2n(Engine<AppendO2nStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaAppendO2n(Engine<AppendO2nStorage, Hana, FirstUpdaterWins>),
-    HekatonAppendO2n(Engine<AppendO2nStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyAppendO2n(Engine<AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaAppendO2n(Engine<AppendO2nStorage, Ermia, FirstUpdaterWins>),
-    NoneAppendO2n(Engine<AppendO2nStorage, NoCollection, FirstUpdaterWins>),
-    SteamTimeTravel(Engine<TimeTravelStorage, Steam, FirstUpdaterWins>),
-    WatermarkTimeTravel(Engine<TimeTravelStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaTimeTravel(Engine<TimeTravelStorage, Hana, FirstUpdaterWins>),
-    HekatonTimeTravel(Engine<TimeTravelStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyTimeTravel(Engine<TimeTravelStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaTimeTravel(Engine<TimeTravelStorage, Ermia, FirstUpdaterWins>),
-    NoneTimeTravel(Engine<TimeTravelStorage, NoCollection, FirstUpdaterWins>),
+    SteamDelta(Engine<DeltaStorage, Steam>),
+    WatermarkDelta(Engine<DeltaStorage, WatermarkOnly>),
+    HanaDelta(Engine<DeltaStorage, Hana>),
+    HekatonDelta(Engine<DeltaStorage, Hekaton>),
+    DeuteronomyDelta(Engine<DeltaStorage, Deuteronomy>),
+    ErmiaDelta(Engine<DeltaStorage, Ermia>),
+    NoneDelta(Engine<DeltaStorage, NoCollection>),
+    SteamAppend(Engine<AppendStorage, Steam>),
+    WatermarkAppend(Engine<AppendStorage, WatermarkOnly>),
+    HanaAppend(Engine<AppendStorage, Hana>),
+    HekatonAppend(Engine<AppendStorage, Hekaton>),
+    DeuteronomyAppend(Engine<AppendStorage, Deuteronomy>),
+    ErmiaAppend(Engine<AppendStorage, Ermia>),
+    NoneAppend(Engine<AppendStorage, NoCollection>),
+    SteamAppendO2n(Engine<AppendO2nStorage, Steam>),
+    WatermarkAppendO2n(Engine<AppendO2nStorage, WatermarkOnly>),
+    HanaAppendO2n(Engine<AppendO2nStorage, Hana>),
+    HekatonAppendO2n(Engine<AppendO2nStorage, Hekaton>),
+    DeuteronomyAppendO2n(Engine<AppendO2nStorage, Deuteronomy>),
+    ErmiaAppendO2n(Engine<AppendO2nStorage, Ermia>),
+    NoneAppendO2n(Engine<AppendO2nStorage, NoCollection>),
+    SteamTimeTravel(Engine<TimeTravelStorage, Steam>),
+    WatermarkTimeTravel(Engine<TimeTravelStorage, WatermarkOnly>),
+    HanaTimeTravel(Engine<TimeTravelStorage, Hana>),
+    HekatonTimeTravel(Engine<TimeTravelStorage, Hekaton>),
+    DeuteronomyTimeTravel(Engine<TimeTravelStorage, Deuteronomy>),
+    ErmiaTimeTravel(Engine<TimeTravelStorage, Ermia>),
+    NoneTimeTravel(Engine<TimeTravelStorage, NoCollection>),
 }
 
 macro_rules! on_engine {
@@ -472,11 +555,16 @@ impl Database {
         fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
-            removal: VersionRemoval,
-        ) -> Engine<V, G, FirstUpdaterWins> {
-            Engine::new(tag, FirstUpdaterWins, G::new(config), removal)
+            (removal, protocol): (VersionRemoval, ConcurrencyControl),
+        ) -> Engine<V, G> {
+            Engine::new(
+                tag,
+                crate::cc::Protocol::new(protocol),
+                G::new(config),
+                removal,
+            )
         }
-        let removal = options.version_removal;
+        let removal = (options.version_removal, options.concurrency_control);
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {
                 AnyEngine::SteamDelta(new_engine(tag, &config, removal))
@@ -639,10 +727,13 @@ impl Database {
     }
 
     /// Begins a transaction declared read-only: its writes fail with
-    /// [`Error::ReadOnlyTransaction`]. At [`Isolation::Serializable`] it records nothing
-    /// and commits without validation — it is serialized at its snapshot, which is sound
-    /// because every serializable writer validates — so it never fails, and it never
-    /// blocks, aborts or holds back a writer (it keeps no validation records alive).
+    /// [`Error::ReadOnlyTransaction`]. At [`Isolation::Serializable`] (and under MVOCC and
+    /// MV2PL) it records nothing, takes no locks and commits without validation — it is
+    /// serialized at its snapshot, which is sound because every serializable writer
+    /// validates — so it never fails, and it never blocks, aborts or holds back a writer
+    /// (it keeps no validation records alive). Under MVTO and SSN, whose serial order is
+    /// not the commit order, it follows the protocol like any transaction (MVTO: read
+    /// timestamps, refused reads of locked rows; SSN: the exclusion test at commit).
     ///
     /// # Panics
     /// Like [`Database::begin`]; [`Database::try_begin_read_only`] returns the error.
@@ -786,8 +877,8 @@ impl Database {
 }
 
 /// What runs the collection besides the workers, and the background period's default.
-fn collector_schedule<V: VersionStorage, G: Collector, P: crate::cc::Protocol>(
-    _engine: &Engine<V, G, P>,
+fn collector_schedule<V: VersionStorage, G: Collector>(
+    _engine: &Engine<V, G>,
 ) -> (Finalizing, std::time::Duration) {
     (G::FINALIZING, G::DEFAULT_BACKGROUND_PERIOD)
 }
@@ -835,34 +926,34 @@ impl std::fmt::Debug for Database {
 
 #[allow(clippy::enum_variant_names)]
 enum AnyTxn<'db> {
-    SteamDelta(EngineTxn<'db, DeltaStorage, Steam, FirstUpdaterWins>),
-    WatermarkDelta(EngineTxn<'db, DeltaStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaDelta(EngineTxn<'db, DeltaStorage, Hana, FirstUpdaterWins>),
-    HekatonDelta(EngineTxn<'db, DeltaStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyDelta(EngineTxn<'db, DeltaStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaDelta(EngineTxn<'db, DeltaStorage, Ermia, FirstUpdaterWins>),
-    NoneDelta(EngineTxn<'db, DeltaStorage, NoCollection, FirstUpdaterWins>),
-    SteamAppend(EngineTxn<'db, AppendStorage, Steam, FirstUpdaterWins>),
-    WatermarkAppend(EngineTxn<'db, AppendStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaAppend(EngineTxn<'db, AppendStorage, Hana, FirstUpdaterWins>),
-    HekatonAppend(EngineTxn<'db, AppendStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyAppend(EngineTxn<'db, AppendStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaAppend(EngineTxn<'db, AppendStorage, Ermia, FirstUpdaterWins>),
-    NoneAppend(EngineTxn<'db, AppendStorage, NoCollection, FirstUpdaterWins>),
-    SteamAppendO2n(EngineTxn<'db, AppendO2nStorage, Steam, FirstUpdaterWins>),
-    WatermarkAppendO2n(EngineTxn<'db, AppendO2nStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaAppendO2n(EngineTxn<'db, AppendO2nStorage, Hana, FirstUpdaterWins>),
-    HekatonAppendO2n(EngineTxn<'db, AppendO2nStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyAppendO2n(EngineTxn<'db, AppendO2nStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaAppendO2n(EngineTxn<'db, AppendO2nStorage, Ermia, FirstUpdaterWins>),
-    NoneAppendO2n(EngineTxn<'db, AppendO2nStorage, NoCollection, FirstUpdaterWins>),
-    SteamTimeTravel(EngineTxn<'db, TimeTravelStorage, Steam, FirstUpdaterWins>),
-    WatermarkTimeTravel(EngineTxn<'db, TimeTravelStorage, WatermarkOnly, FirstUpdaterWins>),
-    HanaTimeTravel(EngineTxn<'db, TimeTravelStorage, Hana, FirstUpdaterWins>),
-    HekatonTimeTravel(EngineTxn<'db, TimeTravelStorage, Hekaton, FirstUpdaterWins>),
-    DeuteronomyTimeTravel(EngineTxn<'db, TimeTravelStorage, Deuteronomy, FirstUpdaterWins>),
-    ErmiaTimeTravel(EngineTxn<'db, TimeTravelStorage, Ermia, FirstUpdaterWins>),
-    NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection, FirstUpdaterWins>),
+    SteamDelta(EngineTxn<'db, DeltaStorage, Steam>),
+    WatermarkDelta(EngineTxn<'db, DeltaStorage, WatermarkOnly>),
+    HanaDelta(EngineTxn<'db, DeltaStorage, Hana>),
+    HekatonDelta(EngineTxn<'db, DeltaStorage, Hekaton>),
+    DeuteronomyDelta(EngineTxn<'db, DeltaStorage, Deuteronomy>),
+    ErmiaDelta(EngineTxn<'db, DeltaStorage, Ermia>),
+    NoneDelta(EngineTxn<'db, DeltaStorage, NoCollection>),
+    SteamAppend(EngineTxn<'db, AppendStorage, Steam>),
+    WatermarkAppend(EngineTxn<'db, AppendStorage, WatermarkOnly>),
+    HanaAppend(EngineTxn<'db, AppendStorage, Hana>),
+    HekatonAppend(EngineTxn<'db, AppendStorage, Hekaton>),
+    DeuteronomyAppend(EngineTxn<'db, AppendStorage, Deuteronomy>),
+    ErmiaAppend(EngineTxn<'db, AppendStorage, Ermia>),
+    NoneAppend(EngineTxn<'db, AppendStorage, NoCollection>),
+    SteamAppendO2n(EngineTxn<'db, AppendO2nStorage, Steam>),
+    WatermarkAppendO2n(EngineTxn<'db, AppendO2nStorage, WatermarkOnly>),
+    HanaAppendO2n(EngineTxn<'db, AppendO2nStorage, Hana>),
+    HekatonAppendO2n(EngineTxn<'db, AppendO2nStorage, Hekaton>),
+    DeuteronomyAppendO2n(EngineTxn<'db, AppendO2nStorage, Deuteronomy>),
+    ErmiaAppendO2n(EngineTxn<'db, AppendO2nStorage, Ermia>),
+    NoneAppendO2n(EngineTxn<'db, AppendO2nStorage, NoCollection>),
+    SteamTimeTravel(EngineTxn<'db, TimeTravelStorage, Steam>),
+    WatermarkTimeTravel(EngineTxn<'db, TimeTravelStorage, WatermarkOnly>),
+    HanaTimeTravel(EngineTxn<'db, TimeTravelStorage, Hana>),
+    HekatonTimeTravel(EngineTxn<'db, TimeTravelStorage, Hekaton>),
+    DeuteronomyTimeTravel(EngineTxn<'db, TimeTravelStorage, Deuteronomy>),
+    ErmiaTimeTravel(EngineTxn<'db, TimeTravelStorage, Ermia>),
+    NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection>),
 }
 
 macro_rules! on_txn {

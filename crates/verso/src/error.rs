@@ -11,7 +11,8 @@ use crate::value::ColumnType;
 /// again) and *misuse* (the request itself is wrong; running it again gives the same error).
 ///
 /// What an error does to the transaction that returned it:
-/// - a conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`]) rolls the
+/// - a conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`],
+///   [`Error::LockConflict`]) rolls the
 ///   transaction back on the spot; every later call on it returns
 ///   [`Error::TransactionAborted`];
 /// - any other error leaves the transaction usable: the failed call changed nothing.
@@ -29,6 +30,15 @@ pub enum Error {
     SerializationFailure {
         /// What the validation found.
         reason: String,
+    },
+    /// A row lock or timestamp refused a read or a write (MVTO, MV2PL with no-wait): another
+    /// transaction holds the row's write lock, holds read locks on it, or (MVTO) a younger
+    /// transaction read it. Retry.
+    LockConflict {
+        /// The table of the row.
+        table: String,
+        /// What refused the access.
+        reason: &'static str,
     },
     /// The transaction was already rolled back because of an earlier conflict.
     TransactionAborted,
@@ -132,7 +142,9 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::WriteConflict { .. } | Error::SerializationFailure { .. }
+            Error::WriteConflict { .. }
+                | Error::SerializationFailure { .. }
+                | Error::LockConflict { .. }
         )
     }
 }
@@ -148,6 +160,11 @@ impl fmt::Display for Error {
             Error::SerializationFailure { reason } => write!(
                 f,
                 "serialization failure ({reason}); the transaction was rolled back, retry it"
+            ),
+            Error::LockConflict { table, reason } => write!(
+                f,
+                "lock conflict on a row of {table}: {reason}; the transaction was rolled \
+                 back, retry it"
             ),
             Error::TransactionAborted => {
                 f.write_str("the transaction was already rolled back by an earlier conflict")

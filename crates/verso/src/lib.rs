@@ -57,8 +57,8 @@ mod value;
 mod version;
 
 pub use db::{
-    Database, GarbageCollector, Isolation, KeyRange, Options, TableId, Transaction, VersionRemoval,
-    VersionStorageKind,
+    ConcurrencyControl, Database, GarbageCollector, Isolation, KeyRange, Options, TableId,
+    Transaction, VersionRemoval, VersionStorageKind,
 };
 pub use error::{Error, Result};
 pub use row::{RowView, ValueRef};

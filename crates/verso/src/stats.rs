@@ -20,6 +20,7 @@ pub(crate) enum Counter {
     AbortedByUser,
     AbortedWriteConflict,
     AbortedSerialization,
+    AbortedLockConflict,
     VersionsCreated,
     VersionsPrunedEagerly,
     VersionsReclaimed,
@@ -189,6 +190,7 @@ impl SlotStats {
         stats.aborts_by_user += get(Counter::AbortedByUser);
         stats.aborts_write_conflict += get(Counter::AbortedWriteConflict);
         stats.aborts_serialization += get(Counter::AbortedSerialization);
+        stats.aborts_lock_conflict += get(Counter::AbortedLockConflict);
         stats.versions_created += get(Counter::VersionsCreated);
         stats.versions_pruned_eagerly += get(Counter::VersionsPrunedEagerly);
         stats.versions_reclaimed += get(Counter::VersionsReclaimed);
@@ -267,6 +269,9 @@ pub struct Stats {
     pub aborts_write_conflict: u64,
     /// Transactions rolled back by a failed serializability validation.
     pub aborts_serialization: u64,
+    /// Transactions rolled back because a row lock or read timestamp refused a read or
+    /// write (MVTO, MV2PL).
+    pub aborts_lock_conflict: u64,
     /// Version records created by writes.
     pub versions_created: u64,
     /// Version records removed from chains by eager pruning (Steam's EPO).
@@ -358,7 +363,10 @@ impl Stats {
 
     /// Transactions aborted for any reason.
     pub fn aborts(&self) -> u64 {
-        self.aborts_by_user + self.aborts_write_conflict + self.aborts_serialization
+        self.aborts_by_user
+            + self.aborts_write_conflict
+            + self.aborts_serialization
+            + self.aborts_lock_conflict
     }
 }
 

@@ -494,6 +494,7 @@ fn is_conflict(error: &Error) -> bool {
         error,
         Error::WriteConflict { .. }
             | Error::SerializationFailure { .. }
+            | Error::LockConflict { .. }
             | Error::TransactionAborted
             | Error::DuplicateKey { .. }
     )

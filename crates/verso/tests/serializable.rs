@@ -1,11 +1,14 @@
 //! `Isolation::Serializable` beyond the anomaly schedules: validation keeps working when
 //! Steam pruned the versions, a failed validation leaves no trace, commit records stay
 //! bounded unless a serializable writer holds them, and declared read-only transactions
-//! neither fail nor hold anything back.
+//! neither fail nor hold anything back. These are the mechanics of precision locking's
+//! commit records, so they run over the protocols that validate with them at the snapshot:
+//! the default and MVOCC (`common::precision_configurations`). MV2PL validates only its
+//! scans, from the first scan on; MVTO and SSN validate otherwise (`docs/design/protocols.md`).
 
 mod common;
 
-use common::{all_configurations, create_items, item, item_key, items, open};
+use common::{create_items, item, item_key, items, open, precision_configurations};
 use verso::{Error, GarbageCollector, Isolation, Options, Value};
 
 /// T reads a row, then 500 snapshot-isolation writers update it (Steam prunes the chain
@@ -49,7 +52,7 @@ fn validation_outlives_eager_pruning() {
 /// A failed validation rolls back every write: rows, columns and secondary-index entries.
 #[test]
 fn failed_validation_leaves_no_trace() {
-    for options in all_configurations() {
+    for options in precision_configurations() {
         let db = open(&options);
         let d = db.design();
         let table = create_items(&db);
@@ -111,7 +114,9 @@ fn failed_validation_leaves_no_trace() {
 /// away once a long serializable writer ends.
 #[test]
 fn commit_records_stay_bounded_unless_a_serializable_writer_needs_them() {
-    for options in all_configurations() {
+    // Under MVOCC every undeclared transaction validates, so the long snapshot below would
+    // rightly hold the records: this is the default protocol's promise.
+    for options in common::si_configurations() {
         let db = open(&options);
         let d = db.design();
         let table = create_items(&db);
@@ -230,7 +235,7 @@ fn move_one(
 #[test]
 fn read_only_transactions_never_fail_and_see_consistent_totals() {
     const ACCOUNTS: u64 = 8;
-    for options in all_configurations() {
+    for options in precision_configurations() {
         let db = open(&options);
         let d = db.design();
         let table = common::create_accounts(&db, ACCOUNTS, 100);
@@ -273,7 +278,7 @@ fn read_only_transactions_never_fail_and_see_consistent_totals() {
 fn readers_never_abort_a_serializable_writer() {
     const ACCOUNTS: u64 = 8;
     const TRANSFERS: u64 = 2_000;
-    for options in all_configurations() {
+    for options in precision_configurations() {
         let db = open(&options);
         let d = db.design();
         let table = common::create_accounts(&db, ACCOUNTS, 100);

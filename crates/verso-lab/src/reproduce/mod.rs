@@ -11,9 +11,11 @@
 //!
 //! Every experiment has a full size (a few minutes on a 2-core machine, release build) and a
 //! `quick` size (tiny data, sub-second runs) that the tests run. The experiments of the
-//! Steam paper (Böttcher et al., PVLDB 13(2), 2019, §5) are in [`steam`].
+//! Steam paper (Böttcher et al., PVLDB 13(2), 2019, §5) are in [`steam`]; those of Wu et
+//! al. (PVLDB 10(7), 2017, §7) in [`wu`].
 
 pub mod steam;
+pub mod wu;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -55,6 +57,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     steam::FIG10,
     steam::FIG11,
     steam::FIG12,
+    wu::FIG7,
+    wu::FIG10,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.
@@ -564,4 +568,101 @@ pub(crate) fn seconds(seconds: f64) -> StopAfter {
 /// The cores available to this process.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A panel of sweep figures.
+pub(crate) fn sweep_panel(
+    title: &str,
+    figures: Vec<Figure>,
+    paper: &[&str],
+    verdicts: Vec<Verdict>,
+) -> Panel {
+    Panel {
+        title: title.to_owned(),
+        time_series: Vec::new(),
+        figures,
+        table: None,
+        paper: paper.iter().map(|p| (*p).to_owned()).collect(),
+        verdicts,
+    }
+}
+
+/// The run of `series` at `x`.
+pub(crate) fn run_at<'p>(
+    points: &'p [Point],
+    series: &str,
+    x: Option<f64>,
+) -> Option<&'p RunResult> {
+    points
+        .iter()
+        .find(|p| p.series == series && p.x == x)
+        .map(|p| &p.run)
+}
+
+/// `value` of the run of `series` at `x` (NaN if there is none).
+pub(crate) fn value_at(
+    points: &[Point],
+    series: &str,
+    x: Option<f64>,
+    value: impl Fn(&RunResult) -> f64,
+) -> f64 {
+    run_at(points, series, x).map_or(f64::NAN, value)
+}
+
+/// A sweep figure's name and axes.
+pub(crate) struct FigureSpec<'a> {
+    pub(crate) key: &'a str,
+    pub(crate) title: &'a str,
+    pub(crate) x_label: &'a str,
+    pub(crate) y_label: &'a str,
+    pub(crate) log_x: bool,
+}
+
+/// A sweep figure: one line per series (in `series` order) over the points' x.
+pub(crate) fn sweep_figure(
+    spec: FigureSpec,
+    points: &[Point],
+    series: &[String],
+    value: impl Fn(&RunResult) -> f64,
+) -> Figure {
+    let lines = series
+        .iter()
+        .map(|label| {
+            let mut line: Vec<[f64; 2]> = points
+                .iter()
+                .filter(|p| &p.series == label)
+                .filter_map(|p| p.x.map(|x| [x, value(&p.run)]))
+                .collect();
+            line.sort_by(|a, b| a[0].total_cmp(&b[0]));
+            FigureLine {
+                label: label.clone(),
+                points: line,
+            }
+        })
+        .collect();
+    Figure {
+        key: spec.key.to_owned(),
+        title: spec.title.to_owned(),
+        x_label: spec.x_label.to_owned(),
+        y_label: spec.y_label.to_owned(),
+        log_x: spec.log_x,
+        lines,
+    }
+}
+
+/// Agrees if `ratio` is clearly above 1 (the paper's direction), differs if clearly below.
+pub(crate) fn direction(ratio: f64) -> Agreement {
+    ratio_agreement(ratio, 1.0)
+}
+
+pub(crate) fn verdict(
+    paper: impl Into<String>,
+    ours: impl Into<String>,
+    agreement: Agreement,
+) -> Verdict {
+    Verdict {
+        paper: paper.into(),
+        ours: ours.into(),
+        agreement,
+    }
 }

@@ -13,10 +13,11 @@ use std::time::Duration;
 use verso::{GarbageCollector, Options, VersionRemoval};
 
 use super::{
-    commits_per_second, cores, max_chain, per_second, ratio_agreement, ratio_of, run_points,
-    same_agreement, sample_mean, seconds, times, Agreement, Experiment, Figure, FigureLine,
-    OverTime, Panel, Point, PointPlan, PointProcess, ReproduceOptions, Reproduction, Table,
-    Verdict, NOISE, REPRODUCTION_FORMAT_VERSION,
+    commits_per_second, cores, direction, max_chain, per_second, ratio_agreement, ratio_of, run_at,
+    run_points, same_agreement, sample_mean, seconds, sweep_figure, sweep_panel, times, value_at,
+    verdict, Agreement, Experiment, Figure, FigureLine, FigureSpec, OverTime, Panel, Point,
+    PointPlan, PointProcess, ReproduceOptions, Reproduction, Table, Verdict, NOISE,
+    REPRODUCTION_FORMAT_VERSION,
 };
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -384,35 +385,6 @@ fn every_run(metrics: &[&str]) -> Result<Vec<OverTime>, LabError> {
 }
 
 /// A panel of sweep figures.
-fn sweep_panel(title: &str, figures: Vec<Figure>, paper: &[&str], verdicts: Vec<Verdict>) -> Panel {
-    Panel {
-        title: title.to_owned(),
-        time_series: Vec::new(),
-        figures,
-        table: None,
-        paper: paper.iter().map(|p| (*p).to_owned()).collect(),
-        verdicts,
-    }
-}
-
-/// The run of `series` at `x`.
-fn run_at<'p>(points: &'p [Point], series: &str, x: Option<f64>) -> Option<&'p RunResult> {
-    points
-        .iter()
-        .find(|p| p.series == series && p.x == x)
-        .map(|p| &p.run)
-}
-
-/// `value` of the run of `series` at `x` (NaN if there is none).
-fn value_at(
-    points: &[Point],
-    series: &str,
-    x: Option<f64>,
-    value: impl Fn(&RunResult) -> f64,
-) -> f64 {
-    run_at(points, series, x).map_or(f64::NAN, value)
-}
-
 /// The series other than steam and 'none' (which the paper does not have), with the
 /// largest `value` at `x`.
 fn best_other(
@@ -433,65 +405,11 @@ fn best_other(
         })
 }
 
-/// A sweep figure's name and axes.
-struct FigureSpec<'a> {
-    key: &'a str,
-    title: &'a str,
-    x_label: &'a str,
-    y_label: &'a str,
-    log_x: bool,
-}
-
-/// A sweep figure: one line per series (in `series` order) over the points' x.
-fn sweep_figure(
-    spec: FigureSpec,
-    points: &[Point],
-    series: &[String],
-    value: impl Fn(&RunResult) -> f64,
-) -> Figure {
-    let lines = series
-        .iter()
-        .map(|label| {
-            let mut line: Vec<[f64; 2]> = points
-                .iter()
-                .filter(|p| &p.series == label)
-                .filter_map(|p| p.x.map(|x| [x, value(&p.run)]))
-                .collect();
-            line.sort_by(|a, b| a[0].total_cmp(&b[0]));
-            FigureLine {
-                label: label.clone(),
-                points: line,
-            }
-        })
-        .collect();
-    Figure {
-        key: spec.key.to_owned(),
-        title: spec.title.to_owned(),
-        x_label: spec.x_label.to_owned(),
-        y_label: spec.y_label.to_owned(),
-        log_x: spec.log_x,
-        lines,
-    }
-}
-
 fn all_names() -> Vec<String> {
     GarbageCollector::ALL
         .iter()
         .map(|gc| gc.name().to_owned())
         .collect()
-}
-
-/// Agrees if `ratio` is clearly above 1 (the paper's direction), differs if clearly below.
-fn direction(ratio: f64) -> Agreement {
-    ratio_agreement(ratio, 1.0)
-}
-
-fn verdict(paper: impl Into<String>, ours: impl Into<String>, agreement: Agreement) -> Verdict {
-    Verdict {
-        paper: paper.into(),
-        ours: ours.into(),
-        agreement,
-    }
 }
 
 /// Mean OLAP queries per second of a run.

@@ -13,7 +13,6 @@ use std::collections::VecDeque;
 
 use std::time::Instant;
 
-use crate::cc::Protocol;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::gc::{self, Collector, Finalizing};
 use crate::key;
@@ -30,8 +29,8 @@ use crate::VersionRemoval;
 const QUEUE_FOLD_AT: usize = 1024;
 
 /// Steam's EPO on the chain of `row`, which the caller holds exclusively.
-pub(crate) fn prune_after_write<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+pub(crate) fn prune_after_write<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
     table: &Table<V>,
     row: &RowRef<V>,
@@ -70,8 +69,8 @@ pub(crate) fn prune_after_write<V: VersionStorage, G: Collector, P: Protocol>(
     stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
 }
 
-fn refresh_active_list<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn refresh_active_list<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local_gc: &mut gc::LocalGc,
     stats: &crate::stats::SlotStats,
 ) {
@@ -89,8 +88,14 @@ fn refresh_active_list<V: VersionStorage, G: Collector, P: Protocol>(
 }
 
 /// Queues a committed transaction on its thread's slot, folding the queue if it grew long.
-pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, committed: Committed<R>) {
+pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, mut committed: Committed<R>) {
     let mut queue = slot.committed.lock();
+    // Keep the queue in timestamp order. Under MVTO a transaction commits at its start id,
+    // so an older one that ends later on this thread comes in below the back: finalizing
+    // it at the back's timestamp instead only waits longer, which is as safe.
+    if let Some(back) = queue.back() {
+        committed.commit_ts = committed.commit_ts.max(back.commit_ts);
+    }
     queue.push_back(committed);
     if queue.len() >= QUEUE_FOLD_AT {
         let moved = fold_queue(&mut queue);
@@ -150,8 +155,8 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
 
 /// After a transaction ends on this thread: what the collector's policy has the thread do
 /// between transactions.
-pub(crate) fn after_end<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+pub(crate) fn after_end<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
     committed: bool,
 ) {
@@ -164,8 +169,8 @@ pub(crate) fn after_end<V: VersionStorage, G: Collector, P: Protocol>(
 
 /// Interspersed collection: after a commit, finalize the thread's own queue if the
 /// collector says so (with the bound it gives), and now and then help idle threads.
-fn finalize_interspersed<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn finalize_interspersed<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
     committed: bool,
 ) {
@@ -196,8 +201,8 @@ fn finalize_interspersed<V: VersionStorage, G: Collector, P: Protocol>(
 
 /// Finalizes what a background collector handed to this thread ('Hekaton'), each with the
 /// bound it was found below.
-fn finalize_assigned<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn finalize_assigned<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     let slot = &local.slot;
@@ -220,8 +225,8 @@ fn finalize_assigned<V: VersionStorage, G: Collector, P: Protocol>(
 /// Finalizes every committed transaction of every slot that is below the exact watermark
 /// now ([`crate::Database::collect_garbage`]), including work handed out and not yet done.
 /// Nothing under the 'none' collector.
-pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+pub(crate) fn collect_all<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     if G::FINALIZING == Finalizing::Never {
@@ -245,8 +250,8 @@ pub(crate) fn collect_all<V: VersionStorage, G: Collector, P: Protocol>(
 /// The janitor's round (interspersed collectors): finalizes, for slots whose thread ended
 /// no transaction since the previous round, what is below the collector's idle bound.
 /// Busy slots are left to their threads (no contention on their queue).
-pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+pub(crate) fn collect_idle<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -277,8 +282,8 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector, P: Protocol>(
 
 /// One round of a background collector's thread (every period): 'Hana' collects, 'Hekaton'
 /// hands out. Counted in the background thread's own slot.
-pub(crate) fn background_round<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+pub(crate) fn background_round<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     let started = Instant::now();
@@ -312,8 +317,8 @@ pub(crate) fn background_round<V: VersionStorage, G: Collector, P: Protocol>(
 /// A thread's queue is taken out whole (its owner keeps committing into an empty one,
 /// never waiting for the round) and what stays is put back in front of what arrived
 /// meanwhile, so the queue stays in commit order.
-fn collect_in_background<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn collect_in_background<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     let stats = &local.slot.stats;
@@ -369,8 +374,8 @@ fn collect_in_background<V: VersionStorage, G: Collector, P: Protocol>(
 /// transactions below it, and hand them to the worker threads: to the owner if it is
 /// busy, else to a busy thread, else (every thread idle) finalize them here, as the work
 /// queues of idle threads too.
-fn hand_out_due<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn hand_out_due<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -453,8 +458,8 @@ pub(crate) fn trim_validation_log<R>(
     stats.add(Counter::CommitRecordsDropped, dropped);
 }
 
-fn finalize_queue<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn finalize_queue<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     queue: &mut VecDeque<Committed<WrittenRow<V>>>,
     bound: u64,
     stats: &crate::stats::SlotStats,
@@ -474,8 +479,8 @@ fn finalize_queue<V: VersionStorage, G: Collector, P: Protocol>(
 /// Finalizes one committed transaction below `bound` (a reclaim bound: no running or
 /// future snapshot is older): unlinks what no snapshot can read in each row it wrote and
 /// buries rows no snapshot can see.
-fn finalize_committed<V: VersionStorage, G: Collector, P: Protocol>(
-    engine: &Engine<V, G, P>,
+fn finalize_committed<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
     committed: Committed<WrittenRow<V>>,
     bound: u64,
     stats: &crate::stats::SlotStats,

@@ -43,7 +43,7 @@ pub(crate) struct Table<V: VersionStorage> {
 }
 
 /// The engine.
-pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
+pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) txns: TxnManager<WrittenRow<V>>,
     tables: Box<[OnceLock<Table<V>>]>,
     table_count: AtomicUsize,
@@ -51,7 +51,7 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
     /// Distinguishes this database's table ids from another's.
     pub(crate) tag: u32,
     /// The concurrency-control protocol's shared state.
-    pub(crate) protocol: P,
+    pub(crate) protocol: Protocol,
     /// The garbage collector's shared state.
     pub(crate) gc: G,
     /// Held by a background collector's round while it has committed transactions taken
@@ -61,10 +61,10 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector, P: Protocol> {
     pub(crate) version_removal: crate::VersionRemoval,
 }
 
-impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
+impl<V: VersionStorage, G: Collector> Engine<V, G> {
     pub(crate) fn new(
         tag: u32,
-        protocol: P,
+        protocol: Protocol,
         gc: G,
         version_removal: crate::VersionRemoval,
     ) -> Self {
@@ -82,7 +82,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
     }
 
     pub(crate) fn design(&self) -> String {
-        format!("{}/{}/{}", V::NAME, G::NAME, P::NAME)
+        format!("{}/{}/{}", V::NAME, G::NAME, self.protocol.name())
     }
 
     pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
@@ -182,7 +182,7 @@ impl<V: VersionStorage, G: Collector, P: Protocol> Engine<V, G, P> {
     }
 }
 
-impl<V: VersionStorage, G: Collector, P: Protocol> Drop for Engine<V, G, P> {
+impl<V: VersionStorage, G: Collector> Drop for Engine<V, G> {
     fn drop(&mut self) {
         // Slots may outlive the engine in thread-local handles; drop the rows they hold.
         for slot in self.txns.slots() {

@@ -1,14 +1,15 @@
 //! A transaction on one monomorphized engine.
 
 use crate::sync::Arc;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::rc::Rc;
 
 use scc::Guard;
 
 use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
-use crate::cc::Protocol;
+use crate::cc::{mv2pl, mvto, Recording};
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
 use crate::gc::{Collector, Finalizing};
@@ -18,10 +19,10 @@ use crate::row::{Columns, RowView, ValueRef};
 use crate::schema::TableSchema;
 use crate::stats::Counter;
 use crate::txn::slots::{Committed, LocalSlot};
-use crate::txn::state::TxnShared;
+use crate::txn::state::{TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{ChainEdit, Refusal, Snapshot, VersionStorage, WriteIntent, WriteResult};
-use crate::{Isolation, KeyRange, TableId};
+use crate::{ConcurrencyControl, Isolation, KeyRange, TableId};
 
 /// Rows read per pin of the index's epoch during a scan: long scans re-pin so that they
 /// never hold back the index's memory reclamation.
@@ -35,6 +36,53 @@ enum Phase {
     Finished,
 }
 
+/// A row lock a transaction holds (MVTO: write locks; MV2PL: read and write locks).
+struct Held<V: VersionStorage> {
+    /// Keeps the row (and so the address the map is keyed by) alive while held.
+    row: RowRef<V>,
+    read: bool,
+    write: bool,
+}
+
+/// The map key of a held row: its address.
+fn row_address<V: VersionStorage>(row: &RowRef<V>) -> usize {
+    Arc::as_ptr(row).cast::<()>() as usize
+}
+
+/// A read or write the protocol refused: the transaction rolls back with this.
+struct Refused {
+    counter: Counter,
+    reason: &'static str,
+}
+
+impl Refused {
+    fn mvto(refusal: mvto::Refusal) -> Self {
+        Refused {
+            counter: Counter::AbortedLockConflict,
+            reason: match refusal {
+                mvto::Refusal::Locked => "MVTO: another transaction holds its write lock",
+                mvto::Refusal::ReadByYounger => {
+                    "MVTO: a younger transaction read it (its read timestamp is larger)"
+                }
+            },
+        }
+    }
+
+    fn mv2pl(refusal: mv2pl::Refusal) -> Self {
+        Refused {
+            counter: Counter::AbortedLockConflict,
+            reason: match refusal {
+                mv2pl::Refusal::WriteLocked => {
+                    "MV2PL no-wait: another transaction holds its write lock"
+                }
+                mv2pl::Refusal::ReadLocked => {
+                    "MV2PL no-wait: other transactions hold read locks on it"
+                }
+            },
+        }
+    }
+}
+
 /// Reusable buffers.
 #[derive(Default)]
 struct Scratch {
@@ -43,26 +91,38 @@ struct Scratch {
     entry: Vec<u8>,
 }
 
-pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector, P: Protocol> {
-    engine: &'e Engine<V, G, P>,
+pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector> {
+    engine: &'e Engine<V, G>,
     local: Rc<LocalSlot<WrittenRow<V>>>,
     start_ts: u64,
     isolation: Isolation,
-    /// Begun read-only: writes are refused, reads are not recorded.
+    /// Begun read-only: writes are refused.
     read_only: bool,
-    /// What the transaction read, for validation at commit; present iff the protocol
-    /// validates this isolation level and the transaction is not read-only.
+    /// What the protocol has this transaction record of its reads.
+    recording: Recording,
+    /// Whether it validates against commit records (registered from its start on).
+    uses_commit_records: bool,
+    /// MV2PL: reads and writes take row locks and see the newest committed versions.
+    locks_rows: bool,
+    /// What the transaction read, for validation at commit; present iff `recording` is
+    /// not `Off` (MVTO publishes its predicate reads instead and keeps this empty).
     reads: Option<RefCell<ReadSet>>,
     /// Created on the first write: readers resolve this transaction's records through it.
     shared: Option<Arc<TxnShared>>,
-    writes: Vec<WrittenRow<V>>,
-    phase: Phase,
+    writes: RefCell<Vec<WrittenRow<V>>>,
+    /// Row locks held (MVTO, MV2PL), by row address.
+    held: RefCell<HashMap<usize, Held<V>>>,
+    /// MV2PL: the clock before the first recorded read (a scan, or a point read that found
+    /// no row object); `u64::MAX` until then. Its reads see every commit below it, so the
+    /// validation window starts there, not at the begin.
+    predicates_since: Cell<u64>,
+    phase: Cell<Phase>,
     scratch: RefCell<Scratch>,
 }
 
-impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
+impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     pub(crate) fn begin(
-        engine: &'e Engine<V, G, P>,
+        engine: &'e Engine<V, G>,
         isolation: Isolation,
         read_only: bool,
     ) -> Result<Self> {
@@ -70,25 +130,35 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             what: "threads using one database at once".into(),
             limit: crate::txn::slots::MAX_THREADS,
         })?;
-        let validates = !read_only && P::validates(isolation);
+        let protocol = &engine.protocol;
+        let recording = protocol.recording(isolation, read_only);
+        let uses_commit_records = protocol.uses_commit_records(isolation, read_only);
         let start_ts = engine.gc.begin(&engine.txns, &local, || {
-            if validates {
+            if protocol.orders_by_start() {
+                engine.txns.begin_unique(&local)
+            } else if uses_commit_records {
                 engine.txns.begin_serializable(&local)
             } else {
                 engine.txns.begin(&local)
             }
         });
         local.slot.stats.add(Counter::TxnBegun, 1);
+        let keeps_reads = recording != Recording::Off && !protocol.orders_by_start();
         Ok(EngineTxn {
             engine,
             local,
             start_ts,
             isolation,
             read_only,
-            reads: validates.then(|| RefCell::new(ReadSet::default())),
+            recording,
+            uses_commit_records,
+            locks_rows: protocol.locks_rows(read_only),
+            reads: keeps_reads.then(|| RefCell::new(ReadSet::default())),
             shared: None,
-            writes: Vec::new(),
-            phase: Phase::Active,
+            writes: RefCell::new(Vec::new()),
+            held: RefCell::new(HashMap::new()),
+            predicates_since: Cell::new(u64::MAX),
+            phase: Cell::new(Phase::Active),
             scratch: RefCell::new(Scratch::default()),
         })
     }
@@ -102,7 +172,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
     }
 
     fn check_active(&self) -> Result<()> {
-        match self.phase {
+        match self.phase.get() {
             Phase::Active => Ok(()),
             Phase::RolledBack | Phase::Finished => Err(Error::TransactionAborted),
         }
@@ -140,11 +210,171 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         }
     }
 
+    /// MV2PL: the clock now, if no recorded read has fixed the validation window yet (call
+    /// before a read that may be recorded; then [`Self::note_predicate`]).
+    fn predicate_clock(&self) -> Option<u64> {
+        (self.locks_rows && self.predicates_since.get() == u64::MAX)
+            .then(|| self.engine.txns.clock())
+    }
+
+    /// MV2PL: a read that began at `clock` was recorded.
+    fn note_predicate(&self, clock: Option<u64>) {
+        if let Some(clock) = clock {
+            if self.predicates_since.get() == u64::MAX {
+                self.predicates_since.set(clock);
+            }
+        }
+    }
+
+    /// Where validation starts: the snapshot, or under MV2PL the first recorded read.
+    fn validation_start(&self) -> u64 {
+        if self.locks_rows {
+            self.predicates_since.get().min(MAX_TIMESTAMP)
+        } else {
+            self.start_ts
+        }
+    }
+
+    /// MVTO: publishes a scan's whole range before the scan searches the index.
+    fn publish_range_predicate(
+        &self,
+        id: TableId,
+        index: Option<usize>,
+        lower: &EncodedBound,
+        upper: &EncodedBound,
+    ) {
+        if self.recording == Recording::Predicates && self.reads.is_none() {
+            let mut predicate = ReadSet::default();
+            predicate.record_range(RangeRead {
+                table: id.index,
+                index: index.map(|i| u16::try_from(i).expect("indexes per table fit u16")),
+                lower: lower.clone(),
+                upper: upper.clone(),
+            });
+            self.publish_predicate(predicate);
+        }
+    }
+
+    /// The timestamp reads see: the snapshot, or under MV2PL's locks every committed
+    /// version.
+    fn read_ts(&self) -> u64 {
+        if self.locks_rows {
+            MAX_TIMESTAMP
+        } else {
+            self.start_ts
+        }
+    }
+
     fn snapshot(&self) -> Snapshot<'_> {
         Snapshot {
-            start_ts: self.start_ts,
+            start_ts: self.read_ts(),
             owner: self.shared.as_deref(),
         }
+    }
+
+    // ----- the protocols' row rules (MVTO, MV2PL) -----------------------------------------
+
+    fn mvto(&self) -> bool {
+        self.engine.protocol.kind == ConcurrencyControl::Mvto
+    }
+
+    /// Before reading `row`: MVTO raises its read timestamp (refused while another holds
+    /// its write lock); MV2PL takes a read lock.
+    fn before_read(&self, row: &RowRef<V>) -> std::result::Result<(), Refused> {
+        if self.mvto() {
+            if self.held.borrow().contains_key(&row_address::<V>(row)) {
+                return Ok(()); // its own write lock
+            }
+            return mvto::stamp_read(V::cc_word(row), self.start_ts).map_err(Refused::mvto);
+        }
+        if self.locks_rows {
+            let mut held = self.held.borrow_mut();
+            let address = row_address::<V>(row);
+            if held.contains_key(&address) {
+                return Ok(());
+            }
+            mv2pl::read_lock(V::cc_word(row)).map_err(Refused::mv2pl)?;
+            held.insert(
+                address,
+                Held {
+                    row: Arc::clone(row),
+                    read: true,
+                    write: false,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Before writing `row` (or publishing a row it creates): the write lock of MVTO or
+    /// MV2PL. Held to the end, also when the storage then refuses the write (the refusal
+    /// read the row).
+    fn before_write(&self, row: &RowRef<V>) -> std::result::Result<(), Refused> {
+        let mvto = self.mvto();
+        if !mvto && !self.locks_rows {
+            return Ok(());
+        }
+        let mut held = self.held.borrow_mut();
+        let address = row_address::<V>(row);
+        let holds_read = match held.get(&address) {
+            Some(h) if h.write => return Ok(()),
+            Some(h) => h.read,
+            None => false,
+        };
+        let word = V::cc_word(row);
+        if mvto {
+            mvto::lock(word, self.start_ts).map_err(Refused::mvto)?;
+        } else {
+            mv2pl::write_lock(word, holds_read).map_err(Refused::mv2pl)?;
+        }
+        held.insert(
+            address,
+            Held {
+                row: Arc::clone(row),
+                read: false,
+                write: true,
+            },
+        );
+        Ok(())
+    }
+
+    /// Releases every row lock (after the versions are stamped or rolled back).
+    fn release_locks(&self) {
+        let mut held = self.held.borrow_mut();
+        if held.is_empty() {
+            return;
+        }
+        let mvto = self.mvto();
+        for (_, lock) in held.drain() {
+            let word = V::cc_word(&lock.row);
+            if mvto {
+                mvto::unlock(word, self.start_ts);
+            } else if lock.write {
+                mv2pl::write_unlock(word);
+            } else {
+                debug_assert!(lock.read);
+                mv2pl::read_unlock(word);
+            }
+        }
+    }
+
+    /// Rolls the transaction back for a refused read or write and returns the error.
+    fn refuse(&self, table: &Table<V>, refused: Refused) -> Error {
+        self.rollback(refused.counter);
+        self.phase.set(Phase::RolledBack);
+        Error::LockConflict {
+            table: table.schema.name.clone(),
+            reason: refused.reason,
+        }
+    }
+
+    /// MVTO: publishes a predicate read (before the index is searched).
+    fn publish_predicate(&self, reads: ReadSet) {
+        let watermark = self.engine.txns.watermark();
+        self.engine
+            .protocol
+            .mvto
+            .publish(self.start_ts, reads, watermark);
     }
 
     fn owner(&mut self) -> Arc<TxnShared> {
@@ -172,22 +402,64 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         table.schema.check_key(key_values)?;
         let mut scratch = self.scratch.borrow_mut();
         key::encode_key_values(&mut scratch.key, key_values);
-        if let Some(reads) = &self.reads {
-            // Found or not: a row appearing under this key changes what was read.
-            reads.borrow_mut().record_point(id.index, &scratch.key);
+        if self.recording == Recording::Everything {
+            if let Some(reads) = &self.reads {
+                // Found or not: a row appearing under this key changes what was read.
+                reads.borrow_mut().record_point(id.index, &scratch.key);
+            }
         }
         // The reader may use this transaction again: lend it no borrow of the scratch.
         let key_bytes = std::mem::take(&mut scratch.key);
         drop(scratch);
-        let found = table.primary.with(&key_bytes, |row| {
-            V::read(row, &self.snapshot(), |v| v.map(reader))
-        });
+        let mut reader = Some(reader);
+        let mut published = false;
+        let clock = self.predicate_clock();
+        let found = loop {
+            match self.read_point(table, &key_bytes, &mut reader) {
+                Ok(None) if self.recording == Recording::Predicates && !published => {
+                    // No row object: no lock or read timestamp can carry this read.
+                    if let Some(reads) = &self.reads {
+                        // MV2PL: validated at commit.
+                        reads.borrow_mut().record_point(id.index, &key_bytes);
+                        self.note_predicate(clock);
+                        break Ok(None);
+                    }
+                    // MVTO: publish, then search again. A row inserted meanwhile is found
+                    // now (and read by the rules), or its writer finds the predicate.
+                    let mut predicate = ReadSet::default();
+                    predicate.record_point(id.index, &key_bytes);
+                    self.publish_predicate(predicate);
+                    published = true;
+                }
+                other => break other,
+            }
+        };
         self.scratch.borrow_mut().key = key_bytes;
-        let Some((result, cost)) = found else {
-            return Ok(None);
+        let (result, cost) = match found {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(None),
+            Err(refused) => return Err(self.refuse(table, refused)),
         };
         self.local.slot.stats.record_read(cost);
         Ok(result)
+    }
+
+    /// Looks a primary key up and reads the row under the protocol's rule, lending it to
+    /// the reader taken from `reader` (`None`: no row object under the key; the reader is
+    /// left for another search).
+    #[allow(clippy::type_complexity)]
+    fn read_point<R, F: FnOnce(RowView<'_>) -> R>(
+        &self,
+        table: &Table<V>,
+        key_bytes: &[u8],
+        reader: &mut Option<F>,
+    ) -> std::result::Result<Option<(Option<R>, crate::version::ReadCost)>, Refused> {
+        let found = table.primary.with(key_bytes, |row| {
+            self.before_read(row)?;
+            let reader = reader.take().expect("one row is read per call");
+            Ok(V::read(row, &self.snapshot(), |v| v.map(reader)))
+        });
+        found.transpose()
     }
 
     /// Calls `reader` with the visible row under `key` as values, decoded into a buffer
@@ -224,10 +496,17 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let Some((lower, upper)) = encode_range(&table.schema, range, None)? else {
             return Ok(());
         };
+        self.publish_range_predicate(id, None, &lower, &upper);
+        let clock = self.predicate_clock();
         let snapshot = self.snapshot();
         let recording = self.reads.is_some();
         let mut stopped_at = None;
+        let mut refused = None;
         scan_in_batches(&table.primary, &lower, &upper, |key, row| {
+            if let Err(refusal) = self.before_read(row) {
+                refused = Some(refusal);
+                return false;
+            }
             let (seen, cost) = V::read(row, &snapshot, |v| v.map(&mut inside));
             self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
@@ -236,7 +515,11 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             }
             go_on
         });
+        if let Some(refused) = refused {
+            return Err(self.refuse(table, refused));
+        }
         self.record_range(id, None, lower, upper, stopped_at);
+        self.note_predicate(clock);
         Ok(())
     }
 
@@ -256,12 +539,19 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         let Some((lower, upper)) = encode_range(&table.schema, range, Some(index))? else {
             return Ok(());
         };
+        self.publish_range_predicate(id, Some(index), &lower, &upper);
+        let clock = self.predicate_clock();
         let index_schema = &table.schema.indexes[index];
         let snapshot = self.snapshot();
         let mut visible_entry = Vec::new();
         let recording = self.reads.is_some();
         let mut stopped_at = None;
+        let mut refused = None;
         scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
+            if let Err(refusal) = self.before_read(row) {
+                refused = Some(refusal);
+                return false;
+            }
             let (seen, cost) = V::read(row, &snapshot, |v| {
                 let v = v?;
                 // The entry is a hint: yield the row only if the version this snapshot
@@ -281,7 +571,11 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             }
             go_on
         });
+        if let Some(refused) = refused {
+            return Err(self.refuse(table, refused));
+        }
         self.record_range(id, Some(index), lower, upper, stopped_at);
+        self.note_predicate(clock);
         Ok(())
     }
 
@@ -319,6 +613,10 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 }
                 None => {
                     let (row, created) = V::new_row(row_values, owner);
+                    // Locked before anyone can find it (MVTO, MV2PL): a new word is free.
+                    if let Err(refused) = self.before_write(&row) {
+                        unreachable!("a new row's word is free: {}", refused.reason);
+                    }
                     // Index the row before publishing it: until the primary entry exists
                     // nobody can find it, and its secondary entries are hints anyway. The
                     // row's own record (uncommitted) hides it from everyone else.
@@ -327,13 +625,19 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                         .insert_if_absent(key_bytes, Arc::clone(&row))
                         .is_err()
                     {
-                        continue; // someone inserted the key meanwhile: write over it
+                        // Someone inserted the key meanwhile: write over it. Our row was
+                        // never published; drop its lock.
+                        if let Some(lock) = self.held.get_mut().remove(&row_address::<V>(&row)) {
+                            let word = V::cc_word(&lock.row);
+                            word.store(0, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        continue;
                     }
                     add_secondary_entries(table, &row, row_values, &mut Vec::new());
                     let stats = &self.local.slot.stats;
                     stats.add(Counter::VersionsCreated, created.records as u64);
                     stats.add(Counter::VersionBytesCreated, created.bytes as u64);
-                    self.writes.push(WrittenRow {
+                    self.writes.get_mut().push(WrittenRow {
                         table: id.index,
                         row,
                     });
@@ -372,9 +676,26 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
     ) -> Result<bool> {
         let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().key);
         key::encode_key_values(&mut key_bytes, key_values);
+        let mut published = false;
+        let clock = self.predicate_clock();
         let result = loop {
             let row = table.primary.with(&key_bytes, Arc::clone);
-            let Some(row) = row else { break Ok(false) };
+            let Some(row) = row else {
+                // No row object: the write read the key's absence.
+                if self.recording == Recording::Predicates && self.reads.is_none() && !published {
+                    // MVTO: publish, then search again.
+                    let mut predicate = ReadSet::default();
+                    predicate.record_point(id.index, &key_bytes);
+                    self.publish_predicate(predicate);
+                    published = true;
+                    continue;
+                }
+                if let Some(reads) = &self.reads {
+                    reads.borrow_mut().record_point(id.index, &key_bytes);
+                }
+                self.note_predicate(clock);
+                break Ok(false);
+            };
             let intent = match &intent {
                 WriteIntent::Update(mask, changes) => WriteIntent::Update(*mask, changes),
                 WriteIntent::Delete => WriteIntent::Delete,
@@ -382,7 +703,16 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             };
             match self.write_row(table, id, &row, intent) {
                 Ok(Written::Done) => break Ok(true),
-                Ok(Written::NotFound) => break Ok(false),
+                Ok(Written::NotFound) => {
+                    // The row does not exist in this transaction's view: a read of that
+                    // (row locks carry it under MVTO and MV2PL).
+                    if self.recording == Recording::Everything {
+                        if let Some(reads) = &self.reads {
+                            reads.borrow_mut().record_point(id.index, &key_bytes);
+                        }
+                    }
+                    break Ok(false);
+                }
                 Ok(Written::RowGone) => continue,
                 Err(error) => break Err(error),
             }
@@ -400,8 +730,11 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         intent: WriteIntent<'_>,
     ) -> Result<Written> {
         let owner = self.owner();
+        if let Err(refused) = self.before_write(row) {
+            return Err(self.refuse(table, refused));
+        }
         let snapshot = Snapshot {
-            start_ts: self.start_ts,
+            start_ts: self.read_ts(),
             owner: Some(&owner),
         };
         let touches_index = match &intent {
@@ -434,7 +767,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     self.scratch.get_mut().entry = entry;
                 }
                 if G::EAGER_PRUNING {
-                    crate::engine::collect::prune_after_write::<V, G, P>(
+                    crate::engine::collect::prune_after_write::<V, G>(
                         self.engine,
                         &self.local,
                         table,
@@ -445,7 +778,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 stats.record_write_chain(chain.chain_len());
                 drop(chain);
                 if new_record {
-                    self.writes.push(WrittenRow {
+                    self.writes.get_mut().push(WrittenRow {
                         table: id.index,
                         row: Arc::clone(row),
                     });
@@ -459,7 +792,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             WriteResult::RowGone => Ok(Written::RowGone),
             WriteResult::Conflict => {
                 self.rollback(Counter::AbortedWriteConflict);
-                self.phase = Phase::RolledBack;
+                self.phase.set(Phase::RolledBack);
                 Err(Error::WriteConflict {
                     table: table.schema.name.clone(),
                 })
@@ -471,14 +804,29 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
 
     pub(crate) fn commit(mut self) -> Result<()> {
         self.check_active()?;
-        let Some(owner) = self.shared.clone().filter(|_| !self.writes.is_empty()) else {
-            // Without writes the transaction is placed at its snapshot: it read exactly
-            // the writers with smaller commit timestamps, each atomic at its own (the
+        match self.engine.protocol.kind {
+            ConcurrencyControl::Ssn => return self.commit_ssn(),
+            ConcurrencyControl::Mvto => return self.commit_mvto(),
+            _ => {}
+        }
+        let writes_nothing = self.writes.get_mut().is_empty();
+        let Some(owner) = self.shared.clone().filter(|_| !writes_nothing) else {
+            // MV2PL: locked reads are serialized at the locks, but scans and absent keys
+            // are not: validate them as a commit that writes nothing.
+            if self.locks_rows {
+                if let Some(reads) = self.reads.take().filter(|r| !r.borrow().is_empty()) {
+                    let mut reads = reads.into_inner();
+                    reads.seal();
+                    let commit_ts = self.engine.txns.draw_commit_ts();
+                    if let Err(error) = self.validate(&reads, commit_ts, None) {
+                        return self.fail_at_commit(None, None, error);
+                    }
+                }
+            }
+            // Otherwise the transaction is placed at its snapshot: it read exactly the
+            // writers with smaller commit timestamps, each atomic at its own (the
             // validating ones by their validation), so it needs no validation itself.
-            self.finish();
-            self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
-            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
-            return Ok(());
+            return self.commit_read_only();
         };
         let txns = &self.engine.txns;
         // A commit record is needed if a serializable transaction may be running whose
@@ -510,28 +858,55 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             let mut reads = reads.into_inner();
             reads.seal();
             if let Err(error) = self.validate(&reads, commit_ts, record.as_ref()) {
-                if let Some(record) = &record {
-                    let mut log = self.local.slot.validation_log.lock();
-                    if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
-                        log.remove(at);
-                        let stats = &self.local.slot.stats;
-                        stats.add(Counter::CommitRecordsDropped, 1);
-                    }
-                }
-                // Not visible yet: nobody can have read these writes; undo them.
-                owner.mark_not_committing();
-                self.rollback(Counter::AbortedSerialization);
-                self.finish();
-                crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
-                return Err(error);
+                return self.fail_at_commit(Some(&owner), record.as_ref(), error);
             }
         }
         // (A redo-log append goes here, between validation and visibility.)
         owner.mark_committed(commit_ts);
+        self.finish_commit(&owner, commit_ts, record.is_some());
+        Ok(())
+    }
+
+    /// Commits a transaction that wrote nothing (its validation, if any, passed).
+    fn commit_read_only(self) -> Result<()> {
+        self.finish();
+        self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
+        Ok(())
+    }
+
+    /// Rolls back a transaction whose commit failed validation: withdraws its commit
+    /// record, undoes its writes (not visible yet: nobody can have read them) and ends it.
+    fn fail_at_commit(
+        self,
+        owner: Option<&Arc<TxnShared>>,
+        record: Option<&Arc<CommitRecord>>,
+        error: Error,
+    ) -> Result<()> {
+        if let Some(record) = record {
+            let mut log = self.local.slot.validation_log.lock();
+            if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
+                log.remove(at);
+                let stats = &self.local.slot.stats;
+                stats.add(Counter::CommitRecordsDropped, 1);
+            }
+        }
+        if let Some(owner) = owner {
+            owner.mark_not_committing();
+        }
+        self.rollback(Counter::AbortedSerialization);
+        self.finish();
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
+        Err(error)
+    }
+
+    /// After the owner is marked committed at `commit_ts`: stamps the versions, releases
+    /// the row locks, ends the transaction and queues its rows for finalizing.
+    fn finish_commit(&mut self, owner: &Arc<TxnShared>, commit_ts: u64, published_record: bool) {
         let (mut folded, mut folded_bytes) = (0u64, 0usize);
-        let mut rows = std::mem::take(&mut self.writes);
+        let mut rows = std::mem::take(self.writes.get_mut());
         rows.retain(|written| {
-            let stamped = V::stamp(&written.row, &owner, commit_ts);
+            let stamped = V::stamp(&written.row, owner, commit_ts);
             folded += stamped.folded_records as u64;
             folded_bytes += stamped.freed_bytes;
             // A live row whose chain is empty has nothing for finalizing to unlink or bury
@@ -549,12 +924,98 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         if !rows.is_empty() && G::FINALIZING != Finalizing::Never {
             crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
         }
-        if record.is_some() || !slot.validation_log.lock().is_empty() {
-            let horizon = txns.serializable_horizon();
+        if published_record || !slot.validation_log.lock().is_empty() {
+            let horizon = self.engine.txns.serializable_horizon();
             crate::engine::collect::trim_validation_log(slot, horizon, &slot.stats);
         }
-        crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, true);
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, true);
+    }
+
+    /// MVTO: the versions are stamped with the transaction's id. Before that, its written
+    /// keys are checked against the predicate reads of younger transactions (phantoms).
+    fn commit_mvto(mut self) -> Result<()> {
+        let writes_nothing = self.writes.get_mut().is_empty();
+        let Some(owner) = self.shared.clone().filter(|_| !writes_nothing) else {
+            return self.commit_read_only();
+        };
+        let predicates = &self.engine.protocol.mvto;
+        if predicates.any_younger_than(self.start_ts) {
+            let record = self.commit_record(&owner);
+            if let Some(table) = predicates.younger_reader_of(self.start_ts, &record.writes) {
+                let error = Error::SerializationFailure {
+                    reason: format!(
+                        "MVTO: a younger transaction's scan or absent-key read covers a row \
+                         this one wrote to {}",
+                        self.table_name(table)
+                    ),
+                };
+                return self.fail_at_commit(None, None, error);
+            }
+        }
+        owner.mark_committing();
+        owner.mark_committed(self.start_ts);
+        self.finish_commit(&owner, self.start_ts, false);
         Ok(())
+    }
+
+    /// SSN: the exclusion test under the log's mutex, for read-only transactions too.
+    fn commit_ssn(mut self) -> Result<()> {
+        let mut reads = self
+            .reads
+            .take()
+            .map(RefCell::into_inner)
+            .unwrap_or_default();
+        reads.seal();
+        let writes_nothing = self.writes.get_mut().is_empty();
+        let owner = self.shared.clone().filter(|_| !writes_nothing);
+        if owner.is_none() && reads.is_empty() {
+            return self.commit_read_only();
+        }
+        let writes = owner
+            .as_ref()
+            .map(|owner| self.commit_record(owner).writes)
+            .unwrap_or_default();
+        let txns = &self.engine.txns;
+        let decided = self.engine.protocol.ssn.commit(
+            self.start_ts,
+            reads,
+            writes,
+            txns.watermark(),
+            || {
+                if let Some(owner) = &owner {
+                    owner.mark_committing();
+                }
+                txns.draw_commit_ts()
+            },
+            |commit_ts| {
+                if let Some(owner) = &owner {
+                    owner.mark_committed(commit_ts);
+                }
+            },
+        );
+        match (decided, owner) {
+            (Err(exclusion), owner) => {
+                let error = Error::SerializationFailure {
+                    reason: format!(
+                        "SSN: a transaction that must follow this one committed before it \
+                         (successor watermark {} <= predecessor watermark {})",
+                        exclusion.pi, exclusion.eta
+                    ),
+                };
+                self.fail_at_commit(owner.as_ref(), None, error)
+            }
+            (Ok(_), None) => self.commit_read_only(),
+            (Ok(commit_ts), Some(owner)) => {
+                self.finish_commit(&owner, commit_ts, false);
+                Ok(())
+            }
+        }
+    }
+
+    fn table_name(&self, table: u32) -> &str {
+        self.engine
+            .table_by_index(table)
+            .map_or("a table", |t| t.schema.name.as_str())
     }
 
     /// Publishes a commit record in this thread's log (before the timestamp is drawn).
@@ -574,6 +1035,7 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         if reads.is_empty() {
             return Ok(());
         }
+        let start = self.validation_start();
         let mut others = Vec::new();
         for slot in self.engine.txns.slots() {
             let log = slot.validation_log.lock();
@@ -582,25 +1044,19 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                     .filter(|r| own.is_none_or(|own| !Arc::ptr_eq(r, own)))
                     // Records drawn before our snapshot are visible to it; those not drawn
                     // yet are kept (they may draw below us).
-                    .filter(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= self.start_ts))
+                    .filter(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= start))
                     .cloned(),
             );
         }
         // The slots' locks are released: waiting for an owner to decide happens outside
         // them, so an owner can still lock them to validate.
-        match self
-            .engine
-            .protocol
-            .validate_commit(reads, self.start_ts, commit_ts, &others)
-        {
+        match crate::cc::precision::validate(reads, start, commit_ts, &others) {
             None => Ok(()),
             Some(table) => Err(Error::SerializationFailure {
                 reason: format!(
                     "a transaction that committed while this one ran wrote to {} what this \
                      one read",
-                    self.engine
-                        .table_by_index(table)
-                        .map_or("a table", |t| t.schema.name.as_str())
+                    self.table_name(table)
                 ),
             }),
         }
@@ -609,17 +1065,20 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
     /// The keys this transaction wrote, for serializable validators: per row, the primary
     /// key and the secondary-index entries of the row before and after the write.
     fn commit_record(&self, owner: &Arc<TxnShared>) -> CommitRecord {
+        // Under first-updater-wins (and MV2PL's write locks) the version this transaction
+        // replaced is the one it reads without its own writes.
         let before = Snapshot {
-            start_ts: self.start_ts,
+            start_ts: self.read_ts(),
             owner: None,
         };
         let after = Snapshot {
-            start_ts: self.start_ts,
+            start_ts: self.read_ts(),
             owner: Some(owner),
         };
         let mut buffer = Vec::new();
-        let mut writes = Vec::with_capacity(self.writes.len());
-        for written in &self.writes {
+        let own_writes = self.writes.borrow();
+        let mut writes = Vec::with_capacity(own_writes.len());
+        for written in own_writes.iter() {
             let table = self
                 .engine
                 .table_by_index(written.table)
@@ -663,12 +1122,12 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         CommitRecord::new(Arc::clone(owner), writes)
     }
 
-    pub(crate) fn abort(mut self) {
+    pub(crate) fn abort(self) {
         self.abort_in_place();
     }
 
-    fn abort_in_place(&mut self) {
-        match self.phase {
+    fn abort_in_place(&self) {
+        match self.phase.get() {
             Phase::Active => {
                 self.rollback(Counter::AbortedByUser);
                 self.finish();
@@ -678,11 +1137,12 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         }
     }
 
-    /// Undoes every write, newest first, and counts the abort.
-    fn rollback(&mut self, reason: Counter) {
+    /// Undoes every write, newest first, releases the row locks, and counts the abort.
+    fn rollback(&self, reason: Counter) {
         let stats = &self.local.slot.stats;
         stats.add(reason, 1);
         let Some(owner) = self.shared.clone() else {
+            self.release_locks();
             return;
         };
         let mut entry = Vec::new();
@@ -691,7 +1151,8 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
         // (`regression_a_rolled_back_insert_keeps_the_tombstone_a_concurrent_writer_conflicts_with`).
         let mut watermark = None;
         let txns = &self.engine.txns;
-        for written in self.writes.drain(..).rev() {
+        let mut writes = self.writes.borrow_mut();
+        for written in writes.drain(..).rev() {
             let table = self
                 .engine
                 .table_by_index(written.table)
@@ -717,11 +1178,14 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
             });
         }
         owner.mark_aborted();
+        drop(writes);
+        self.release_locks();
     }
 
-    fn finish(&mut self) {
-        if self.phase != Phase::Finished {
-            if !self.read_only && P::validates(self.isolation) {
+    fn finish(&self) {
+        if self.phase.get() != Phase::Finished {
+            self.release_locks();
+            if self.uses_commit_records {
                 self.engine
                     .txns
                     .end_serializable(&self.local, self.start_ts);
@@ -730,16 +1194,16 @@ impl<'e, V: VersionStorage, G: Collector, P: Protocol> EngineTxn<'e, V, G, P> {
                 .gc
                 .end(&self.engine.txns, &self.local, self.start_ts);
             self.engine.txns.end(&self.local, self.start_ts);
-            self.phase = Phase::Finished;
+            self.phase.set(Phase::Finished);
         }
     }
 }
 
-impl<V: VersionStorage, G: Collector, P: Protocol> Drop for EngineTxn<'_, V, G, P> {
+impl<V: VersionStorage, G: Collector> Drop for EngineTxn<'_, V, G> {
     fn drop(&mut self) {
-        if self.phase != Phase::Finished {
+        if self.phase.get() != Phase::Finished {
             self.abort_in_place();
-            crate::engine::collect::after_end::<V, G, P>(self.engine, &self.local, false);
+            crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
         }
     }
 }

@@ -239,11 +239,31 @@ impl<R: Send + 'static> TxnManager<R> {
 
     /// Begins a snapshot on `local`'s thread: publishes, then returns the start timestamp.
     pub(crate) fn begin(&self, local: &LocalSlot<R>) -> u64 {
+        self.begin_at(local, false)
+    }
+
+    /// Begins a snapshot whose start timestamp no other transaction shares and no commit
+    /// draws: the clock is advanced past it (MVTO's transaction ids, which are also their
+    /// commit timestamps).
+    pub(crate) fn begin_unique(&self, local: &LocalSlot<R>) -> u64 {
+        self.begin_at(local, true)
+    }
+
+    /// Publishes a candidate start, then keeps it if the clock still reads it (and, if
+    /// `claim`, advances the clock past it in the same step).
+    fn begin_at(&self, local: &LocalSlot<R>, claim: bool) -> u64 {
         let mut running = local.running.borrow_mut();
         loop {
             let candidate = self.clock.load(Ordering::SeqCst);
             local.slot.publish_additional(&running, candidate);
-            if self.clock.load(Ordering::SeqCst) == candidate {
+            let kept = if claim {
+                self.clock
+                    .compare_exchange(candidate, candidate + 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+            } else {
+                self.clock.load(Ordering::SeqCst) == candidate
+            };
+            if kept {
                 let at = running.partition_point(|&s| s <= candidate);
                 running.insert(at, candidate);
                 // `publish_additional` may have left an older candidate behind in `others`.

@@ -56,6 +56,8 @@ pub(super) const NEVER_EXISTED: u64 = 0;
 
 /// One row: the latched chain of its versions.
 pub(crate) struct AppendRow {
+    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
+    cc: AtomicU64,
     latch: Latch<AppendChain>,
 }
 
@@ -341,6 +343,7 @@ impl VersionStorage for AppendStorage {
             dead: false,
         };
         let row = Arc::new(AppendRow {
+            cc: AtomicU64::new(0),
             latch: Latch::new(chain),
         });
         (row, created)
@@ -426,6 +429,10 @@ impl VersionStorage for AppendStorage {
             cursor = version.next.as_deref();
         }
         StampReport::default() // dropped by a pruner already
+    }
+
+    fn cc_word(row: &AppendRow) -> &AtomicU64 {
+        &row.cc
     }
 
     fn edit<R>(row: &AppendRow, edit: impl FnOnce(&mut AppendChain) -> R) -> R {

@@ -20,7 +20,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::sync::{Arc, Latch, ReadGuard, WriteGuard};
+use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
     count_versions, free_versions, insert_version, lend, prune_versions, whole_copies_mask,
@@ -37,6 +37,8 @@ use crate::version::{
 
 /// One row: the latched chain of its versions, oldest first.
 pub(crate) struct O2nRow {
+    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
+    cc: AtomicU64,
     latch: Latch<O2nChain>,
 }
 
@@ -158,6 +160,7 @@ impl VersionStorage for AppendO2nStorage {
             dead: false,
         };
         let row = Arc::new(O2nRow {
+            cc: AtomicU64::new(0),
             latch: Latch::new(chain),
         });
         (row, created)
@@ -261,6 +264,10 @@ impl VersionStorage for AppendO2nStorage {
             cursor = version.next.as_deref();
         }
         StampReport::default()
+    }
+
+    fn cc_word(row: &O2nRow) -> &AtomicU64 {
+        &row.cc
     }
 
     fn edit<R>(row: &O2nRow, edit: impl FnOnce(&mut O2nChain) -> R) -> R {

@@ -48,6 +48,8 @@ const UNSTAMPED: u64 = u64::MAX;
 /// sized (see [`TAIL_CLASSES`]) when the row was created, so the latch, the chain's head
 /// and the values share one allocation.
 pub(crate) struct DeltaRow<D: ?Sized = [u8]> {
+    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
+    cc: AtomicU64,
     latch: Latch<RowState<D>>,
 }
 
@@ -108,10 +110,12 @@ fn row_with_tail<const N: usize>(values: &[Value], head: Box<VersionRecord>) -> 
     };
     #[cfg(not(loom))]
     let row: Arc<DeltaRow> = Arc::new(DeltaRow {
+        cc: AtomicU64::new(0),
         latch: Latch::new(state),
     });
     #[cfg(loom)]
     let row: Arc<DeltaRow> = Arc::new(DeltaRow {
+        cc: AtomicU64::new(0),
         latch: Latch::from_box(Box::new(state)),
     });
     row
@@ -449,6 +453,10 @@ impl VersionStorage for DeltaStorage {
         } else {
             StampReport::default()
         }
+    }
+
+    fn cc_word(row: &DeltaRow) -> &AtomicU64 {
+        &row.cc
     }
 
     fn edit<R>(row: &DeltaRow, edit: impl FnOnce(&mut RowState) -> R) -> R {

@@ -30,7 +30,7 @@ pub(crate) mod delta;
 mod loom_tests;
 pub(crate) mod time_travel;
 
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicU64};
 use std::ops::DerefMut;
 
 use crate::row::{PackedRow, RowView};
@@ -275,6 +275,11 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 
     /// Runs `edit` on the row's chain under its exclusive latch.
     fn edit<R>(row: &Self::Row, edit: impl FnOnce(&mut Self::Chain) -> R) -> R;
+
+    /// The row's concurrency-control word, 0 when the row is created: the read timestamp
+    /// and write lock of MVTO, the read count and write lock of MV2PL (`cc/mvto.rs`,
+    /// `cc/mv2pl.rs`); unused by the other protocols. The storage only keeps it.
+    fn cc_word(row: &Self::Row) -> &AtomicU64;
 }
 
 /// Single-threaded steps on one row of any storage, for the storages' unit tests: a row

@@ -35,6 +35,8 @@ use crate::version::{
 /// One row: the latched master and its copies. `D` is the master's values tail, sized when
 /// the row is created (see [`tail_classes`]).
 pub(crate) struct TtRow<D: ?Sized = [u8]> {
+    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
+    cc: AtomicU64,
     latch: Latch<TtState<D>>,
 }
 
@@ -93,10 +95,12 @@ fn row_with_tail<const N: usize>(values: &[Value], owner: &Arc<TxnShared>) -> Ar
     };
     #[cfg(not(loom))]
     let row: Arc<TtRow> = Arc::new(TtRow {
+        cc: AtomicU64::new(0),
         latch: Latch::new(state),
     });
     #[cfg(loom)]
     let row: Arc<TtRow> = Arc::new(TtRow {
+        cc: AtomicU64::new(0),
         latch: Latch::from_box(Box::new(state)),
     });
     row
@@ -274,6 +278,10 @@ impl VersionStorage for TimeTravelStorage {
             cursor = copy.next.as_deref();
         }
         StampReport::default()
+    }
+
+    fn cc_word(row: &TtRow) -> &AtomicU64 {
+        &row.cc
     }
 
     fn edit<R>(row: &TtRow, edit: impl FnOnce(&mut TtState) -> R) -> R {

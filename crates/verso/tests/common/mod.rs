@@ -7,13 +7,76 @@
 #![allow(dead_code)]
 
 use verso::{
-    ColumnType, Database, GarbageCollector, Isolation, Options, Schema, TableId, Value,
-    VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, Isolation, Options, Schema,
+    TableId, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
-/// storage, and HyPer's one-version-at-a-time removal.
+/// storage, and HyPer's one-version-at-a-time removal, under the default protocol; and
+/// every other protocol over every storage (under Steam) and every collector (over delta
+/// storage).
 pub fn all_configurations() -> Vec<Options> {
+    let mut all = si_configurations();
+    for protocol in ConcurrencyControl::ALL.into_iter().skip(1) {
+        for storage in VersionStorageKind::ALL {
+            all.push(
+                Options::default()
+                    .version_storage(storage)
+                    .concurrency_control(protocol),
+            );
+        }
+        for gc in GarbageCollector::ALL.into_iter().skip(1) {
+            all.push(
+                Options::default()
+                    .garbage_collector(gc)
+                    .concurrency_control(protocol),
+            );
+        }
+    }
+    all
+}
+
+/// The configurations whose transactions read the snapshot taken at `begin` and are never
+/// refused a read: every protocol but MVTO (reads stamp and meet locks) and MV2PL (locked
+/// reads see the newest versions).
+pub fn snapshot_read_configurations() -> Vec<Options> {
+    all_configurations()
+        .into_iter()
+        .filter(|o| {
+            !matches!(
+                o.concurrency_control,
+                ConcurrencyControl::Mvto | ConcurrencyControl::Mv2pl
+            )
+        })
+        .collect()
+}
+
+/// The configurations whose serializable transactions validate every read at commit
+/// against precision locking's commit records from their snapshot on: the default protocol
+/// and MVOCC.
+pub fn precision_configurations() -> Vec<Options> {
+    all_configurations()
+        .into_iter()
+        .filter(|o| {
+            matches!(
+                o.concurrency_control,
+                ConcurrencyControl::SnapshotIsolation | ConcurrencyControl::Mvocc
+            )
+        })
+        .collect()
+}
+
+/// The configurations of one protocol.
+pub fn configurations_of(protocol: ConcurrencyControl) -> Vec<Options> {
+    all_configurations()
+        .into_iter()
+        .filter(|o| o.concurrency_control == protocol)
+        .collect()
+}
+
+/// The configurations of the default protocol: every garbage collector over every version
+/// storage, and HyPer's one-version-at-a-time removal.
+pub fn si_configurations() -> Vec<Options> {
     let mut all: Vec<Options> = VersionStorageKind::ALL
         .into_iter()
         .flat_map(|storage| {
