@@ -6,7 +6,10 @@
 
 mod common;
 
-use verso::{ColumnType, Database, Isolation, Options, Schema, TableId, Value};
+use verso::{
+    ColumnType, ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, Schema,
+    TableId, Value, VersionStorageKind,
+};
 
 fn open_quiet(options: Options) -> Database {
     Database::open(options.idle_collection_interval(None)).expect("open")
@@ -289,6 +292,254 @@ fn regression_an_update_that_found_no_row_is_a_read_validated_at_commit() {
                 "{design}: both committed, a cycle: T1 read key 3 absent, T2 inserted it; \
                  T2 read row 1, T1 overwrote it"
             );
+        }
+    }
+}
+
+// ----- found in review of the protocols (Wu et al.) ----------------------------------------
+//
+// A read (or an update, or a delete) that finds a deleted row's tombstone read the key's
+// absence, but only the tombstone's row word carried it: once the collector buried the
+// tombstone and another transaction inserted the key into a new row object, the read
+// timestamp (MVTO) or lock (MV2PL) was gone and no predicate had been recorded. And an
+// insert refused with `DuplicateKey` read that the key exists without recording it.
+
+fn kv_table(db: &Database) -> TableId {
+    db.create_table(
+        "t",
+        Schema::new()
+            .column("id", ColumnType::U64)
+            .column("v", ColumnType::I64)
+            .primary_key(&["id"]),
+    )
+    .unwrap()
+}
+
+fn open_with(cc: ConcurrencyControl, s: VersionStorageKind, gc: GarbageCollector) -> Database {
+    Database::open(
+        Options::default()
+            .concurrency_control(cc)
+            .version_storage(s)
+            .garbage_collector(gc)
+            .idle_collection_interval(None),
+    )
+    .unwrap()
+}
+
+fn k(i: u64) -> [Value; 1] {
+    [Value::U64(i)]
+}
+
+fn setup_deleted_key<'d>(db: &'d Database, t: TableId) -> verso::Transaction<'d> {
+    let mut a = db.begin(Isolation::Serializable);
+    a.insert(t, &[Value::U64(1), Value::I64(10)]).unwrap();
+    a.insert(t, &[Value::U64(2), Value::I64(20)]).unwrap();
+    a.commit().unwrap();
+    // An old snapshot keeps the tombstone in the index until it ends.
+    let holder = db.begin_read_only(Isolation::Snapshot);
+    let mut d = db.begin(Isolation::Serializable);
+    assert!(d.delete(t, &k(1)).unwrap());
+    d.commit().unwrap();
+    holder
+}
+
+fn configs() -> Vec<(VersionStorageKind, GarbageCollector)> {
+    let mut v = Vec::new();
+    for s in VersionStorageKind::ALL {
+        v.push((s, GarbageCollector::ALL[0]));
+    }
+    for g in GarbageCollector::ALL.into_iter().skip(1) {
+        v.push((VersionStorageKind::ALL[0], g));
+    }
+    v
+}
+
+/// MVTO: a younger T reads key 1 as absent through a tombstone row object (stamping its read
+/// timestamp there); the collector buries the row; an older W inserts key 1 into a fresh row
+/// object (word 0, no predicate published) and commits below T; T then sees key 1.
+#[test]
+fn regression_mvto_an_absent_read_through_a_buried_tombstone_stays_protected() {
+    let mut failures = Vec::new();
+    for (s, g) in configs() {
+        let db = open_with(ConcurrencyControl::Mvto, s, g);
+        if g == GarbageCollector::NoCollection {
+            continue;
+        }
+        let t = kv_table(&db);
+        let holder = setup_deleted_key(&db, t);
+        let mut w = db.begin(Isolation::Serializable);
+        let young = db.begin(Isolation::Serializable);
+        assert!(w.start_ts() < young.start_ts());
+        let first = young.get(t, &k(1)).unwrap();
+        assert_eq!(first, None);
+        drop(holder);
+        db.collect_garbage();
+        w.insert(t, &[Value::U64(1), Value::I64(99)]).unwrap();
+        let wc = w.commit();
+        let second = young.get(t, &k(1));
+        let yc = young.commit();
+        if wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "non-repeatable read committed under MVTO: {failures:?}"
+    );
+}
+
+/// MV2PL: T read-locks the tombstone row of key 1 (reads absent); the collector buries it;
+/// U inserts key 1 into a fresh row object (no lock conflict) and commits; T reads key 1
+/// again and sees it; T commits.
+#[test]
+fn regression_mv2pl_an_absent_read_through_a_buried_tombstone_stays_protected() {
+    let mut failures = Vec::new();
+    for (s, g) in configs() {
+        let db = open_with(ConcurrencyControl::Mv2pl, s, g);
+        if g == GarbageCollector::NoCollection {
+            continue;
+        }
+        let t = kv_table(&db);
+        let holder = setup_deleted_key(&db, t);
+        let mut tx = db.begin(Isolation::Serializable);
+        assert_eq!(tx.get(t, &k(1)).unwrap(), None);
+        drop(holder);
+        db.collect_garbage();
+        let mut u = db.begin(Isolation::Serializable);
+        let ui = u.insert(t, &[Value::U64(1), Value::I64(99)]);
+        let uc = ui.and_then(|_| u.commit());
+        let second = tx.get(t, &k(1));
+        let upd = tx.update(t, &k(2), &[(1, Value::I64(21))]);
+        let tc = tx.commit();
+        let _ = upd;
+        if uc.is_ok() && matches!(second, Ok(Some(_))) && tc.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "non-repeatable read committed under MV2PL: {failures:?}"
+    );
+}
+
+/// MV2PL: the same through an update of an absent key (write lock on the tombstone).
+#[test]
+fn regression_mv2pl_an_update_of_an_absent_key_through_a_buried_tombstone_stays_protected() {
+    let mut failures = Vec::new();
+    for (s, g) in configs() {
+        let db = open_with(ConcurrencyControl::Mv2pl, s, g);
+        if g == GarbageCollector::NoCollection {
+            continue;
+        }
+        let t = kv_table(&db);
+        let holder = setup_deleted_key(&db, t);
+        let mut tx = db.begin(Isolation::Serializable);
+        assert!(!tx.update(t, &k(1), &[(1, Value::I64(5))]).unwrap());
+        drop(holder);
+        db.collect_garbage();
+        let mut u = db.begin(Isolation::Serializable);
+        let uc = u
+            .insert(t, &[Value::U64(1), Value::I64(99)])
+            .and_then(|_| u.commit());
+        let second = tx.get(t, &k(1));
+        let tc = tx.commit();
+        if uc.is_ok() && matches!(second, Ok(Some(_))) && tc.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// MVOCC / SSN: a failed insert (DuplicateKey) observes that the key exists, but is not
+/// recorded as a read. Write skew: T sees k exists (duplicate) and writes j; U reads j and
+/// deletes k; U commits first; T commits. Cycle T -rw(k)-> U -rw(j)-> T.
+#[test]
+fn regression_a_duplicate_key_is_a_read_validated_at_commit() {
+    let mut failures = Vec::new();
+    for cc in [
+        ConcurrencyControl::Mvocc,
+        ConcurrencyControl::Ssn,
+        ConcurrencyControl::SnapshotIsolation,
+    ] {
+        let db = open_with(cc, VersionStorageKind::ALL[0], GarbageCollector::ALL[0]);
+        let t = kv_table(&db);
+        let mut a = db.begin(Isolation::Serializable);
+        a.insert(t, &[Value::U64(1), Value::I64(10)]).unwrap();
+        a.insert(t, &[Value::U64(2), Value::I64(0)]).unwrap();
+        a.commit().unwrap();
+        let mut tx = db.begin(Isolation::Serializable);
+        let mut u = db.begin(Isolation::Serializable);
+        let dup = tx.insert(t, &[Value::U64(1), Value::I64(11)]);
+        assert!(matches!(dup, Err(Error::DuplicateKey { .. })), "{dup:?}");
+        tx.update(t, &k(2), &[(1, Value::I64(1))]).unwrap();
+        assert_eq!(u.get(t, &k(2)).unwrap().unwrap()[1], Value::I64(0));
+        assert!(u.delete(t, &k(1)).unwrap());
+        let uc = u.commit();
+        let tc = tx.commit();
+        if uc.is_ok() && tc.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// MVTO: the same through update of an absent key (T's write lock on the tombstone; its
+/// release leaves T's id as read timestamp on a row the collector then buries).
+#[test]
+fn regression_mvto_an_update_of_an_absent_key_through_a_buried_tombstone_stays_protected() {
+    let mut failures = Vec::new();
+    for (s, g) in configs() {
+        let db = open_with(ConcurrencyControl::Mvto, s, g);
+        if g == GarbageCollector::NoCollection {
+            continue;
+        }
+        let t = kv_table(&db);
+        let holder = setup_deleted_key(&db, t);
+        let mut w = db.begin(Isolation::Serializable);
+        let mut young = db.begin(Isolation::Serializable);
+        assert!(!young.update(t, &k(1), &[(1, Value::I64(5))]).unwrap());
+        drop(holder);
+        db.collect_garbage();
+        let wc = w
+            .insert(t, &[Value::U64(1), Value::I64(99)])
+            .and_then(|_| w.commit());
+        let second = young.get(t, &k(1));
+        let yc = young.commit();
+        if wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// Control: a scan over the same buried tombstone is a recorded/published range, so both
+/// protocols catch the insert.
+#[test]
+fn scans_over_a_buried_tombstone_stay_protected_under_mvto_and_mv2pl() {
+    for cc in [ConcurrencyControl::Mvto, ConcurrencyControl::Mv2pl] {
+        for (s, g) in configs() {
+            if g == GarbageCollector::NoCollection {
+                continue;
+            }
+            let db = open_with(cc, s, g);
+            let t = kv_table(&db);
+            let holder = setup_deleted_key(&db, t);
+            let mut w = db.begin(Isolation::Serializable);
+            let mut young = db.begin(Isolation::Serializable);
+            let rows = young
+                .scan(t, vec![Value::U64(1)]..=vec![Value::U64(1)])
+                .unwrap();
+            assert!(rows.is_empty());
+            drop(holder);
+            db.collect_garbage();
+            let wc = w
+                .insert(t, &[Value::U64(1), Value::I64(99)])
+                .and_then(|_| w.commit());
+            let second = young.get(t, &k(1));
+            let _ = young.update(t, &k(2), &[(1, Value::I64(3))]);
+            let yc = young.commit();
+            let bad = wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok();
+            assert!(!bad, "{}: {wc:?} {second:?} {yc:?}", db.design());
         }
     }
 }

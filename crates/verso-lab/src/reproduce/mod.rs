@@ -666,3 +666,54 @@ pub(crate) fn verdict(
         agreement,
     }
 }
+
+/// Seconds every quick run lasts, in every paper's experiments.
+pub(crate) const QUICK_SECONDS: f64 = 0.2;
+
+/// The paper an experiment module reproduces: its citation and its machine and setup.
+pub(crate) struct PaperSource {
+    pub(crate) citation: &'static str,
+    pub(crate) machine: &'static str,
+}
+
+/// "2 cores here" and, at the quick size, the mark that it measures nothing.
+fn our_machine(quick: bool) -> String {
+    let mut machine = format!("{} core(s) here, shared with whatever else runs", cores());
+    if quick {
+        machine.push_str(&format!(
+            "; QUICK SIZE: tiny data, {QUICK_SECONDS} s runs: a smoke test, not a measurement"
+        ));
+    }
+    machine
+}
+
+/// The reproduction of `experiment` of `paper`, run with `options`: the setups in words
+/// (each gets its machine appended), the panels, notes and points.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn reproduction_of(
+    paper: &PaperSource,
+    experiment: &Experiment,
+    options: &ReproduceOptions,
+    paper_setup: &str,
+    our_setup: &str,
+    panels: Vec<Panel>,
+    notes: Vec<String>,
+    points: Vec<Point>,
+) -> Reproduction {
+    Reproduction {
+        format_version: REPRODUCTION_FORMAT_VERSION,
+        experiment: experiment.name.to_owned(),
+        title: experiment.title.to_owned(),
+        paper: format!("{}, {}", paper.citation, experiment.paper_ref),
+        paper_setup: format!("{paper_setup}; {}", paper.machine),
+        our_setup: format!("{our_setup}; {}", our_machine(options.quick)),
+        quick: options.quick,
+        cores: cores(),
+        seed: options.seed,
+        started_unix_seconds: 0,
+        command_line: Vec::new(),
+        panels,
+        notes,
+        points,
+    }
+}

@@ -16,8 +16,7 @@ use super::{
     commits_per_second, cores, direction, max_chain, per_second, ratio_agreement, ratio_of, run_at,
     run_points, same_agreement, sample_mean, seconds, sweep_figure, sweep_panel, times, value_at,
     verdict, Agreement, Experiment, Figure, FigureLine, FigureSpec, OverTime, Panel, Point,
-    PointPlan, PointProcess, ReproduceOptions, Reproduction, Table, Verdict, NOISE,
-    REPRODUCTION_FORMAT_VERSION,
+    PointPlan, PointProcess, ReproduceOptions, Reproduction, Table, Verdict, NOISE, QUICK_SECONDS,
 };
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -45,9 +44,6 @@ const PAPER: &str = "Böttcher, Leis, Neumann, Kemper: Scalable Garbage Collecti
 /// The paper's machine (§5).
 const PAPER_MACHINE: &str = "the collectors built into HyPer, on an Intel Xeon E5-2660 v2 \
      (2 NUMA sockets x 10 cores: 20 physical cores, 40 hyper-threads, 2.2-3.0 GHz), 256 GB";
-
-/// Seconds every quick run lasts.
-const QUICK_SECONDS: f64 = 0.2;
 
 const FIG7_SECONDS: f64 = 25.0;
 const TABLE5_TRANSACTIONS: u64 = 300_000;
@@ -238,17 +234,6 @@ impl Size<'_> {
             full
         }
     }
-
-    /// "2 cores here" and the quick mark, for the setup line.
-    fn machine(&self) -> String {
-        let mut machine = format!("{} core(s) here, shared with whatever else runs", cores());
-        if self.quick() {
-            machine.push_str(&format!(
-                "; QUICK SIZE: tiny data, {QUICK_SECONDS} s runs: a smoke test, not a measurement"
-            ));
-        }
-        machine
-    }
 }
 
 impl Size<'_> {
@@ -324,22 +309,19 @@ fn reproduction(
     notes: Vec<String>,
     points: Vec<Point>,
 ) -> Reproduction {
-    Reproduction {
-        format_version: REPRODUCTION_FORMAT_VERSION,
-        experiment: experiment.name.to_owned(),
-        title: experiment.title.to_owned(),
-        paper: format!("{PAPER}, {}", experiment.paper_ref),
-        paper_setup: format!("{paper_setup}; {PAPER_MACHINE}"),
-        our_setup: format!("{our_setup}; {}", size.machine()),
-        quick: size.quick(),
-        cores: cores(),
-        seed: size.options.seed,
-        started_unix_seconds: 0,
-        command_line: Vec::new(),
+    super::reproduction_of(
+        &super::PaperSource {
+            citation: PAPER,
+            machine: PAPER_MACHINE,
+        },
+        experiment,
+        size.options,
+        &paper_setup,
+        &our_setup,
         panels,
         notes,
         points,
-    }
+    )
 }
 
 /// A figure of `metric` over time: every run, or (with `without`) all but that series.

@@ -15,9 +15,9 @@ use std::time::Duration;
 use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionStorageKind};
 
 use super::{
-    commits_per_second, cores, direction, ratio_agreement, ratio_of, run_points, same_agreement,
-    seconds, sweep_figure, sweep_panel, times, value_at, verdict, Experiment, FigureSpec, Panel,
-    Point, PointPlan, ReproduceOptions, Reproduction, Table, REPRODUCTION_FORMAT_VERSION,
+    commits_per_second, direction, ratio_agreement, ratio_of, run_points, same_agreement, seconds,
+    sweep_figure, sweep_panel, times, value_at, verdict, Experiment, FigureSpec, Panel, Point,
+    PointPlan, ReproduceOptions, Reproduction, Table, QUICK_SECONDS,
 };
 use crate::format::compact;
 use crate::metrics::RunResult;
@@ -33,8 +33,6 @@ const PAPER_MACHINE: &str = "Peloton on a 4-socket Intel Xeon E7-4820 (40 cores,
      128 GB; append-only N2O storage, transaction-level GC (40 ms epochs), logical pointers; \
      60 s warm-up, 120 s measured, 5 trials";
 
-/// Seconds every quick run lasts.
-const QUICK_SECONDS: f64 = 0.2;
 /// OLTP threads (the paper: 40).
 const THREADS: usize = 2;
 
@@ -122,16 +120,7 @@ impl Size<'_> {
         }
     }
 
-    fn machine(&self) -> String {
-        let mut machine = format!("{} core(s) here, shared with whatever else runs", cores());
-        if self.quick() {
-            machine.push_str(&format!(
-                "; QUICK SIZE: tiny data, {QUICK_SECONDS} s runs: a smoke test, not a measurement"
-            ));
-        }
-        machine
-    }
-
+    #[allow(clippy::too_many_arguments)]
     fn reproduction(
         &self,
         experiment: &Experiment,
@@ -141,22 +130,19 @@ impl Size<'_> {
         notes: Vec<String>,
         points: Vec<Point>,
     ) -> Reproduction {
-        Reproduction {
-            format_version: REPRODUCTION_FORMAT_VERSION,
-            experiment: experiment.name.to_owned(),
-            title: experiment.title.to_owned(),
-            paper: format!("{PAPER}, {}", experiment.paper_ref),
-            paper_setup: format!("{paper_setup}; {PAPER_MACHINE}"),
-            our_setup: format!("{our_setup}; {}", self.machine()),
-            quick: self.quick(),
-            cores: cores(),
-            seed: self.options.seed,
-            started_unix_seconds: 0,
-            command_line: Vec::new(),
+        super::reproduction_of(
+            &super::PaperSource {
+                citation: PAPER,
+                machine: PAPER_MACHINE,
+            },
+            experiment,
+            self.options,
+            paper_setup,
+            &our_setup,
             panels,
             notes,
             points,
-        }
+        )
     }
 }
 

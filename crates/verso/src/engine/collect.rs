@@ -103,6 +103,24 @@ pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, mut committed: C
     }
 }
 
+/// Puts what a background round kept of a queue back in front of what arrived meanwhile,
+/// keeping the queue in timestamp order: under MVTO an arrival can be older than a kept
+/// entry (a transaction commits at its start id), and is then finalized at the kept one's
+/// timestamp, later, which is as safe
+/// (`regression_an_older_arrival_behind_a_kept_queue_keeps_the_order`).
+fn put_back<R>(queue: &mut VecDeque<Committed<R>>, mut taken: VecDeque<Committed<R>>) {
+    let floor = taken.back().map_or(0, |c| c.commit_ts);
+    for arrived in queue.iter_mut() {
+        arrived.commit_ts = arrived.commit_ts.max(floor);
+    }
+    taken.append(queue);
+    *queue = taken;
+    debug_assert!(queue
+        .iter()
+        .zip(queue.iter().skip(1))
+        .all(|(a, b)| a.commit_ts <= b.commit_ts));
+}
+
 /// Something with an identity to deduplicate by (a row pointer).
 pub(crate) trait RowIdentity {
     fn identity(&self) -> usize;
@@ -360,8 +378,7 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
             stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
         }
         let mut queue = slot.committed.lock();
-        taken.append(&mut queue);
-        *queue = taken;
+        put_back(&mut queue, taken);
         if queue.len() >= QUEUE_FOLD_AT {
             let moved = fold_queue(&mut queue);
             // Counted by this thread: a slot's counters are written by one thread only.
@@ -611,4 +628,25 @@ pub(crate) fn bury_if_unreachable<V: VersionStorage>(
     }
     chain.mark_dead();
     true
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A background round took out a queue ending at 20 and keeps it; meanwhile the owner
+    /// committed an MVTO transaction with the older id 15. Put back, the queue stays in
+    /// timestamp order (finalizing and folding rely on it).
+    #[test]
+    fn regression_an_older_arrival_behind_a_kept_queue_keeps_the_order() {
+        let mut queue: VecDeque<Committed<u32>> = [Committed::new(15, vec![3])].into();
+        let taken: VecDeque<Committed<u32>> =
+            [Committed::new(10, vec![1]), Committed::new(20, vec![2])].into();
+        put_back(&mut queue, taken);
+        let order: Vec<(u64, Vec<u32>)> = queue
+            .iter()
+            .map(|c| (c.commit_ts, c.rows.clone()))
+            .collect();
+        assert_eq!(order, [(10, vec![1]), (20, vec![2]), (20, vec![3])]);
+    }
 }

@@ -416,13 +416,19 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let clock = self.predicate_clock();
         let found = loop {
             match self.read_point(table, &key_bytes, &mut reader) {
-                Ok(None) if self.recording == Recording::Predicates && !published => {
-                    // No row object: no lock or read timestamp can carry this read.
+                // No row object, or one whose version this transaction sees is no row (a
+                // tombstone): no lock or read timestamp can carry the read of an absent
+                // key, since the collector may bury the tombstone and an insert then
+                // makes a new row object with a fresh word
+                // (`regression_mvto_an_absent_read_through_a_buried_tombstone_stays_protected`).
+                absent @ (Ok(None) | Ok(Some((None, _))))
+                    if self.recording == Recording::Predicates && !published =>
+                {
                     if let Some(reads) = &self.reads {
                         // MV2PL: validated at commit.
                         reads.borrow_mut().record_point(id.index, &key_bytes);
                         self.note_predicate(clock);
-                        break Ok(None);
+                        break absent;
                     }
                     // MVTO: publish, then search again. A row inserted meanwhile is found
                     // now (and read by the rules), or its writer finds the predicate.
@@ -446,7 +452,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     /// Looks a primary key up and reads the row under the protocol's rule, lending it to
     /// the reader taken from `reader` (`None`: no row object under the key; the reader is
-    /// left for another search).
+    /// taken only if the row is visible, and left for another search otherwise).
     #[allow(clippy::type_complexity)]
     fn read_point<R, F: FnOnce(RowView<'_>) -> R>(
         &self,
@@ -456,8 +462,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     ) -> std::result::Result<Option<(Option<R>, crate::version::ReadCost)>, Refused> {
         let found = table.primary.with(key_bytes, |row| {
             self.before_read(row)?;
-            let reader = reader.take().expect("one row is read per call");
-            Ok(V::read(row, &self.snapshot(), |v| v.map(reader)))
+            Ok(V::read(row, &self.snapshot(), |v| {
+                v.map(|v| (reader.take().expect("one visible row is read per call"))(v))
+            }))
         });
         found.transpose()
     }
@@ -605,7 +612,18 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             let existing = table.primary.with(key_bytes, Arc::clone);
             match existing {
                 Some(row) => {
-                    match self.write_row(table, id, &row, WriteIntent::Insert(row_values))? {
+                    let written = self.write_row(table, id, &row, WriteIntent::Insert(row_values));
+                    if matches!(written, Err(Error::DuplicateKey { .. })) {
+                        // The insert read that the key exists
+                        // (`regression_a_duplicate_key_is_a_read_validated_at_commit`); under
+                        // MVTO and MV2PL the live row's lock, held to the end, carries it.
+                        if self.recording == Recording::Everything {
+                            if let Some(reads) = &self.reads {
+                                reads.borrow_mut().record_point(id.index, key_bytes);
+                            }
+                        }
+                    }
+                    match written? {
                         Written::Done => return Ok(()),
                         Written::RowGone => continue,
                         Written::NotFound => unreachable!("an insert never reports not-found"),
@@ -704,12 +722,19 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             match self.write_row(table, id, &row, intent) {
                 Ok(Written::Done) => break Ok(true),
                 Ok(Written::NotFound) => {
-                    // The row does not exist in this transaction's view: a read of that
-                    // (row locks carry it under MVTO and MV2PL).
-                    if self.recording == Recording::Everything {
-                        if let Some(reads) = &self.reads {
-                            reads.borrow_mut().record_point(id.index, &key_bytes);
-                        }
+                    // The row does not exist in this transaction's view: a read of that.
+                    // Not carried by the tombstone's lock or read timestamp alone (it may
+                    // be buried and the key inserted into a new row object).
+                    if let Some(reads) = &self.reads {
+                        reads.borrow_mut().record_point(id.index, &key_bytes);
+                        self.note_predicate(clock);
+                    } else if self.recording == Recording::Predicates && !published {
+                        // MVTO: publish, then search again.
+                        let mut predicate = ReadSet::default();
+                        predicate.record_point(id.index, &key_bytes);
+                        self.publish_predicate(predicate);
+                        published = true;
+                        continue;
                     }
                     break Ok(false);
                 }
