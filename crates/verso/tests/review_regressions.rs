@@ -8,7 +8,7 @@ mod common;
 
 use verso::{
     ColumnType, ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, Schema,
-    TableId, Value, VersionStorageKind,
+    TableId, Transaction, Value,
 };
 
 fn open_quiet(options: Options) -> Database {
@@ -315,43 +315,72 @@ fn kv_table(db: &Database) -> TableId {
     .unwrap()
 }
 
-fn open_with(cc: ConcurrencyControl, s: VersionStorageKind, gc: GarbageCollector) -> Database {
-    Database::open(
-        Options::default()
-            .concurrency_control(cc)
-            .version_storage(s)
-            .garbage_collector(gc)
-            .idle_collection_interval(None),
-    )
-    .unwrap()
-}
-
 fn k(i: u64) -> [Value; 1] {
     [Value::U64(i)]
 }
 
-fn setup_deleted_key<'d>(db: &'d Database, t: TableId) -> verso::Transaction<'d> {
-    let mut a = db.begin(Isolation::Serializable);
-    a.insert(t, &[Value::U64(1), Value::I64(10)]).unwrap();
-    a.insert(t, &[Value::U64(2), Value::I64(20)]).unwrap();
-    a.commit().unwrap();
-    // An old snapshot keeps the tombstone in the index until it ends.
-    let holder = db.begin_read_only(Isolation::Snapshot);
-    let mut d = db.begin(Isolation::Serializable);
-    assert!(d.delete(t, &k(1)).unwrap());
-    d.commit().unwrap();
-    holder
+/// Over every configuration of `protocol` whose collector collects: keys 1 and 2, key 1
+/// deleted while a snapshot holds its tombstone. The reader reads key 1's absence with
+/// `read_absence`; the snapshot ends and the collector buries the tombstone; an inserter of
+/// key 1 (begun before the reader if `older_inserter`, MVTO's case) commits; the reader reads
+/// key 1 again, writes key 2 and commits. Asserts that the reader did not both see key 1
+/// appear and commit.
+fn assert_an_absence_survives_the_burial(
+    protocol: ConcurrencyControl,
+    older_inserter: bool,
+    read_absence: impl Fn(&mut Transaction<'_>, TableId),
+) {
+    let mut failures = Vec::new();
+    for options in common::configurations_of(protocol) {
+        if options.garbage_collector == GarbageCollector::NoCollection {
+            continue;
+        }
+        let db = common::open(&options.idle_collection_interval(None));
+        let t = kv_table(&db);
+        let mut setup = db.begin(Isolation::Serializable);
+        setup.insert(t, &[Value::U64(1), Value::I64(10)]).unwrap();
+        setup.insert(t, &[Value::U64(2), Value::I64(20)]).unwrap();
+        setup.commit().unwrap();
+        let holder = db.begin_read_only(Isolation::Snapshot);
+        let mut delete = db.begin(Isolation::Serializable);
+        assert!(delete.delete(t, &k(1)).unwrap());
+        delete.commit().unwrap();
+
+        let early_inserter = older_inserter.then(|| db.begin(Isolation::Serializable));
+        let mut reader = db.begin(Isolation::Serializable);
+        read_absence(&mut reader, t);
+        drop(holder);
+        db.collect_garbage();
+        let mut inserter = early_inserter.unwrap_or_else(|| db.begin(Isolation::Serializable));
+        let inserted = inserter
+            .insert(t, &[Value::U64(1), Value::I64(99)])
+            .and_then(|()| inserter.commit());
+        let second = reader.get(t, &k(1));
+        let _ = reader.update(t, &k(2), &[(1, Value::I64(21))]);
+        let committed = reader.commit();
+        if inserted.is_ok() && matches!(second, Ok(Some(_))) && committed.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the reader saw key 1 appear and committed: {failures:?}"
+    );
 }
 
-fn configs() -> Vec<(VersionStorageKind, GarbageCollector)> {
-    let mut v = Vec::new();
-    for s in VersionStorageKind::ALL {
-        v.push((s, GarbageCollector::ALL[0]));
-    }
-    for g in GarbageCollector::ALL.into_iter().skip(1) {
-        v.push((VersionStorageKind::ALL[0], g));
-    }
-    v
+fn read_absent(reader: &mut Transaction<'_>, t: TableId) {
+    assert_eq!(reader.get(t, &k(1)).unwrap(), None);
+}
+
+fn update_absent(reader: &mut Transaction<'_>, t: TableId) {
+    assert!(!reader.update(t, &k(1), &[(1, Value::I64(5))]).unwrap());
+}
+
+fn scan_absent(reader: &mut Transaction<'_>, t: TableId) {
+    let rows = reader
+        .scan(t, vec![Value::U64(1)]..=vec![Value::U64(1)])
+        .unwrap();
+    assert!(rows.is_empty());
 }
 
 /// MVTO: a younger T reads key 1 as absent through a tombstone row object (stamping its read
@@ -359,33 +388,14 @@ fn configs() -> Vec<(VersionStorageKind, GarbageCollector)> {
 /// object (word 0, no predicate published) and commits below T; T then sees key 1.
 #[test]
 fn regression_mvto_an_absent_read_through_a_buried_tombstone_stays_protected() {
-    let mut failures = Vec::new();
-    for (s, g) in configs() {
-        let db = open_with(ConcurrencyControl::Mvto, s, g);
-        if g == GarbageCollector::NoCollection {
-            continue;
-        }
-        let t = kv_table(&db);
-        let holder = setup_deleted_key(&db, t);
-        let mut w = db.begin(Isolation::Serializable);
-        let young = db.begin(Isolation::Serializable);
-        assert!(w.start_ts() < young.start_ts());
-        let first = young.get(t, &k(1)).unwrap();
-        assert_eq!(first, None);
-        drop(holder);
-        db.collect_garbage();
-        w.insert(t, &[Value::U64(1), Value::I64(99)]).unwrap();
-        let wc = w.commit();
-        let second = young.get(t, &k(1));
-        let yc = young.commit();
-        if wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok() {
-            failures.push(db.design());
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "non-repeatable read committed under MVTO: {failures:?}"
-    );
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mvto, true, read_absent);
+}
+
+/// MVTO: the same through an update of an absent key (T's write lock on the tombstone; its
+/// release leaves T's id as read timestamp on a row the collector then buries).
+#[test]
+fn regression_mvto_an_update_of_an_absent_key_through_a_buried_tombstone_stays_protected() {
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mvto, true, update_absent);
 }
 
 /// MV2PL: T read-locks the tombstone row of key 1 (reads absent); the collector buries it;
@@ -393,61 +403,21 @@ fn regression_mvto_an_absent_read_through_a_buried_tombstone_stays_protected() {
 /// again and sees it; T commits.
 #[test]
 fn regression_mv2pl_an_absent_read_through_a_buried_tombstone_stays_protected() {
-    let mut failures = Vec::new();
-    for (s, g) in configs() {
-        let db = open_with(ConcurrencyControl::Mv2pl, s, g);
-        if g == GarbageCollector::NoCollection {
-            continue;
-        }
-        let t = kv_table(&db);
-        let holder = setup_deleted_key(&db, t);
-        let mut tx = db.begin(Isolation::Serializable);
-        assert_eq!(tx.get(t, &k(1)).unwrap(), None);
-        drop(holder);
-        db.collect_garbage();
-        let mut u = db.begin(Isolation::Serializable);
-        let ui = u.insert(t, &[Value::U64(1), Value::I64(99)]);
-        let uc = ui.and_then(|_| u.commit());
-        let second = tx.get(t, &k(1));
-        let upd = tx.update(t, &k(2), &[(1, Value::I64(21))]);
-        let tc = tx.commit();
-        let _ = upd;
-        if uc.is_ok() && matches!(second, Ok(Some(_))) && tc.is_ok() {
-            failures.push(db.design());
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "non-repeatable read committed under MV2PL: {failures:?}"
-    );
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mv2pl, false, read_absent);
 }
 
 /// MV2PL: the same through an update of an absent key (write lock on the tombstone).
 #[test]
 fn regression_mv2pl_an_update_of_an_absent_key_through_a_buried_tombstone_stays_protected() {
-    let mut failures = Vec::new();
-    for (s, g) in configs() {
-        let db = open_with(ConcurrencyControl::Mv2pl, s, g);
-        if g == GarbageCollector::NoCollection {
-            continue;
-        }
-        let t = kv_table(&db);
-        let holder = setup_deleted_key(&db, t);
-        let mut tx = db.begin(Isolation::Serializable);
-        assert!(!tx.update(t, &k(1), &[(1, Value::I64(5))]).unwrap());
-        drop(holder);
-        db.collect_garbage();
-        let mut u = db.begin(Isolation::Serializable);
-        let uc = u
-            .insert(t, &[Value::U64(1), Value::I64(99)])
-            .and_then(|_| u.commit());
-        let second = tx.get(t, &k(1));
-        let tc = tx.commit();
-        if uc.is_ok() && matches!(second, Ok(Some(_))) && tc.is_ok() {
-            failures.push(db.design());
-        }
-    }
-    assert!(failures.is_empty(), "{failures:?}");
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mv2pl, false, update_absent);
+}
+
+/// Control: a scan over the same buried tombstone is a recorded (MV2PL) or published (MVTO)
+/// range, so both protocols catch the insert.
+#[test]
+fn scans_over_a_buried_tombstone_stay_protected_under_mvto_and_mv2pl() {
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mvto, true, scan_absent);
+    assert_an_absence_survives_the_burial(ConcurrencyControl::Mv2pl, false, scan_absent);
 }
 
 /// MVOCC / SSN: a failed insert (DuplicateKey) observes that the key exists, but is not
@@ -461,7 +431,7 @@ fn regression_a_duplicate_key_is_a_read_validated_at_commit() {
         ConcurrencyControl::Ssn,
         ConcurrencyControl::SnapshotIsolation,
     ] {
-        let db = open_with(cc, VersionStorageKind::ALL[0], GarbageCollector::ALL[0]);
+        let db = common::open(&Options::default().concurrency_control(cc));
         let t = kv_table(&db);
         let mut a = db.begin(Isolation::Serializable);
         a.insert(t, &[Value::U64(1), Value::I64(10)]).unwrap();
@@ -481,65 +451,4 @@ fn regression_a_duplicate_key_is_a_read_validated_at_commit() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
-}
-
-/// MVTO: the same through update of an absent key (T's write lock on the tombstone; its
-/// release leaves T's id as read timestamp on a row the collector then buries).
-#[test]
-fn regression_mvto_an_update_of_an_absent_key_through_a_buried_tombstone_stays_protected() {
-    let mut failures = Vec::new();
-    for (s, g) in configs() {
-        let db = open_with(ConcurrencyControl::Mvto, s, g);
-        if g == GarbageCollector::NoCollection {
-            continue;
-        }
-        let t = kv_table(&db);
-        let holder = setup_deleted_key(&db, t);
-        let mut w = db.begin(Isolation::Serializable);
-        let mut young = db.begin(Isolation::Serializable);
-        assert!(!young.update(t, &k(1), &[(1, Value::I64(5))]).unwrap());
-        drop(holder);
-        db.collect_garbage();
-        let wc = w
-            .insert(t, &[Value::U64(1), Value::I64(99)])
-            .and_then(|_| w.commit());
-        let second = young.get(t, &k(1));
-        let yc = young.commit();
-        if wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok() {
-            failures.push(db.design());
-        }
-    }
-    assert!(failures.is_empty(), "{failures:?}");
-}
-
-/// Control: a scan over the same buried tombstone is a recorded/published range, so both
-/// protocols catch the insert.
-#[test]
-fn scans_over_a_buried_tombstone_stay_protected_under_mvto_and_mv2pl() {
-    for cc in [ConcurrencyControl::Mvto, ConcurrencyControl::Mv2pl] {
-        for (s, g) in configs() {
-            if g == GarbageCollector::NoCollection {
-                continue;
-            }
-            let db = open_with(cc, s, g);
-            let t = kv_table(&db);
-            let holder = setup_deleted_key(&db, t);
-            let mut w = db.begin(Isolation::Serializable);
-            let mut young = db.begin(Isolation::Serializable);
-            let rows = young
-                .scan(t, vec![Value::U64(1)]..=vec![Value::U64(1)])
-                .unwrap();
-            assert!(rows.is_empty());
-            drop(holder);
-            db.collect_garbage();
-            let wc = w
-                .insert(t, &[Value::U64(1), Value::I64(99)])
-                .and_then(|_| w.commit());
-            let second = young.get(t, &k(1));
-            let _ = young.update(t, &k(2), &[(1, Value::I64(3))]);
-            let yc = young.commit();
-            let bad = wc.is_ok() && matches!(second, Ok(Some(_))) && yc.is_ok();
-            assert!(!bad, "{}: {wc:?} {second:?} {yc:?}", db.design());
-        }
-    }
 }

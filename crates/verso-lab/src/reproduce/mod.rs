@@ -717,3 +717,38 @@ pub(crate) fn reproduction_of(
         points,
     }
 }
+
+/// The sizes of one invocation: full, or quick (tiny data, sub-second runs). Each paper's
+/// module adds the workloads and configurations of its experiments.
+pub(crate) struct Size<'o> {
+    pub(crate) options: &'o ReproduceOptions,
+}
+
+impl Size<'_> {
+    pub(crate) fn quick(&self) -> bool {
+        self.options.quick
+    }
+
+    /// `full` seconds, or the quick length.
+    pub(crate) fn seconds(&self, full: f64) -> f64 {
+        if self.quick() {
+            QUICK_SECONDS
+        } else {
+            full
+        }
+    }
+
+    /// Every second, or every 50 ms at the quick size.
+    pub(crate) fn sample_interval(&self) -> Duration {
+        Duration::from_millis(if self.quick() { 50 } else { 1_000 })
+    }
+
+    /// `full`, or `quick` at the quick size.
+    pub(crate) fn pick<'a, T>(&self, full: &'a [T], quick: &'a [T]) -> &'a [T] {
+        if self.quick() {
+            quick
+        } else {
+            full
+        }
+    }
+}

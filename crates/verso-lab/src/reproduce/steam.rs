@@ -16,7 +16,7 @@ use super::{
     commits_per_second, cores, direction, max_chain, per_second, ratio_agreement, ratio_of, run_at,
     run_points, same_agreement, sample_mean, seconds, sweep_figure, sweep_panel, times, value_at,
     verdict, Agreement, Experiment, Figure, FigureLine, FigureSpec, OverTime, Panel, Point,
-    PointPlan, PointProcess, ReproduceOptions, Reproduction, Table, Verdict, NOISE, QUICK_SECONDS,
+    PointPlan, PointProcess, ReproduceOptions, Reproduction, Size, Table, Verdict, NOISE,
 };
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -143,29 +143,7 @@ pub const FIG12: Experiment = Experiment {
     run: fig12,
 };
 
-/// The sizes of one invocation.
-struct Size<'o> {
-    options: &'o ReproduceOptions,
-}
-
 impl Size<'_> {
-    fn quick(&self) -> bool {
-        self.options.quick
-    }
-
-    /// `full` seconds, or the quick length.
-    fn seconds(&self, full: f64) -> f64 {
-        if self.quick() {
-            QUICK_SECONDS
-        } else {
-            full
-        }
-    }
-
-    fn sample_interval(&self) -> Duration {
-        Duration::from_millis(if self.quick() { 50 } else { 1_000 })
-    }
-
     /// A run of `options` with `oltp` + `olap` threads until `stop`.
     fn config(
         &self,
@@ -225,14 +203,6 @@ impl Size<'_> {
             scan_percent,
             ..base
         })?))
-    }
-
-    fn pick<'a, T>(&self, full: &'a [T], quick: &'a [T]) -> &'a [T] {
-        if self.quick() {
-            quick
-        } else {
-            full
-        }
     }
 }
 

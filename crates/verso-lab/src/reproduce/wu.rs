@@ -10,14 +10,13 @@
 //! cores.
 
 use std::io::Write;
-use std::time::Duration;
 
 use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionStorageKind};
 
 use super::{
     commits_per_second, direction, ratio_agreement, ratio_of, run_points, same_agreement, seconds,
     sweep_figure, sweep_panel, times, value_at, verdict, Experiment, FigureSpec, Panel, Point,
-    PointPlan, ReproduceOptions, Reproduction, Table, QUICK_SECONDS,
+    PointPlan, ReproduceOptions, Reproduction, Size, Table,
 };
 use crate::format::compact;
 use crate::metrics::RunResult;
@@ -84,26 +83,14 @@ fn series_names() -> Vec<String> {
         .collect()
 }
 
-/// The sizes of one invocation.
-struct Size<'o> {
-    options: &'o ReproduceOptions,
-}
-
 impl Size<'_> {
-    fn quick(&self) -> bool {
-        self.options.quick
-    }
-
-    fn seconds(&self, full: f64) -> f64 {
-        if self.quick() {
-            QUICK_SECONDS
-        } else {
-            full
-        }
-    }
-
     /// A serializable run of `protocol` over the paper's storage, `THREADS` OLTP threads.
-    fn config(&self, label: String, protocol: ConcurrencyControl, run_seconds: f64) -> RunConfig {
+    fn protocol_config(
+        &self,
+        label: String,
+        protocol: ConcurrencyControl,
+        run_seconds: f64,
+    ) -> RunConfig {
         let options = Options::default()
             .version_storage(VersionStorageKind::AppendNewestToOldest)
             .garbage_collector(GarbageCollector::Deuteronomy)
@@ -114,7 +101,7 @@ impl Size<'_> {
             olap_workers: 0,
             stop: seconds(run_seconds),
             seed: self.options.seed,
-            sample_interval: Duration::from_millis(if self.quick() { 50 } else { 1_000 }),
+            sample_interval: self.sample_interval(),
             show_progress: self.options.show_progress,
             ..RunConfig::with_options(label, options)
         }
@@ -162,11 +149,7 @@ fn abort_rate(run: &RunResult) -> f64 {
 
 fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction, LabError> {
     let size = Size { options };
-    let thetas: &[f64] = if size.quick() {
-        &FIG7_QUICK_THETAS
-    } else {
-        &FIG7_THETAS
-    };
+    let thetas = size.pick(&FIG7_THETAS, &FIG7_QUICK_THETAS);
     let run_seconds = size.seconds(FIG7_SECONDS);
     let ycsb = |read_ratio: f64, theta: f64| -> Result<Box<dyn Workload>, LabError> {
         let base = if size.quick() {
@@ -195,7 +178,7 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                     x: Some(theta),
                     describe: describe.clone(),
                     workload: ycsb(read_ratio, theta)?,
-                    config: size.config(describe, protocol, run_seconds),
+                    config: size.protocol_config(describe, protocol, run_seconds),
                 });
             }
         }
@@ -393,7 +376,7 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 x: None,
                 describe: series.clone(),
                 workload: tpcc()?,
-                config: size.config(series, protocol, run_seconds),
+                config: size.protocol_config(series, protocol, run_seconds),
             })
         })
         .collect::<Result<Vec<_>, LabError>>()?;

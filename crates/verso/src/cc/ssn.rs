@@ -126,6 +126,15 @@ mod tests {
         reads
     }
 
+    /// A commit clock that hands out `start + 1`, `start + 2`, ...
+    fn clock_after(start: u64) -> impl FnMut() -> u64 {
+        let mut clock = start;
+        move || {
+            clock += 1;
+            clock
+        }
+    }
+
     fn writes_of(keys: &[&[u8]]) -> Vec<WrittenKey> {
         keys.iter()
             .map(|key| WrittenKey {
@@ -142,11 +151,7 @@ mod tests {
     #[test]
     fn write_skew_fails_the_second_committer() {
         let log = SsnLog::default();
-        let mut clock = 10;
-        let mut draw = || {
-            clock += 1;
-            clock
-        };
+        let mut draw = clock_after(10);
         let first = log.commit(
             10,
             reads_of(&[b"x", b"y"]),
@@ -174,11 +179,7 @@ mod tests {
     fn a_single_anti_dependency_commits() {
         for reader_first in [true, false] {
             let log = SsnLog::default();
-            let mut clock = 10;
-            let mut draw = || {
-                clock += 1;
-                clock
-            };
+            let mut draw = clock_after(10);
             let (a, b) = if reader_first {
                 let a = log.commit(
                     10,
@@ -212,11 +213,7 @@ mod tests {
     #[test]
     fn records_below_the_watermark_are_dropped() {
         let log = SsnLog::default();
-        let mut clock = 10;
-        let mut draw = || {
-            clock += 1;
-            clock
-        };
+        let mut draw = clock_after(10);
         log.commit(
             10,
             reads_of(&[b"x"]),

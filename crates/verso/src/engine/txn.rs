@@ -51,14 +51,12 @@ fn row_address<V: VersionStorage>(row: &RowRef<V>) -> usize {
 
 /// A read or write the protocol refused: the transaction rolls back with this.
 struct Refused {
-    counter: Counter,
     reason: &'static str,
 }
 
 impl Refused {
     fn mvto(refusal: mvto::Refusal) -> Self {
         Refused {
-            counter: Counter::AbortedLockConflict,
             reason: match refusal {
                 mvto::Refusal::Locked => "MVTO: another transaction holds its write lock",
                 mvto::Refusal::ReadByYounger => {
@@ -70,7 +68,6 @@ impl Refused {
 
     fn mv2pl(refusal: mv2pl::Refusal) -> Self {
         Refused {
-            counter: Counter::AbortedLockConflict,
             reason: match refusal {
                 mv2pl::Refusal::WriteLocked => {
                     "MV2PL no-wait: another transaction holds its write lock"
@@ -360,7 +357,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     /// Rolls the transaction back for a refused read or write and returns the error.
     fn refuse(&self, table: &Table<V>, refused: Refused) -> Error {
-        self.rollback(refused.counter);
+        self.rollback(Counter::AbortedLockConflict);
         self.phase.set(Phase::RolledBack);
         Error::LockConflict {
             table: table.schema.name.clone(),
