@@ -7,6 +7,9 @@
 //!   2,000,000 rows of a `U64` key and ten 10-byte `Bytes` columns; the keys of one
 //!   transaction are distinct and a transaction that loses a write conflict is retried
 //!   with the same keys.
+//! - [`Bench::YcsbPrefetch`]: the same transactions, each of which first hands its 16 keys
+//!   to `Transaction::prefetch`, so that the cache misses of its lookups overlap; the
+//!   reads and updates that follow are the same calls in the same order.
 //!
 //! Every benchmark loads its own database, warms up, then measures `runs` timed runs. It
 //! also counts what it did ([`Checks`]) so that a test can tell it really ran the work
@@ -42,11 +45,18 @@ pub enum Bench {
     Update,
     /// YCSB transaction of 16 operations, 90% reads / 10% updates, scrambled Zipf keys.
     Ycsb,
+    /// The same YCSB transaction, announcing its keys first with `Transaction::prefetch`.
+    YcsbPrefetch,
 }
 
 impl Bench {
     /// Every benchmark, in report order.
-    pub const ALL: [Bench; 3] = [Bench::PointRead, Bench::Update, Bench::Ycsb];
+    pub const ALL: [Bench; 4] = [
+        Bench::PointRead,
+        Bench::Update,
+        Bench::Ycsb,
+        Bench::YcsbPrefetch,
+    ];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -54,6 +64,7 @@ impl Bench {
             Bench::PointRead => "point-read",
             Bench::Update => "update",
             Bench::Ycsb => "ycsb",
+            Bench::YcsbPrefetch => "ycsb-prefetch",
         }
     }
 
@@ -133,7 +144,7 @@ impl Config {
     pub fn rows_for(&self, bench: Bench) -> u64 {
         match bench {
             Bench::PointRead | Bench::Update => self.rows,
-            Bench::Ycsb => self.ycsb_rows,
+            Bench::Ycsb | Bench::YcsbPrefetch => self.ycsb_rows,
         }
     }
 }
@@ -214,6 +225,9 @@ pub struct Checks {
     pub distinct_keys_in_sample: u64,
     /// Operations per committed transaction, as counted (reads + updates).
     pub ops_per_commit: f64,
+    /// Keys handed to `Transaction::prefetch` (`ycsb-prefetch` only: all of every
+    /// attempt's keys).
+    pub keys_prefetched: u64,
     /// Whether a fresh transaction after the runs saw the last update (the update
     /// benchmarks only; `true` when there was nothing to check).
     pub last_update_visible: bool,
@@ -296,7 +310,8 @@ pub fn run(bench: Bench, config: &Config) -> verso::Result<BenchResult> {
     match bench {
         Bench::PointRead => run_point_read(config),
         Bench::Update => run_update(config),
-        Bench::Ycsb => run_ycsb(config),
+        Bench::Ycsb => run_ycsb(config, false),
+        Bench::YcsbPrefetch => run_ycsb(config, true),
     }
 }
 
@@ -550,7 +565,7 @@ fn fill_field(bytes: &mut [u8], seed: u64) {
     }
 }
 
-fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
+fn run_ycsb(config: &Config, prefetch: bool) -> verso::Result<BenchResult> {
     let db = open(config)?;
     let mut schema = Schema::new().column("ycsb_key", ColumnType::U64);
     let names: Vec<String> = (0..YCSB_FIELDS).map(|i| format!("field{i}")).collect();
@@ -572,6 +587,7 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
     let mut sample = Vec::new();
     let mut ops: Vec<Op> = Vec::with_capacity(config.ycsb_ops);
     let mut chosen: Vec<u64> = Vec::with_capacity(config.ycsb_ops);
+    let mut prefetch_keys: Vec<[Value; 1]> = Vec::with_capacity(config.ycsb_ops);
     // One reusable change: the engine copies it, the benchmark allocates nothing per op.
     let mut change = [(1usize, Value::Bytes(vec![0; YCSB_FIELD_BYTES]))];
     let mut sink = 0u64;
@@ -595,6 +611,10 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
                 ops.push(Op::Update(key, column, rng.next_u64()));
             }
         }
+        if prefetch {
+            prefetch_keys.clear();
+            prefetch_keys.extend(chosen.iter().map(|&key| [Value::U64(key)]));
+        }
         let mut reads = 0;
         let mut found = 0;
         let mut wrong = 0;
@@ -604,6 +624,10 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
         let aborts = with_retry(|| {
             (reads, found, wrong, touched, updates, applied) = (0, 0, 0, 0, 0, 0);
             let mut txn = db.begin(config.isolation);
+            if prefetch {
+                txn.prefetch(table, &prefetch_keys)?;
+                checks.keys_prefetched += prefetch_keys.len() as u64;
+            }
             for op in &ops {
                 match *op {
                     Op::Read(key) => {
@@ -678,7 +702,11 @@ fn run_ycsb(config: &Config) -> verso::Result<BenchResult> {
         }
     };
     Ok(BenchResult {
-        bench: Bench::Ycsb,
+        bench: if prefetch {
+            Bench::YcsbPrefetch
+        } else {
+            Bench::Ycsb
+        },
         design: design(&db, config),
         rows,
         load_seconds,

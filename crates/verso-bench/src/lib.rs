@@ -23,7 +23,7 @@ pub fn target(bench: Bench) -> f64 {
     match bench {
         Bench::PointRead => 1_000_000.0,
         Bench::Update => 500_000.0,
-        Bench::Ycsb => 120_000.0,
+        Bench::Ycsb | Bench::YcsbPrefetch => 120_000.0,
     }
 }
 
@@ -205,7 +205,7 @@ pub fn validate(result: &BenchResult, config: &Config) -> Vec<String> {
                 ));
             }
         }
-        Bench::Ycsb => {
+        Bench::Ycsb | Bench::YcsbPrefetch => {
             let ops = config.ycsb_ops.min(result.rows as usize) as u64;
             if c.reads + c.updates != ops * commits {
                 problems.push(format!(

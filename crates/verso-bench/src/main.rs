@@ -39,6 +39,7 @@ enum BenchArg {
     PointRead,
     Update,
     Ycsb,
+    YcsbPrefetch,
     All,
 }
 
@@ -159,6 +160,7 @@ fn core_command(args: CoreArgs) -> ExitCode {
         BenchArg::PointRead => vec![Bench::PointRead],
         BenchArg::Update => vec![Bench::Update],
         BenchArg::Ycsb => vec![Bench::Ycsb],
+        BenchArg::YcsbPrefetch => vec![Bench::YcsbPrefetch],
         BenchArg::All => Bench::ALL.to_vec(),
     };
 

@@ -91,39 +91,57 @@ fn update_updates_one_row_per_transaction() {
 fn ycsb_runs_sixteen_operations_of_ninety_percent_reads() {
     for gc in GarbageCollector::ALL {
         let (config, r) = run_tiny(Bench::Ycsb, gc);
-        assert_common(&config, &r);
-        let c = &r.checks;
-        let commits = r.warmup.commits + r.commits();
-        assert_eq!(config.ycsb_ops, 16);
-        assert_eq!(
-            c.reads + c.updates,
-            16 * commits,
-            "16 operations per transaction"
-        );
-        assert!((c.ops_per_commit - 16.0).abs() < 1e-9);
-        assert!(c.updates > 0 && c.updates_applied == c.updates);
-        let read_share = c.reads as f64 / (c.reads + c.updates) as f64;
-        assert!(
-            (read_share - 0.9).abs() < 0.05,
-            "read share {read_share}, expected 0.9"
-        );
-        assert_eq!(
-            c.values_touched,
-            c.reads * (1 + YCSB_FIELDS as u64),
-            "reads touch the key and all ten fields"
-        );
-        // Keys are drawn once per operation (a retry reuses them).
-        assert_eq!(c.keys_drawn, c.reads + c.updates);
-        // Zipf(0.6) over 10,000 rows is mildly skewed: many distinct keys, but fewer than
-        // draws once the draws outnumber the rows.
-        let draws = c.keys_drawn.min(65_536);
-        assert!(
-            c.distinct_keys_in_sample > draws.min(r.rows) / 10,
-            "only {} distinct keys in {draws} draws",
-            c.distinct_keys_in_sample
-        );
-        assert!(c.distinct_keys_in_sample <= draws.min(r.rows));
+        assert_eq!(r.checks.keys_prefetched, 0, "plain YCSB prefetches nothing");
+        assert_ycsb(&config, &r);
     }
+}
+
+/// The prefetching variant runs the same transactions, and hands every attempt's keys to
+/// the hint first.
+#[test]
+fn ycsb_prefetch_runs_the_same_transactions_and_prefetches_their_keys() {
+    for gc in GarbageCollector::ALL {
+        let (config, r) = run_tiny(Bench::YcsbPrefetch, gc);
+        assert_eq!(r.bench, Bench::YcsbPrefetch);
+        let attempts = r.warmup.commits + r.commits() + r.warmup.aborts + r.aborts();
+        assert_eq!(r.checks.keys_prefetched, 16 * attempts);
+        assert_ycsb(&config, &r);
+    }
+}
+
+fn assert_ycsb(config: &Config, r: &BenchResult) {
+    assert_common(config, r);
+    let c = &r.checks;
+    let commits = r.warmup.commits + r.commits();
+    assert_eq!(config.ycsb_ops, 16);
+    assert_eq!(
+        c.reads + c.updates,
+        16 * commits,
+        "16 operations per transaction"
+    );
+    assert!((c.ops_per_commit - 16.0).abs() < 1e-9);
+    assert!(c.updates > 0 && c.updates_applied == c.updates);
+    let read_share = c.reads as f64 / (c.reads + c.updates) as f64;
+    assert!(
+        (read_share - 0.9).abs() < 0.05,
+        "read share {read_share}, expected 0.9"
+    );
+    assert_eq!(
+        c.values_touched,
+        c.reads * (1 + YCSB_FIELDS as u64),
+        "reads touch the key and all ten fields"
+    );
+    // Keys are drawn once per operation (a retry reuses them).
+    assert_eq!(c.keys_drawn, c.reads + c.updates);
+    // Zipf(0.6) over 10,000 rows is mildly skewed: many distinct keys, but fewer than
+    // draws once the draws outnumber the rows.
+    let draws = c.keys_drawn.min(65_536);
+    assert!(
+        c.distinct_keys_in_sample > draws.min(r.rows) / 10,
+        "only {} distinct keys in {draws} draws",
+        c.distinct_keys_in_sample
+    );
+    assert!(c.distinct_keys_in_sample <= draws.min(r.rows));
 }
 
 #[test]

@@ -161,6 +161,11 @@ pub(crate) fn encode_tagged(out: &mut Vec<u8>, value: ValueRef<'_>) {
 /// Encodes a primary key given as its values in key order.
 pub(crate) fn encode_key_values(out: &mut Vec<u8>, key: &[Value]) {
     out.clear();
+    append_key_values(out, key);
+}
+
+/// Appends the encoding of a primary key's values to `out`.
+pub(crate) fn append_key_values(out: &mut Vec<u8>, key: &[Value]) {
     for value in key {
         encode_value(out, ValueRef::from(value));
     }

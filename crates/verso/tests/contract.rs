@@ -424,6 +424,11 @@ fn table_ids_of_another_database_are_unknown_tables() {
             Error::UnknownTable { .. }
         );
         assert_err!(d, txn.delete(foreign, &key), Error::UnknownTable { .. });
+        assert_err!(
+            d,
+            txn.prefetch(foreign, &[&key]),
+            Error::UnknownTable { .. }
+        );
         // Misuse leaves the transaction usable.
         assert!(
             ok!(d, txn.update(table, &key, &[(items::SCORE, Value::I64(5))])),
@@ -442,6 +447,92 @@ fn table_ids_of_another_database_are_unknown_tables() {
 }
 
 // ----- basics --------------------------------------------------------------------------------
+
+/// The prefetch hint reads and records nothing: every read after it returns what it
+/// returns without it (committed rows, own writes, absent keys, keys long enough to leave
+/// the index slot), bad keys are refused with typed errors before anything happens, and it
+/// takes no lock and no read a concurrent writer could conflict with.
+#[test]
+fn prefetch_is_only_a_hint_and_checks_its_keys() {
+    let long_region = "a region whose name is far longer than an index slot holds";
+    let base = vec![
+        item("a", 1, 1, "x"),
+        item("a", 2, 2, "y"),
+        item(long_region, 3, 3, "z"),
+    ];
+    for (db, table) in all_with_items(&base) {
+        let d = db.design();
+        let mut txn = db.begin(Isolation::Snapshot);
+        assert!(ok!(
+            d,
+            txn.update(table, &tk("a", 2), &[(items::SCORE, Value::I64(20))])
+        ));
+        ok!(d, txn.insert(table, &item("b", 9, 9, "new")));
+        let keys = [
+            tk("a", 1),
+            tk("a", 2),
+            tk(long_region, 3),
+            tk("b", 9),
+            tk("absent", 4),
+        ];
+        ok!(d, txn.prefetch(table, &keys));
+        ok!(d, txn.prefetch(table, &keys[..0]));
+        let expected = [
+            Some(item("a", 1, 1, "x")),
+            Some(with_score(item("a", 2, 2, "y"), 20)),
+            Some(item(long_region, 3, 3, "z")),
+            Some(item("b", 9, 9, "new")),
+            None,
+        ];
+        for (key, expected) in keys.iter().zip(&expected) {
+            assert_eq!(&ok!(d, txn.get(table, key)), expected, "{d}: {key:?}");
+        }
+
+        // Bad keys: typed errors, and the transaction goes on as before.
+        assert_err!(
+            d,
+            txn.prefetch(table, &[tk("a", 1), vec![Value::from("a")]]),
+            Error::WrongArity { .. }
+        );
+        assert_err!(
+            d,
+            txn.prefetch(table, &[vec![Value::from("a"), Value::I64(1)]]),
+            Error::WrongType { .. }
+        );
+        assert_err!(
+            d,
+            txn.prefetch(table, &[vec![Value::Null, Value::U64(1)]]),
+            Error::NullInPrimaryKey { .. }
+        );
+        ok!(d, txn.commit());
+        assert_eq!(
+            ok!(d, db.begin(Isolation::Snapshot).get(table, &tk("a", 2))),
+            Some(with_score(item("a", 2, 2, "y"), 20)),
+            "{d}"
+        );
+
+        // No read and no lock: an older writer updates the prefetched row while the
+        // prefetching transaction runs, and both commit (a read of the row would refuse the
+        // older writer under MVTO and MV2PL, and fail validation under Serializable).
+        let mut older = db.begin(Isolation::Serializable);
+        let mut prefetcher = db.begin(Isolation::Serializable);
+        ok!(d, prefetcher.prefetch(table, &[tk("a", 1)]));
+        assert!(ok!(
+            d,
+            older.update(table, &tk("a", 1), &[(items::SCORE, Value::I64(100))])
+        ));
+        ok!(d, older.commit());
+        assert!(ok!(
+            d,
+            prefetcher.update(
+                table,
+                &tk(long_region, 3),
+                &[(items::SCORE, Value::I64(30))]
+            )
+        ));
+        ok!(d, prefetcher.commit());
+    }
+}
 
 fn mixed_rows() -> Vec<Vec<Value>> {
     vec![
@@ -1378,6 +1469,11 @@ fn assert_dead(design: &str, mut txn: Transaction<'_>, table: TableId) {
         Error::TransactionAborted
     );
     assert_err!(design, txn.delete(table, &key), Error::TransactionAborted);
+    assert_err!(
+        design,
+        txn.prefetch(table, &[&key]),
+        Error::TransactionAborted
+    );
     // Misuse is reported as aborted too: the transaction is over.
     assert_err!(design, txn.commit(), Error::TransactionAborted);
 }

@@ -86,6 +86,9 @@ struct Scratch {
     key: Vec<u8>,
     values: Vec<Value>,
     entry: Vec<u8>,
+    /// The encoded keys of a prefetch, one after another, and where each ends.
+    prefetch_keys: Vec<u8>,
+    prefetch_ends: Vec<usize>,
 }
 
 pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector> {
@@ -445,6 +448,49 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         };
         self.local.slot.stats.record_read(cost);
         Ok(result)
+    }
+
+    /// The prefetch hint (`Transaction::prefetch`): checks every key, then asks the
+    /// processor for each key's index slot, all of them before any is needed, and then for
+    /// each row the slots point at. Reads nothing a snapshot sees and records nothing: the
+    /// operations that follow read and write exactly as they would without it.
+    pub(crate) fn prefetch<K: AsRef<[Value]>>(&self, id: TableId, keys: &[K]) -> Result<()> {
+        self.check_active()?;
+        let table = self.table(id)?;
+        for key in keys {
+            table.schema.check_key(key.as_ref())?;
+        }
+        let mut scratch = self.scratch.borrow_mut();
+        let Scratch {
+            prefetch_keys,
+            prefetch_ends,
+            ..
+        } = &mut *scratch;
+        prefetch_keys.clear();
+        prefetch_ends.clear();
+        for key in keys {
+            key::append_key_values(prefetch_keys, key.as_ref());
+            prefetch_ends.push(prefetch_keys.len());
+        }
+        let encoded = || {
+            prefetch_ends.iter().scan(0, |start, &end| {
+                let key = &prefetch_keys[*start..end];
+                *start = end;
+                Some(key)
+            })
+        };
+        // Stage one: every slot's line is requested before any is read, so their misses
+        // overlap. Stage two finds each row (its slot is arriving or has arrived) and
+        // requests its first lines the same way.
+        for key in encoded() {
+            table.primary.prefetch_slot(key);
+        }
+        for key in encoded() {
+            table
+                .primary
+                .peek_for_prefetch(key, |row| crate::prefetch::prefetch_object(&**row));
+        }
+        Ok(())
     }
 
     /// Looks a primary key up and reads the row under the protocol's rule, lending it to

@@ -6,4 +6,5 @@
 //! belong to a version that is uncommitted, aborted or invisible to the reader, so every
 //! hit is re-checked against the version the reader sees (DESIGN.md §3).
 
+pub(crate) mod hashed;
 pub(crate) mod ordered;

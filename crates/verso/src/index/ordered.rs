@@ -1,14 +1,16 @@
 //! The concurrent maps behind the indexes, chosen by measurement
 //! (`docs/design/index-choice.md`): scc's `TreeIndex`, a B+-tree with lock-free reads, for
-//! every ordered index; and for the primary key also scc's `HashIndex` (its entries hold the
-//! key and the value together), which answers point lookups in one or two cache misses
-//! instead of a descent through the tree. Both reclaim
-//! removed entries by epochs (`sdd`), so a reader holding a [`Guard`] may keep using a value
-//! it found even while it is removed.
+//! every ordered index; and for the primary key also a hash index of Verso's own
+//! (`hashed.rs`: key and row pointer in one cache line), which answers point lookups in one
+//! cache miss instead of a descent through the tree. The tree reclaims removed entries by
+//! epochs (`sdd`), so a reader holding a [`Guard`] may keep using a value it found even while
+//! it is removed; the hash index hands out clones of its values.
 
 use std::ops::Bound;
 
-use scc::{Guard, HashIndex, TreeIndex};
+use scc::{Guard, TreeIndex};
+
+use super::hashed::HashedIndex;
 
 use crate::key::Key;
 
@@ -118,36 +120,27 @@ impl<V: Clone + Send + Sync + 'static> RangeScan<V> for OrderedIndex<V> {
 /// point lookup; a row being inserted may be found by a lookup a moment before a scan sees
 /// it, but it is uncommitted then and invisible to both.
 pub(crate) struct PrimaryIndex<V: Clone + Send + Sync + 'static> {
-    hashed: StaggeredHashIndex<V>,
+    hashed: HashedIndex<V>,
     ordered: OrderedIndex<V>,
 }
 
 impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     pub(crate) fn new() -> Self {
         PrimaryIndex {
-            hashed: StaggeredHashIndex::new(),
+            hashed: HashedIndex::new(),
             ordered: OrderedIndex::new(),
         }
     }
 
-    /// Calls `read` with the value under `key` (under an epoch guard of its own, so the
-    /// value stays valid while `read` runs even if it is removed meanwhile).
+    /// Calls `read` with the value under `key` (a clone of it, so the value stays valid
+    /// while `read` runs even if it is removed meanwhile, and `read` may use the index).
     pub(crate) fn with<R>(&self, key: &[u8], read: impl FnOnce(&V) -> R) -> Option<R> {
-        self.hashed
-            .shard(key)
-            .peek_with(&Key::from_bytes(key), |entry, ()| read(&entry.value))
+        self.hashed.get(key).map(|value| read(&value))
     }
 
     /// Inserts unless the key is present; on failure hands the value back.
     pub(crate) fn insert_if_absent(&self, key: &[u8], value: V) -> Result<(), V> {
-        let entry = HashEntry {
-            key: Key::from_bytes(key),
-            value: value.clone(),
-        };
-        self.hashed
-            .shard(key)
-            .insert_sync(entry, ())
-            .map_err(|(entry, ())| entry.value)?;
+        self.hashed.insert_if_absent(key, value.clone())?;
         let inserted = self.ordered.insert_if_absent(key, value);
         debug_assert!(inserted.is_ok(), "the hash index decides uniqueness");
         Ok(())
@@ -156,130 +149,25 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     /// Removes `key` if its value satisfies `condition`.
     pub(crate) fn remove_if(&self, key: &[u8], mut condition: impl FnMut(&V) -> bool) -> bool {
         let removed = self.ordered.remove_if(key, &mut condition);
-        let also = match self.hashed.shard(key).get_sync(&Key::from_bytes(key)) {
-            Some(entry) if condition(&entry.key().value) => {
-                entry.remove_entry();
-                true
-            }
-            _ => false,
-        };
+        let also = self.hashed.remove_if(key, condition);
         debug_assert_eq!(removed, also, "both indexes hold the same keys");
         removed && also
+    }
+
+    /// First stage of a prefetch: asks for the line of each key's slot, with no latch.
+    pub(crate) fn prefetch_slot(&self, key: &[u8]) {
+        self.hashed.prefetch_slot(key);
+    }
+
+    /// Second stage: calls `touch` with the value under `key`, under the index's shared
+    /// latch (`touch` must not use the index).
+    pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) {
+        self.hashed.peek_for_prefetch(key, touch);
     }
 
     pub(crate) fn len(&self) -> usize {
         self.ordered.len()
     }
-}
-
-/// Shards of the point-lookup hash index.
-const HASH_SHARDS: usize = 64;
-
-/// A hash index in shards that take unequal shares of the keys, so that they double at
-/// different moments.
-///
-/// When an scc `HashIndex` doubles, every access helps move its entries to the new array,
-/// and the whole table moves within a few seconds: a table of 15 million rows stalled every
-/// writer for 7 s (`docs/known-issues.md`). Shards of equal share would all double at the
-/// same moment. Here shard `i` takes a share proportional to `2^(i / HASH_SHARDS)`, so the
-/// moments at which the shards double are spread evenly over each doubling of the table,
-/// and each moves about `1 / HASH_SHARDS` of it.
-///
-/// Routing is one table lookup: the top [`ROUTE_BITS`] bits of a key's routing hash index
-/// `route`, whose entries name shards in proportion to their shares (each shard has between
-/// about 45 and 90 of the 4,096 entries, so the shares stay staggered).
-///
-/// Invariant: a key always maps to the same shard (`router` and `route` are fixed for the
-/// index's life).
-struct StaggeredHashIndex<V: Clone + Send + Sync + 'static> {
-    shards: Box<[HashIndex<HashEntry<V>, (), foldhash::fast::RandomState>]>,
-    /// Shard of each value of the routing hash's top bits; ascending.
-    route: Box<[u8]>,
-    /// Independent of the shards' own hashers, so that a shard's keys spread over all its
-    /// buckets.
-    router: foldhash::fast::RandomState,
-}
-
-/// An entry of the point-lookup hash index: the key and its value side by side.
-///
-/// scc keeps a bucket's keys and its values in two separate arrays, so a `HashIndex<Key, V>`
-/// lookup misses the cache on the key and again on the value, 1.8 KB away. With the value
-/// inside the key (and `()` as scc's value) both come in the same line or the next one.
-/// Equality and hashing are the key's alone, so a [`Key`] finds its entry (`Borrow`).
-struct HashEntry<V> {
-    key: Key,
-    value: V,
-}
-
-impl<V> PartialEq for HashEntry<V> {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-
-impl<V> Eq for HashEntry<V> {}
-
-impl<V> std::hash::Hash for HashEntry<V> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.key.hash(state); // as `Borrow` requires: the same hash as the key's
-    }
-}
-
-impl<V> std::borrow::Borrow<Key> for HashEntry<V> {
-    fn borrow(&self) -> &Key {
-        &self.key
-    }
-}
-
-/// Bits of the routing hash that choose the shard.
-const ROUTE_BITS: u32 = 12;
-
-impl<V: Clone + Send + Sync + 'static> StaggeredHashIndex<V> {
-    fn new() -> Self {
-        StaggeredHashIndex {
-            shards: (0..HASH_SHARDS)
-                .map(|_| HashIndex::with_hasher(foldhash::fast::RandomState::default()))
-                .collect(),
-            route: staggered_route(),
-            router: foldhash::fast::RandomState::default(),
-        }
-    }
-
-    fn shard(&self, key: &[u8]) -> &HashIndex<HashEntry<V>, (), foldhash::fast::RandomState> {
-        use std::hash::BuildHasher;
-        let hash = self.router.hash_one(key);
-        let index = self.route[(hash >> (u64::BITS - ROUTE_BITS)) as usize];
-        &self.shards[usize::from(index)]
-    }
-}
-
-/// The routing table: shard `i` takes a share proportional to `2^(i / HASH_SHARDS)`, each
-/// entry going to the shard whose cumulative share covers the entry's midpoint.
-fn staggered_route() -> Box<[u8]> {
-    let weights: Vec<f64> = (0..HASH_SHARDS)
-        .map(|i| (i as f64 / HASH_SHARDS as f64).exp2())
-        .collect();
-    let total: f64 = weights.iter().sum();
-    let mut cumulative = 0.0;
-    let upper: Vec<f64> = weights
-        .iter()
-        .map(|w| {
-            cumulative += w / total;
-            cumulative
-        })
-        .collect();
-    let entries = 1usize << ROUTE_BITS;
-    let route: Box<[u8]> = (0..entries)
-        .map(|entry| {
-            let midpoint = (entry as f64 + 0.5) / entries as f64;
-            let shard = upper
-                .partition_point(|&u| u <= midpoint)
-                .min(HASH_SHARDS - 1);
-            u8::try_from(shard).expect("fewer than 256 shards")
-        })
-        .collect();
-    debug_assert!(route.windows(2).all(|w| w[0] <= w[1]));
-    route
 }
 
 impl<V: Clone + Send + Sync + 'static> RangeScan<V> for PrimaryIndex<V> {
@@ -427,49 +315,5 @@ mod tests {
             collect(&index, Bound::Included(&between), Bound::Unbounded),
             [4, 5, 6]
         );
-    }
-
-    /// Shards take unequal shares, from 1 to about 2 (so they double at spread moments),
-    /// and a key is always found in the shard it went to.
-    #[test]
-    fn hash_shards_take_staggered_shares_and_route_consistently() {
-        let index: PrimaryIndex<u64> = PrimaryIndex::new();
-        const KEYS: u64 = 64_000;
-        for i in 0..KEYS {
-            assert!(index.insert_if_absent(&key(i), i).is_ok());
-        }
-        for i in (0..KEYS).step_by(7) {
-            assert_eq!(index.with(&key(i), |&v| v), Some(i));
-        }
-        assert_eq!(
-            index.insert_if_absent(&key(5), 0),
-            Err(0),
-            "still unique, and the refused value comes back"
-        );
-        let counts: Vec<usize> = index.hashed.shards.iter().map(HashIndex::len).collect();
-        assert_eq!(counts.iter().sum::<usize>(), KEYS as usize);
-        let first: usize = counts[..8].iter().sum();
-        let last: usize = counts[HASH_SHARDS - 8..].iter().sum();
-        let ratio = last as f64 / first as f64;
-        assert!(
-            (1.6..2.2).contains(&ratio),
-            "last / first shards: {ratio} ({counts:?})"
-        );
-        assert!(
-            !index.remove_if(&key(5), |&v| v == 6),
-            "the condition is asked"
-        );
-        assert_eq!(index.with(&key(5), |&v| v), Some(5));
-        assert!(index.remove_if(&key(5), |&v| v == 5));
-        assert_eq!(index.with(&key(5), |&v| v), None);
-        assert_eq!(index.len(), KEYS as usize - 1);
-        // The routing table gives every shard entries, in staggered proportion.
-        let mut entries = vec![0usize; HASH_SHARDS];
-        for &shard in index.hashed.route.iter() {
-            entries[usize::from(shard)] += 1;
-        }
-        assert!(entries.iter().all(|&n| n >= 40), "{entries:?}");
-        let (first, last) = (entries[0] as f64, entries[HASH_SHARDS - 1] as f64);
-        assert!((1.8..2.2).contains(&(last / first)), "{entries:?}");
     }
 }
