@@ -3,12 +3,12 @@
 //! for loom's under `--cfg loom` so the loom tests can explore their interleavings.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 

@@ -33,9 +33,9 @@
 //!   finds the value under the shared latch, for a caller that prefetches the row next.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use parking_lot::RwLock;
+use crate::sync::{AtomicUsize, Latch};
 
 /// Shards of the table.
 const SHARDS: usize = 64;
@@ -191,7 +191,7 @@ impl<V> ShardTable<V> {
 /// prefetching. Aligned to two lines so that two shards' latches never share one.
 #[repr(align(128))]
 struct Shard<V> {
-    table: RwLock<ShardTable<V>>,
+    table: Latch<ShardTable<V>>,
     /// Address of the array's first slot and its mask, for [`HashedIndex::prefetch_slot`].
     published_slots: AtomicUsize,
     published_mask: AtomicUsize,
@@ -203,7 +203,7 @@ impl<V> Shard<V> {
         let shard = Shard {
             published_slots: AtomicUsize::new(0),
             published_mask: AtomicUsize::new(0),
-            table: RwLock::new(table),
+            table: Latch::new(table),
         };
         shard.publish(&shard.table.read());
         shard
@@ -346,6 +346,51 @@ fn staggered_route() -> Box<[u8]> {
         .collect();
     debug_assert!(route.windows(2).all(|w| w[0] <= w[1]));
     route
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+
+    /// A reader looking up a key that is present throughout never misses it, and never
+    /// sees another key's value, while a writer inserts enough keys to double the shard the
+    /// key lives in and then removes a key in its probe run (a backward shift).
+    #[test]
+    fn loom_a_present_key_is_found_through_a_doubling_and_a_removal() {
+        loom::model(|| {
+            let index: loom::sync::Arc<HashedIndex<u64>> = loom::sync::Arc::new(HashedIndex::new());
+            // One shard for every key, so that the inserts double the reader's shard.
+            let shard = index.route[0];
+            let keys: Vec<Vec<u8>> = (0u64..)
+                .map(|i| i.to_be_bytes().to_vec())
+                .filter(|k| {
+                    let hash = index.hasher.hash_one(k.as_slice());
+                    index.route[(hash >> (u64::BITS - ROUTE_BITS)) as usize] == shard
+                })
+                .take(INITIAL_SLOTS)
+                .collect();
+            assert!(index.insert_if_absent(&keys[0], 0).is_ok());
+            let writer = {
+                let index = index.clone();
+                let keys = keys.clone();
+                loom::thread::spawn(move || {
+                    for (i, key) in keys.iter().enumerate().skip(1) {
+                        assert!(index.insert_if_absent(key, i as u64).is_ok());
+                    }
+                    assert!(index.remove_if(&keys[1], |_| true));
+                })
+            };
+            index.prefetch_slot(&keys[0]);
+            assert_eq!(index.get(&keys[0]), Some(0));
+            assert_eq!(index.get(&keys[0]), Some(0));
+            writer.join().expect("the writer finishes");
+            assert_eq!(index.get(&keys[1]), None);
+            for (i, key) in keys.iter().enumerate().skip(2) {
+                assert_eq!(index.get(key), Some(i as u64));
+            }
+            assert!(index.shards[usize::from(shard)].table.read().slots.len() > INITIAL_SLOTS);
+        });
+    }
 }
 
 #[cfg(all(test, not(loom)))]
