@@ -42,9 +42,11 @@ pub(crate) enum Counter {
     EpochAdvances,
     VersionRetrievalNanos,
     ActiveListNanos,
+    PrefetchKeys,
+    PrefetchRowsFound,
 }
 
-const COUNTERS: usize = Counter::ActiveListNanos as usize + 1;
+const COUNTERS: usize = Counter::PrefetchRowsFound as usize + 1;
 
 /// A slot's counters and histograms.
 #[derive(Default)]
@@ -212,6 +214,8 @@ impl SlotStats {
         stats.epoch_advances += get(Counter::EpochAdvances);
         stats.version_retrieval_nanos += get(Counter::VersionRetrievalNanos);
         stats.active_list_nanos += get(Counter::ActiveListNanos);
+        stats.prefetch_keys += get(Counter::PrefetchKeys);
+        stats.prefetch_rows_found += get(Counter::PrefetchRowsFound);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.scan_chain
@@ -324,6 +328,11 @@ pub struct Stats {
     /// Nanoseconds readers spent reconstructing an older version of a row from its chain
     /// (Steam Table 5's "version retrieval"; reads of the newest version are not timed).
     pub version_retrieval_nanos: u64,
+    /// Keys handed to `Transaction::prefetch`.
+    pub prefetch_keys: u64,
+    /// Of those, keys the primary index held a row object for, whose lines the hint then
+    /// requested (a row object may hold a row the transaction does not see).
+    pub prefetch_rows_found: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
     /// The part of `read_chain_lengths` read by range scans (primary or secondary), the

@@ -485,11 +485,17 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         for key in encoded() {
             table.primary.prefetch_slot(key);
         }
+        let mut found = 0;
         for key in encoded() {
-            table
-                .primary
-                .peek_for_prefetch(key, |row| crate::prefetch::prefetch_object(&**row));
+            found += u64::from(
+                table
+                    .primary
+                    .peek_for_prefetch(key, |row| crate::prefetch::prefetch_object(&**row)),
+            );
         }
+        let stats = &self.local.slot.stats;
+        stats.add(Counter::PrefetchKeys, prefetch_ends.len() as u64);
+        stats.add(Counter::PrefetchRowsFound, found);
         Ok(())
     }
 

@@ -304,14 +304,20 @@ impl<V: Clone> HashedIndex<V> {
     }
 
     /// Calls `touch` with the value under `key` while holding the shard's shared latch, for
-    /// a caller that prefetches what the value points at. `touch` must not use this index.
-    pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) {
+    /// a caller that prefetches what the value points at, and says whether there was one.
+    /// `touch` must not use this index.
+    pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) -> bool {
         let (shard, hash) = self.locate(key);
         let table = shard.table.read();
-        if let (at, true) = table.probe(hash, key) {
-            if let Some(entry) = &table.slots[at].entry {
-                touch(&entry.value);
-            }
+        match table.probe(hash, key) {
+            (at, true) => match &table.slots[at].entry {
+                Some(entry) => {
+                    touch(&entry.value);
+                    true
+                }
+                None => false,
+            },
+            (_, false) => false,
         }
     }
 
@@ -354,7 +360,10 @@ mod loom_tests {
 
     /// A reader looking up a key that is present throughout never misses it, and never
     /// sees another key's value, while a writer inserts enough keys to double the shard the
-    /// key lives in and then removes a key in its probe run (a backward shift).
+    /// key lives in and then removes one of them (whether the removal shifts the reader's
+    /// key back depends on the hasher's seed). Every path but the prefetch holds the
+    /// shard latch, so this checks that discipline: a doubling that let go of the latch
+    /// half-way fails it.
     #[test]
     fn loom_a_present_key_is_found_through_a_doubling_and_a_removal() {
         loom::model(|| {
@@ -419,13 +428,13 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let index: HashedIndex<u64> = HashedIndex::new();
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        // Lengths on both sides of the inline limit; every byte depends on `n` (a key
+        // shorter than 8 bytes is a prefix of a mixed word, so short keys also differ).
         let key_of = |n: u64| -> Vec<u8> {
             let len = [0usize, 3, 8, 31, 32, 33, 60][(n % 7) as usize];
-            let mut k = n.to_be_bytes().repeat(8);
+            let mixed = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17);
+            let mut k = mixed.to_le_bytes().repeat(8);
             k.truncate(len);
-            if len >= 8 {
-                k[..8].copy_from_slice(&n.to_be_bytes());
-            }
             k
         };
         for step in 0..60_000u64 {
@@ -530,6 +539,68 @@ mod tests {
             }
             stop.store(true, Ordering::Relaxed);
         });
+    }
+
+    /// Keys that share their whole stored hash are told apart by the key alone: different
+    /// lengths, one a prefix of another, inline against spilled, spilled against spilled.
+    #[test]
+    fn keys_with_the_same_hash_are_told_apart_by_their_bytes() {
+        let mut table: ShardTable<u64> = ShardTable::with_slots(32);
+        let long = vec![7u8; 40];
+        let mut long_other = long.clone();
+        long_other[39] = 8;
+        let keys: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![7],
+            vec![7, 7],
+            vec![7; 32],
+            long.clone(),
+            long_other,
+            long[..39].to_vec(),
+        ];
+        const HASH: u32 = 5;
+        for (i, key) in keys.iter().enumerate() {
+            assert!(
+                !table.probe(HASH, key).1,
+                "key {i} absent before its insert"
+            );
+            table.place(Entry {
+                hash: HASH,
+                key: SlotKey::new(key),
+                value: i as u64,
+            });
+        }
+        for (i, key) in keys.iter().enumerate() {
+            let (at, found) = table.probe(HASH, key);
+            assert!(found, "key {i}");
+            assert_eq!(
+                table.slots[at].entry.as_ref().map(|e| e.value),
+                Some(i as u64)
+            );
+        }
+        assert!(!table.probe(HASH, &[7, 7, 7]).1);
+        assert!(!table.probe(HASH, &[8]).1);
+        assert!(
+            !table.probe(HASH + 1, &[7]).1,
+            "another hash, same key bytes"
+        );
+    }
+
+    /// The prefetch stages: the first asks for lines only; the second hands the value of a
+    /// present key to its caller, and says whether there was one.
+    #[test]
+    fn prefetch_stages_find_exactly_the_present_keys() {
+        let index: HashedIndex<u64> = HashedIndex::new();
+        for i in 0..1_000 {
+            assert!(index.insert_if_absent(&key(i), i).is_ok());
+        }
+        for i in 0..2_000 {
+            index.prefetch_slot(&key(i));
+            let mut seen = None;
+            let found = index.peek_for_prefetch(&key(i), |&v| seen = Some(v));
+            assert_eq!(found, i < 1_000, "key {i}");
+            assert_eq!(seen, (i < 1_000).then_some(i), "key {i}");
+        }
     }
 
     /// Backward shifts across the array's end: a full run of collisions that wraps around,

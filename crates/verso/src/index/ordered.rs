@@ -160,9 +160,9 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     }
 
     /// Second stage: calls `touch` with the value under `key`, under the index's shared
-    /// latch (`touch` must not use the index).
-    pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) {
-        self.hashed.peek_for_prefetch(key, touch);
+    /// latch (`touch` must not use the index); says whether there was one.
+    pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) -> bool {
+        self.hashed.peek_for_prefetch(key, touch)
     }
 
     pub(crate) fn len(&self) -> usize {
