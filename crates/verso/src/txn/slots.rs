@@ -42,8 +42,10 @@ pub(crate) struct Committed<R> {
     pub(crate) rows: Vec<R>,
     /// For an entry that folds many transactions (`engine::collect::fold_queue`): the
     /// identities of its rows, kept so that the next fold adds to it without re-hashing
-    /// them. Empty (and unallocated) for a plain entry.
-    pub(crate) folded_identities: std::collections::HashSet<usize>,
+    /// them. Empty (and unallocated) for a plain entry. Hashed with foldhash: behind a held
+    /// snapshot every commit looks its rows up here (a million accounts in pgbench's TPC-B at
+    /// scale 10), and std's SipHash made that 5% of the run (`docs/lab.md`).
+    pub(crate) folded_identities: std::collections::HashSet<usize, foldhash::fast::FixedState>,
 }
 
 impl<R> Committed<R> {
@@ -52,7 +54,7 @@ impl<R> Committed<R> {
         Committed {
             commit_ts,
             rows,
-            folded_identities: std::collections::HashSet::new(),
+            folded_identities: std::collections::HashSet::default(),
         }
     }
 }
