@@ -84,7 +84,7 @@ impl PartialOrd for Key {
 }
 
 impl PartialEq for Key {
-    /// Consistent with `Ord`, without its byte swaps: every hash-index probe asks this.
+    /// Consistent with `Ord`, without its byte swaps.
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len
             && match (&self.spilled, &other.spilled) {
@@ -96,21 +96,6 @@ impl PartialEq for Key {
 }
 
 impl Eq for Key {}
-
-impl std::hash::Hash for Key {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // Consistent with `Eq`: equal keys have equal bytes.
-        match &self.spilled {
-            None => {
-                for word in self.words() {
-                    state.write_u64(word);
-                }
-                state.write_u32(self.len);
-            }
-            Some(bytes) => bytes.hash(state),
-        }
-    }
-}
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

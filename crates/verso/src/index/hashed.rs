@@ -29,7 +29,8 @@
 //! - `insert_if_absent` and `remove_if` take the shard's exclusive latch; an insert that
 //!   would fill more than [`MAX_LOAD_PERCENT`] of the array first doubles it (a rehash of
 //!   that shard alone).
-//! - `prefetch_slot` asks for the home slot's line with no latch at all; `peek_for_prefetch`
+//! - `prefetch_slot` asks for the lines of the home slot and the next with no latch at all;
+//!   `peek_for_prefetch`
 //!   finds the value under the shared latch, for a caller that prefetches the row next.
 
 use std::hash::BuildHasher;
@@ -57,7 +58,6 @@ const MAX_LOAD_PERCENT: usize = 75;
 const INLINE_KEY: usize = 32;
 
 /// A key as a slot holds it.
-#[derive(Clone)]
 enum SlotKey {
     Inline { len: u8, bytes: [u8; INLINE_KEY] },
     Spilled(Box<[u8]>),
@@ -121,17 +121,22 @@ impl<V> ShardTable<V> {
         self.slots.len() - 1
     }
 
-    /// The slot holding `key`, or the empty slot that ends its probe.
-    fn probe(&self, hash: u32, key: &[u8]) -> (usize, bool) {
+    /// The slot holding `key`, if any.
+    fn find(&self, hash: u32, key: &[u8]) -> Option<usize> {
         let mask = self.mask();
         let mut at = hash as usize & mask;
         loop {
             match &self.slots[at].entry {
-                None => return (at, false),
-                Some(entry) if entry.hash == hash && entry.key.matches(key) => return (at, true),
+                None => return None,
+                Some(entry) if entry.hash == hash && entry.key.matches(key) => return Some(at),
                 Some(_) => at = (at + 1) & mask,
             }
         }
+    }
+
+    /// The entry of a full slot (one that [`ShardTable::find`] returned).
+    fn entry(&self, at: usize) -> &Entry<V> {
+        self.slots[at].entry.as_ref().expect("a full slot")
     }
 
     /// Places an entry whose key is not in the table (used by inserts and by a rehash).
@@ -244,17 +249,16 @@ impl<V: Clone> HashedIndex<V> {
     pub(crate) fn get(&self, key: &[u8]) -> Option<V> {
         let (shard, hash) = self.locate(key);
         let table = shard.table.read();
-        match table.probe(hash, key) {
-            (at, true) => table.slots[at].entry.as_ref().map(|e| e.value.clone()),
-            (_, false) => None,
-        }
+        table
+            .find(hash, key)
+            .map(|at| table.entry(at).value.clone())
     }
 
     /// Inserts unless the key is present; on failure hands the value back.
     pub(crate) fn insert_if_absent(&self, key: &[u8], value: V) -> Result<(), V> {
         let (shard, hash) = self.locate(key);
         let mut table = shard.table.write();
-        if table.probe(hash, key).1 {
+        if table.find(hash, key).is_some() {
             return Err(value);
         }
         if (table.len + 1) * 100 > table.slots.len() * MAX_LOAD_PERCENT {
@@ -273,19 +277,16 @@ impl<V: Clone> HashedIndex<V> {
     pub(crate) fn remove_if(&self, key: &[u8], condition: impl FnOnce(&V) -> bool) -> bool {
         let (shard, hash) = self.locate(key);
         let mut table = shard.table.write();
-        match table.probe(hash, key) {
-            (at, true) => {
-                let entry = table.slots[at].entry.as_ref().expect("probe found it");
-                if !condition(&entry.value) {
-                    return false;
-                }
-                let removed = table.remove_at(at);
-                drop(table);
-                drop(removed); // the value's drop may be long (a row); not under the latch
-                true
-            }
-            (_, false) => false,
+        let Some(at) = table.find(hash, key) else {
+            return false;
+        };
+        if !condition(&table.entry(at).value) {
+            return false;
         }
+        let removed = table.remove_at(at);
+        drop(table);
+        drop(removed); // the value's drop may be long (a row); not under the latch
+        true
     }
 
     /// Asks the processor for the lines of `key`'s home slot and the next, taking no latch: many such
@@ -309,16 +310,11 @@ impl<V: Clone> HashedIndex<V> {
     pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) -> bool {
         let (shard, hash) = self.locate(key);
         let table = shard.table.read();
-        match table.probe(hash, key) {
-            (at, true) => match &table.slots[at].entry {
-                Some(entry) => {
-                    touch(&entry.value);
-                    true
-                }
-                None => false,
-            },
-            (_, false) => false,
-        }
+        let Some(at) = table.find(hash, key) else {
+            return false;
+        };
+        touch(&table.entry(at).value);
+        true
     }
 
     #[cfg(test)]
@@ -561,7 +557,7 @@ mod tests {
         const HASH: u32 = 5;
         for (i, key) in keys.iter().enumerate() {
             assert!(
-                !table.probe(HASH, key).1,
+                table.find(HASH, key).is_none(),
                 "key {i} absent before its insert"
             );
             table.place(Entry {
@@ -571,17 +567,14 @@ mod tests {
             });
         }
         for (i, key) in keys.iter().enumerate() {
-            let (at, found) = table.probe(HASH, key);
-            assert!(found, "key {i}");
-            assert_eq!(
-                table.slots[at].entry.as_ref().map(|e| e.value),
-                Some(i as u64)
-            );
+            let at = table.find(HASH, key);
+            assert!(at.is_some(), "key {i}");
+            assert_eq!(at.map(|at| table.entry(at).value), Some(i as u64));
         }
-        assert!(!table.probe(HASH, &[7, 7, 7]).1);
-        assert!(!table.probe(HASH, &[8]).1);
+        assert!(table.find(HASH, &[7, 7, 7]).is_none());
+        assert!(table.find(HASH, &[8]).is_none());
         assert!(
-            !table.probe(HASH + 1, &[7]).1,
+            table.find(HASH + 1, &[7]).is_none(),
             "another hash, same key bytes"
         );
     }
@@ -621,9 +614,9 @@ mod tests {
         }
         for victim in [2usize, 0, 7, 4] {
             let hash = (homes[victim] & mask) | ((victim as u32) << 8);
-            let (at, found) = table.probe(hash, &[victim as u8]);
-            assert!(found);
-            assert_eq!(table.remove_at(at).value, victim as u64);
+            let at = table.find(hash, &[victim as u8]);
+            assert!(at.is_some());
+            assert_eq!(table.remove_at(at.expect("found")).value, victim as u64);
             for (i, &home) in homes.iter().enumerate() {
                 let hash = (home & mask) | ((i as u32) << 8);
                 let gone = [2usize, 0, 7, 4][..=[2usize, 0, 7, 4]
@@ -631,7 +624,7 @@ mod tests {
                     .position(|&v| v == victim)
                     .expect("listed")]
                     .contains(&i);
-                assert_eq!(table.probe(hash, &[i as u8]).1, !gone, "key {i}");
+                assert_eq!(table.find(hash, &[i as u8]).is_some(), !gone, "key {i}");
             }
         }
     }
