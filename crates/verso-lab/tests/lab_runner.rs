@@ -184,7 +184,7 @@ fn json_round_trips() {
 #[test]
 fn report_writes_html_and_a_png_and_svg_per_metric() {
     let workload = ScansWorkload::new(ScansConfig::tiny()).expect("config");
-    let runs: Vec<RunResult> = GarbageCollector::ALL
+    let runs: Vec<RunResult> = GarbageCollector::STEAM_PAPER
         .into_iter()
         .map(|gc| {
             run(
@@ -493,7 +493,7 @@ fn options_that_do_not_fit_are_refused_before_running() {
 #[test]
 fn summary_table_lists_every_configuration() {
     let workload = kv();
-    let runs: Vec<RunResult> = GarbageCollector::ALL
+    let runs: Vec<RunResult> = GarbageCollector::STEAM_PAPER
         .into_iter()
         .map(|gc| run(&workload, &timed(gc, 200)))
         .collect();

@@ -18,7 +18,13 @@ fn counted(gc: GarbageCollector, workers: usize, transactions: u64) -> RunConfig
         oltp_workers: workers,
         stop: StopAfter::Transactions(transactions),
         sample_interval: Duration::from_millis(50),
-        ..RunConfig::new(gc.name(), gc)
+        // 'coop' works only on the storage it needs; every other collector on the default.
+        ..RunConfig::with_options(
+            gc.name(),
+            Options::default()
+                .garbage_collector(gc)
+                .version_storage(gc.required_storage().unwrap_or_default()),
+        )
     }
 }
 

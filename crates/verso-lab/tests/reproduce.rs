@@ -161,7 +161,10 @@ fn verdict_html_text(text: &str) -> String {
 }
 
 fn names() -> Vec<&'static str> {
-    GarbageCollector::ALL.iter().map(|gc| gc.name()).collect()
+    GarbageCollector::STEAM_PAPER
+        .iter()
+        .map(|gc| gc.name())
+        .collect()
 }
 
 /// The points' series, in order.
@@ -169,10 +172,10 @@ fn series(points: &[Point]) -> Vec<&str> {
     points.iter().map(|p| p.series.as_str()).collect()
 }
 
-/// Every collector once at each of `xs`, in `GarbageCollector::ALL`'s order.
+/// Every collector once at each of `xs`, in `GarbageCollector::STEAM_PAPER`'s order.
 fn every_collector_at(points: &[Point], xs: &[f64]) {
-    assert_eq!(points.len(), xs.len() * GarbageCollector::ALL.len());
-    for (chunk, x) in points.chunks(GarbageCollector::ALL.len()).zip(xs) {
+    assert_eq!(points.len(), xs.len() * GarbageCollector::STEAM_PAPER.len());
+    for (chunk, x) in points.chunks(GarbageCollector::STEAM_PAPER.len()).zip(xs) {
         assert_eq!(series(chunk), names());
         assert!(chunk.iter().all(|p| p.x == Some(*x)), "expected x = {x}");
     }
@@ -277,7 +280,7 @@ fn fig8_runs_tpcc_at_one_and_two_threads() {
         );
     }
     let figure = &r.panels[0].figures[0];
-    assert_eq!(figure.lines.len(), GarbageCollector::ALL.len());
+    assert_eq!(figure.lines.len(), GarbageCollector::STEAM_PAPER.len());
     assert!(figure
         .lines
         .iter()
@@ -497,11 +500,11 @@ fn a_run_carries_the_collectors_frequency_settings() {
         sample_interval: Duration::from_millis(50),
         ..RunConfig::with_options("settings", options)
     };
-    let hana = GarbageCollector::ALL
+    let hana = GarbageCollector::STEAM_PAPER
         .into_iter()
         .find(|gc| gc.runs_in_background())
         .expect("a background collector");
-    let epochs = GarbageCollector::ALL
+    let epochs = GarbageCollector::STEAM_PAPER
         .into_iter()
         .find(|gc| gc.uses_epochs())
         .expect("an epoch collector");
@@ -574,7 +577,10 @@ fn the_command_line_runs_each_point_in_a_child_process() {
     let reproduction: verso_lab::reproduce::Reproduction =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
             .expect("a reproduction");
-    assert_eq!(reproduction.points.len(), 2 * GarbageCollector::ALL.len());
+    assert_eq!(
+        reproduction.points.len(),
+        2 * GarbageCollector::STEAM_PAPER.len()
+    );
     assert!(reproduction
         .points
         .iter()

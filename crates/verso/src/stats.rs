@@ -44,18 +44,36 @@ pub(crate) enum Counter {
     ActiveListNanos,
     PrefetchKeys,
     PrefetchRowsFound,
+    VacuumPasses,
+    BlocksVacuumed,
+    BlocksSkippedClean,
+    RowsVacuumed,
+    RowsRecordedForCleaning,
+    RowsCleanedCooperatively,
 }
 
-const COUNTERS: usize = Counter::PrefetchRowsFound as usize + 1;
+const COUNTERS: usize = Counter::RowsCleanedCooperatively as usize + 1;
 
 /// A slot's counters and histograms.
-#[derive(Default)]
 pub(crate) struct SlotStats {
     counters: [AtomicU64; COUNTERS],
     read_chain: HistogramCell,
     scan_chain: HistogramCell,
     write_chain: HistogramCell,
     gc_chain: HistogramCell,
+}
+
+impl Default for SlotStats {
+    fn default() -> Self {
+        // Arrays derive `Default` only up to 32 elements.
+        SlotStats {
+            counters: std::array::from_fn(|_| AtomicU64::new(0)),
+            read_chain: HistogramCell::default(),
+            scan_chain: HistogramCell::default(),
+            write_chain: HistogramCell::default(),
+            gc_chain: HistogramCell::default(),
+        }
+    }
 }
 
 /// One slot's histogram of chain lengths.
@@ -216,6 +234,12 @@ impl SlotStats {
         stats.active_list_nanos += get(Counter::ActiveListNanos);
         stats.prefetch_keys += get(Counter::PrefetchKeys);
         stats.prefetch_rows_found += get(Counter::PrefetchRowsFound);
+        stats.vacuum_passes += get(Counter::VacuumPasses);
+        stats.blocks_vacuumed += get(Counter::BlocksVacuumed);
+        stats.blocks_skipped_clean += get(Counter::BlocksSkippedClean);
+        stats.rows_vacuumed += get(Counter::RowsVacuumed);
+        stats.rows_recorded_for_cleaning += get(Counter::RowsRecordedForCleaning);
+        stats.rows_cleaned_cooperatively += get(Counter::RowsCleanedCooperatively);
         self.read_chain
             .add_to(&mut stats.read_chain_lengths, new_window);
         self.scan_chain
@@ -280,7 +304,8 @@ pub struct Stats {
     pub versions_created: u64,
     /// Version records removed from chains by eager pruning (Steam's EPO).
     pub versions_pruned_eagerly: u64,
-    /// Version records freed when their transaction fell below the watermark.
+    /// Version records freed when their transaction fell below the watermark (or, under
+    /// the tuple-level collectors, when a pass found them below it).
     pub versions_reclaimed: u64,
     /// Version records freed by rollbacks.
     pub versions_rolled_back: u64,
@@ -333,6 +358,21 @@ pub struct Stats {
     /// Of those, keys the primary index held a row object for, whose lines the hint then
     /// requested (a row object may hold a row the transaction does not see).
     pub prefetch_rows_found: u64,
+    /// Passes the tuple-level collectors' thread made over the tables ('vac': over the
+    /// dirty blocks; 'coop': the complete passes for dusty corners).
+    pub vacuum_passes: u64,
+    /// Blocks whose rows a pass examined.
+    pub blocks_vacuumed: u64,
+    /// Blocks a 'vac' pass skipped because nobody wrote to them since it last examined
+    /// them (the dirty-block bitmap's saving).
+    pub blocks_skipped_clean: u64,
+    /// Rows a pass examined.
+    pub rows_vacuumed: u64,
+    /// Rows a reader or writer recorded for cleaning because it walked past obsolete
+    /// versions in their chain ('coop').
+    pub rows_recorded_for_cleaning: u64,
+    /// Recorded rows the cleaner then cleaned ('coop').
+    pub rows_cleaned_cooperatively: u64,
     /// Version records walked per read.
     pub read_chain_lengths: ChainHistogram,
     /// The part of `read_chain_lengths` read by range scans (primary or secondary), the

@@ -68,7 +68,9 @@ fn janitor_collects_what_idle_threads_hold() {
             // Returns as soon as nothing is left: the patience only covers a loaded machine
             // ('none' never gets there; two seconds show that it collected nothing).
             live_versions_after_writer_goes_idle(
-                Options::default().garbage_collector(gc),
+                Options::default()
+                    .garbage_collector(gc)
+                    .version_storage(gc.required_storage().unwrap_or_default()),
                 if gc == GarbageCollector::NoCollection {
                     Duration::from_secs(2)
                 } else {

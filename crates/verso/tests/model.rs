@@ -390,6 +390,7 @@ fn configurations() -> impl Iterator<Item = (VersionStorageKind, GarbageCollecto
     VersionStorageKind::ALL.into_iter().flat_map(|storage| {
         GarbageCollector::ALL
             .into_iter()
+            .filter(move |gc| gc.required_storage().is_none_or(|s| s == storage))
             .map(move |gc| (storage, gc))
     })
 }

@@ -54,7 +54,7 @@ fn sample_stats_starts_a_new_window_for_the_chain_maxima() {
 #[test]
 fn regression_writers_chain_lengths_are_recorded_under_every_collector() {
     for gc in GarbageCollector::ALL {
-        let db = Database::open(Options::default().garbage_collector(gc)).expect("open");
+        let db = Database::open(common::options_for(gc)).expect("open");
         let table = create_counter(&db, "counter");
         let key = [Value::U64(1)];
         let held = db.begin(Isolation::Snapshot);

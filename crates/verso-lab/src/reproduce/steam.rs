@@ -241,7 +241,7 @@ fn sweep_every_collector(
     Ok(plans)
 }
 
-/// One point per collector of [`GarbageCollector::ALL`].
+/// One point per collector of [`GarbageCollector::STEAM_PAPER`].
 fn every_collector(
     size: &Size,
     x: Option<f64>,
@@ -251,7 +251,7 @@ fn every_collector(
     stop: StopAfter,
     workload: &dyn Fn() -> Result<Box<dyn Workload>, LabError>,
 ) -> Result<Vec<PointPlan>, LabError> {
-    GarbageCollector::ALL
+    GarbageCollector::STEAM_PAPER
         .into_iter()
         .map(|gc| {
             let label = if what.is_empty() {
@@ -358,7 +358,7 @@ fn best_other(
 }
 
 fn all_names() -> Vec<String> {
-    GarbageCollector::ALL
+    GarbageCollector::STEAM_PAPER
         .iter()
         .map(|gc| gc.name().to_owned())
         .collect()
@@ -1184,11 +1184,11 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let description = size.tpcc()?.describe();
     let periods = size.pick(&FIG10_PERIODS_MS, &FIG10_QUICK_PERIODS_MS);
     let thresholds = size.pick(&FIG10_THRESHOLDS, &FIG10_QUICK_THRESHOLDS);
-    let background: Vec<GarbageCollector> = GarbageCollector::ALL
+    let background: Vec<GarbageCollector> = GarbageCollector::STEAM_PAPER
         .into_iter()
         .filter(|gc| gc.runs_in_background())
         .collect();
-    let epochs: Vec<GarbageCollector> = GarbageCollector::ALL
+    let epochs: Vec<GarbageCollector> = GarbageCollector::STEAM_PAPER
         .into_iter()
         .filter(|gc| gc.uses_epochs())
         .collect();

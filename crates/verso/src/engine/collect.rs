@@ -181,7 +181,7 @@ pub(crate) fn after_end<V: VersionStorage, G: Collector>(
     match G::FINALIZING {
         Finalizing::Interspersed => finalize_interspersed(engine, local, committed),
         Finalizing::BackgroundHandsToWorkers => finalize_assigned(engine, local),
-        Finalizing::Background | Finalizing::Never => {}
+        Finalizing::Background | Finalizing::Never | Finalizing::TupleLevel => {}
     }
 }
 
@@ -253,6 +253,10 @@ pub(crate) fn collect_all<V: VersionStorage, G: Collector>(
     // Not while a background round holds transactions it took out of the queues.
     let _round = engine.collection_round.lock();
     let watermark = engine.txns.watermark();
+    if G::FINALIZING == Finalizing::TupleLevel {
+        crate::engine::vacuum::vacuum_everything(engine, watermark, &local.slot.stats);
+        return;
+    }
     let mut entry = Vec::new();
     for slot in engine.txns.slots() {
         let mut queue = slot.committed.lock();
@@ -298,17 +302,26 @@ pub(crate) fn collect_idle<V: VersionStorage, G: Collector>(
     }
 }
 
-/// One round of a background collector's thread (every period): 'Hana' collects, 'Hekaton'
-/// hands out. Counted in the background thread's own slot.
+/// One round of a background collector's thread (every period): 'Hana' and 'txn' collect
+/// ('txn' after advancing its epoch), 'Hekaton' hands out, 'vac' and 'coop' vacuum.
+/// Counted in the background thread's own slot.
 pub(crate) fn background_round<V: VersionStorage, G: Collector>(
     engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
 ) {
     let started = Instant::now();
     let _round = engine.collection_round.lock();
+    let round = engine
+        .background_rounds
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    if engine.gc.background_tick(&engine.txns) {
+        local.slot.stats.add(Counter::EpochAdvances, 1);
+    }
     match G::FINALIZING {
         Finalizing::Background => collect_in_background(engine, local),
         Finalizing::BackgroundHandsToWorkers => hand_out_due(engine, local),
+        Finalizing::TupleLevel => crate::engine::vacuum::vacuum_round(engine, local, round),
         Finalizing::Interspersed | Finalizing::Never => return,
     }
     // These collectors run no janitor: trim the commit records idle threads left too.
@@ -540,7 +553,7 @@ fn finalize_committed<V: VersionStorage, G: Collector>(
 /// Runs `op` (which unlinks versions) and then removes the secondary entries only the
 /// unlinked versions had. Cheap when the chain holds no indexed column: then every version
 /// has the newest state's index keys.
-fn with_index_upkeep<V: VersionStorage, T>(
+pub(crate) fn with_index_upkeep<V: VersionStorage, T>(
     table: &Table<V>,
     row: &RowRef<V>,
     chain: &mut V::Chain,

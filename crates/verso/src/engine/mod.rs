@@ -4,6 +4,7 @@
 
 pub(crate) mod collect;
 pub(crate) mod txn;
+pub(crate) mod vacuum;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +41,9 @@ pub(crate) struct Table<V: VersionStorage> {
     pub(crate) schema: TableSchema,
     pub(crate) primary: PrimaryIndex<RowRef<V>>,
     pub(crate) secondary: Vec<OrderedIndex<RowRef<V>>>,
+    /// The rows in blocks, for the tuple-level collectors ('vac', 'coop'); `None` under
+    /// the others.
+    pub(crate) tuple_gc: Option<vacuum::TupleGc<RowRef<V>>>,
 }
 
 /// The engine.
@@ -59,6 +63,9 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) collection_round: Mutex<()>,
     /// How finalizing removes obsolete versions (`crate::VersionRemoval`).
     pub(crate) version_removal: crate::VersionRemoval,
+    /// Rounds the background collector thread ran (the tuple-level collectors count
+    /// their complete passes by it).
+    pub(crate) background_rounds: std::sync::atomic::AtomicU64,
 }
 
 impl<V: VersionStorage, G: Collector> Engine<V, G> {
@@ -68,6 +75,13 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
         gc: G,
         version_removal: crate::VersionRemoval,
     ) -> Self {
+        // `Options::validate` refuses the combination; this is its backstop.
+        assert!(
+            !G::COOPERATIVE || V::COOPERATIVE_CLEANING,
+            "{} needs a storage whose walks begin at the oldest version, not {}",
+            G::NAME,
+            V::NAME
+        );
         Engine {
             txns: TxnManager::new(),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -78,6 +92,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             gc,
             collection_round: Mutex::new(()),
             version_removal,
+            background_rounds: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -106,6 +121,8 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             schema,
             primary: PrimaryIndex::new(),
             secondary,
+            tuple_gc: (G::FINALIZING == crate::gc::Finalizing::TupleLevel)
+                .then(vacuum::TupleGc::new),
         };
         if self.tables[index].set(table).is_err() {
             unreachable!("table slots are filled in order under the names mutex");
@@ -146,6 +163,12 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
 
     pub(crate) fn table_by_index(&self, index: u32) -> Option<&Table<V>> {
         self.tables.get(index as usize).and_then(OnceLock::get)
+    }
+
+    /// Every table created so far.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &Table<V>> {
+        let count = self.table_count.load(Ordering::Acquire);
+        self.tables[..count].iter().filter_map(OnceLock::get)
     }
 
     pub(crate) fn table_names(&self) -> Vec<String> {

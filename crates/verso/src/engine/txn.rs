@@ -118,6 +118,8 @@ pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector> {
     predicates_since: Cell<u64>,
     phase: Cell<Phase>,
     scratch: RefCell<Scratch>,
+    /// 'coop': the bound this transaction's walks spot obsolete versions with (0: none).
+    obsolete_below: u64,
 }
 
 impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
@@ -143,6 +145,16 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             }
         });
         local.slot.stats.add(Counter::TxnBegun, 1);
+        let obsolete_below = if G::COOPERATIVE {
+            let mut local_gc = local.gc.borrow_mut();
+            crate::gc::spotting_bound::<G>(
+                &mut local_gc,
+                || engine.txns.now_ns(),
+                || engine.txns.watermark(),
+            )
+        } else {
+            0
+        };
         let keeps_reads = recording != Recording::Off && !protocol.orders_by_start();
         Ok(EngineTxn {
             engine,
@@ -160,6 +172,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             predicates_since: Cell::new(u64::MAX),
             phase: Cell::new(Phase::Active),
             scratch: RefCell::new(Scratch::default()),
+            obsolete_below,
         })
     }
 
@@ -269,6 +282,23 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         Snapshot {
             start_ts: self.read_ts(),
             owner: self.shared.as_deref(),
+            obsolete_below: self.obsolete_below,
+        }
+    }
+
+    /// 'coop': a walk passed an obsolete version in `row` and claimed it: record it for
+    /// the cleaner.
+    fn record_if_obsolete(&self, table: &Table<V>, row: &RowRef<V>, claimed: bool) {
+        if G::COOPERATIVE && claimed {
+            let gc = table
+                .tuple_gc
+                .as_ref()
+                .expect("tuple-level collectors list rows");
+            gc.record(Arc::clone(row));
+            self.local
+                .slot
+                .stats
+                .add(Counter::RowsRecordedForCleaning, 1);
         }
     }
 
@@ -511,9 +541,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     ) -> std::result::Result<Option<(Option<R>, crate::version::ReadCost)>, Refused> {
         let found = table.primary.with(key_bytes, |row| {
             self.before_read(row)?;
-            Ok(V::read(row, &self.snapshot(), |v| {
+            let (seen, cost) = V::read(row, &self.snapshot(), |v| {
                 v.map(|v| (reader.take().expect("one visible row is read per call"))(v))
-            }))
+            });
+            self.record_if_obsolete(table, row, cost.passed_obsolete);
+            Ok((seen, cost))
         });
         found.transpose()
     }
@@ -564,6 +596,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 return false;
             }
             let (seen, cost) = V::read(row, &snapshot, |v| v.map(&mut inside));
+            self.record_if_obsolete(table, row, cost.passed_obsolete);
             self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
@@ -620,6 +653,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 );
                 (visible_entry.as_slice() == entry).then(|| inside(v))
             });
+            self.record_if_obsolete(table, row, cost.passed_obsolete);
             self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
             if !go_on && recording {
@@ -701,6 +735,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         continue;
                     }
                     add_secondary_entries(table, &row, row_values, &mut Vec::new());
+                    if let Some(gc) = &table.tuple_gc {
+                        gc.register(key_bytes, Arc::clone(&row));
+                    }
                     let stats = &self.local.slot.stats;
                     stats.add(Counter::VersionsCreated, created.records as u64);
                     stats.add(Counter::VersionBytesCreated, created.bytes as u64);
@@ -810,6 +847,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let snapshot = Snapshot {
             start_ts: self.read_ts(),
             owner: Some(&owner),
+            obsolete_below: 0,
         };
         let touches_index = match &intent {
             WriteIntent::Update(mask, _) => {
@@ -839,6 +877,28 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         );
                     }
                     self.scratch.get_mut().entry = entry;
+                }
+                if G::DIRTY_BLOCKS {
+                    // 'vac': the block of this row has something for the next pass.
+                    let gc = table
+                        .tuple_gc
+                        .as_ref()
+                        .expect("tuple-level collectors list rows");
+                    let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().entry);
+                    key::encode_row_key(
+                        &mut key_bytes,
+                        &chain.values().0,
+                        &table.schema.primary_key,
+                    );
+                    gc.mark_dirty(&key_bytes);
+                    self.scratch.get_mut().entry = key_bytes;
+                }
+                if G::COOPERATIVE
+                    && chain.oldest_is_obsolete(self.obsolete_below)
+                    && V::claim_for_cleaning(row)
+                {
+                    // 'coop': the writer walked past an obsolete version to the newest.
+                    self.record_if_obsolete(table, row, true);
                 }
                 if G::EAGER_PRUNING {
                     crate::engine::collect::prune_after_write::<V, G>(
@@ -995,7 +1055,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let slot = &self.local.slot;
         slot.stats.add(Counter::Committed, 1);
         // Without a collector nothing is ever finalized: queueing would only keep the rows.
-        if !rows.is_empty() && G::FINALIZING != Finalizing::Never {
+        // Nor under tuple-level collection, which examines rows, not transactions.
+        if !rows.is_empty() && !matches!(G::FINALIZING, Finalizing::Never | Finalizing::TupleLevel)
+        {
             crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
         }
         if published_record || !slot.validation_log.lock().is_empty() {
@@ -1144,10 +1206,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let before = Snapshot {
             start_ts: self.read_ts(),
             owner: None,
+            obsolete_below: 0,
         };
         let after = Snapshot {
             start_ts: self.read_ts(),
             owner: Some(owner),
+            obsolete_below: 0,
         };
         let mut buffer = Vec::new();
         let own_writes = self.writes.borrow();

@@ -16,6 +16,7 @@ use loom::thread;
 
 use super::deuteronomy::InfiniteEpochs;
 use super::ermia::ThreePhaseEpochs;
+use super::txn_epochs::EpochCounters;
 
 const NOTHING: u64 = u64::MAX;
 
@@ -93,6 +94,50 @@ fn loom_infinite_epoch_bound_never_passes_a_running_start() {
         assert!(start >= epoch);
 
         let bounds = committer.join().expect("committer");
+        for bound in bounds {
+            assert!(bound <= start, "bound {bound} passed the start {start}");
+        }
+    });
+}
+
+/// 'txn': a transaction registers in an epoch (counter), takes its start, and leaves,
+/// while the GC thread advances the epoch and computes the bound, around a ring of two
+/// cells so that cells are reused. Every bound computed before the transaction leaves is
+/// at most its start.
+#[test]
+fn loom_epoch_counter_bound_never_passes_a_running_start() {
+    loom::model(|| {
+        let epochs = Arc::new(EpochCounters::with_ring(2));
+        let clock = Arc::new(AtomicU64::new(1));
+        let left = Arc::new(AtomicU64::new(0));
+
+        let gc = {
+            let (epochs, clock, left) =
+                (Arc::clone(&epochs), Arc::clone(&clock), Arc::clone(&left));
+            thread::spawn(move || {
+                committer_rounds(3, || {
+                    clock.fetch_add(1, Ordering::SeqCst);
+                    epochs.advance(clock.load(Ordering::SeqCst));
+                    let bound = epochs.reclaim_bound();
+                    // Bounds after the transaction left do not concern it.
+                    if left.load(Ordering::SeqCst) == 1 {
+                        0
+                    } else {
+                        bound
+                    }
+                })
+            })
+        };
+
+        let epoch = epochs.enter();
+        let start = clock.load(Ordering::SeqCst);
+        assert!(start >= epochs.started_at(epoch));
+        let bound_while_running = epochs.reclaim_bound();
+        assert!(bound_while_running <= start);
+        left.store(1, Ordering::SeqCst);
+        epochs.leave(epoch);
+
+        let bounds = gc.join().expect("gc thread");
         for bound in bounds {
             assert!(bound <= start, "bound {bound} passed the start {start}");
         }

@@ -23,8 +23,12 @@
 //! Implementations, one file per design (Steam paper Table 4):
 //! [`steam::Steam`] (default), [`watermark::WatermarkOnly`] (HyPer), [`hana::Hana`],
 //! [`hekaton::Hekaton`], [`deuteronomy::Deuteronomy`], [`ermia::Ermia`],
-//! [`none::NoCollection`].
+//! [`none::NoCollection`]; and Wu et al.'s §5 granularities: [`vacuum::Vacuum`] (tuple-level
+//! background vacuuming with a dirty-block bitmap), [`cooperative::Cooperative`]
+//! (tuple-level cooperative cleaning, O2N only) and [`txn_epochs::TxnEpochs`]
+//! (transaction-level, epochs with membership counters).
 
+pub(crate) mod cooperative;
 pub(crate) mod deuteronomy;
 pub(crate) mod ermia;
 pub(crate) mod hana;
@@ -33,6 +37,8 @@ pub(crate) mod hekaton;
 mod loom_tests;
 pub(crate) mod none;
 pub(crate) mod steam;
+pub(crate) mod txn_epochs;
+pub(crate) mod vacuum;
 pub(crate) mod watermark;
 
 use std::sync::atomic::Ordering;
@@ -57,6 +63,11 @@ pub(crate) enum Finalizing {
     BackgroundHandsToWorkers,
     /// Nobody ('none').
     Never,
+    /// Nobody finalizes transactions: tuple-level collection (Wu et al. §5.1). A
+    /// background thread examines rows, not write sets: 'vac' vacuums the blocks of rows
+    /// written since its last pass, 'coop' cleans the rows that readers and writers
+    /// recorded and now and then vacuums everything (`engine/vacuum.rs`).
+    TupleLevel,
 }
 
 /// Settings of a collector, from [`crate::Options`].
@@ -80,6 +91,15 @@ pub(crate) trait Collector: Send + Sync + Sized + 'static {
     const BACKGROUND_PRUNING: bool = false;
     /// The background thread's default period (Table 4: 1 ms for 'Hana' and 'Hekaton').
     const DEFAULT_BACKGROUND_PERIOD: Duration = Duration::from_millis(1);
+    /// [`Finalizing::TupleLevel`]: writers mark the block of every row they write dirty,
+    /// and a pass examines only dirty blocks ('vac').
+    const DIRTY_BLOCKS: bool = false;
+    /// [`Finalizing::TupleLevel`]: readers and writers record rows whose chains they walked
+    /// past obsolete versions in, for the thread to clean ('coop').
+    const COOPERATIVE: bool = false;
+    /// [`Finalizing::TupleLevel`] with [`Self::COOPERATIVE`]: every this many rounds the
+    /// thread vacuums every block (the dusty corners no walk reaches).
+    const FULL_PASS_EVERY_ROUNDS: u64 = 0;
     /// How old (in nanoseconds) a thread's cached list of active snapshots may grow before
     /// a writer rebuilds it (Steam §4.3.1 uses a few milliseconds).
     const ACTIVE_LIST_MAX_AGE_NS: u64 = 1_000_000;
@@ -135,6 +155,12 @@ pub(crate) trait Collector: Send + Sync + Sized + 'static {
         self.reclaim_bound(txns)
     }
 
+    /// At the start of every background round, before the bound is taken (the
+    /// transaction-level epochs advance here).
+    fn background_tick<R: Send + 'static>(&self, _txns: &TxnManager<R>) -> bool {
+        false
+    }
+
     /// For [`Finalizing::BackgroundHandsToWorkers`]: refreshes the bound the background
     /// thread hands work out with, and returns it.
     fn refresh<R: Send + 'static>(&self, txns: &TxnManager<R>) -> u64 {
@@ -162,6 +188,12 @@ pub(crate) struct LocalGc {
     pub(crate) registered: Vec<(u64, u64)>,
     /// Commits since this thread last tried to advance the epoch.
     pub(crate) commits_since_epoch_advance: u64,
+    /// 'coop': the watermark this thread's walks spot obsolete versions with, and when it
+    /// was taken (manager nanoseconds; 0 = never).
+    pub(crate) spotting_bound: u64,
+    pub(crate) spotting_bound_ns: u64,
+    /// Transactions begun since the spotting bound's age was last checked.
+    pub(crate) begins_since_spotting_check: u32,
 }
 
 impl LocalGc {
@@ -216,6 +248,28 @@ pub(crate) fn active_list_is_stale<G: Collector>(
     }
     local.writes_since_age_check = 0;
     now_ns().saturating_sub(local.taken_ns) > G::ACTIVE_LIST_MAX_AGE_NS
+}
+
+/// 'coop': the bound this thread's walks spot obsolete versions with, refreshed from
+/// `watermark` when older than [`Collector::ACTIVE_LIST_MAX_AGE_NS`] (the clock is read
+/// every 32 begins). A stale bound is lower than the true one: it spots less, never wrongly.
+pub(crate) fn spotting_bound<G: Collector>(
+    local: &mut LocalGc,
+    now_ns: impl Fn() -> u64,
+    watermark: impl FnOnce() -> u64,
+) -> u64 {
+    local.begins_since_spotting_check += 1;
+    if local.spotting_bound_ns == 0 || local.begins_since_spotting_check >= 32 {
+        local.begins_since_spotting_check = 0;
+        let now = now_ns().max(1);
+        if now.saturating_sub(local.spotting_bound_ns) > G::ACTIVE_LIST_MAX_AGE_NS
+            || local.spotting_bound_ns == 0
+        {
+            local.spotting_bound = watermark();
+            local.spotting_bound_ns = now;
+        }
+    }
+    local.spotting_bound
 }
 
 /// Whether this thread should finalize for idle threads now.

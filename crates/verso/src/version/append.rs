@@ -302,6 +302,7 @@ pub(super) fn read_behind<R>(
     let cost = ReadCost {
         walked,
         reconstruct_nanos: started.elapsed().as_nanos() as u64,
+        passed_obsolete: false,
     };
     (reader(seen.and_then(lend)), cost)
 }

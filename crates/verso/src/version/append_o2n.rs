@@ -20,7 +20,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
     count_versions, free_versions, insert_version, lend, prune_versions, whole_copies_mask,
@@ -39,6 +39,9 @@ use crate::version::{
 pub(crate) struct O2nRow {
     /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
     cc: AtomicU64,
+    /// Cooperative cleaning: the row waits in the cleaner's list
+    /// (`VersionStorage::claim_for_cleaning`).
+    recorded: AtomicBool,
     latch: Latch<O2nChain>,
 }
 
@@ -151,6 +154,7 @@ impl VersionStorage for AppendO2nStorage {
     type Chain = O2nChain;
     type Guard<'a> = WriteGuard<'a, O2nChain>;
     const NAME: &'static str = "append-o2n";
+    const COOPERATIVE_CLEANING: bool = true;
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<O2nRow>, Created) {
         let (oldest, created) = insert_version(values, owner);
@@ -161,6 +165,7 @@ impl VersionStorage for AppendO2nStorage {
         };
         let row = Arc::new(O2nRow {
             cc: AtomicU64::new(0),
+            recorded: AtomicBool::new(false),
             latch: Latch::new(chain),
         });
         (row, created)
@@ -188,10 +193,16 @@ impl VersionStorage for AppendO2nStorage {
             version = next;
         }
         let seen = lend(version);
+        // Cooperative cleaning: the walk began at the oldest version; if it is obsolete,
+        // the row is worth recording (the cleaner unlinks every obsolete one).
+        let passed_obsolete = snapshot.obsolete_below > 0
+            && chain.second_oldest_committed_below(snapshot.obsolete_below)
+            && Self::claim_for_cleaning(row);
         // Not timed: walking is this storage's normal read, not a reconstruction.
         let cost = ReadCost {
             walked,
             reconstruct_nanos: 0,
+            passed_obsolete,
         };
         (reader(seen), cost)
     }
@@ -270,6 +281,15 @@ impl VersionStorage for AppendO2nStorage {
         &row.cc
     }
 
+    fn claim_for_cleaning(row: &O2nRow) -> bool {
+        // A load first: a row already recorded is read by many; do not write its line.
+        !row.recorded.load(Ordering::Relaxed) && !row.recorded.swap(true, Ordering::AcqRel)
+    }
+
+    fn release_from_cleaning(row: &O2nRow) {
+        row.recorded.store(false, Ordering::Release);
+    }
+
     fn edit<R>(row: &O2nRow, edit: impl FnOnce(&mut O2nChain) -> R) -> R {
         let mut chain = row.write();
         edit(&mut chain)
@@ -277,6 +297,10 @@ impl VersionStorage for AppendO2nStorage {
 }
 
 impl ChainEdit for O2nChain {
+    fn oldest_is_obsolete(&self, watermark: u64) -> bool {
+        self.second_oldest_committed_below(watermark)
+    }
+
     fn values(&self) -> (RowView<'_>, bool) {
         let newest = self.newest();
         (RowView::packed(newest.values.packed()), newest.exists)
@@ -419,6 +443,7 @@ mod tests {
         let snapshot = Snapshot {
             start_ts: 100,
             owner: None,
+            obsolete_below: 0,
         };
         let (_, cost) = AppendO2nStorage::read(&row, &snapshot, |_| ());
         assert_eq!(cost.walked, 2, "the newest is reached through both records");
@@ -453,6 +478,7 @@ mod tests {
         let snapshot = Snapshot {
             start_ts: 3,
             owner: Some(&owner),
+            obsolete_below: 0,
         };
         let changes = [(1, Value::I64(11))];
         let mask = ColumnMask::from_columns(&[1]);

@@ -300,6 +300,7 @@ impl VersionStorage for DeltaStorage {
             let cost = ReadCost {
                 walked: 1,
                 reconstruct_nanos: 0,
+                passed_obsolete: false,
             };
             return (reader(newest()), cost);
         }
@@ -326,6 +327,7 @@ impl VersionStorage for DeltaStorage {
         let cost = ReadCost {
             walked,
             reconstruct_nanos: started.elapsed().as_nanos() as u64,
+            passed_obsolete: false,
         };
         (
             reader(exists.then(|| RowView::reconstructed(&values))),

@@ -27,6 +27,7 @@ fn value_of<V: VersionStorage>(row: &V::Row, start_ts: u64) -> Option<i64> {
     let snapshot = Snapshot {
         start_ts,
         owner: None,
+        obsolete_below: 0,
     };
     V::read(row, &snapshot, |v| {
         v.map(|v| v.get(1).as_i64().expect("an i64 column"))
@@ -58,6 +59,7 @@ fn update_and_commit<V: VersionStorage>(
     let snapshot = Snapshot {
         start_ts,
         owner: Some(&owner),
+        obsolete_below: 0,
     };
     let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
     match V::write(row, &snapshot, intent, &owner) {

@@ -45,6 +45,11 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) start_ts: u64,
     /// The reading transaction's own state, if it has written anything.
     pub(crate) owner: Option<&'a TxnShared>,
+    /// Cooperative cleaning (Wu et al. §5.1, 'coop'): a reclaim bound the reader knows
+    /// (possibly stale, never above the true one); a storage that supports it reports in
+    /// [`ReadCost::passed_obsolete`] whether the walk passed a version no snapshot at or
+    /// after it applies. 0: do not look.
+    pub(crate) obsolete_below: u64,
 }
 
 /// The snapshots that may still read old versions, as the pruner knows them.
@@ -158,6 +163,10 @@ pub(crate) struct ReadCost {
     /// Nanoseconds spent reconstructing an older version from the chain (0 when the newest
     /// version was visible: that path is not timed, it is the common one).
     pub(crate) reconstruct_nanos: u64,
+    /// The walk passed an obsolete version (see [`Snapshot::obsolete_below`]) and claimed
+    /// the row for the cleaner ([`VersionStorage::claim_for_cleaning`]): the reader records
+    /// it. Only storages with [`VersionStorage::COOPERATIVE_CLEANING`] set it.
+    pub(crate) passed_obsolete: bool,
 }
 
 /// What a rollback undid.
@@ -218,6 +227,13 @@ pub(crate) trait ChainEdit {
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport;
     /// Undoes `owner`'s write to the row (its record must be the newest).
     fn rollback(&mut self, owner: &Arc<TxnShared>) -> RollbackReport;
+    /// Cooperative cleaning: whether the chain's oldest version is obsolete to every
+    /// snapshot at or after `watermark` (what a writer passed on its way to the newest).
+    /// Answered only by storages with [`VersionStorage::COOPERATIVE_CLEANING`]; the
+    /// collector that asks is refused at `open` for the others, which answer `false`.
+    fn oldest_is_obsolete(&self, _watermark: u64) -> bool {
+        false
+    }
 }
 
 /// What stamping did.
@@ -246,6 +262,10 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
         Self: 'a;
     /// The design's name in configuration and reports.
     const NAME: &'static str;
+    /// Whether a chain walk meets the obsolete versions first, so that readers and writers
+    /// can spot them on their way (Wu et al. §5.1: cooperative cleaning "only works for
+    /// the O2N append-only storage"). The 'coop' collector is refused for the others.
+    const COOPERATIVE_CLEANING: bool = false;
 
     /// A new row inserted by `owner` (uncommitted). Returns it and the version records
     /// created.
@@ -280,6 +300,17 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// and write lock of MVTO, the read count and write lock of MV2PL (`cc/mvto.rs`,
     /// `cc/mv2pl.rs`); unused by the other protocols. The storage only keeps it.
     fn cc_word(row: &Self::Row) -> &AtomicU64;
+
+    /// Cooperative cleaning: marks the row as recorded for the cleaner. Returns `true` if
+    /// it was not already (the caller then records it, so a row waits in the cleaner's
+    /// list at most once). Storages without [`Self::COOPERATIVE_CLEANING`] never claim.
+    fn claim_for_cleaning(_row: &Self::Row) -> bool {
+        false
+    }
+
+    /// Cooperative cleaning: the cleaner took the row out of its list (before cleaning
+    /// it, so a walk after the cleaning can record it again).
+    fn release_from_cleaning(_row: &Self::Row) {}
 }
 
 /// Single-threaded steps on one row of any storage, for the storages' unit tests: a row
@@ -314,6 +345,7 @@ pub(crate) mod test_steps {
         let snapshot = Snapshot {
             start_ts: start,
             owner: None,
+            obsolete_below: 0,
         };
         let changes = [(1, Value::I64(value))];
         let mask = ColumnMask::from_columns(&[1]);
@@ -331,6 +363,7 @@ pub(crate) mod test_steps {
         let snapshot = Snapshot {
             start_ts,
             owner: None,
+            obsolete_below: 0,
         };
         V::read(row, &snapshot, |v| {
             v.map(|v| v.get(1).as_i64().expect("an i64"))

@@ -415,6 +415,7 @@ mod tests {
         let snapshot = Snapshot {
             start_ts: 3,
             owner: Some(&owner),
+            obsolete_below: 0,
         };
         let changes = [(1, Value::I64(11))];
         let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
@@ -439,6 +440,7 @@ mod tests {
         let snapshot = Snapshot {
             start_ts: 4,
             owner: Some(&other),
+            obsolete_below: 0,
         };
         let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
         assert!(matches!(
@@ -469,6 +471,7 @@ mod tests {
         let snapshot = Snapshot {
             start_ts: 100,
             owner: None,
+            obsolete_below: 0,
         };
         let (_, cost) = TimeTravelStorage::read(&row, &snapshot, |_| ());
         assert_eq!(cost.walked, 0, "the master needs no walk");

@@ -12,9 +12,9 @@ use verso::{
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
-/// storage, and HyPer's one-version-at-a-time removal, under the default protocol; and
-/// every other protocol over every storage (under Steam) and every collector (over delta
-/// storage).
+/// storage it supports ('coop' only over append-o2n), and HyPer's one-version-at-a-time
+/// removal, under the default protocol; and every other protocol over every storage (under
+/// Steam) and every collector (over delta storage, or the one it needs).
 pub fn all_configurations() -> Vec<Options> {
     let mut all = si_configurations();
     for protocol in ConcurrencyControl::ALL.into_iter().skip(1) {
@@ -29,6 +29,7 @@ pub fn all_configurations() -> Vec<Options> {
             all.push(
                 Options::default()
                     .garbage_collector(gc)
+                    .version_storage(gc.required_storage().unwrap_or_default())
                     .concurrency_control(protocol),
             );
         }
@@ -80,11 +81,14 @@ pub fn si_configurations() -> Vec<Options> {
     let mut all: Vec<Options> = VersionStorageKind::ALL
         .into_iter()
         .flat_map(|storage| {
-            GarbageCollector::ALL.into_iter().map(move |gc| {
-                Options::default()
-                    .version_storage(storage)
-                    .garbage_collector(gc)
-            })
+            GarbageCollector::ALL
+                .into_iter()
+                .filter(move |gc| gc.required_storage().is_none_or(|s| s == storage))
+                .map(move |gc| {
+                    Options::default()
+                        .version_storage(storage)
+                        .garbage_collector(gc)
+                })
         })
         .collect();
     // HyPer's version removal, under the collector that leaves it the longest chains.
@@ -316,4 +320,12 @@ pub fn create_named(db: &Database) -> TableId {
             .index("by_name", &["name"]),
     )
     .unwrap_or_else(|e| panic!("{}: create: {e}", db.design()))
+}
+
+/// Default options with this collector, on the version storage it needs if it needs one
+/// ('coop': append-o2n), else the default storage.
+pub fn options_for(gc: GarbageCollector) -> Options {
+    Options::default()
+        .garbage_collector(gc)
+        .version_storage(gc.required_storage().unwrap_or_default())
 }
