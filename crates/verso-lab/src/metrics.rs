@@ -205,9 +205,24 @@ pub struct EngineTotals {
     /// ('hekaton').
     #[serde(default)]
     pub transactions_handed_out: u64,
-    /// Times the global epoch advanced ('deuteronomy', 'ermia').
+    /// Times the global epoch advanced ('deuteronomy', 'ermia', 'txn').
     #[serde(default)]
     pub epoch_advances: u64,
+    /// Passes the tuple-level collectors' thread made over the tables ('vac', 'coop').
+    #[serde(default)]
+    pub vacuum_passes: u64,
+    /// Blocks those passes examined.
+    #[serde(default)]
+    pub blocks_vacuumed: u64,
+    /// Blocks 'vac''s passes skipped as clean (the dirty-block bitmap).
+    #[serde(default)]
+    pub blocks_skipped_clean: u64,
+    /// Rows readers and writers recorded for cleaning ('coop').
+    #[serde(default)]
+    pub rows_recorded_for_cleaning: u64,
+    /// Recorded rows the cleaner cleaned ('coop').
+    #[serde(default)]
+    pub rows_cleaned_cooperatively: u64,
 }
 
 /// Medians over the run's full samples (see [`Sample::is_full`]) and maxima over all.

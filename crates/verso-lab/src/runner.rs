@@ -872,6 +872,17 @@ impl<'c> Sampler<'c> {
                 .transactions_handed_out
                 .saturating_sub(f.transactions_handed_out),
             epoch_advances: s.epoch_advances.saturating_sub(f.epoch_advances),
+            vacuum_passes: s.vacuum_passes.saturating_sub(f.vacuum_passes),
+            blocks_vacuumed: s.blocks_vacuumed.saturating_sub(f.blocks_vacuumed),
+            blocks_skipped_clean: s
+                .blocks_skipped_clean
+                .saturating_sub(f.blocks_skipped_clean),
+            rows_recorded_for_cleaning: s
+                .rows_recorded_for_cleaning
+                .saturating_sub(f.rows_recorded_for_cleaning),
+            rows_cleaned_cooperatively: s
+                .rows_cleaned_cooperatively
+                .saturating_sub(f.rows_cleaned_cooperatively),
         };
         Measured {
             run_seconds,

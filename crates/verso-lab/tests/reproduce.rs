@@ -393,6 +393,66 @@ fn wu_fig7_runs_every_protocol_on_both_ycsb_mixes() {
     assert_eq!(r.panels.len(), 2, "one panel per mixture");
 }
 
+/// Figures 18-19: vac, coop and none over append-o2n under MVTO, at low and high
+/// contention, each run's throughput and memory over time; the cooperative run recorded
+/// rows on its walks and the vacuum run vacuumed.
+#[test]
+fn wu_fig18_compares_vacuuming_with_cooperative_cleaning_over_time() {
+    let (r, _) = quick("wu-fig18");
+    assert_eq!(r.points.len(), 3 * 2, "collectors x contention levels");
+    for point in &r.points {
+        let config = &point.run.configuration;
+        assert!(
+            config.design.starts_with("append-o2n/") && config.design.ends_with("mvto"),
+            "{}",
+            config.design
+        );
+        let engine = &point.run.engine;
+        match point.series.split(' ').next() {
+            Some("vac") => assert!(engine.vacuum_passes > 0, "{engine:?}"),
+            Some("coop") => assert!(
+                engine.rows_recorded_for_cleaning > 0 || engine.vacuum_passes > 0,
+                "{engine:?}"
+            ),
+            Some("none") => assert_eq!(engine.versions_reclaimed, 0, "{engine:?}"),
+            other => panic!("unexpected series {other:?}"),
+        }
+    }
+    assert_eq!(r.panels.len(), 2, "one panel per contention level");
+    for panel in &r.panels {
+        assert_eq!(panel.time_series.len(), 3, "throughput, version bytes, RSS");
+        assert_eq!(panel.table.as_ref().expect("a table").rows.len(), 3);
+        assert_eq!(panel.verdicts.len(), 3);
+    }
+}
+
+/// Figures 20-21: vac, txn and none over append-n2o under MVTO, on both YCSB mixes.
+#[test]
+fn wu_fig20_compares_tuple_level_with_transaction_level_gc_over_time() {
+    let (r, _) = quick("wu-fig20");
+    let series: Vec<&str> = r.points.iter().map(|p| p.series.as_str()).collect();
+    assert_eq!(
+        series,
+        [
+            "vac read-intensive",
+            "txn read-intensive",
+            "none read-intensive",
+            "vac update-intensive",
+            "txn update-intensive",
+            "none update-intensive",
+        ]
+    );
+    for point in &r.points {
+        assert!(
+            point.run.configuration.design.starts_with("append-n2o/"),
+            "{}",
+            point.run.configuration.design
+        );
+    }
+    assert_eq!(r.panels.len(), 2, "one panel per mixture");
+    assert!(r.panels.iter().all(|p| p.verdicts.len() == 3));
+}
+
 #[test]
 fn wu_fig10_runs_tpcc_on_every_protocol_and_counts_aborts_by_transaction() {
     let (r, _) = quick("wu-fig10");
@@ -456,7 +516,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 9);
+    assert_eq!(EXPERIMENTS.len(), 11);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

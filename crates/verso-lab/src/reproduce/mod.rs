@@ -59,6 +59,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     steam::FIG12,
     wu::FIG7,
     wu::FIG10,
+    wu::FIG18,
+    wu::FIG20,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.
