@@ -614,3 +614,96 @@ fn txn_epochs_free_versions_once_every_earlier_epoch_is_empty() {
         "{stats:?}"
     );
 }
+
+/// 'txn': two threads mix updates, reads, conflicts and aborts at both isolation levels;
+/// every transaction leaves the epoch it entered, so once they stop the epochs drain and
+/// every version is freed.
+#[test]
+fn txn_epochs_drain_after_concurrent_mixed_transactions() {
+    for isolation in [Isolation::Snapshot, Isolation::Serializable] {
+        let (db, _) = open(
+            Options::default()
+                .garbage_collector(GarbageCollector::TransactionEpochs)
+                .background_gc_period(Duration::from_millis(1)),
+        );
+        let table = load_rows(&db, 20);
+        std::thread::scope(|scope| {
+            for thread in 0..2u64 {
+                let db = &db;
+                scope.spawn(move || {
+                    for i in 0..3_000u64 {
+                        let mut txn = db.begin(isolation);
+                        let id = (i * 7 + thread) % 20;
+                        let _ = txn.get(table, &[Value::U64((id + 1) % 20)]);
+                        if i % 5 != 0 {
+                            let _ = txn.update(table, &[Value::U64(id)], &[(1, Value::I64(1))]);
+                        }
+                        if i % 11 == 0 {
+                            txn.abort();
+                        } else {
+                            let _ = txn.commit();
+                        }
+                    }
+                });
+            }
+        });
+        let stats = wait_for(&db, |s| s.live_versions() == 0);
+        assert_eq!(stats.live_versions(), 0, "{isolation:?}: {stats:?}");
+    }
+}
+
+/// Found by `verso reproduce wu-fig20`: 'txn' reclaimed nothing from threads that commit
+/// more than a thousand transactions per epoch. A thread's queue is folded into one entry
+/// every 1,024 commits, and each fold raised that entry's timestamp to the newest commit;
+/// with two threads the epoch bound lags a whole epoch, so the entry stayed above it for
+/// ever, and the entries behind it waited too. Here the same state, deterministically
+/// (watermark-only, whose committer finalizes its own queue at the watermark): a folded
+/// queue, and a bound that moves past its oldest transactions but not its newest. A folded
+/// entry is now finalized in part at the bound.
+#[test]
+fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
+    let (db, _) = open(
+        Options::default()
+            .garbage_collector(GarbageCollector::WatermarkOnly)
+            .idle_collection_interval(None),
+    );
+    let table = load_rows(&db, 100);
+    let first = db.begin(Isolation::Snapshot);
+    for i in 0..2_000u64 {
+        update_row(&db, table, i % 100, i as i64);
+    }
+    let second = db.begin(Isolation::Snapshot);
+    for i in 2_000..4_000u64 {
+        update_row(&db, table, i % 100, i as i64);
+    }
+    let before = db.stats();
+    assert!(before.rows_folded > 0, "the queue folded: {before:?}");
+    assert_eq!(before.versions_reclaimed, 0, "{before:?}");
+    // The bound moves to the second snapshot's start: the 20 versions of each row written
+    // before it are superseded below it, the 20 after are not.
+    drop(first);
+    update_row(&db, table, 0, -1);
+    let after = db.stats();
+    assert!(
+        after.versions_reclaimed >= 1_900,
+        "finalized at the second snapshot's start: {after:?}"
+    );
+    let chain = db
+        .version_chain_length(table, &[Value::U64(50)])
+        .expect("chain")
+        .expect("row");
+    assert!(
+        chain <= 21,
+        "row 50 keeps what the second snapshot needs: {chain}"
+    );
+    assert_eq!(
+        second
+            .get(table, &[Value::U64(50)])
+            .expect("get")
+            .expect("row")[1],
+        Value::I64(1_950)
+    );
+    drop(second);
+    update_row(&db, table, 0, -2);
+    assert_eq!(db.stats().live_versions(), 0);
+}

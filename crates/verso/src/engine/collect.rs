@@ -147,8 +147,11 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
     let mut folded = match queue.pop_front() {
         Some(front) if !front.folded_identities.is_empty() => front,
         Some(front) => {
+            let oldest = front.commit_ts;
             queue.push_front(front);
-            Committed::new(commit_ts, Vec::new())
+            let mut folded = Committed::new(commit_ts, Vec::new());
+            folded.folded_since = oldest;
+            folded
         }
         None => return 0,
     };
@@ -432,6 +435,10 @@ fn hand_out_due<V: VersionStorage, G: Collector>(
             while queue.front().is_some_and(|c| c.commit_ts < bound) {
                 due.push(queue.pop_front().expect("front exists"));
             }
+            if let Some(front) = queue.front_mut() {
+                // Not handed out: it stays queued (see the function).
+                finalize_folded_in_part(engine, front, bound, stats, &mut entry);
+            }
         }
         let target = if busy[i] {
             Some(i)
@@ -494,7 +501,9 @@ fn finalize_queue<V: VersionStorage, G: Collector>(
     bound: u64,
     stats: &crate::stats::SlotStats,
 ) {
-    if queue.front().is_none_or(|c| c.commit_ts >= bound) {
+    // Nothing to do unless the front entry, or a folded front entry's oldest part, is
+    // below the bound.
+    if queue.front().is_none_or(|c| c.folded_since >= bound) {
         return;
     }
     let started = Instant::now();
@@ -503,7 +512,64 @@ fn finalize_queue<V: VersionStorage, G: Collector>(
         let committed = queue.pop_front().expect("front exists");
         finalize_committed(engine, committed, bound, stats, &mut entry);
     }
+    if let Some(front) = queue.front_mut() {
+        finalize_folded_in_part(engine, front, bound, stats, &mut entry);
+    }
     stats.add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+}
+
+/// A folded entry's timestamp is its newest transaction's, and each fold raises it: a
+/// thread that folds faster than the reclaim bound moves (more than 1,024 commits per
+/// round of a background collector or per epoch) would keep it above the bound for ever,
+/// and everything queued behind it
+/// (`regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized`). So once
+/// the bound passes the oldest transaction it may still hold versions of, the entry is
+/// finalized in part: each row truncated at the bound (safe for any row: the bound is a
+/// reclaim bound) and buried if unreachable; rows left with nothing to unlink or bury leave
+/// the entry (a later write queues them again).
+fn finalize_folded_in_part<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    front: &mut Committed<WrittenRow<V>>,
+    bound: u64,
+    stats: &crate::stats::SlotStats,
+    entry: &mut Vec<u8>,
+) {
+    if front.folded_identities.is_empty() || front.folded_since >= bound {
+        return;
+    }
+    debug_assert!(
+        front.commit_ts >= bound,
+        "whole entries below the bound went first"
+    );
+    let rows = std::mem::take(&mut front.rows);
+    for written in rows {
+        let table = engine
+            .table_by_index(written.table)
+            .expect("a written table exists");
+        let keep = V::edit(&written.row, |chain| {
+            if chain.is_dead() {
+                return false;
+            }
+            stats.record_gc_chain(chain.chain_len());
+            let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
+                chain.truncate(bound)
+            });
+            stats.add(Counter::VersionsReclaimed, removed as u64);
+            stats.add(Counter::VersionBytesFreed, bytes as u64);
+            if bury_if_unreachable(table, &written.row, chain, entry, || bound) {
+                stats.add(Counter::RowsReclaimed, 1);
+                return false;
+            }
+            chain.chain_len() > 0 || !chain.values().1
+        });
+        if keep {
+            front.rows.push(written);
+        } else {
+            front.folded_identities.remove(&written.identity());
+        }
+    }
+    front.folded_since = bound;
+    debug_assert_eq!(front.rows.len(), front.folded_identities.len());
 }
 
 /// Finalizes one committed transaction below `bound` (a reclaim bound: no running or

@@ -46,6 +46,11 @@ pub(crate) struct Committed<R> {
     /// snapshot every commit looks its rows up here (a million accounts in pgbench's TPC-B at
     /// scale 10), and std's SipHash made that 5% of the run (`docs/lab.md`).
     pub(crate) folded_identities: std::collections::HashSet<usize, foldhash::fast::FixedState>,
+    /// At most the commit timestamp of every transaction in the entry whose versions may
+    /// still be linked: `commit_ts` for a plain entry; for a folded one, the oldest it
+    /// folded, raised to each bound it was finalized at in part
+    /// (`engine::collect::finalize_folded_in_part`).
+    pub(crate) folded_since: u64,
 }
 
 impl<R> Committed<R> {
@@ -55,6 +60,7 @@ impl<R> Committed<R> {
             commit_ts,
             rows,
             folded_identities: std::collections::HashSet::default(),
+            folded_since: commit_ts,
         }
     }
 }
