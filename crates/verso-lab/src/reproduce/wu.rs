@@ -16,8 +16,8 @@ use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionSto
 
 use super::{
     commits_per_second, direction, ratio_agreement, ratio_of, run_points, same_agreement, seconds,
-    sweep_figure, sweep_panel, times, value_at, verdict, Experiment, FigureSpec, Panel, Point,
-    PointPlan, ReproduceOptions, Reproduction, Size, Table,
+    sweep_figure, sweep_panel, times, value_at, verdict, Agreement, Experiment, FigureSpec, Panel,
+    Point, PointPlan, ReproduceOptions, Reproduction, Size, Table, Verdict,
 };
 use crate::format::compact;
 use crate::metrics::RunResult;
@@ -37,7 +37,8 @@ const PAPER_MACHINE: &str = "Peloton on a 4-socket Intel Xeon E7-4820 (40 cores,
 const THREADS: usize = 2;
 
 const FIG7_SECONDS: f64 = 3.0;
-const FIG7_ROWS: u64 = 1_000_000;
+/// Rows of §7's YCSB here (the paper: 10 million).
+const YCSB_ROWS: u64 = 1_000_000;
 const FIG7_THETAS: [f64; 4] = [0.5, 0.7, 0.8, 0.9];
 const FIG7_QUICK_THETAS: [f64; 2] = [0.5, 0.9];
 /// Operations per transaction (§7.2: 10).
@@ -73,7 +74,6 @@ pub const FIG10: Experiment = Experiment {
 };
 
 const GC_SECONDS: f64 = 10.0;
-const GC_ROWS: u64 = 1_000_000;
 /// §7.4's low and high contention.
 const GC_THETAS: [f64; 2] = [0.2, 0.8];
 /// Figures 20-21's skew.
@@ -117,16 +117,46 @@ fn series_names() -> Vec<String> {
 }
 
 impl Size<'_> {
-    /// A serializable run of `protocol` over the paper's storage, `THREADS` OLTP threads.
+    /// A serializable run of `protocol` over §7.2's storage and GC (append-n2o, 'txn'),
+    /// `THREADS` OLTP threads.
     fn protocol_config(
         &self,
         label: String,
         protocol: ConcurrencyControl,
         run_seconds: f64,
     ) -> RunConfig {
+        self.serializable_config(
+            label,
+            VersionStorageKind::AppendNewestToOldest,
+            GarbageCollector::TransactionEpochs,
+            protocol,
+            run_seconds,
+        )
+    }
+
+    /// A serializable MVTO run under `gc` over `storage` (§7.4's setting).
+    fn gc_config(
+        &self,
+        label: String,
+        gc: GarbageCollector,
+        storage: VersionStorageKind,
+        run_seconds: f64,
+    ) -> RunConfig {
+        self.serializable_config(label, storage, gc, ConcurrencyControl::Mvto, run_seconds)
+    }
+
+    /// A serializable run of this design, `THREADS` OLTP threads, no OLAP threads.
+    fn serializable_config(
+        &self,
+        label: String,
+        storage: VersionStorageKind,
+        gc: GarbageCollector,
+        protocol: ConcurrencyControl,
+        run_seconds: f64,
+    ) -> RunConfig {
         let options = Options::default()
-            .version_storage(VersionStorageKind::AppendNewestToOldest)
-            .garbage_collector(GarbageCollector::TransactionEpochs)
+            .version_storage(storage)
+            .garbage_collector(gc)
             .concurrency_control(protocol);
         RunConfig {
             isolation: Isolation::Serializable,
@@ -140,38 +170,13 @@ impl Size<'_> {
         }
     }
 
-    /// A serializable MVTO run under `gc` over `storage` (§7.4's setting), `THREADS`
-    /// OLTP threads.
-    fn gc_config(
-        &self,
-        label: String,
-        gc: GarbageCollector,
-        storage: VersionStorageKind,
-        run_seconds: f64,
-    ) -> RunConfig {
-        let options = Options::default()
-            .version_storage(storage)
-            .garbage_collector(gc)
-            .concurrency_control(ConcurrencyControl::Mvto);
-        RunConfig {
-            isolation: Isolation::Serializable,
-            oltp_workers: THREADS,
-            olap_workers: 0,
-            stop: seconds(run_seconds),
-            seed: self.options.seed,
-            sample_interval: self.sample_interval(),
-            show_progress: self.options.show_progress,
-            ..RunConfig::with_options(label, options)
-        }
-    }
-
     /// §7's YCSB: 10 operations per transaction, `read_ratio` reads, Zipf `theta`.
-    fn gc_ycsb(&self, read_ratio: f64, theta: f64) -> Result<Box<dyn Workload>, LabError> {
+    fn ycsb(&self, read_ratio: f64, theta: f64) -> Result<Box<dyn Workload>, LabError> {
         let base = if self.quick() {
             YcsbConfig::tiny()
         } else {
             YcsbConfig {
-                rows: GC_ROWS,
+                rows: YCSB_ROWS,
                 ..YcsbConfig::new(1)
             }
         };
@@ -227,22 +232,7 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
     let size = Size { options };
     let thetas = size.pick(&FIG7_THETAS, &FIG7_QUICK_THETAS);
     let run_seconds = size.seconds(FIG7_SECONDS);
-    let ycsb = |read_ratio: f64, theta: f64| -> Result<Box<dyn Workload>, LabError> {
-        let base = if size.quick() {
-            YcsbConfig::tiny()
-        } else {
-            YcsbConfig {
-                rows: FIG7_ROWS,
-                ..YcsbConfig::new(1)
-            }
-        };
-        Ok(Box::new(YcsbWorkload::new(YcsbConfig {
-            operations: FIG7_OPERATIONS,
-            read_ratio,
-            theta,
-            ..base
-        })?))
-    };
+    let ycsb = |read_ratio: f64, theta: f64| size.ycsb(read_ratio, theta);
     let mut plans = Vec::new();
     for (read_ratio, mix) in FIG7_MIXES {
         for &theta in thetas {
@@ -525,25 +515,17 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let mv2pl_no = at(ConcurrencyControl::Mv2pl, &new_order);
     let mv2pl_pay = at(ConcurrencyControl::Mv2pl, &payment);
     let verdicts = vec![
-        verdict(
+        rate_verdict(
             "MVTO achieves 45%-120% higher throughput than the other protocols",
-            format!(
-                "mvto {} vs best other {} commits/s ({})",
-                compact(mvto),
-                compact(others_best),
-                times(ratio_of(mvto, others_best))
-            ),
-            ratio_agreement(ratio_of(mvto, others_best), 1.45),
+            ("mvto", mvto),
+            ("best other", others_best),
+            |r| ratio_agreement(r, 1.45),
         ),
-        verdict(
+        rate_verdict(
             "SI+SSN yields higher throughput than the rest (MVOCC, MV2PL)",
-            format!(
-                "ssn {} vs best of mvocc and mv2pl {} commits/s ({})",
-                compact(ssn),
-                compact(ssn_rest),
-                times(ratio_of(ssn, ssn_rest))
-            ),
-            direction(ratio_of(ssn, ssn_rest)),
+            ("ssn", ssn),
+            ("best of mvocc and mv2pl", ssn_rest),
+            direction,
         ),
         verdict(
             "MVOCC is more likely to abort NewOrder transactions (than Payment)",
@@ -602,6 +584,26 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         notes,
         points,
     ))
+}
+
+/// A verdict comparing two rates: "`a` A vs `b` B commits/s (A/B)", judged on A/B.
+fn rate_verdict(
+    claim: &str,
+    (a_name, a): (&str, f64),
+    (b_name, b): (&str, f64),
+    agreement: impl Fn(f64) -> Agreement,
+) -> Verdict {
+    let ratio = ratio_of(a, b);
+    verdict(
+        claim,
+        format!(
+            "{a_name} {} vs {b_name} {} commits/s ({})",
+            compact(a),
+            compact(b),
+            times(ratio)
+        ),
+        agreement(ratio),
+    )
 }
 
 /// A series of the GC experiments: the collector's name first (it keeps its color).
@@ -705,7 +707,7 @@ fn fig18(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 series: series.clone(),
                 x: Some(theta),
                 describe: series.clone(),
-                workload: size.gc_ycsb(0.2, theta)?,
+                workload: size.ycsb(0.2, theta)?,
                 config: size.gc_config(
                     series,
                     gc,
@@ -715,7 +717,7 @@ fn fig18(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             });
         }
     }
-    let rows = size.gc_ycsb(0.2, 0.2)?.describe();
+    let rows = size.ycsb(0.2, 0.2)?.describe();
     let points = run_points(plans, options, out)?;
     let mut panels = Vec::new();
     for theta in GC_THETAS {
@@ -759,15 +761,11 @@ fn fig18(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             .map(str::to_owned)
             .into(),
             verdicts: vec![
-                verdict(
+                rate_verdict(
                     "COOP achieves 45% higher throughput than VAC",
-                    format!(
-                        "coop {} vs vac {} commits/s ({})",
-                        compact(coop),
-                        compact(vac),
-                        times(ratio_of(coop, vac))
-                    ),
-                    ratio_agreement(ratio_of(coop, vac), 1.45),
+                    ("coop", coop),
+                    ("vac", vac),
+                    |r| ratio_agreement(r, 1.45),
                 ),
                 verdict(
                     "COOP has a 30-60% lower memory footprint per transaction than VAC",
@@ -834,7 +832,7 @@ fn fig20(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 series: series.clone(),
                 x: None,
                 describe: series.clone(),
-                workload: size.gc_ycsb(read_ratio, GC_TXN_THETA)?,
+                workload: size.ycsb(read_ratio, GC_TXN_THETA)?,
                 config: size.gc_config(
                     series,
                     gc,
@@ -844,7 +842,7 @@ fn fig20(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             });
         }
     }
-    let rows = size.gc_ycsb(0.8, GC_TXN_THETA)?.describe();
+    let rows = size.ycsb(0.8, GC_TXN_THETA)?.describe();
     let points = run_points(plans, options, out)?;
     let mut panels = Vec::new();
     for (read_ratio, mix) in FIG7_MIXES {
@@ -862,38 +860,26 @@ fn fig20(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         ));
         let mut verdicts = Vec::new();
         if read_ratio > 0.5 {
-            verdicts.push(verdict(
+            verdicts.push(rate_verdict(
                 "read-intensive: transaction-level GC achieves slightly better performance \
                  than tuple-level GC",
-                format!(
-                    "txn {} vs vac {} commits/s ({})",
-                    compact(txn),
-                    compact(vac),
-                    times(ratio_of(txn, vac))
-                ),
-                direction(ratio_of(txn, vac)),
+                ("txn", txn),
+                ("vac", vac),
+                direction,
             ));
         } else {
-            verdicts.push(verdict(
+            verdicts.push(rate_verdict(
                 "update-intensive: the gap (transaction-level ahead) increases to 20%",
-                format!(
-                    "txn {} vs vac {} commits/s ({})",
-                    compact(txn),
-                    compact(vac),
-                    times(ratio_of(txn, vac))
-                ),
-                ratio_agreement(ratio_of(txn, vac), 1.2),
+                ("txn", txn),
+                ("vac", vac),
+                |r| ratio_agreement(r, 1.2),
             ));
         }
-        verdicts.push(verdict(
+        verdicts.push(rate_verdict(
             "both mechanisms improve throughput by 20-30% compared to when GC is disabled",
-            format!(
-                "slower of vac and txn {} vs none {} commits/s ({})",
-                compact(vac.min(txn)),
-                compact(none),
-                times(ratio_of(vac.min(txn), none))
-            ),
-            ratio_agreement(ratio_of(vac.min(txn), none), 1.2),
+            ("slower of vac and txn", vac.min(txn)),
+            ("none", none),
+            |r| ratio_agreement(r, 1.2),
         ));
         verdicts.push(verdict(
             "both mechanisms reduce the memory usage",
