@@ -707,3 +707,24 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
     update_row(&db, table, 0, -2);
     assert_eq!(db.stats().live_versions(), 0);
 }
+
+/// The suites' configurations are the ones `docs/configurations.md` lists: 38 under the
+/// default protocol (every storage with every collector it supports, and HyPer's removal),
+/// 13 under each other protocol; each opens.
+#[test]
+fn the_suites_run_the_configurations_the_docs_list() {
+    let all = common::all_configurations();
+    assert_eq!(common::si_configurations().len(), 38);
+    assert_eq!(all.len(), 38 + 4 * 13);
+    for options in &all {
+        Database::open(options.clone()).unwrap_or_else(|e| panic!("{options:?}: {e}"));
+    }
+    let coop: Vec<_> = all
+        .iter()
+        .filter(|o| o.garbage_collector == GarbageCollector::Cooperative)
+        .collect();
+    assert_eq!(coop.len(), 5, "once per protocol");
+    assert!(coop
+        .iter()
+        .all(|o| o.version_storage == VersionStorageKind::AppendOldestToNewest));
+}
