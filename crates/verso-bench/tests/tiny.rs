@@ -7,9 +7,12 @@ use verso_bench::core::{self, Bench, BenchResult, Config, YCSB_FIELDS};
 use verso_bench::zipf::ScrambledZipfian;
 use verso_bench::{report_json, report_table, validate};
 
+/// The tiny mode under `gc`, on the version storage it needs if it needs one ('coop':
+/// append-o2n), else the default.
 fn run_tiny(bench: Bench, gc: GarbageCollector) -> (Config, BenchResult) {
     let config = Config {
         gc,
+        storage: gc.required_storage().unwrap_or_default(),
         ..Config::tiny()
     };
     let result = core::run(bench, &config).unwrap_or_else(|e| panic!("{bench:?}: {e}"));

@@ -72,7 +72,12 @@ fn main() -> Result<(), verso::Error> {
 }
 
 fn run(gc: GarbageCollector, seconds: u64) -> Result<Summary, verso::Error> {
-    let db = Database::open(Options::default().garbage_collector(gc))?;
+    // 'coop' runs on the storage it needs; every other collector on the default.
+    let db = Database::open(
+        Options::default()
+            .garbage_collector(gc)
+            .version_storage(gc.required_storage().unwrap_or_default()),
+    )?;
     let accounts = db.create_table(
         "accounts",
         Schema::new()
