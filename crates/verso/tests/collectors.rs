@@ -728,3 +728,38 @@ fn the_suites_run_the_configurations_the_docs_list() {
         .iter()
         .all(|o| o.version_storage == VersionStorageKind::AppendOldestToNewest));
 }
+
+/// Found in review: under 'vac' on the append-only and time-travel storages an
+/// uncommitted insert holds no version record, so a pass found its block clean; the
+/// rollback then buried the row without marking the block dirty, and the dead row stayed
+/// in the block's list (with its values) until someone wrote to that block again. Now a
+/// rollback marks the block, and the next pass examines it and drops the row.
+#[test]
+fn regression_vac_examines_a_block_again_after_a_rollback() {
+    for storage in [
+        VersionStorageKind::AppendNewestToOldest,
+        VersionStorageKind::AppendOldestToNewest,
+        VersionStorageKind::TimeTravel,
+        VersionStorageKind::Delta,
+    ] {
+        let (db, _) = open(
+            Options::default()
+                .garbage_collector(GarbageCollector::Vacuum)
+                .version_storage(storage)
+                .background_gc_period(Duration::from_millis(2)),
+        );
+        let table = common::create_id_value_table(&db, "t");
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(table, &[Value::U64(1), Value::I64(1)])
+            .expect("insert");
+        // Let passes run while the insert is open, until the block is clean.
+        let open_since = db.stats().vacuum_passes;
+        let quiet = wait_for(&db, |s| s.vacuum_passes >= open_since + 3);
+        txn.abort();
+        let after = wait_for(&db, |s| s.vacuum_passes >= quiet.vacuum_passes + 3);
+        assert!(
+            after.blocks_vacuumed > quiet.blocks_vacuumed,
+            "{storage:?}: no pass examined the rolled-back row's block: {after:?}"
+        );
+    }
+}

@@ -429,6 +429,7 @@ fn hand_out_due<V: VersionStorage, G: Collector>(
     let busy_slots: Vec<usize> = (0..slots.len()).filter(|&i| busy[i]).collect();
     let mut entry = Vec::new();
     for (i, slot) in slots.iter().enumerate() {
+        let started = Instant::now();
         let mut due = Vec::new();
         {
             let mut queue = slot.committed.lock();
@@ -447,7 +448,6 @@ fn hand_out_due<V: VersionStorage, G: Collector>(
         } else {
             None
         };
-        let started = Instant::now();
         match target {
             Some(target) if !due.is_empty() => {
                 stats.add(Counter::TransactionsHandedOut, due.len() as u64);
@@ -550,9 +550,8 @@ fn finalize_folded_in_part<V: VersionStorage, G: Collector>(
             if chain.is_dead() {
                 return false;
             }
-            stats.record_gc_chain(chain.chain_len());
             let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
-                chain.truncate(bound)
+                remove_below(engine.version_removal, chain, bound, stats)
             });
             stats.add(Counter::VersionsReclaimed, removed as u64);
             stats.add(Counter::VersionBytesFreed, bytes as u64);
@@ -589,23 +588,7 @@ fn finalize_committed<V: VersionStorage, G: Collector>(
             .expect("a written table exists");
         V::edit(&written.row, |chain| {
             let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
-                match engine.version_removal {
-                    VersionRemoval::CutBelowBound => {
-                        stats.record_gc_chain(chain.chain_len());
-                        chain.truncate(bound)
-                    }
-                    VersionRemoval::OneVersionAtATime => {
-                        let (mut removed, mut bytes) = (0, 0);
-                        loop {
-                            let (walked, freed) = chain.unlink_oldest(bound);
-                            stats.record_gc_chain(walked);
-                            let Some(freed) = freed else { break };
-                            removed += 1;
-                            bytes += freed;
-                        }
-                        (removed, bytes)
-                    }
-                }
+                remove_below(engine.version_removal, chain, bound, stats)
             });
             stats.add(Counter::VersionsReclaimed, removed as u64);
             stats.add(Counter::VersionBytesFreed, bytes as u64);
@@ -613,6 +596,34 @@ fn finalize_committed<V: VersionStorage, G: Collector>(
                 stats.add(Counter::RowsReclaimed, 1);
             }
         });
+    }
+}
+
+/// Unlinks from `chain` every version no snapshot at or after `bound` applies, the way
+/// `removal` says (`crate::VersionRemoval`), recording the chain lengths met. Returns the
+/// records and bytes freed.
+pub(crate) fn remove_below<C: ChainEdit + ?Sized>(
+    removal: VersionRemoval,
+    chain: &mut C,
+    bound: u64,
+    stats: &crate::stats::SlotStats,
+) -> (usize, usize) {
+    match removal {
+        VersionRemoval::CutBelowBound => {
+            stats.record_gc_chain(chain.chain_len());
+            chain.truncate(bound)
+        }
+        VersionRemoval::OneVersionAtATime => {
+            let (mut removed, mut bytes) = (0, 0);
+            loop {
+                let (walked, freed) = chain.unlink_oldest(bound);
+                stats.record_gc_chain(walked);
+                let Some(freed) = freed else { break };
+                removed += 1;
+                bytes += freed;
+            }
+            (removed, bytes)
+        }
     }
 }
 

@@ -880,18 +880,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 }
                 if G::DIRTY_BLOCKS {
                     // 'vac': the block of this row has something for the next pass.
-                    let gc = table
-                        .tuple_gc
-                        .as_ref()
-                        .expect("tuple-level collectors list rows");
-                    let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().entry);
-                    key::encode_row_key(
-                        &mut key_bytes,
-                        &chain.values().0,
-                        &table.schema.primary_key,
-                    );
-                    gc.mark_dirty(&key_bytes);
-                    self.scratch.get_mut().entry = key_bytes;
+                    mark_block_dirty(table, &*chain, &mut self.scratch.get_mut().entry);
                 }
                 if G::COOPERATIVE
                     && chain.oldest_is_obsolete(self.obsolete_below)
@@ -1313,6 +1302,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     &mut entry,
                     || *watermark.get_or_insert_with(|| txns.watermark()),
                 );
+                if G::DIRTY_BLOCKS {
+                    // 'vac': a pass may have found the block clean while the write was
+                    // open (an uncommitted insert holds no record in some storages); the
+                    // rollback leaves a row to drop or a tombstone to bury
+                    // (`regression_vac_examines_a_block_again_after_a_rollback`).
+                    mark_block_dirty(table, chain, &mut entry);
+                }
             });
         }
         owner.mark_aborted();
@@ -1344,6 +1340,17 @@ impl<V: VersionStorage, G: Collector> Drop for EngineTxn<'_, V, G> {
             crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
         }
     }
+}
+
+/// 'vac': marks the block of the row whose latched chain is `chain` dirty (`scratch` holds
+/// its encoded key).
+fn mark_block_dirty<V: VersionStorage>(table: &Table<V>, chain: &V::Chain, scratch: &mut Vec<u8>) {
+    let gc = table
+        .tuple_gc
+        .as_ref()
+        .expect("tuple-level collectors list rows");
+    key::encode_row_key(scratch, &chain.values().0, &table.schema.primary_key);
+    gc.mark_dirty(scratch);
 }
 
 /// How a write to one row ended, short of an error.

@@ -35,13 +35,14 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use crate::engine::collect::{bury_if_unreachable, with_index_upkeep};
+use crate::engine::collect::{bury_if_unreachable, remove_below, with_index_upkeep};
 use crate::engine::{Engine, RowRef, Table};
 use crate::gc::Collector;
 use crate::stats::{Counter, SlotStats};
 use crate::sync::AtomicU64;
 use crate::txn::slots::LocalSlot;
 use crate::version::{ChainEdit, VersionStorage};
+use crate::VersionRemoval;
 
 /// Blocks per table.
 pub(crate) const BLOCKS: usize = 1024;
@@ -144,6 +145,7 @@ impl Tally {
 fn vacuum_row<V: VersionStorage>(
     table: &Table<V>,
     row: &RowRef<V>,
+    removal: VersionRemoval,
     bound: u64,
     tally: &mut Tally,
     stats: &SlotStats,
@@ -154,11 +156,10 @@ fn vacuum_row<V: VersionStorage>(
             return (false, false); // buried by a rollback: only the list still held it
         }
         tally.rows += 1;
-        let met = chain.chain_len();
-        if met > 0 {
-            stats.record_gc_chain(met);
-            let (removed, bytes) =
-                with_index_upkeep(table, row, chain, entry, |chain| chain.truncate(bound));
+        if chain.chain_len() > 0 {
+            let (removed, bytes) = with_index_upkeep(table, row, chain, entry, |chain| {
+                remove_below(removal, chain, bound, stats)
+            });
             tally.versions += removed as u64;
             tally.bytes += bytes as u64;
         }
@@ -175,6 +176,7 @@ fn vacuum_row<V: VersionStorage>(
 fn vacuum_table<V: VersionStorage>(
     table: &Table<V>,
     gc: &TupleGc<RowRef<V>>,
+    removal: VersionRemoval,
     bound: u64,
     pass: Pass,
     tally: &mut Tally,
@@ -192,7 +194,7 @@ fn vacuum_table<V: VersionStorage>(
         examined += 1;
         let mut still_dirty = false;
         gc.blocks[block].lock().retain(|row| {
-            let (listed, holds) = vacuum_row(table, row, bound, tally, stats, &mut entry);
+            let (listed, holds) = vacuum_row(table, row, removal, bound, tally, stats, &mut entry);
             still_dirty |= holds;
             listed
         });
@@ -217,7 +219,15 @@ fn vacuum_tables<V: VersionStorage, G: Collector>(
             .tuple_gc
             .as_ref()
             .expect("tuple-level collectors list rows");
-        let (e, s) = vacuum_table(table, gc, bound, pass, &mut tally, stats);
+        let (e, s) = vacuum_table(
+            table,
+            gc,
+            engine.version_removal,
+            bound,
+            pass,
+            &mut tally,
+            stats,
+        );
         examined += e;
         skipped += s;
     }
@@ -246,7 +256,15 @@ fn clean_recorded<V: VersionStorage, G: Collector>(
             // Released first: a walk after the cleaning may record the row again.
             V::release_from_cleaning(&row);
             // A buried row stays listed in its block until a pass drops it.
-            vacuum_row(table, &row, bound, &mut tally, stats, &mut entry);
+            vacuum_row(
+                table,
+                &row,
+                engine.version_removal,
+                bound,
+                &mut tally,
+                stats,
+                &mut entry,
+            );
             cleaned += 1;
         }
     }

@@ -2,8 +2,8 @@
 //! Table 1), only with the oldest-to-newest append-only storage.
 //!
 //! - **Spotting.** Every reader and writer walks an O2N chain from its oldest version.
-//!   With the watermark its thread last took (refreshed every millisecond; a stale one is
-//!   only lower, so it spots less, never wrongly), it checks whether the oldest version is
+//!   With the watermark its thread last took (refreshed at most every millisecond, checked
+//!   every 32 begins; a stale one is only lower, so it spots less, never wrongly), it checks whether the oldest version is
 //!   obsolete (the next one committed below the watermark). If so it claims the row (a flag
 //!   in the row, so a row is listed once) and records it in its table's list of rows to
 //!   clean, "a global data structure".

@@ -126,14 +126,14 @@ impl EpochCounters {
         true
     }
 
-    /// The start of the oldest epoch that may still have members (or of the active one):
-    /// every running or future transaction starts at or after it.
     /// The start of `epoch` (tests).
     #[cfg(test)]
     pub(crate) fn started_at(&self, epoch: u64) -> u64 {
         self.cell(epoch).start.load(SeqCst)
     }
 
+    /// The start of the oldest epoch that may still have members (or of the active one):
+    /// every running or future transaction starts at or after it.
     pub(crate) fn reclaim_bound(&self) -> u64 {
         loop {
             let active = self.active.load(SeqCst);
