@@ -550,16 +550,16 @@ fn finalize_folded_in_part<V: VersionStorage, G: Collector>(
             if chain.is_dead() {
                 return false;
             }
-            let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
-                remove_below(engine.version_removal, chain, bound, stats)
-            });
-            stats.add(Counter::VersionsReclaimed, removed as u64);
-            stats.add(Counter::VersionBytesFreed, bytes as u64);
-            if bury_if_unreachable(table, &written.row, chain, entry, || bound) {
-                stats.add(Counter::RowsReclaimed, 1);
-                return false;
-            }
-            chain.chain_len() > 0 || !chain.values().1
+            let reclaimed = reclaim_row(
+                engine.version_removal,
+                table,
+                &written.row,
+                chain,
+                bound,
+                stats,
+                entry,
+            );
+            !reclaimed.buried && reclaimed.holds
         });
         if keep {
             front.rows.push(written);
@@ -587,15 +587,56 @@ fn finalize_committed<V: VersionStorage, G: Collector>(
             .table_by_index(written.table)
             .expect("a written table exists");
         V::edit(&written.row, |chain| {
-            let (removed, bytes) = with_index_upkeep(table, &written.row, chain, entry, |chain| {
-                remove_below(engine.version_removal, chain, bound, stats)
-            });
-            stats.add(Counter::VersionsReclaimed, removed as u64);
-            stats.add(Counter::VersionBytesFreed, bytes as u64);
-            if bury_if_unreachable(table, &written.row, chain, entry, || bound) {
-                stats.add(Counter::RowsReclaimed, 1);
-            }
+            reclaim_row(
+                engine.version_removal,
+                table,
+                &written.row,
+                chain,
+                bound,
+                stats,
+                entry,
+            );
         });
+    }
+}
+
+/// What [`reclaim_row`] left of a row.
+pub(crate) struct Reclaimed {
+    /// The row was removed from the indexes (no snapshot can see it any more).
+    pub(crate) buried: bool,
+    /// It still holds something for a later round: version records, or no visible state
+    /// while not buried yet.
+    pub(crate) holds: bool,
+}
+
+/// The one way every collector reclaims a row, under its exclusive latch (`chain`), at a
+/// reclaim bound: unlinks what no snapshot at or after `bound` applies (as `removal` says),
+/// drops the secondary entries only those versions had, and buries the row if no snapshot
+/// can see it. Counts what it freed in `stats`.
+pub(crate) fn reclaim_row<V: VersionStorage>(
+    removal: VersionRemoval,
+    table: &Table<V>,
+    row: &RowRef<V>,
+    chain: &mut V::Chain,
+    bound: u64,
+    stats: &crate::stats::SlotStats,
+    entry: &mut Vec<u8>,
+) -> Reclaimed {
+    let (removed, bytes) = with_index_upkeep(table, row, chain, entry, |chain| {
+        remove_below(removal, chain, bound, stats)
+    });
+    stats.add(Counter::VersionsReclaimed, removed as u64);
+    stats.add(Counter::VersionBytesFreed, bytes as u64);
+    if bury_if_unreachable(table, row, chain, entry, || bound) {
+        stats.add(Counter::RowsReclaimed, 1);
+        return Reclaimed {
+            buried: true,
+            holds: false,
+        };
+    }
+    Reclaimed {
+        buried: false,
+        holds: chain.chain_len() > 0 || !chain.values().1,
     }
 }
 
@@ -630,7 +671,7 @@ pub(crate) fn remove_below<C: ChainEdit + ?Sized>(
 /// Runs `op` (which unlinks versions) and then removes the secondary entries only the
 /// unlinked versions had. Cheap when the chain holds no indexed column: then every version
 /// has the newest state's index keys.
-pub(crate) fn with_index_upkeep<V: VersionStorage, T>(
+fn with_index_upkeep<V: VersionStorage, T>(
     table: &Table<V>,
     row: &RowRef<V>,
     chain: &mut V::Chain,

@@ -695,7 +695,8 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             let existing = table.primary.with(key_bytes, Arc::clone);
             match existing {
                 Some(row) => {
-                    let written = self.write_row(table, id, &row, WriteIntent::Insert(row_values));
+                    let written =
+                        self.write_row(table, id, key_bytes, &row, WriteIntent::Insert(row_values));
                     if matches!(written, Err(Error::DuplicateKey { .. })) {
                         // The insert read that the key exists
                         // (`regression_a_duplicate_key_is_a_read_validated_at_commit`); under
@@ -805,7 +806,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 WriteIntent::Delete => WriteIntent::Delete,
                 WriteIntent::Insert(values) => WriteIntent::Insert(values),
             };
-            match self.write_row(table, id, &row, intent) {
+            match self.write_row(table, id, &key_bytes, &row, intent) {
                 Ok(Written::Done) => break Ok(true),
                 Ok(Written::NotFound) => {
                     // The row does not exist in this transaction's view: a read of that.
@@ -832,11 +833,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         result
     }
 
-    /// Installs a write into one row; prunes its chain if the collector says so.
+    /// Installs a write into one row (`key_bytes`: its encoded primary key); prunes its
+    /// chain if the collector says so.
     fn write_row(
         &mut self,
         table: &'e Table<V>,
         id: TableId,
+        key_bytes: &[u8],
         row: &RowRef<V>,
         intent: WriteIntent<'_>,
     ) -> Result<Written> {
@@ -880,7 +883,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 }
                 if G::DIRTY_BLOCKS {
                     // 'vac': the block of this row has something for the next pass.
-                    mark_block_dirty(table, &*chain, &mut self.scratch.get_mut().entry);
+                    table
+                        .tuple_gc
+                        .as_ref()
+                        .expect("tuple-level collectors list rows")
+                        .mark_dirty(key_bytes);
                 }
                 if G::COOPERATIVE
                     && chain.oldest_is_obsolete(self.obsolete_below)
@@ -1342,8 +1349,8 @@ impl<V: VersionStorage, G: Collector> Drop for EngineTxn<'_, V, G> {
     }
 }
 
-/// 'vac': marks the block of the row whose latched chain is `chain` dirty (`scratch` holds
-/// its encoded key).
+/// 'vac', after a rollback: marks the block of the row whose latched chain is `chain`
+/// dirty (`scratch` receives its encoded key).
 fn mark_block_dirty<V: VersionStorage>(table: &Table<V>, chain: &V::Chain, scratch: &mut Vec<u8>) {
     let gc = table
         .tuple_gc

@@ -35,7 +35,7 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
-use crate::engine::collect::{bury_if_unreachable, remove_below, with_index_upkeep};
+use crate::engine::collect::reclaim_row;
 use crate::engine::{Engine, RowRef, Table};
 use crate::gc::Collector;
 use crate::stats::{Counter, SlotStats};
@@ -121,33 +121,13 @@ impl<R> TupleGc<R> {
     }
 }
 
-/// What a pass or a cleaning did, added to the thread's statistics at the end.
-#[derive(Default)]
-struct Tally {
-    rows: u64,
-    versions: u64,
-    bytes: u64,
-    buried: u64,
-}
-
-impl Tally {
-    fn add_to(&self, stats: &SlotStats) {
-        stats.add(Counter::RowsVacuumed, self.rows);
-        stats.add(Counter::VersionsReclaimed, self.versions);
-        stats.add(Counter::VersionBytesFreed, self.bytes);
-        stats.add(Counter::RowsReclaimed, self.buried);
-    }
-}
-
-/// Vacuums one row under its latch. Returns whether it stays listed (not buried) and
-/// whether it still holds something for a later pass (a version record, or no visible
-/// state but not buried yet).
+/// Vacuums one row under its latch ([`reclaim_row`]). Returns whether it stays listed
+/// (not buried) and whether it still holds something for a later pass.
 fn vacuum_row<V: VersionStorage>(
     table: &Table<V>,
     row: &RowRef<V>,
     removal: VersionRemoval,
     bound: u64,
-    tally: &mut Tally,
     stats: &SlotStats,
     entry: &mut Vec<u8>,
 ) -> (bool, bool) {
@@ -155,20 +135,9 @@ fn vacuum_row<V: VersionStorage>(
         if chain.is_dead() {
             return (false, false); // buried by a rollback: only the list still held it
         }
-        tally.rows += 1;
-        if chain.chain_len() > 0 {
-            let (removed, bytes) = with_index_upkeep(table, row, chain, entry, |chain| {
-                remove_below(removal, chain, bound, stats)
-            });
-            tally.versions += removed as u64;
-            tally.bytes += bytes as u64;
-        }
-        if bury_if_unreachable(table, row, chain, entry, || bound) {
-            tally.buried += 1;
-            return (false, false);
-        }
-        let holds = chain.chain_len() > 0 || !chain.values().1;
-        (true, holds)
+        stats.add(Counter::RowsVacuumed, 1);
+        let reclaimed = reclaim_row(removal, table, row, chain, bound, stats, entry);
+        (!reclaimed.buried, reclaimed.holds)
     })
 }
 
@@ -179,7 +148,6 @@ fn vacuum_table<V: VersionStorage>(
     removal: VersionRemoval,
     bound: u64,
     pass: Pass,
-    tally: &mut Tally,
     stats: &SlotStats,
 ) -> (u64, u64) {
     let (mut examined, mut skipped) = (0, 0);
@@ -194,7 +162,7 @@ fn vacuum_table<V: VersionStorage>(
         examined += 1;
         let mut still_dirty = false;
         gc.blocks[block].lock().retain(|row| {
-            let (listed, holds) = vacuum_row(table, row, removal, bound, tally, stats, &mut entry);
+            let (listed, holds) = vacuum_row(table, row, removal, bound, stats, &mut entry);
             still_dirty |= holds;
             listed
         });
@@ -212,26 +180,16 @@ fn vacuum_tables<V: VersionStorage, G: Collector>(
     pass: Pass,
     stats: &SlotStats,
 ) {
-    let mut tally = Tally::default();
     let (mut examined, mut skipped) = (0, 0);
     for table in engine.tables() {
         let gc = table
             .tuple_gc
             .as_ref()
             .expect("tuple-level collectors list rows");
-        let (e, s) = vacuum_table(
-            table,
-            gc,
-            engine.version_removal,
-            bound,
-            pass,
-            &mut tally,
-            stats,
-        );
+        let (e, s) = vacuum_table(table, gc, engine.version_removal, bound, pass, stats);
         examined += e;
         skipped += s;
     }
-    tally.add_to(stats);
     stats.add(Counter::VacuumPasses, 1);
     stats.add(Counter::BlocksVacuumed, examined);
     stats.add(Counter::BlocksSkippedClean, skipped);
@@ -243,7 +201,6 @@ fn clean_recorded<V: VersionStorage, G: Collector>(
     bound: u64,
     stats: &SlotStats,
 ) {
-    let mut tally = Tally::default();
     let mut cleaned = 0;
     let mut entry = Vec::new();
     for table in engine.tables() {
@@ -261,14 +218,12 @@ fn clean_recorded<V: VersionStorage, G: Collector>(
                 &row,
                 engine.version_removal,
                 bound,
-                &mut tally,
                 stats,
                 &mut entry,
             );
             cleaned += 1;
         }
     }
-    tally.add_to(stats);
     stats.add(Counter::RowsCleanedCooperatively, cleaned);
 }
 
