@@ -95,6 +95,10 @@ pub struct Configuration {
     pub isolation: String,
     /// The engine's own description: `storage/collector/protocol`.
     pub design: String,
+    /// The workload's parameters in words (`Workload::describe`): what a point of a
+    /// sweep varied.
+    #[serde(default)]
+    pub workload_parameters: String,
     /// OLTP worker threads.
     pub oltp_workers: usize,
     /// OLAP worker threads.

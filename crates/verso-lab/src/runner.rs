@@ -189,6 +189,7 @@ pub fn run_configuration(
             epoch_advance_threshold: config.options.epoch_advance_threshold,
             isolation: isolation_name(config.isolation).to_owned(),
             design: db.design(),
+            workload_parameters: workload.describe(),
             oltp_workers: config.oltp_workers,
             olap_workers: config.olap_workers,
             hold_snapshot: config.hold_snapshot,

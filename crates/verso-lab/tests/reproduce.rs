@@ -471,6 +471,69 @@ fn wu_fig20_compares_tuple_level_with_transaction_level_gc_over_time() {
     assert!(r.panels.iter().all(|p| p.verdicts.len() == 3));
 }
 
+/// Figure 12: both append-only orders on both mixtures at each contention level, under
+/// MVTO and 'txn'; O2N's readers walk from the oldest version, so they walk more.
+#[test]
+fn wu_fig12_compares_the_two_append_only_chain_orders() {
+    let (r, _) = quick("wu-fig12");
+    assert_eq!(r.points.len(), 2 * 2 * 2, "orders x mixes x thetas");
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        let storage = point.series.split(' ').next().expect("a series name");
+        assert!(
+            design.starts_with(&format!("{storage}/txn")) && design.ends_with("mvto"),
+            "{design}"
+        );
+    }
+    assert_eq!(r.panels.len(), 2, "one panel per mixture");
+    for panel in &r.panels {
+        assert_eq!(panel.figures.len(), 2, "throughput and records walked");
+        assert_eq!(panel.verdicts.len(), 2);
+    }
+}
+
+/// Figures 13-15: append-n2o, time-travel and delta at each value of the swept parameter,
+/// in two panels each, on the YCSB each figure names (the attribute counts it sweeps are
+/// those the runs used).
+#[test]
+fn wu_fig13_to_15_compare_the_storages_as_the_attributes_touched_change() {
+    for (name, verdicts_per_panel) in [
+        ("wu-fig13", [2, 1]),
+        ("wu-fig14", [3, 3]),
+        ("wu-fig15", [2, 1]),
+    ] {
+        let (r, _) = quick(name);
+        assert_eq!(
+            r.points.len(),
+            3 * 2 * 2,
+            "{name}: storages x panels x values"
+        );
+        for point in &r.points {
+            let design = &point.run.configuration.design;
+            let storage = point.series.split(' ').next().expect("a series name");
+            assert!(
+                ["append-n2o", "time-travel", "delta"].contains(&storage),
+                "{name}: {}",
+                point.series
+            );
+            assert!(design.starts_with(&format!("{storage}/txn")), "{design}");
+            let workload = &point.run.configuration.workload_parameters;
+            let x = point.x.expect("a swept value");
+            let expected = match name {
+                "wu-fig13" => format!("{:.0}% updates", x * 100.0),
+                "wu-fig14" => format!("updates ({} field(s) each)", x as usize),
+                _ => format!("reads ({} field(s) each)", x as usize),
+            };
+            assert!(
+                workload.contains(&expected),
+                "{name}: {workload} lacks {expected}"
+            );
+        }
+        let verdicts: Vec<usize> = r.panels.iter().map(|p| p.verdicts.len()).collect();
+        assert_eq!(verdicts, verdicts_per_panel, "{name}");
+    }
+}
+
 #[test]
 fn wu_fig10_runs_tpcc_on_every_protocol_and_counts_aborts_by_transaction() {
     let (r, _) = quick("wu-fig10");

@@ -59,6 +59,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     steam::FIG12,
     wu::FIG7,
     wu::FIG10,
+    wu::FIG12,
+    wu::FIG13,
+    wu::FIG14,
+    wu::FIG15,
     wu::FIG18,
     wu::FIG20,
 ];

@@ -10,6 +10,8 @@
 //! shape (who is ahead, by roughly how much) with ours, not absolute numbers: the paper ran
 //! 40 threads on 40 cores.
 
+mod storage;
+
 use std::io::Write;
 
 use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionStorageKind};
@@ -50,6 +52,8 @@ const FIG10_SECONDS: f64 = 8.0;
 /// Warehouses: the paper's 10 warehouses for 40 threads give 4 threads per warehouse; one
 /// warehouse for our 2 keeps the contention high.
 const FIG10_WAREHOUSES: u32 = 1;
+
+pub use storage::{FIG12, FIG13, FIG14, FIG15};
 
 /// Figure 7.
 pub const FIG7: Experiment = Experiment {
@@ -172,6 +176,13 @@ impl Size<'_> {
 
     /// §7's YCSB: 10 operations per transaction, `read_ratio` reads, Zipf `theta`.
     fn ycsb(&self, read_ratio: f64, theta: f64) -> Result<Box<dyn Workload>, LabError> {
+        Ok(Box::new(YcsbWorkload::new(
+            self.ycsb_config(read_ratio, theta),
+        )?))
+    }
+
+    /// The parameters of [`Self::ycsb`].
+    fn ycsb_config(&self, read_ratio: f64, theta: f64) -> YcsbConfig {
         let base = if self.quick() {
             YcsbConfig::tiny()
         } else {
@@ -180,12 +191,12 @@ impl Size<'_> {
                 ..YcsbConfig::new(1)
             }
         };
-        Ok(Box::new(YcsbWorkload::new(YcsbConfig {
+        YcsbConfig {
             operations: FIG7_OPERATIONS,
             read_ratio,
             theta,
             ..base
-        })?))
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
