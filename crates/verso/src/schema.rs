@@ -394,6 +394,13 @@ impl ColumnMask {
         })
     }
 
+    /// The columns of the set at or after `column`.
+    #[must_use]
+    pub(crate) fn at_or_after(self, column: usize) -> Self {
+        debug_assert!(column < MAX_COLUMNS);
+        ColumnMask(self.0 & (u128::MAX << column))
+    }
+
     /// How many columns of the set come before `column` (the slot of `column` in a
     /// before-image that stores only the masked columns, in ascending order).
     pub fn rank(self, column: usize) -> usize {
