@@ -291,6 +291,13 @@ pub struct YcsbArgs {
     /// Fields an update rewrites [default: 1].
     #[arg(long)]
     pub update_columns: Option<usize>,
+    /// Gives the OLAP threads (--olap-workers) serializable read-only transactions of this
+    /// many point reads (Wu et al.'s heterogeneous workload) [default: none].
+    #[arg(long)]
+    pub read_only_operations: Option<usize>,
+    /// Begins those read-only transactions declared READ ONLY (no protocol checks).
+    #[arg(long, requires = "read_only_operations")]
+    pub declare_read_only: bool,
 }
 
 /// The key-value workload's options.
@@ -581,6 +588,12 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
     // Reads look at every field unless told otherwise, however many fields there are.
     config.read_columns = args.read_columns.unwrap_or(config.fields);
     set(&mut config.update_columns, args.update_columns);
+    config.read_only =
+        args.read_only_operations
+            .map(|operations| crate::workloads::ycsb::ReadOnlyTransactions {
+                operations,
+                declared: args.declare_read_only,
+            });
     config
 }
 

@@ -229,6 +229,60 @@ fn ycsb_refuses_parameters_it_cannot_run() {
     }
 }
 
+/// Wu et al.'s heterogeneous workload: with read-only transactions configured, the OLAP
+/// threads run them (declared READ ONLY or not) beside the read-write threads, under a
+/// protocol that locks what ordinary readers read; without them YCSB has no queries.
+#[test]
+fn ycsb_read_only_transactions_run_on_the_olap_threads_declared_or_not() {
+    use verso::ConcurrencyControl;
+    use verso_lab::workloads::ycsb::ReadOnlyTransactions;
+    for declared in [false, true] {
+        let workload = YcsbWorkload::new(YcsbConfig {
+            read_only: Some(ReadOnlyTransactions {
+                operations: 50,
+                declared,
+            }),
+            ..YcsbConfig::tiny()
+        })
+        .expect("config");
+        assert_eq!(workload.query_names(), ["read-only"]);
+        assert_eq!(
+            workload.describe().contains("declared READ ONLY"),
+            declared,
+            "{}",
+            workload.describe()
+        );
+        let mut config = counted(GarbageCollector::Steam, 1, 2_000);
+        config.olap_workers = 1;
+        config.isolation = Isolation::Serializable;
+        config.options = config
+            .options
+            .concurrency_control(ConcurrencyControl::Mv2pl);
+        let result = run(&workload, &config);
+        assert_eq!(result.totals.oltp_commits, 2_000);
+        assert!(result.totals.olap_queries > 0, "declared {declared}");
+        assert_eq!(
+            result.totals.olap_scanned_tuples,
+            50 * result.totals.olap_queries,
+            "a query is one committed transaction of 50 reads"
+        );
+    }
+    assert!(ycsb(0.5).query_names().is_empty());
+    for operations in [0, 2_001] {
+        let config = YcsbConfig {
+            read_only: Some(ReadOnlyTransactions {
+                operations,
+                declared: true,
+            }),
+            ..YcsbConfig::tiny()
+        };
+        assert!(matches!(
+            YcsbWorkload::new(config),
+            Err(LabError::BadOption(_))
+        ));
+    }
+}
+
 #[test]
 fn scans_mix_follows_the_scan_percentage() {
     let with_percent = |scan_percent: f64| {

@@ -471,6 +471,49 @@ fn wu_fig20_compares_tuple_level_with_transaction_level_gc_over_time() {
     assert!(r.panels.iter().all(|p| p.verdicts.len() == 3));
 }
 
+/// Figures 8-9: every protocol's read-write thread beside 0 and 1 read-only threads, the
+/// read-only transactions undeclared and then declared READ ONLY; the read-only threads
+/// committed transactions exactly when there were some.
+#[test]
+fn wu_fig8_runs_read_only_threads_beside_read_write_ones_with_and_without_the_hint() {
+    let (r, _) = quick("wu-fig8");
+    assert_eq!(
+        r.points.len(),
+        5 * 2 * 2,
+        "protocols x hints x read-only threads"
+    );
+    for point in &r.points {
+        let config = &point.run.configuration;
+        let threads = point.x.expect("read-only threads") as usize;
+        assert_eq!(config.oltp_workers, 1);
+        assert_eq!(config.olap_workers, threads, "{}", point.series);
+        assert_eq!(config.isolation, "serializable");
+        let declared = point.series.ends_with(" declared");
+        assert_eq!(
+            config.workload_parameters.contains("declared READ ONLY"),
+            declared,
+            "{}: {}",
+            point.series,
+            config.workload_parameters
+        );
+        assert_eq!(
+            point.run.totals.olap_queries > 0,
+            threads > 0,
+            "{}: read-only commits with {threads} read-only thread(s)",
+            point.series
+        );
+    }
+    assert_eq!(r.panels.len(), 2, "Figure 8 and Figure 9");
+    for panel in &r.panels {
+        assert_eq!(
+            panel.figures.len(),
+            2,
+            "read-write and read-only throughput"
+        );
+        assert_eq!(panel.verdicts.len(), 4);
+    }
+}
+
 /// Figure 12: both append-only orders on both mixtures at each contention level, under
 /// MVTO and 'txn'; O2N's readers walk from the oldest version, so they walk more.
 #[test]

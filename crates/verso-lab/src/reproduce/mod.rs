@@ -58,6 +58,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     steam::FIG11,
     steam::FIG12,
     wu::FIG7,
+    wu::FIG8,
     wu::FIG10,
     wu::FIG12,
     wu::FIG13,

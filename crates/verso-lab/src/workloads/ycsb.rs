@@ -14,13 +14,19 @@
 //! update writes one. Wu et al.'s table is ten 8-byte integers over 10 million rows:
 //! `--scale 10 --field-bytes 8 --operations 10`.
 //!
+//! Queries: with [`YcsbConfig::read_only`] set, the OLAP threads run read-only
+//! transactions of point reads (Wu et al. §7.2's heterogeneous workload, Figures 8 and 9),
+//! declared READ ONLY or not; without it the workload has no queries.
+//!
 //! Consistency: every key is present and every field has its width.
 
 use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
-use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
+use crate::workload::{
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Workload,
+};
 use crate::zipf::ScrambledZipfian;
 
 /// The table's name.
@@ -45,6 +51,22 @@ pub struct YcsbConfig {
     pub read_columns: usize,
     /// Fields an update rewrites.
     pub update_columns: usize,
+    /// Read-only transactions for the OLAP threads (Wu et al. §7.2's heterogeneous
+    /// workload); `None`: the workload has no queries.
+    pub read_only: Option<ReadOnlyTransactions>,
+}
+
+/// The read-only transactions of Wu et al.'s heterogeneous workload (§7.2, Figures 8 and 9),
+/// which the runner's OLAP threads run beside the read-write ones: `operations` point reads
+/// of `read_columns` fields on distinct keys from the same Zipfian, serializable. One that
+/// loses a conflict runs again with the same keys until it commits; a query is one commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadOnlyTransactions {
+    /// Point reads per transaction.
+    pub operations: usize,
+    /// Begun with `Database::begin_read_only` (the paper's READ ONLY hint: no protocol
+    /// checks, nothing to conflict with); otherwise as ordinary transactions.
+    pub declared: bool,
 }
 
 impl YcsbConfig {
@@ -62,6 +84,7 @@ impl YcsbConfig {
             theta: 0.6,
             read_columns: 10,
             update_columns: 1,
+            read_only: None,
         }
     }
 
@@ -116,6 +139,14 @@ impl YcsbConfig {
                 "--read-columns {} must lie in [1, fields = {}]",
                 self.read_columns, self.fields
             ));
+        }
+        if let Some(read_only) = self.read_only {
+            if read_only.operations == 0 || read_only.operations as u64 > self.rows {
+                return bad(format!(
+                    "read-only transactions of {} operations: must lie in [1, rows = {}]",
+                    read_only.operations, self.rows
+                ));
+            }
         }
         if self.update_columns == 0 || self.update_columns > self.fields {
             return bad(format!(
@@ -178,7 +209,18 @@ impl Workload for YcsbWorkload {
             100.0 * (1.0 - c.read_ratio),
             c.update_columns,
             c.theta
-        )
+        ) + &match c.read_only {
+            Some(r) => format!(
+                "; read-only transactions of {} reads{}",
+                r.operations,
+                if r.declared {
+                    ", declared READ ONLY"
+                } else {
+                    ""
+                }
+            ),
+            None => String::new(),
+        }
     }
 
     fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
@@ -201,6 +243,33 @@ impl Workload for YcsbWorkload {
 
     fn transaction_kinds(&self) -> &'static [&'static str] {
         &["ycsb"]
+    }
+
+    fn query_names(&self) -> &'static [&'static str] {
+        match self.config.read_only {
+            Some(_) => &["read-only"],
+            None => &[],
+        }
+    }
+
+    fn olap_worker<'db>(
+        &'db self,
+        db: &'db Database,
+        _worker: usize,
+        seed: u64,
+    ) -> Result<Option<Box<dyn OlapWorker + 'db>>, LabError> {
+        let Some(read_only) = self.config.read_only else {
+            return Ok(None);
+        };
+        Ok(Some(Box::new(YcsbReader {
+            db,
+            table: db.table(TABLE)?,
+            workload: self,
+            read_only,
+            rng: SplitMix64::new(seed),
+            keys: Vec::with_capacity(read_only.operations),
+            checksum: 0,
+        })))
     }
 
     fn oltp_worker<'db>(
@@ -251,6 +320,95 @@ impl Workload for YcsbWorkload {
     }
 }
 
+/// The first byte and width of `count` fields from field `first` on (wrapping), folded:
+/// what a read looks at, so that it cannot be optimized away.
+fn fold_fields(row: &verso::RowView<'_>, first: usize, count: usize, fields: usize) -> u64 {
+    let mut folded = 0u64;
+    for i in 0..count {
+        let field = 1 + (first + i) % fields;
+        if let Some(bytes) = row.get(field).as_bytes() {
+            folded = folded
+                .wrapping_mul(31)
+                .wrapping_add(u64::from(bytes[0]) ^ bytes.len() as u64);
+        }
+    }
+    folded
+}
+
+impl YcsbWorkload {
+    /// Draws `count` distinct keys from the Zipfian into `keys` (DBx1000 draws distinct
+    /// keys per transaction).
+    fn draw_distinct_keys(&self, rng: &mut SplitMix64, count: usize, keys: &mut Vec<u64>) {
+        keys.clear();
+        while keys.len() < count {
+            let key = self.keys.next(rng);
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+}
+
+/// An OLAP thread's read-only transactions ([`ReadOnlyTransactions`]).
+struct YcsbReader<'db> {
+    db: &'db Database,
+    table: TableId,
+    workload: &'db YcsbWorkload,
+    read_only: ReadOnlyTransactions,
+    rng: SplitMix64,
+    keys: Vec<u64>,
+    /// What the reads saw, folded, so they cannot be optimized away.
+    checksum: u64,
+}
+
+impl YcsbReader<'_> {
+    fn attempt(&mut self) -> Result<Result<(), verso::Error>, LabError> {
+        let config = &self.workload.config;
+        let txn = if self.read_only.declared {
+            self.db.begin_read_only(Isolation::Serializable)
+        } else {
+            self.db.begin(Isolation::Serializable)
+        };
+        for &key in &self.keys {
+            let first = self.rng.below(config.fields as u64) as usize;
+            let got = txn.get_view(self.table, &[Value::U64(key)], |row| {
+                fold_fields(&row, first, config.read_columns, config.fields)
+            });
+            match got {
+                Ok(Some(folded)) => self.checksum = self.checksum.wrapping_add(folded),
+                Ok(None) => {
+                    return Err(LabError::Inconsistent(format!(
+                        "usertable row {key} is missing"
+                    )))
+                }
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        Ok(txn.commit())
+    }
+}
+
+impl OlapWorker for YcsbReader<'_> {
+    fn run_one(&mut self) -> Result<QueryOutcome, LabError> {
+        self.workload
+            .draw_distinct_keys(&mut self.rng, self.read_only.operations, &mut self.keys);
+        loop {
+            match self.attempt()? {
+                Ok(()) => break,
+                // Lost a conflict (MV2PL's no-wait locks, MVTO, validation): again, with
+                // the same keys, as the read-write transactions retry.
+                Err(e) if AbortReason::of(&e).is_some() => continue,
+                Err(e) => return Err(LabError::Engine(e)),
+            }
+        }
+        std::hint::black_box(self.checksum);
+        Ok(QueryOutcome {
+            query: 0,
+            scanned_tuples: self.read_only.operations as u64,
+        })
+    }
+}
+
 /// One operation of a transaction.
 #[derive(Clone, Copy, Debug)]
 enum Operation {
@@ -278,14 +436,10 @@ impl YcsbWorker<'_> {
     fn draw(&mut self) {
         let config = &self.workload.config;
         self.operations.clear();
-        while self.operations.len() < config.operations {
-            let key = self.workload.keys.next(&mut self.rng);
-            let taken = self.operations.iter().any(|op| match *op {
-                Operation::Read { key: k, .. } | Operation::Update { key: k, .. } => k == key,
-            });
-            if taken {
-                continue; // DBx1000 draws distinct keys per transaction
-            }
+        let mut keys = Vec::with_capacity(config.operations);
+        self.workload
+            .draw_distinct_keys(&mut self.rng, config.operations, &mut keys);
+        for key in keys {
             let first = self.rng.below(config.fields as u64) as usize;
             if self.rng.next_f64() < config.read_ratio {
                 self.operations.push(Operation::Read { key, first });
@@ -304,16 +458,7 @@ impl YcsbWorker<'_> {
             match operation {
                 Operation::Read { key, first } => {
                     let got = txn.get_view(self.table, &[Value::U64(key)], |row| {
-                        let mut folded = 0u64;
-                        for i in 0..config.read_columns {
-                            let field = 1 + (first + i) % fields;
-                            if let Some(bytes) = row.get(field).as_bytes() {
-                                folded = folded
-                                    .wrapping_mul(31)
-                                    .wrapping_add(u64::from(bytes[0]) ^ bytes.len() as u64);
-                            }
-                        }
-                        folded
+                        fold_fields(&row, first, config.read_columns, fields)
                     });
                     match got {
                         Ok(Some(folded)) => self.checksum = self.checksum.wrapping_add(folded),

@@ -10,6 +10,7 @@
 //! shape (who is ahead, by roughly how much) with ours, not absolute numbers: the paper ran
 //! 40 threads on 40 cores.
 
+mod heterogeneous;
 mod storage;
 
 use std::io::Write;
@@ -53,6 +54,7 @@ const FIG10_SECONDS: f64 = 8.0;
 /// warehouse for our 2 keeps the contention high.
 const FIG10_WAREHOUSES: u32 = 1;
 
+pub use heterogeneous::FIG8;
 pub use storage::{FIG12, FIG13, FIG14, FIG15};
 
 /// Figure 7.

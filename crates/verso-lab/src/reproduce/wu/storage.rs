@@ -356,7 +356,7 @@ fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let notes = vec![
         "Verso's N2O moves the chain's head inside the row object the indexes point at (a \
          logical pointer), so it never updates an index for a new version; the paper's N2O \
-         pays that, which narrows its lead there."
+         pays that cost, so if anything our N2O should lead by more than the paper's."
             .to_owned(),
         "O2N's chains are as long as the collector lets them grow: 'txn' frees by 40 ms \
          epochs, and with 2 threads (the paper: 40) far fewer versions pile up on a hot row \
