@@ -13,7 +13,7 @@ use crate::metrics::RunResult;
 use crate::reproduce::{
     commits_per_second, direction, per_second, ratio_agreement, ratio_of, run_points,
     same_agreement, sweep_figure, sweep_panel, times, value_at, verdict, Experiment, FigureSpec,
-    Point, PointPlan, ReproduceOptions, Reproduction,
+    PointPlan, ReproduceOptions, Reproduction,
 };
 use crate::workload::{LabError, Workload};
 use crate::workloads::ycsb::{ReadOnlyTransactions, YcsbConfig, YcsbWorkload};

@@ -449,7 +449,7 @@ fn fig13(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                      performance",
                     format!(
                         "append-n2o / delta by update share: {}",
-                        ratios_by_x(shares, &append_delta)
+                        ratios_by_x(shares, append_delta)
                     ),
                     same_agreement(same(&append_delta), 1.5),
                 ),
@@ -458,7 +458,7 @@ fn fig13(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                      the same",
                     format!(
                         "append-n2o / time-travel by update share: {}",
-                        ratios_by_x(shares, &append_tt)
+                        ratios_by_x(shares, append_tt)
                     ),
                     same_agreement(same(&append_tt), 1.5),
                 ),
