@@ -320,6 +320,21 @@ impl Workload for YcsbWorkload {
     }
 }
 
+/// What an operation on row `key` got: `None` (no row) is an inconsistency, since YCSB
+/// never deletes; an engine error is the attempt's outcome.
+fn present<T>(
+    key: u64,
+    got: Result<Option<T>, verso::Error>,
+) -> Result<Result<T, verso::Error>, LabError> {
+    match got {
+        Ok(Some(value)) => Ok(Ok(value)),
+        Ok(None) => Err(LabError::Inconsistent(format!(
+            "usertable row {key} is missing"
+        ))),
+        Err(e) => Ok(Err(e)),
+    }
+}
+
 /// The first byte and width of `count` fields from field `first` on (wrapping), folded:
 /// what a read looks at, so that it cannot be optimized away.
 fn fold_fields(row: &verso::RowView<'_>, first: usize, count: usize, fields: usize) -> u64 {
@@ -374,13 +389,8 @@ impl YcsbReader<'_> {
             let got = txn.get_view(self.table, &[Value::U64(key)], |row| {
                 fold_fields(&row, first, config.read_columns, config.fields)
             });
-            match got {
-                Ok(Some(folded)) => self.checksum = self.checksum.wrapping_add(folded),
-                Ok(None) => {
-                    return Err(LabError::Inconsistent(format!(
-                        "usertable row {key} is missing"
-                    )))
-                }
+            match present(key, got)? {
+                Ok(folded) => self.checksum = self.checksum.wrapping_add(folded),
                 Err(e) => return Ok(Err(e)),
             }
         }
@@ -460,13 +470,8 @@ impl YcsbWorker<'_> {
                     let got = txn.get_view(self.table, &[Value::U64(key)], |row| {
                         fold_fields(&row, first, config.read_columns, fields)
                     });
-                    match got {
-                        Ok(Some(folded)) => self.checksum = self.checksum.wrapping_add(folded),
-                        Ok(None) => {
-                            return Err(LabError::Inconsistent(format!(
-                                "usertable row {key} is missing"
-                            )))
-                        }
+                    match present(key, got)? {
+                        Ok(folded) => self.checksum = self.checksum.wrapping_add(folded),
                         Err(e) => return Ok(Err(e)),
                     }
                 }
@@ -477,14 +482,11 @@ impl YcsbWorker<'_> {
                             fill(bytes, seed.wrapping_add(i as u64));
                         }
                     }
-                    match txn.update(self.table, &[Value::U64(key)], &self.changes) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            return Err(LabError::Inconsistent(format!(
-                                "usertable row {key} is missing"
-                            )))
-                        }
-                        Err(e) => return Ok(Err(e)),
+                    let updated = txn
+                        .update(self.table, &[Value::U64(key)], &self.changes)
+                        .map(|found| found.then_some(()));
+                    if let Err(e) = present(key, updated)? {
+                        return Ok(Err(e));
                     }
                 }
             }

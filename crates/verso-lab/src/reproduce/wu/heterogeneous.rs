@@ -8,7 +8,7 @@ use std::io::Write;
 
 use verso::ConcurrencyControl;
 
-use super::{protocols, rate_verdict, Size, YCSB_ROWS};
+use super::{protocols, rate_verdict, Size};
 use crate::metrics::RunResult;
 use crate::reproduce::{
     commits_per_second, direction, per_second, ratio_agreement, ratio_of, run_points,
@@ -66,23 +66,13 @@ fn read_only_per_second(run: &RunResult) -> f64 {
 
 impl Size<'_> {
     fn heterogeneous_ycsb(&self, declared: bool) -> YcsbConfig {
-        let base = if self.quick() {
-            YcsbConfig::tiny()
-        } else {
-            YcsbConfig {
-                rows: YCSB_ROWS,
-                ..YcsbConfig::new(1)
-            }
-        };
         YcsbConfig {
             operations: OPERATIONS,
-            read_ratio: READ_WRITE_READ_RATIO,
-            theta: THETA,
             read_only: Some(ReadOnlyTransactions {
                 operations: OPERATIONS,
                 declared,
             }),
-            ..base
+            ..self.ycsb_config(READ_WRITE_READ_RATIO, THETA)
         }
     }
 }

@@ -514,11 +514,7 @@ fn fig13(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
 fn fig14(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction, LabError> {
     let size = Size { options };
     let counts = size.pick(&ATTRIBUTE_COUNTS, &QUICK_ATTRIBUTE_COUNTS);
-    let attributes = if size.quick() {
-        QUICK_ATTRIBUTE_COUNTS[1] as usize
-    } else {
-        WIDE_ATTRIBUTES
-    };
+    let attributes = WIDE_ATTRIBUTES;
     let panels: Vec<SweepPanel> = super::FIG7_MIXES
         .iter()
         .map(|&(read_ratio, mix)| {
@@ -617,11 +613,7 @@ fn fig14(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
 fn fig15(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction, LabError> {
     let size = Size { options };
     let counts = size.pick(&ATTRIBUTE_COUNTS, &QUICK_ATTRIBUTE_COUNTS);
-    let attributes = if size.quick() {
-        QUICK_ATTRIBUTE_COUNTS[1] as usize
-    } else {
-        WIDE_ATTRIBUTES
-    };
+    let attributes = WIDE_ATTRIBUTES;
     let (read_ratio, mix) = super::FIG7_MIXES[0];
     let panels: Vec<SweepPanel> = [
         (1, "updates modify one attribute"),
