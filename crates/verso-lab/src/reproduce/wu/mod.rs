@@ -1,8 +1,10 @@
 //! The experiments of Wu, Arulraj, Lin, Xian, Pavlo: "An Empirical Evaluation of In-Memory
 //! Multi-Version Concurrency Control", PVLDB 10(7), 2017, scaled to a 2-core machine: §7.2's
-//! Figure 7 (YCSB under contention) and Figure 10 (TPC-C), and §7.4's Figures 18-19
+//! Figure 7 (YCSB under contention) and Figure 10 (TPC-C) here, Figures 8-9 (read-only
+//! beside read-write transactions) in [`heterogeneous`]; §7.3's Figures 12-15 (chain order,
+//! footprint, attributes modified and accessed) in [`storage`]; and §7.4's Figures 18-19
 //! (tuple-level GC: background vacuuming against cooperative cleaning) and 20-21
-//! (tuple-level against transaction-level GC).
+//! (tuple-level against transaction-level GC) here.
 //!
 //! As in §7.2 the five protocols run over append-only storage with newest-to-oldest chains
 //! and logical pointers, every transaction serializable, under Peloton's epoch-based
