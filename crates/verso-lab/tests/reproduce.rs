@@ -640,7 +640,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 11);
+    assert_eq!(EXPERIMENTS.len(), 16);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));
