@@ -543,24 +543,8 @@ fn finalize_folded_in_part<V: VersionStorage, G: Collector>(
     );
     let rows = std::mem::take(&mut front.rows);
     for written in rows {
-        let table = engine
-            .table_by_index(written.table)
-            .expect("a written table exists");
-        let keep = V::edit(&written.row, |chain| {
-            if chain.is_dead() {
-                return false;
-            }
-            let reclaimed = reclaim_row(
-                engine.version_removal,
-                table,
-                &written.row,
-                chain,
-                bound,
-                stats,
-                entry,
-            );
-            !reclaimed.buried && reclaimed.holds
-        });
+        let keep = reclaim_written(engine, &written, bound, stats, entry)
+            .is_some_and(|reclaimed| !reclaimed.buried && reclaimed.holds);
         if keep {
             front.rows.push(written);
         } else {
@@ -569,6 +553,36 @@ fn finalize_folded_in_part<V: VersionStorage, G: Collector>(
     }
     front.folded_since = bound;
     debug_assert_eq!(front.rows.len(), front.folded_identities.len());
+}
+
+/// Reclaims one row a transaction wrote at `bound` ([`reclaim_row`], under the row's
+/// exclusive latch); `None` if the row is dead already (buried: it holds nothing, and no
+/// writer can add to it).
+fn reclaim_written<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    written: &WrittenRow<V>,
+    bound: u64,
+    stats: &crate::stats::SlotStats,
+    entry: &mut Vec<u8>,
+) -> Option<Reclaimed> {
+    let table = engine
+        .table_by_index(written.table)
+        .expect("a written table exists");
+    V::edit(&written.row, |chain| {
+        if chain.is_dead() {
+            debug_assert_eq!(chain.chain_len(), 0, "a buried row holds no versions");
+            return None;
+        }
+        Some(reclaim_row(
+            engine.version_removal,
+            table,
+            &written.row,
+            chain,
+            bound,
+            stats,
+            entry,
+        ))
+    })
 }
 
 /// Finalizes one committed transaction below `bound` (a reclaim bound: no running or
@@ -583,20 +597,7 @@ fn finalize_committed<V: VersionStorage, G: Collector>(
 ) {
     debug_assert!(committed.commit_ts < bound);
     for written in committed.rows {
-        let table = engine
-            .table_by_index(written.table)
-            .expect("a written table exists");
-        V::edit(&written.row, |chain| {
-            reclaim_row(
-                engine.version_removal,
-                table,
-                &written.row,
-                chain,
-                bound,
-                stats,
-                entry,
-            );
-        });
+        reclaim_written(engine, &written, bound, stats, entry);
     }
 }
 

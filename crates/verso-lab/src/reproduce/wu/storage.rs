@@ -242,16 +242,10 @@ fn ratios_by_x(xs: &[f64], ratio: impl Fn(f64) -> f64) -> String {
         .join(", ")
 }
 
-fn median(values: impl IntoIterator<Item = f64>) -> f64 {
-    crate::metrics::median(values)
-}
-
 /// Mean versions a read walked (O2N walks from the oldest to the newest).
 fn read_chain_mean(run: &RunResult) -> f64 {
     run.engine.read_chain_mean
 }
-
-const FIG12_MIXES: [(f64, &str); 2] = super::FIG7_MIXES;
 
 fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction, LabError> {
     let size = Size { options };
@@ -260,7 +254,7 @@ fn fig12(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         VersionStorageKind::AppendNewestToOldest,
         VersionStorageKind::AppendOldestToNewest,
     ];
-    let panels: Vec<SweepPanel> = FIG12_MIXES
+    let panels: Vec<SweepPanel> = super::FIG7_MIXES
         .iter()
         .map(|&(read_ratio, mix)| {
             let base = size.ycsb_config(read_ratio, LOW_THETA);
@@ -442,7 +436,9 @@ fn fig13(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             )
         };
         let verdicts = if *tag == format!("{NARROW_ATTRIBUTES} attributes") {
-            let same = |ratio: &dyn Fn(f64) -> f64| median(shares.iter().map(|x| ratio(*x)));
+            let same = |ratio: &dyn Fn(f64) -> f64| {
+                crate::metrics::median(shares.iter().map(|x| ratio(*x)))
+            };
             vec![
                 verdict(
                     "10 attributes: the append-only and delta schemes achieve similar \
@@ -464,7 +460,7 @@ fn fig13(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 ),
             ]
         } else {
-            let ratio = median(updating.iter().map(|x| delta_whole(*x)));
+            let ratio = crate::metrics::median(updating.iter().map(|x| delta_whole(*x)));
             vec![verdict(
                 "100 attributes: the delta scheme achieves ~2x better performance than \
                  append-only and time-travel because it uses less memory",
