@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use verso::{
-    ConcurrencyControl, GarbageCollector, Isolation, Options, VersionRemoval, VersionStorageKind,
+    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionRemoval,
+    VersionStorageKind,
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
@@ -184,6 +185,11 @@ pub struct CommonArgs {
     /// (SI + serial safety net). Under all but si every transaction is serializable.
     #[arg(long, value_parser = parse_protocol, default_value = "si")]
     pub protocol: ConcurrencyControl,
+    /// What secondary-index entries point at: logical (the row; the default) or physical
+    /// (each exact version, which every new version adds to every index; needs
+    /// --storage append-n2o).
+    #[arg(long, value_parser = parse_index_pointers, default_value = "logical")]
+    pub index_pointers: IndexPointers,
     /// Isolation level of the OLTP transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
@@ -298,6 +304,10 @@ pub struct YcsbArgs {
     /// Begins those read-only transactions declared READ ONLY (no protocol checks).
     #[arg(long, requires = "read_only_operations")]
     pub declare_read_only: bool,
+    /// Secondary indexes on the table, the i-th over field i mod fields (Wu et al.'s
+    /// Figures 22 and 23) [default: 0].
+    #[arg(long)]
+    pub secondary_indexes: Option<usize>,
 }
 
 /// The key-value workload's options.
@@ -373,6 +383,10 @@ fn parse_removal(name: &str) -> Result<VersionRemoval, String> {
 
 fn parse_protocol(name: &str) -> Result<ConcurrencyControl, String> {
     ConcurrencyControl::from_name(name).map_err(|e| e.to_string())
+}
+
+fn parse_index_pointers(name: &str) -> Result<IndexPointers, String> {
+    IndexPointers::from_name(name).map_err(|e| e.to_string())
 }
 
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
@@ -536,7 +550,8 @@ impl Plan {
                     Options::default()
                         .garbage_collector(gc)
                         .version_storage(common.storage)
-                        .concurrency_control(common.protocol),
+                        .concurrency_control(common.protocol)
+                        .index_pointers(common.index_pointers),
                 )
             })
             .collect();
@@ -588,6 +603,7 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
     // Reads look at every field unless told otherwise, however many fields there are.
     config.read_columns = args.read_columns.unwrap_or(config.fields);
     set(&mut config.update_columns, args.update_columns);
+    set(&mut config.secondary_indexes, args.secondary_indexes);
     config.read_only =
         args.read_only_operations
             .map(|operations| crate::workloads::ycsb::ReadOnlyTransactions {

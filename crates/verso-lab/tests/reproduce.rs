@@ -535,6 +535,54 @@ fn wu_fig12_compares_the_two_append_only_chain_orders() {
     }
 }
 
+/// Figures 22 and 23: both pointer schemes under both contention levels at each index or
+/// thread count, over append-n2o, MVTO and 'txn', with the secondary indexes the point
+/// names (physical runs say so in their design).
+#[test]
+fn wu_fig22_and_23_compare_logical_with_physical_index_pointers() {
+    for (name, xs) in [("wu-fig22", [1.0, 8.0]), ("wu-fig23", [1.0, 2.0])] {
+        let (r, _) = quick(name);
+        assert_eq!(
+            r.points.len(),
+            2 * 2 * 2,
+            "{name}: schemes x contention x values"
+        );
+        for point in &r.points {
+            let configuration = &point.run.configuration;
+            let design = &configuration.design;
+            assert!(
+                design.starts_with("append-n2o/txn/mvto"),
+                "{name}: {design}"
+            );
+            let physical = point.series.starts_with("physical");
+            assert_eq!(design.ends_with("/physical"), physical, "{name}: {design}");
+            let x = point.x.expect("a swept value");
+            assert!(xs.contains(&x), "{name}: x {x}");
+            let (indexes, threads) = match name {
+                "wu-fig22" => (x as usize, 2),
+                _ => (8, x as usize),
+            };
+            assert!(
+                configuration
+                    .workload_parameters
+                    .contains(&format!(", {indexes} secondary indexes")),
+                "{name}: {}",
+                configuration.workload_parameters
+            );
+            assert_eq!(configuration.oltp_workers, threads, "{name}");
+            assert!(
+                point.run.totals.oltp_commits > 0,
+                "{name}: {}",
+                point.series
+            );
+        }
+        assert_eq!(r.panels.len(), 2, "{name}: one panel per contention level");
+        for panel in &r.panels {
+            assert_eq!(panel.verdicts.len(), 2, "{name}");
+        }
+    }
+}
+
 /// Figures 13-15: append-n2o, time-travel and delta at each value of the swept parameter,
 /// in two panels each, on the YCSB each figure names (the attribute counts it sweeps are
 /// those the runs used).
@@ -640,7 +688,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 16);
+    assert_eq!(EXPERIMENTS.len(), 18);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

@@ -321,6 +321,45 @@ impl VersionRemoval {
     }
 }
 
+/// What secondary-index entries point at (Wu et al. §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum IndexPointers {
+    /// Logical pointers (§6.1): an entry points at the row object, which holds the chain's
+    /// head (the row-id indirection). An entry is added only when a write changes the
+    /// indexed columns; a reader walks to its version and re-checks the key. The default.
+    #[default]
+    Logical,
+    /// Physical pointers (§6.2): an entry points at one exact version, and every new
+    /// version is inserted into every secondary index, whatever columns it changed. A
+    /// reader follows the entry straight to its version and checks only that it reads
+    /// exactly that version. Append-only newest-to-oldest storage only.
+    Physical,
+}
+
+impl IndexPointers {
+    /// Every scheme.
+    pub const ALL: [IndexPointers; 2] = [IndexPointers::Logical, IndexPointers::Physical];
+
+    /// The name used in configuration and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexPointers::Logical => "logical",
+            IndexPointers::Physical => "physical",
+        }
+    }
+
+    /// Parses a name as printed by [`IndexPointers::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|pointers| pointers.name() == name)
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!("unknown index pointers {name:?}; known: logical, physical"),
+            })
+    }
+}
+
 /// Where versions live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -403,6 +442,9 @@ pub struct Options {
     pub epoch_advance_threshold: Option<u64>,
     /// How finalizing removes obsolete versions from a chain.
     pub version_removal: VersionRemoval,
+    /// What secondary-index entries point at. Physical pointers need the append-n2o
+    /// storage; `open` refuses them with any other.
+    pub index_pointers: IndexPointers,
 }
 
 impl Default for Options {
@@ -415,6 +457,7 @@ impl Default for Options {
             background_gc_period: None,
             epoch_advance_threshold: None,
             version_removal: VersionRemoval::default(),
+            index_pointers: IndexPointers::default(),
         }
     }
 }
@@ -463,6 +506,12 @@ impl Options {
         self
     }
 
+    /// Options with these index pointers.
+    pub fn index_pointers(mut self, pointers: IndexPointers) -> Self {
+        self.index_pointers = pointers;
+        self
+    }
+
     /// Refuses settings that cannot work or do not apply to the chosen collector.
     fn validate(&self) -> Result<()> {
         let gc = self.garbage_collector;
@@ -478,6 +527,19 @@ impl Options {
                     self.version_storage.name()
                 ));
             }
+        }
+        if self.index_pointers == IndexPointers::Physical
+            && self.version_storage != VersionStorageKind::AppendNewestToOldest
+        {
+            return refuse(format!(
+                "physical index pointers need the append-n2o version storage, not {}: an \
+                 entry holds one exact version, which must stay where it is while the row \
+                 changes (Wu et al. §6.2: only append-only storage keeps every version in a \
+                 place of its own). Delta and time-travel rewrite the newest version in \
+                 place; Verso's append-o2n links each version from the one before it, so a \
+                 version an entry holds could not be unlinked from under it",
+                self.version_storage.name()
+            ));
         }
         if self.idle_collection_interval == Some(std::time::Duration::ZERO) {
             return refuse("the idle-collection interval must be longer than zero".into());
@@ -653,16 +715,21 @@ impl Database {
         fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
-            (removal, protocol): (VersionRemoval, ConcurrencyControl),
+            (removal, protocol, pointers): (VersionRemoval, ConcurrencyControl, IndexPointers),
         ) -> Engine<V, G> {
             Engine::new(
                 tag,
                 crate::cc::Protocol::new(protocol),
                 G::new(config),
                 removal,
+                pointers,
             )
         }
-        let removal = (options.version_removal, options.concurrency_control);
+        let removal = (
+            options.version_removal,
+            options.concurrency_control,
+            options.index_pointers,
+        );
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {
                 AnyEngine::SteamDelta(new_engine(tag, &config, removal))
@@ -1026,6 +1093,13 @@ impl Database {
     /// snapshot may still see.
     pub fn primary_index_entries(&self, table: TableId) -> Result<usize> {
         on_engine!(&*self.engine, e => e.index_entries(table))
+    }
+
+    /// Number of entries in a secondary index. Under logical pointers: one per distinct key
+    /// among each row's versions; under physical pointers: one per version in which a row
+    /// exists (`IndexPointers`).
+    pub fn secondary_index_entries(&self, table: TableId, index: &str) -> Result<usize> {
+        on_engine!(&*self.engine, e => e.secondary_index_entries(table, index))
     }
 }
 

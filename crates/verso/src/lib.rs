@@ -59,8 +59,8 @@ mod value;
 mod version;
 
 pub use db::{
-    ConcurrencyControl, Database, GarbageCollector, Isolation, KeyRange, Options, TableId,
-    Transaction, VersionRemoval, VersionStorageKind,
+    ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
+    TableId, Transaction, VersionRemoval, VersionStorageKind,
 };
 pub use error::{Error, Result};
 pub use row::{RowView, ValueRef};

@@ -708,14 +708,20 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
     assert_eq!(db.stats().live_versions(), 0);
 }
 
-/// The suites' configurations are the ones `docs/configurations.md` lists: 38 under the
-/// default protocol (every storage with every collector it supports, and HyPer's removal),
-/// 13 under each other protocol; each opens.
+/// The suites' configurations are the ones `docs/configurations.md` lists: 47 under the
+/// default protocol (every storage with every collector it supports, physical pointers
+/// with every collector append-n2o supports, and HyPer's removal), 14 under each other
+/// protocol; each opens.
 #[test]
 fn the_suites_run_the_configurations_the_docs_list() {
     let all = common::all_configurations();
-    assert_eq!(common::si_configurations().len(), 38);
-    assert_eq!(all.len(), 38 + 4 * 13);
+    assert_eq!(common::si_configurations().len(), 47);
+    assert_eq!(all.len(), 47 + 4 * 14);
+    let physical = all
+        .iter()
+        .filter(|o| o.index_pointers == verso::IndexPointers::Physical)
+        .count();
+    assert_eq!(physical, 9 + 4);
     for options in &all {
         Database::open(options.clone()).unwrap_or_else(|e| panic!("{options:?}: {e}"));
     }

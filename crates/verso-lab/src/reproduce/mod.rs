@@ -66,6 +66,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG15,
     wu::FIG18,
     wu::FIG20,
+    wu::FIG22,
+    wu::FIG23,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.

@@ -14,6 +14,11 @@
 //! update writes one. Wu et al.'s table is ten 8-byte integers over 10 million rows:
 //! `--scale 10 --field-bytes 8 --operations 10`.
 //!
+//! Secondary indexes (Wu et al. §7.5, Figures 22 and 23): `secondary_indexes` indexes, the
+//! `i`-th over field `i mod fields` (so 20 indexes over 10 fields index each field twice).
+//! Nothing reads through them: they cost what keeping them costs the writers, which is
+//! where logical and physical pointers differ.
+//!
 //! Queries: with [`YcsbConfig::read_only`] set, the OLAP threads run read-only
 //! transactions of point reads (Wu et al. §7.2's heterogeneous workload, Figures 8 and 9),
 //! declared READ ONLY or not; without it the workload has no queries.
@@ -51,6 +56,8 @@ pub struct YcsbConfig {
     pub read_columns: usize,
     /// Fields an update rewrites.
     pub update_columns: usize,
+    /// Secondary indexes, the `i`-th over field `i mod fields` (see the module notes).
+    pub secondary_indexes: usize,
     /// Read-only transactions for the OLAP threads (Wu et al. §7.2's heterogeneous
     /// workload); `None`: the workload has no queries.
     pub read_only: Option<ReadOnlyTransactions>,
@@ -73,6 +80,9 @@ impl YcsbConfig {
     /// Rows per unit of `--scale`.
     pub const ROWS_PER_SCALE: u64 = 1_000_000;
 
+    /// The most secondary indexes (Wu et al.'s Figure 22 goes to 20).
+    pub const MAX_SECONDARY_INDEXES: usize = 64;
+
     /// The defaults (see the module documentation).
     pub fn new(scale: u64) -> YcsbConfig {
         YcsbConfig {
@@ -84,6 +94,7 @@ impl YcsbConfig {
             theta: 0.6,
             read_columns: 10,
             update_columns: 1,
+            secondary_indexes: 0,
             read_only: None,
         }
     }
@@ -148,6 +159,13 @@ impl YcsbConfig {
                 ));
             }
         }
+        if self.secondary_indexes > Self::MAX_SECONDARY_INDEXES {
+            return bad(format!(
+                "--secondary-indexes {} must be at most {}",
+                self.secondary_indexes,
+                Self::MAX_SECONDARY_INDEXES
+            ));
+        }
         if self.update_columns == 0 || self.update_columns > self.fields {
             return bad(format!(
                 "--update-columns {} must lie in [1, fields = {}]",
@@ -209,7 +227,10 @@ impl Workload for YcsbWorkload {
             100.0 * (1.0 - c.read_ratio),
             c.update_columns,
             c.theta
-        ) + &match c.read_only {
+        ) + &match c.secondary_indexes {
+            0 => String::new(),
+            n => format!(", {n} secondary indexes"),
+        } + &match c.read_only {
             Some(r) => format!(
                 "; read-only transactions of {} reads{}",
                 r.operations,
@@ -227,6 +248,10 @@ impl Workload for YcsbWorkload {
         let mut schema = Schema::new().column("ycsb_key", ColumnType::U64);
         for field in 0..self.config.fields {
             schema = schema.column(&format!("field{field}"), ColumnType::Bytes);
+        }
+        for index in 0..self.config.secondary_indexes {
+            let field = format!("field{}", index % self.config.fields);
+            schema = schema.index(&format!("secondary{index}"), &[&field]);
         }
         let table = db.create_table(TABLE, schema.primary_key(&["ycsb_key"]))?;
         progress.set_total(self.config.rows);

@@ -16,11 +16,11 @@ use std::time::Instant;
 use crate::engine::{Engine, RowRef, Table, WrittenRow};
 use crate::gc::{self, Collector, Finalizing};
 use crate::key;
-use crate::row::PackedRow;
+use crate::row::RowView;
 use crate::stats::Counter;
 use crate::sync::Arc;
 use crate::txn::slots::{Committed, LocalSlot, Slot};
-use crate::version::{ChainEdit, VersionStorage};
+use crate::version::{ChainEdit, GoneVersion, VersionStorage};
 use crate::VersionRemoval;
 
 /// Beyond this many waiting committed transactions (a long reader holds the watermark),
@@ -670,8 +670,9 @@ pub(crate) fn remove_below<C: ChainEdit + ?Sized>(
 }
 
 /// Runs `op` (which unlinks versions) and then removes the secondary entries only the
-/// unlinked versions had. Cheap when the chain holds no indexed column: then every version
-/// has the newest state's index keys.
+/// unlinked versions had. Cheap under logical pointers when the chain holds no indexed
+/// column: then every version has the newest state's index keys. Under physical pointers
+/// every version has entries of its own.
 fn with_index_upkeep<V: VersionStorage, T>(
     table: &Table<V>,
     row: &RowRef<V>,
@@ -680,7 +681,9 @@ fn with_index_upkeep<V: VersionStorage, T>(
     op: impl FnOnce(&mut V::Chain) -> T,
 ) -> T {
     let secondary = table.schema.secondary_mask;
-    if secondary.is_empty() || chain.chain_mask().intersection(secondary).is_empty() {
+    if secondary.is_empty()
+        || (!table.physical_pointers && chain.chain_mask().intersection(secondary).is_empty())
+    {
         return op(chain);
     }
     let before = version_entries(table, chain);
@@ -688,7 +691,7 @@ fn with_index_upkeep<V: VersionStorage, T>(
     let after = version_entries(table, chain);
     for (index, bytes) in before {
         if !after.contains(&(index, bytes.clone())) {
-            table.secondary[index].remove_if(&bytes, |r| Arc::ptr_eq(r, row));
+            table.secondary[index].remove_if(&bytes, |target| Arc::ptr_eq(&target.row, row));
         }
     }
     entry.clear();
@@ -698,40 +701,48 @@ fn with_index_upkeep<V: VersionStorage, T>(
 /// Every (index, entry) pair some version of the row needs.
 fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec<(usize, Vec<u8>)> {
     let mut entries = Vec::new();
-    chain.for_each_version(&mut |values| {
-        for (index, schema) in table.schema.indexes.iter().enumerate() {
+    let mut add = |values: RowView<'_>, exact: Option<&V::Exact>| {
+        for index in 0..table.schema.indexes.len() {
             let mut entry = Vec::new();
-            key::encode_index_entry(
-                &mut entry,
-                &values,
-                &schema.columns,
-                &table.schema.primary_key,
-            );
+            table.encode_entry(&mut entry, &values, index, exact);
             if !entries.contains(&(index, entry.clone())) {
                 entries.push((index, entry));
             }
         }
-    });
+    };
+    if table.physical_pointers {
+        V::for_each_exact(chain, &mut |values, exact| add(values, Some(exact)));
+    } else {
+        chain.for_each_version(&mut |values| add(values, None));
+    }
     entries
 }
 
-/// After a rollback: removes the entries of the rolled-back version `values` that no
-/// remaining version needs.
+/// After a transaction's own version left the row (overwritten or rolled back): removes
+/// the entries of `gone` that no remaining version needs.
 pub(crate) fn drop_unused_entries<V: VersionStorage>(
     table: &Table<V>,
     row: &RowRef<V>,
     chain: &V::Chain,
-    values: &PackedRow,
+    gone: &GoneVersion,
     entry: &mut Vec<u8>,
 ) {
     if table.schema.indexes.is_empty() {
         return;
     }
     let remaining = version_entries(table, chain);
-    for (index, schema) in table.schema.indexes.iter().enumerate() {
-        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+    for index in 0..table.schema.indexes.len() {
+        crate::key::encode_index_entry(
+            entry,
+            &gone.values,
+            &table.schema.indexes[index].columns,
+            &table.schema.primary_key,
+        );
+        if table.physical_pointers {
+            entry.extend_from_slice(&gone.tag.to_be_bytes());
+        }
         if !remaining.iter().any(|(i, e)| *i == index && e == entry) {
-            table.secondary[index].remove_if(entry, |r| Arc::ptr_eq(r, row));
+            table.secondary[index].remove_if(entry, |target| Arc::ptr_eq(&target.row, row));
         }
     }
 }
@@ -754,9 +765,13 @@ pub(crate) fn bury_if_unreachable<V: VersionStorage>(
     key::encode_row_key(entry, &values, &table.schema.primary_key);
     let removed = table.primary.remove_if(entry, |r| Arc::ptr_eq(r, row));
     debug_assert!(removed, "a live row is in the primary index");
-    for (index, schema) in table.schema.indexes.iter().enumerate() {
-        key::encode_index_entry(entry, &values, &schema.columns, &table.schema.primary_key);
-        table.secondary[index].remove_if(entry, |r| Arc::ptr_eq(r, row));
+    // Under physical pointers only versions in which the row exists have entries, and
+    // every one of them was unlinked (with its entries) before the row became unreachable.
+    if !table.physical_pointers {
+        for (index, schema) in table.schema.indexes.iter().enumerate() {
+            key::encode_index_entry(entry, &values, &schema.columns, &table.schema.primary_key);
+            table.secondary[index].remove_if(entry, |target| Arc::ptr_eq(&target.row, row));
+        }
     }
     chain.mark_dead();
     true

@@ -36,11 +36,34 @@ pub(crate) struct WrittenRow<V: VersionStorage> {
     pub(crate) row: RowRef<V>,
 }
 
+/// What a secondary-index entry points at: the row, and under physical pointers (Wu et
+/// al. §6.2) the exact version whose values gave the entry its key.
+pub(crate) struct IndexTarget<V: VersionStorage> {
+    pub(crate) row: RowRef<V>,
+    /// `Some` exactly under physical pointers.
+    pub(crate) exact: Option<V::Exact>,
+}
+
+impl<V: VersionStorage> Clone for IndexTarget<V> {
+    fn clone(&self) -> Self {
+        IndexTarget {
+            row: Arc::clone(&self.row),
+            exact: self.exact.clone(),
+        }
+    }
+}
+
 /// One table: its schema and its indexes.
 pub(crate) struct Table<V: VersionStorage> {
     pub(crate) schema: TableSchema,
     pub(crate) primary: PrimaryIndex<RowRef<V>>,
-    pub(crate) secondary: Vec<OrderedIndex<RowRef<V>>>,
+    /// Logical pointers: one entry per distinct key among a row's versions, keyed by the
+    /// indexed columns and the primary key. Physical pointers: one entry per version in
+    /// which the row exists, keyed by the same and then the version's tag
+    /// ([`VersionStorage::exact_tag`]), so that each version's entries are its own.
+    pub(crate) secondary: Vec<OrderedIndex<IndexTarget<V>>>,
+    /// Whether secondary entries are physical pointers (`crate::IndexPointers`).
+    pub(crate) physical_pointers: bool,
     /// The rows in blocks, for the tuple-level collectors ('vac', 'coop'); `None` under
     /// the others.
     pub(crate) tuple_gc: Option<vacuum::TupleGc<RowRef<V>>>,
@@ -63,9 +86,36 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) collection_round: Mutex<()>,
     /// How finalizing removes obsolete versions (`crate::VersionRemoval`).
     pub(crate) version_removal: crate::VersionRemoval,
+    /// What secondary-index entries point at.
+    pub(crate) index_pointers: crate::IndexPointers,
     /// Rounds the background collector thread ran (the tuple-level collectors count
     /// their complete passes by it).
     pub(crate) background_rounds: std::sync::atomic::AtomicU64,
+}
+
+impl<V: VersionStorage> Table<V> {
+    /// Encodes the entry of `values` in secondary index `index`: the indexed columns and
+    /// the primary key, then, under physical pointers, the tag of the version (`exact`)
+    /// the values are. Returns the length of the indexed columns' part.
+    pub(crate) fn encode_entry<C: crate::row::Columns + ?Sized>(
+        &self,
+        out: &mut Vec<u8>,
+        values: &C,
+        index: usize,
+        exact: Option<&V::Exact>,
+    ) -> usize {
+        debug_assert_eq!(exact.is_some(), self.physical_pointers);
+        let indexed = crate::key::encode_index_entry(
+            out,
+            values,
+            &self.schema.indexes[index].columns,
+            &self.schema.primary_key,
+        );
+        if let Some(exact) = exact {
+            out.extend_from_slice(&V::exact_tag(exact).to_be_bytes());
+        }
+        indexed
+    }
 }
 
 impl<V: VersionStorage, G: Collector> Engine<V, G> {
@@ -74,12 +124,18 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
         protocol: Protocol,
         gc: G,
         version_removal: crate::VersionRemoval,
+        index_pointers: crate::IndexPointers,
     ) -> Self {
         // `Options::validate` refuses the combination; this is its backstop.
         assert!(
             !G::COOPERATIVE || V::COOPERATIVE_CLEANING,
             "{} needs a storage whose walks begin at the oldest version, not {}",
             G::NAME,
+            V::NAME
+        );
+        assert!(
+            index_pointers == crate::IndexPointers::Logical || V::PHYSICAL_POINTERS,
+            "{} has no physical pointers",
             V::NAME
         );
         Engine {
@@ -92,12 +148,17 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             gc,
             collection_round: Mutex::new(()),
             version_removal,
+            index_pointers,
             background_rounds: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     pub(crate) fn design(&self) -> String {
-        format!("{}/{}/{}", V::NAME, G::NAME, self.protocol.name())
+        let design = format!("{}/{}/{}", V::NAME, G::NAME, self.protocol.name());
+        match self.index_pointers {
+            crate::IndexPointers::Logical => design,
+            crate::IndexPointers::Physical => design + "/physical",
+        }
     }
 
     pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
@@ -121,6 +182,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             schema,
             primary: PrimaryIndex::new(),
             secondary,
+            physical_pointers: self.index_pointers == crate::IndexPointers::Physical,
             tuple_gc: (G::FINALIZING == crate::gc::Finalizing::TupleLevel)
                 .then(vacuum::TupleGc::new),
         };
@@ -202,6 +264,13 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
     /// snapshot may still see.
     pub(crate) fn index_entries(&self, id: TableId) -> Result<usize> {
         Ok(self.table(id)?.primary.len())
+    }
+
+    /// Number of entries in the secondary index `name` of a table.
+    pub(crate) fn secondary_index_entries(&self, id: TableId, name: &str) -> Result<usize> {
+        let table = self.table(id)?;
+        let index = table.schema.index_position(name)?;
+        Ok(table.secondary[index].len())
     }
 }
 

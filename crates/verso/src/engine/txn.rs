@@ -10,7 +10,7 @@ use scc::Guard;
 
 use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
 use crate::cc::{mv2pl, mvto, Recording};
-use crate::engine::{Engine, RowRef, Table, WrittenRow};
+use crate::engine::{Engine, IndexTarget, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
 use crate::gc::{Collector, Finalizing};
 use crate::index::ordered::RangeScan;
@@ -636,23 +636,29 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let recording = self.reads.is_some();
         let mut stopped_at = None;
         let mut refused = None;
-        scan_in_batches(&table.secondary[index], &lower, &upper, |entry, row| {
+        scan_in_batches(&table.secondary[index], &lower, &upper, |entry, target| {
+            let row = &target.row;
             if let Err(refusal) = self.before_read(row) {
                 refused = Some(refusal);
                 return false;
             }
-            let (seen, cost) = V::read(row, &snapshot, |v| {
-                let v = v?;
-                // The entry is a hint: yield the row only if the version this snapshot
-                // sees has exactly this entry's key.
-                key::encode_index_entry(
-                    &mut visible_entry,
-                    &v,
-                    &index_schema.columns,
-                    &table.schema.primary_key,
-                );
-                (visible_entry.as_slice() == entry).then(|| inside(v))
-            });
+            let (seen, cost) = match &target.exact {
+                // Physical pointer: the entry's own version, if this snapshot reads
+                // exactly that one (no walk, no key to compare).
+                Some(exact) => V::read_exact(row, exact, &snapshot, |v| v.map(&mut inside)),
+                None => V::read(row, &snapshot, |v| {
+                    let v = v?;
+                    // The entry is a hint: yield the row only if the version this snapshot
+                    // sees has exactly this entry's key.
+                    key::encode_index_entry(
+                        &mut visible_entry,
+                        &v,
+                        &index_schema.columns,
+                        &table.schema.primary_key,
+                    );
+                    (visible_entry.as_slice() == entry).then(|| inside(v))
+                }),
+            };
             self.record_if_obsolete(table, row, cost.passed_obsolete);
             self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
@@ -735,7 +741,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         }
                         continue;
                     }
-                    add_secondary_entries(table, &row, row_values, &mut Vec::new());
+                    let exact = table
+                        .physical_pointers
+                        .then(|| V::edit(&row, |chain| V::newest_exact(chain)))
+                        .flatten();
+                    add_secondary_entries(table, &row, row_values, exact.as_ref(), &mut Vec::new());
                     if let Some(gc) = &table.tuple_gc {
                         gc.register(key_bytes, Arc::clone(&row));
                     }
@@ -852,7 +862,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             owner: Some(&owner),
             obsolete_below: 0,
         };
+        // Physical pointers: every new version has entries of its own, whatever it changed.
         let touches_index = match &intent {
+            _ if table.physical_pointers => !table.schema.indexes.is_empty(),
             WriteIntent::Update(mask, _) => {
                 !mask.intersection(table.schema.secondary_mask).is_empty()
             }
@@ -871,7 +883,15 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 stats.add(Counter::VersionBytesCreated, created.bytes as u64);
                 if touches_index {
                     let mut entry = std::mem::take(&mut self.scratch.get_mut().entry);
-                    add_secondary_entries(table, row, &chain.values().0, &mut entry);
+                    let values = chain.values().0;
+                    if table.physical_pointers {
+                        // A tombstone has no entries (its row is found by no key).
+                        if let Some(exact) = V::newest_exact(&chain) {
+                            add_secondary_entries(table, row, &values, Some(&exact), &mut entry);
+                        }
+                    } else {
+                        add_secondary_entries(table, row, &values, None, &mut entry);
+                    }
                     if let Some(replaced) = replaced {
                         // This transaction's earlier version of the row is gone: drop the
                         // entries only it had.
@@ -1369,21 +1389,26 @@ enum Written {
     RowGone,
 }
 
-/// Adds the secondary-index entries of one version. An entry that already points at this
-/// row stays; one that points at another row is stale (that row was removed from the
-/// primary index, since primary keys are unique and the entry holds the primary key) and is
-/// replaced.
+/// Adds the secondary-index entries of one version (`exact` under physical pointers). An
+/// entry that already points at this row stays; one that points at another row is stale
+/// (that row was removed from the primary index, since primary keys are unique and the
+/// entry holds the primary key) and is replaced.
 pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
     table: &Table<V>,
     row: &RowRef<V>,
     values: &C,
+    exact: Option<&V::Exact>,
     entry: &mut Vec<u8>,
 ) {
-    for (index, schema) in table.schema.indexes.iter().enumerate() {
-        key::encode_index_entry(entry, values, &schema.columns, &table.schema.primary_key);
+    for index in 0..table.schema.indexes.len() {
+        table.encode_entry(entry, values, index, exact);
         let secondary = &table.secondary[index];
-        while secondary.insert_if_absent(entry, Arc::clone(row)).is_err() {
-            if !secondary.remove_if(entry, |other| !Arc::ptr_eq(other, row)) {
+        let target = || IndexTarget {
+            row: Arc::clone(row),
+            exact: exact.cloned(),
+        };
+        while secondary.insert_if_absent(entry, target()).is_err() {
+            if !secondary.remove_if(entry, |other| !Arc::ptr_eq(&other.row, row)) {
                 break; // the entry is this row's already
             }
         }

@@ -30,10 +30,23 @@
 //!
 //! Concurrency: as in the delta storage, the row's reader-writer latch guards the whole
 //! chain. Readers hold it shared while they walk; writers, pruners and the collector hold
-//! it exclusively to link or unlink versions, and an unlinked version is freed at once (the
-//! latch is the grace period). Only a version's timestamp is written under the shared
-//! latch (by its transaction's stamp at commit), and it is atomic.
+//! it exclusively to link or unlink versions. Only a version's timestamp is written under
+//! the shared latch (by its transaction's stamp at commit), and it is atomic.
+//!
+//! Physical index pointers (Wu et al. §6.2): the chain holds its versions through `Arc`s
+//! (the head, then a deque of the older ones, newest first: the links live in the chain,
+//! not in the versions, so that a version an index entry shares never needs changing to
+//! unlink another). Under physical pointers every secondary index has an entry per version
+//! that holds the exact version ([`VersionStorage::Exact`]); an unlinked version is freed
+//! once its entries are gone. Invariants:
+//! - A version is changed in place only through `Arc::get_mut`, i.e. while nothing else
+//!   holds it; one that index entries hold is replaced by a copy instead (its own
+//!   transaction's rewrite, a rolled-back insert), and the copy gets its own entries.
+//! - A version no longer in the chain is read by no snapshot that can still read: it was
+//!   unlinked because every such snapshot reads a newer one (or none), so a reader that
+//!   follows a stale entry to it finds no row there.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
@@ -43,9 +56,14 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
-    StampReport, VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, Created, GoneVersion, PruneReport, ReadCost, RollbackReport,
+    Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
+
+/// A version of the N2O chain, shared with the index entries that point at it exactly
+/// (physical pointers). A `std` `Arc` even under loom: only its unsizing coercion is
+/// needed, and the version's own state is synchronized by the row's latch.
+pub(crate) type SharedVersion = std::sync::Arc<TupleVersion>;
 
 /// `ts` of a version whose transaction has not stamped it yet.
 pub(super) const UNSTAMPED: u64 = u64::MAX;
@@ -64,10 +82,9 @@ pub(crate) struct AppendRow {
 /// A row's chain, newest version first.
 pub(crate) struct AppendChain {
     /// The newest version; a chain always has one.
-    head: Box<TupleVersion>,
-    /// Versions behind the head (kept as versions are linked and unlinked, so knowing the
-    /// length costs no walk).
-    older: usize,
+    head: SharedVersion,
+    /// The versions behind the head, newest first (empty: no allocation).
+    older: VecDeque<SharedVersion>,
     /// Set once the collector has removed the row from the indexes.
     dead: bool,
 }
@@ -86,6 +103,8 @@ pub(crate) struct TupleVersion<D: ?Sized = [u8]> {
     /// on a head; cleared under the shared latch by the stamp (hence atomic) or under the
     /// exclusive latch when a writer covers the version or the insert rolls back.
     pub(super) insert_record: AtomicBool,
+    /// The next version in a linked chain (O2N, time-travel); always `None` in the N2O
+    /// chain, which keeps its versions in a deque.
     pub(super) next: Option<Box<TupleVersion>>,
     /// All the row's values (a tombstone keeps the values of the row it deleted). Last,
     /// because it holds the unsized tail.
@@ -101,12 +120,30 @@ pub(super) enum NewValues<'a> {
     Copied(PackedRef<'a>, &'a [(usize, Value)]),
 }
 
+/// How a chain holds its versions: `Box` in the linked chains, [`SharedVersion`] in the
+/// N2O chain. Built from a version with a sized tail, then unsized.
+pub(super) trait HeldVersion: Sized {
+    fn hold<const N: usize>(version: TupleVersion<[u8; N]>) -> Self;
+}
+
+impl HeldVersion for Box<TupleVersion> {
+    fn hold<const N: usize>(version: TupleVersion<[u8; N]>) -> Self {
+        Box::new(version)
+    }
+}
+
+impl HeldVersion for SharedVersion {
+    fn hold<const N: usize>(version: TupleVersion<[u8; N]>) -> Self {
+        std::sync::Arc::new(version)
+    }
+}
+
 /// A new, unstamped version of `owner`, in the smallest tail class that holds its values.
-pub(super) fn allocate_version(
+pub(super) fn allocate_version<P: HeldVersion>(
     owner: &Arc<TxnShared>,
     exists: bool,
     values: NewValues<'_>,
-) -> Box<TupleVersion> {
+) -> P {
     // An update usually keeps the row's size: size the tail for the values copied.
     let needed = match &values {
         NewValues::Given(values) => row::packed_len_of(values),
@@ -116,20 +153,20 @@ pub(super) fn allocate_version(
         ($($class:literal)*) => {
             $(
                 if needed <= $class {
-                    return version_with_tail::<$class>(owner, exists, values);
+                    return version_with_tail::<$class, P>(owner, exists, values);
                 }
             )*
         };
     }
     tail_classes!(smallest_fitting);
-    version_with_tail::<0>(owner, exists, values) // beyond every class: the values spill
+    version_with_tail::<0, P>(owner, exists, values) // beyond every class: the values spill
 }
 
-fn version_with_tail<const N: usize>(
+fn version_with_tail<const N: usize, P: HeldVersion>(
     owner: &Arc<TxnShared>,
     exists: bool,
     values: NewValues<'_>,
-) -> Box<TupleVersion> {
+) -> P {
     let in_place = match values {
         NewValues::Given(values) => InPlaceRow::<[u8; N]>::new(values),
         NewValues::Copied(packed, changes) => {
@@ -140,7 +177,7 @@ fn version_with_tail<const N: usize>(
             copy
         }
     };
-    Box::new(TupleVersion {
+    P::hold(TupleVersion {
         ts: AtomicU64::new(UNSTAMPED),
         owner: Arc::clone(owner),
         exists,
@@ -153,11 +190,11 @@ fn version_with_tail<const N: usize>(
 /// The version of an insert of a new key, and the record it counts as until its commit
 /// folds it (see the module notes; its bytes are the row's, counted only once a newer
 /// version covers it).
-pub(super) fn insert_version(
+pub(super) fn insert_version<P: HeldVersion + std::ops::Deref<Target = TupleVersion>>(
     values: &[Value],
     owner: &Arc<TxnShared>,
-) -> (Box<TupleVersion>, Created) {
-    let version = allocate_version(owner, true, NewValues::Given(values));
+) -> (P, Created) {
+    let version: P = allocate_version(owner, true, NewValues::Given(values));
     version.insert_record.store(true, Ordering::Relaxed);
     let created = Created {
         records: 1,
@@ -186,11 +223,11 @@ impl TupleVersion {
 
     /// The version `owner`'s write makes of this one (the newest): a copy with the changes,
     /// a tombstone for a delete, the given values for an insert over a tombstone.
-    pub(super) fn successor(
+    pub(super) fn successor<P: HeldVersion>(
         &self,
         owner: &Arc<TxnShared>,
         intent: WriteIntent<'_>,
-    ) -> Box<TupleVersion> {
+    ) -> P {
         let values = self.values.packed();
         match intent {
             WriteIntent::Update(_, changes) => {
@@ -245,12 +282,6 @@ impl TupleVersion {
     }
 }
 
-impl Drop for AppendChain {
-    fn drop(&mut self) {
-        free_versions(self.head.next.take());
-    }
-}
-
 /// Frees a list of versions iteratively (a recursive drop of a long chain would overflow
 /// the stack). Returns the versions and bytes freed.
 pub(super) fn free_versions(mut cursor: Option<Box<TupleVersion>>) -> (usize, usize) {
@@ -263,14 +294,9 @@ pub(super) fn free_versions(mut cursor: Option<Box<TupleVersion>>) -> (usize, us
     (count, bytes)
 }
 
-/// Versions behind `head`, by walking (for assertions; the chain keeps the count).
-pub(super) fn count_versions(mut cursor: Option<&TupleVersion>) -> usize {
-    let mut count = 0;
-    while let Some(version) = cursor {
-        count += 1;
-        cursor = version.next.as_deref();
-    }
-    count
+/// Versions in a linked list, by walking (for assertions; the chains keep the count).
+pub(super) fn count_versions(first: Option<&TupleVersion>) -> usize {
+    linked(first).count()
 }
 
 /// What a reader gets from a version: its values, or no row for a tombstone.
@@ -283,28 +309,28 @@ pub(super) fn lend(version: &TupleVersion) -> Option<RowView<'_>> {
 /// A read that did not stop at the newest version: walks `behind` (the older versions,
 /// newest first) to the first one `snapshot` sees, counting and timing the walk as the
 /// delta storage counts the records it walks. Past the oldest: no row in this snapshot.
-pub(super) fn read_behind<R>(
-    behind: Option<&TupleVersion>,
+pub(super) fn read_behind<'v, R>(
+    behind: impl IntoIterator<Item = &'v TupleVersion>,
     snapshot: &Snapshot<'_>,
     reader: impl FnOnce(Option<RowView<'_>>) -> R,
 ) -> (R, ReadCost) {
     let started = std::time::Instant::now();
     let mut walked = 0;
-    let mut cursor = behind;
-    let seen = loop {
-        let Some(version) = cursor else { break None };
+    let seen = behind.into_iter().find(|version| {
         walked += 1;
-        if version.visible_to(snapshot) {
-            break Some(version);
-        }
-        cursor = version.next.as_deref();
-    };
+        version.visible_to(snapshot)
+    });
     let cost = ReadCost {
         walked,
         reconstruct_nanos: started.elapsed().as_nanos() as u64,
         passed_obsolete: false,
     };
     (reader(seen.and_then(lend)), cost)
+}
+
+/// The versions of a linked list, first to last.
+pub(super) fn linked(first: Option<&TupleVersion>) -> impl Iterator<Item = &TupleVersion> {
+    std::iter::successors(first, |version| version.next.as_deref())
 }
 
 /// The columns older versions may hold differently from the newest (for index upkeep):
@@ -330,17 +356,77 @@ impl AppendRow {
     }
 }
 
+impl AppendChain {
+    /// The versions, newest first.
+    fn versions(&self) -> impl Iterator<Item = &SharedVersion> {
+        std::iter::once(&self.head).chain(self.older.iter())
+    }
+
+    /// Whether `snapshot` reads exactly `version` (physical pointers): it sees the version
+    /// and not the newer one after it. A version no longer in the chain is read by no
+    /// snapshot that can still read (module notes).
+    fn is_read_by(&self, version: &SharedVersion, snapshot: &Snapshot<'_>) -> bool {
+        if !version.visible_to(snapshot) {
+            return false;
+        }
+        let mut newer: Option<&SharedVersion> = None;
+        for candidate in self.versions() {
+            if std::sync::Arc::ptr_eq(candidate, version) {
+                return newer.is_none_or(|newer| !newer.visible_to(snapshot));
+            }
+            newer = Some(candidate);
+        }
+        false
+    }
+
+    /// The head, to change in place: itself if nothing else holds it, else (index entries
+    /// share it) a copy that replaces it in the chain (module notes).
+    fn head_to_change(&mut self) -> &mut TupleVersion {
+        if std::sync::Arc::get_mut(&mut self.head).is_none() {
+            let head = &self.head;
+            let copy: SharedVersion = allocate_version(
+                &head.owner,
+                head.exists,
+                NewValues::Copied(head.values.packed(), &[]),
+            );
+            copy.ts
+                .store(head.ts.load(Ordering::Acquire), Ordering::Relaxed);
+            copy.insert_record.store(
+                head.insert_record.load(Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+            self.head = copy;
+        }
+        std::sync::Arc::get_mut(&mut self.head).expect("the copy is held by the chain only")
+    }
+
+    /// Counts the versions and bytes of `gone` (unlinked from this chain).
+    fn count_gone(gone: impl IntoIterator<Item = SharedVersion>) -> (usize, usize) {
+        gone.into_iter().fold((0, 0), |(count, bytes), version| {
+            (count + 1, bytes + version.footprint())
+        })
+    }
+}
+
+/// The tag that tells one exact version's index entries from another's: its address,
+/// unique among the versions entries hold (an entry keeps its version allocated).
+fn tag_of(version: &SharedVersion) -> u64 {
+    std::sync::Arc::as_ptr(version).cast::<u8>() as usize as u64
+}
+
 impl VersionStorage for AppendStorage {
     type Row = AppendRow;
     type Chain = AppendChain;
     type Guard<'a> = WriteGuard<'a, AppendChain>;
+    type Exact = SharedVersion;
     const NAME: &'static str = "append-n2o";
+    const PHYSICAL_POINTERS: bool = true;
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<AppendRow>, Created) {
         let (head, created) = insert_version(values, owner);
         let chain = AppendChain {
             head,
-            older: 0,
+            older: VecDeque::new(),
             dead: false,
         };
         let row = Arc::new(AppendRow {
@@ -360,7 +446,7 @@ impl VersionStorage for AppendStorage {
             // The common path: the newest version, no record behind it touched, not timed.
             return (reader(lend(&chain.head)), ReadCost::default());
         }
-        read_behind(chain.head.next.as_deref(), snapshot, reader)
+        read_behind(chain.older.iter().map(|v| &**v), snapshot, reader)
     }
 
     fn write<'a>(
@@ -381,20 +467,20 @@ impl VersionStorage for AppendStorage {
             return refused;
         }
         if mine {
-            let replaced = chain.head.rewrite_own(intent);
+            let tag = tag_of(&chain.head);
+            let values = chain.head_to_change().rewrite_own(intent);
             return WriteResult::Installed {
                 chain,
                 new_record: false,
                 created: Created::default(),
-                replaced: Some(replaced),
+                replaced: Some(GoneVersion { values, tag }),
             };
         }
-        let successor = chain.head.successor(owner, intent);
+        let successor: SharedVersion = chain.head.successor(owner, intent);
         let state = &mut *chain;
         let previous = std::mem::replace(&mut state.head, successor);
         let created = previous.cover();
-        state.head.next = Some(previous);
-        state.older += 1;
+        state.older.push_front(previous);
         WriteResult::Installed {
             chain,
             new_record: true,
@@ -408,28 +494,22 @@ impl VersionStorage for AppendStorage {
         // writer may append on top of it, and a pruner may even have dropped it: look for
         // it and stamp it only if it is still unstamped. The shared latch suffices.
         let chain = row.read();
-        let mut cursor = Some(&*chain.head);
-        while let Some(version) = cursor {
-            if version.owned_by(owner) {
-                let _ = version.ts.compare_exchange(
-                    UNSTAMPED,
-                    commit_ts,
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                );
-                let folded = version.insert_record.swap(false, Ordering::Relaxed);
-                return StampReport {
-                    folded_records: usize::from(folded),
-                    freed_bytes: 0, // an insert's bytes were never counted (see `new_row`)
-                    // A live row with nothing behind it: no record to unlink, no row to bury.
-                    nothing_to_finalize: std::ptr::eq(version, &*chain.head)
-                        && chain.older == 0
-                        && version.exists,
-                };
-            }
-            cursor = version.next.as_deref();
+        let Some(version) = chain.versions().find(|v| v.owned_by(owner)) else {
+            return StampReport::default(); // dropped by a pruner already
+        };
+        let _ =
+            version
+                .ts
+                .compare_exchange(UNSTAMPED, commit_ts, Ordering::Release, Ordering::Relaxed);
+        let folded = version.insert_record.swap(false, Ordering::Relaxed);
+        StampReport {
+            folded_records: usize::from(folded),
+            freed_bytes: 0, // an insert's bytes were never counted (see `new_row`)
+            // A live row with nothing behind it: no record to unlink, no row to bury.
+            nothing_to_finalize: std::sync::Arc::ptr_eq(version, &chain.head)
+                && chain.older.is_empty()
+                && version.exists,
         }
-        StampReport::default() // dropped by a pruner already
     }
 
     fn cc_word(row: &AppendRow) -> &AtomicU64 {
@@ -440,6 +520,34 @@ impl VersionStorage for AppendStorage {
         let mut chain = row.write();
         edit(&mut chain)
     }
+
+    fn newest_exact(chain: &AppendChain) -> Option<SharedVersion> {
+        chain
+            .head
+            .exists
+            .then(|| std::sync::Arc::clone(&chain.head))
+    }
+
+    fn for_each_exact(chain: &AppendChain, visit: &mut dyn FnMut(RowView<'_>, &SharedVersion)) {
+        for version in chain.versions().filter(|v| v.exists) {
+            visit(RowView::packed(version.values.packed()), version);
+        }
+    }
+
+    fn exact_tag(exact: &SharedVersion) -> u64 {
+        tag_of(exact)
+    }
+
+    fn read_exact<R>(
+        row: &AppendRow,
+        exact: &SharedVersion,
+        snapshot: &Snapshot<'_>,
+        reader: impl FnOnce(Option<RowView<'_>>) -> R,
+    ) -> (R, ReadCost) {
+        let chain = row.read();
+        let seen = chain.is_read_by(exact, snapshot).then(|| lend(exact));
+        (reader(seen.flatten()), ReadCost::default())
+    }
 }
 
 impl ChainEdit for AppendChain {
@@ -448,24 +556,16 @@ impl ChainEdit for AppendChain {
     }
 
     fn chain_len(&self) -> usize {
-        debug_assert!(
-            self.older > 64 || self.older == count_versions(self.head.next.as_deref()),
-            "the version count follows the chain"
-        );
-        self.older
+        self.older.len()
     }
 
     fn chain_mask(&self) -> ColumnMask {
-        whole_copies_mask(self.older, self.head.values.arity())
+        whole_copies_mask(self.older.len(), self.head.values.arity())
     }
 
     fn for_each_version(&self, visit: &mut dyn FnMut(RowView<'_>)) {
-        let mut cursor = Some(&*self.head);
-        while let Some(version) = cursor {
-            if version.exists {
-                visit(RowView::packed(version.values.packed()));
-            }
-            cursor = version.next.as_deref();
+        for version in self.versions().filter(|v| v.exists) {
+            visit(RowView::packed(version.values.packed()));
         }
     }
 
@@ -474,7 +574,9 @@ impl ChainEdit for AppendChain {
     }
 
     fn is_unreachable(&self, bound: u64) -> bool {
-        !self.head.exists && self.older == 0 && self.head.commit_ts().is_some_and(|ts| ts < bound)
+        !self.head.exists
+            && self.older.is_empty()
+            && self.head.commit_ts().is_some_and(|ts| ts < bound)
     }
 
     fn mark_dead(&mut self) {
@@ -483,28 +585,59 @@ impl ChainEdit for AppendChain {
     }
 
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
-        let (count, bytes) = truncate_behind(self.head.commit_ts(), &mut self.head.next, watermark);
-        self.older -= count;
-        (count, bytes)
+        // The keeper is the first version committed below the watermark: every snapshot at
+        // or after it stops there or before; everything older goes.
+        let below = |version: &SharedVersion| version.commit_ts().is_some_and(|ts| ts < watermark);
+        let keep = if below(&self.head) {
+            0
+        } else {
+            match self.older.iter().position(below) {
+                Some(keeper) => keeper + 1,
+                None => return (0, 0),
+            }
+        };
+        Self::count_gone(self.older.drain(keep..))
     }
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
-        let walked = self.older;
-        if walked == 0 {
-            return (0, None);
+        let walked = self.older.len();
+        let second_oldest = match walked {
+            0 => return (0, None),
+            1 => &self.head,
+            _ => &self.older[walked - 2],
+        };
+        if second_oldest.commit_ts().is_none_or(|ts| ts >= watermark) {
+            return (walked, None);
         }
-        let freed = unlink_oldest_behind(self.head.commit_ts(), &mut self.head.next, watermark);
-        if freed.is_some() {
-            self.older -= 1;
-        }
-        (walked, freed)
+        let oldest = self.older.pop_back().expect("checked");
+        (walked, Some(oldest.footprint()))
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
-        let mut report = prune_versions(&mut self.head, active);
-        self.older -= report.removed;
-        debug_assert_eq!(self.older, count_versions(self.head.next.as_deref()));
-        report.remaining = self.older;
+        let mut decisions = PruneDecisions::new(self.head.commit_ts(), active);
+        let mut report = PruneReport::default();
+        let mut rest_obsolete = false;
+        self.older.retain(|version| {
+            let keep = !rest_obsolete && {
+                let ts = version
+                    .commit_ts()
+                    .expect("only the head can be uncommitted");
+                match decisions.decide(ts, &mut report) {
+                    Decision::Keep => true,
+                    Decision::Drop => false,
+                    Decision::DropRest => {
+                        rest_obsolete = true;
+                        false
+                    }
+                }
+            };
+            if !keep {
+                report.removed += 1;
+                report.freed_bytes += version.footprint();
+            }
+            keep
+        });
+        report.remaining = self.older.len();
         report
     }
 
@@ -513,22 +646,25 @@ impl ChainEdit for AppendChain {
             self.head.owned_by(owner),
             "the writer's version is the head"
         );
-        match self.head.next.take() {
+        let tag = tag_of(&self.head);
+        match self.older.pop_front() {
             Some(previous) => {
                 // The previous newest version is the row again, no longer a record.
                 let freed_bytes = previous.footprint();
                 let rolled_back = std::mem::replace(&mut self.head, previous);
-                self.older -= 1;
                 RollbackReport {
                     freed_records: 1,
                     freed_bytes,
-                    written: rolled_back.values.to_packed(),
+                    written: GoneVersion {
+                        values: rolled_back.values.to_packed(),
+                        tag,
+                    },
                 }
             }
             None => {
                 // An insert of a new key: the row stays (it is in the indexes) as a tombstone
                 // every snapshot sees, so that the collector can bury it.
-                let head = &mut self.head;
+                let head = self.head_to_change();
                 debug_assert!(head.insert_record.load(Ordering::Relaxed));
                 head.insert_record.store(false, Ordering::Relaxed);
                 head.exists = false;
@@ -536,7 +672,10 @@ impl ChainEdit for AppendChain {
                 RollbackReport {
                     freed_records: 1,
                     freed_bytes: 0, // never counted (see `new_row`)
-                    written: head.values.to_packed(),
+                    written: GoneVersion {
+                        values: head.values.to_packed(),
+                        tag,
+                    },
                 }
             }
         }
@@ -556,6 +695,70 @@ pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) 
     prune_behind(head.commit_ts(), &mut head.next, active)
 }
 
+/// What [`PruneDecisions::decide`] says of one version.
+pub(super) enum Decision {
+    Keep,
+    /// No reader stops here: unlink it.
+    Drop,
+    /// Every reader stopped before here: this version and every older one are obsolete.
+    DropRest,
+}
+
+/// Steam's EPO over one chain's versions behind the newest, newest first (see
+/// [`prune_versions`]), whatever holds them.
+pub(super) struct PruneDecisions<'a> {
+    /// Readers newest first: the horizon (standing for every snapshot that can still
+    /// begin), then the active snapshots.
+    readers: std::iter::Chain<std::iter::Once<u64>, std::iter::Copied<std::slice::Iter<'a, u64>>>,
+    /// The newest reader not yet given its version.
+    unserved: Option<u64>,
+    horizon: u64,
+}
+
+impl<'a> PruneDecisions<'a> {
+    /// Decisions for a chain whose newest version (always kept: it is the row) committed
+    /// at `newest_ts` (`None`: uncommitted); it may serve readers too.
+    pub(super) fn new(newest_ts: Option<u64>, active: &'a ActiveSnapshots) -> Self {
+        let mut readers =
+            std::iter::once(active.horizon).chain(active.starts_desc().iter().copied());
+        let unserved = readers.next();
+        let mut decisions = PruneDecisions {
+            readers,
+            unserved,
+            horizon: active.horizon,
+        };
+        if let Some(ts) = newest_ts {
+            decisions.serve(ts);
+        }
+        decisions
+    }
+
+    /// Whether some unserved reader stops at a version committed at `ts`; serves them.
+    fn serve(&mut self, ts: u64) -> bool {
+        let mut stops = false;
+        while self.unserved.is_some_and(|reader| ts < reader) {
+            stops = true;
+            self.unserved = self.readers.next();
+        }
+        stops
+    }
+
+    /// The decision for the next older version, committed at `ts`.
+    pub(super) fn decide(&mut self, ts: u64, report: &mut PruneReport) -> Decision {
+        let at_or_after_horizon = ts >= self.horizon;
+        if at_or_after_horizon {
+            report.blocked_by_horizon = true;
+        }
+        if self.serve(ts) || at_or_after_horizon {
+            Decision::Keep
+        } else if self.unserved.is_none() {
+            Decision::DropRest
+        } else {
+            Decision::Drop
+        }
+    }
+}
+
 /// [`prune_versions`] for a chain whose newest version is kept elsewhere (committed at
 /// `newest_ts`, `None`: uncommitted) and `behind` holds the older versions, newest first.
 pub(super) fn prune_behind(
@@ -564,49 +767,27 @@ pub(super) fn prune_behind(
     active: &ActiveSnapshots,
 ) -> PruneReport {
     let mut report = PruneReport::default();
-    // Readers newest first: the horizon (standing for every snapshot that can still
-    // begin), then the active snapshots. `unserved` is the newest one not yet given its
-    // version.
-    let mut readers = std::iter::once(active.horizon).chain(active.starts_desc().iter().copied());
-    let mut unserved = readers.next();
-    // Whether some unserved reader stops at a version committed at `ts`; serves them.
-    let mut stops_here = |ts: u64, unserved: &mut Option<u64>| {
-        let mut stops = false;
-        while unserved.is_some_and(|reader| ts < reader) {
-            stops = true;
-            *unserved = readers.next();
-        }
-        stops
-    };
-    // The newest version is always kept (it is the row); it may serve readers too.
-    if let Some(ts) = newest_ts {
-        stops_here(ts, &mut unserved);
-    }
+    let mut decisions = PruneDecisions::new(newest_ts, active);
     let mut link = behind;
     while let Some(version) = link.as_deref() {
         let ts = version
             .commit_ts()
             .expect("only the head can be uncommitted");
-        let at_or_after_horizon = ts >= active.horizon;
-        if at_or_after_horizon {
-            report.blocked_by_horizon = true;
+        match decisions.decide(ts, &mut report) {
+            Decision::Keep => link = &mut link.as_mut().expect("checked").next,
+            Decision::DropRest => {
+                let (count, bytes) = free_versions(link.take());
+                report.removed += count;
+                report.freed_bytes += bytes;
+                break;
+            }
+            Decision::Drop => {
+                let mut dropped = link.take().expect("checked");
+                *link = dropped.next.take();
+                report.removed += 1;
+                report.freed_bytes += dropped.footprint();
+            }
         }
-        if stops_here(ts, &mut unserved) || at_or_after_horizon {
-            link = &mut link.as_mut().expect("checked").next;
-            continue;
-        }
-        if unserved.is_none() {
-            // Every reader stopped before here: the rest of the chain is obsolete.
-            let (count, bytes) = free_versions(link.take());
-            report.removed += count;
-            report.freed_bytes += bytes;
-            break;
-        }
-        // No reader stops here: unlink it.
-        let mut dropped = link.take().expect("checked");
-        *link = dropped.next.take();
-        report.removed += 1;
-        report.freed_bytes += dropped.footprint();
     }
     report
 }

@@ -31,8 +31,8 @@ use crate::schema::ColumnMask;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
-    StampReport, VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, Created, GoneVersion, NoExact, PruneReport, ReadCost,
+    RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
 /// One row: the latched chain of its versions, oldest first.
@@ -153,6 +153,7 @@ impl VersionStorage for AppendO2nStorage {
     type Row = O2nRow;
     type Chain = O2nChain;
     type Guard<'a> = WriteGuard<'a, O2nChain>;
+    type Exact = NoExact;
     const NAME: &'static str = "append-o2n";
     const COOPERATIVE_CLEANING: bool = true;
 
@@ -234,7 +235,7 @@ impl VersionStorage for AppendO2nStorage {
                 chain,
                 new_record: false,
                 created: Created::default(),
-                replaced: Some(replaced),
+                replaced: Some(GoneVersion::untagged(replaced)),
             };
         }
         let successor = newest.successor(owner, intent);
@@ -390,7 +391,7 @@ impl ChainEdit for O2nChain {
             return RollbackReport {
                 freed_records: 1,
                 freed_bytes: 0,
-                written: only.values.to_packed(),
+                written: GoneVersion::untagged(only.values.to_packed()),
             };
         }
         // Unlink the newest (ours); the one before it is the newest again, no longer a record.
@@ -409,7 +410,7 @@ impl ChainEdit for O2nChain {
         RollbackReport {
             freed_records: 1,
             freed_bytes,
-            written: rolled_back.values.to_packed(),
+            written: GoneVersion::untagged(rolled_back.values.to_packed()),
         }
     }
 }

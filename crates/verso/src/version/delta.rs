@@ -35,8 +35,8 @@ use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
-    StampReport, VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, Created, GoneVersion, NoExact, PruneReport, ReadCost,
+    RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
 /// `ts` of a record whose transaction has not stamped it yet.
@@ -267,6 +267,7 @@ impl VersionStorage for DeltaStorage {
     type Row = DeltaRow;
     type Chain = RowState;
     type Guard<'a> = WriteGuard<'a, RowState>;
+    type Exact = NoExact;
     const NAME: &'static str = "delta";
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<DeltaRow>, Created) {
@@ -371,7 +372,7 @@ impl VersionStorage for DeltaStorage {
         let new_record = !mine;
         // Whatever this transaction had in place, even a deleted row's values: their index
         // entries may be needed by no version once they are overwritten.
-        let replaced = mine.then(|| state.values.to_packed());
+        let replaced = mine.then(|| GoneVersion::untagged(state.values.to_packed()));
         if mine {
             // Extend this transaction's own record with before-images of newly touched
             // columns: one record per row per transaction.
@@ -584,7 +585,7 @@ impl ChainEdit for RowState {
                     .unwrap_or_else(|| state.values.get(column))
             }))
         };
-        let written = state.values.to_packed();
+        let written = GoneVersion::untagged(state.values.to_packed());
         if let Some(restored) = restored {
             state.values.set_packed(restored.packed());
         }

@@ -119,7 +119,7 @@ pub(crate) enum WriteResult<G> {
         /// When the transaction overwrote its own earlier write to the row: the values it
         /// had in place (an uncommitted version that is now gone, so its index entries may
         /// be unneeded), including those of a row it had deleted.
-        replaced: Option<PackedRow>,
+        replaced: Option<GoneVersion>,
     },
     /// Another transaction wrote the row first (first-updater-wins).
     Conflict,
@@ -176,8 +176,27 @@ pub(crate) struct RollbackReport {
     pub(crate) freed_bytes: usize,
     /// The values the transaction had in place (also when it had deleted the row, whose
     /// values stay in place): the caller drops index entries only they needed.
-    pub(crate) written: PackedRow,
+    pub(crate) written: GoneVersion,
 }
+
+/// A version that left a row: a transaction's own version, overwritten or rolled back.
+pub(crate) struct GoneVersion {
+    pub(crate) values: PackedRow,
+    /// The tag of its physical index entries ([`VersionStorage::exact_tag`]); 0 under
+    /// storages without physical pointers.
+    pub(crate) tag: u64,
+}
+
+impl GoneVersion {
+    /// A gone version of a storage without physical pointers.
+    pub(crate) fn untagged(values: PackedRow) -> Self {
+        GoneVersion { values, tag: 0 }
+    }
+}
+
+/// The [`VersionStorage::Exact`] of storages without physical pointers: there is none.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum NoExact {}
 
 /// What eager pruning did to one chain.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -260,8 +279,15 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     type Guard<'a>: DerefMut<Target = Self::Chain>
     where
         Self: 'a;
+    /// What a physical index pointer holds (Wu et al. §6.2): one exact version of a row.
+    /// [`NoExact`] for storages without physical pointers.
+    type Exact: Clone + Send + Sync + 'static;
     /// The design's name in configuration and reports.
     const NAME: &'static str;
+    /// Whether index entries can point at exact versions (Wu et al. §6.2: "only applicable
+    /// for append-only storage"). `open` refuses physical pointers for the others, whose
+    /// physical-pointer methods below are then never called.
+    const PHYSICAL_POINTERS: bool = false;
     /// Whether a chain walk meets the obsolete versions first, so that readers and writers
     /// can spot them on their way (Wu et al. §5.1: cooperative cleaning "only works for
     /// the O2N append-only storage"). The 'coop' collector is refused for the others.
@@ -311,6 +337,32 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// Cooperative cleaning: the cleaner took the row out of its list (before cleaning
     /// it, so a walk after the cleaning can record it again).
     fn release_from_cleaning(_row: &Self::Row) {}
+
+    /// Physical pointers: the newest version, for the entries of a new version (`None`:
+    /// a tombstone, which no entry points at).
+    fn newest_exact(_chain: &Self::Chain) -> Option<Self::Exact> {
+        None
+    }
+
+    /// Physical pointers: every version in which the row exists, newest first.
+    fn for_each_exact(_chain: &Self::Chain, _visit: &mut dyn FnMut(RowView<'_>, &Self::Exact)) {}
+
+    /// Physical pointers: what tells this version's index entries from the row's other
+    /// versions' (unique among the versions entries hold).
+    fn exact_tag(_exact: &Self::Exact) -> u64 {
+        unreachable!("{} has no physical pointers", Self::NAME)
+    }
+
+    /// Physical pointers: calls `reader` with `exact`'s values if `snapshot` reads exactly
+    /// that version of `row`, else with `None`.
+    fn read_exact<R>(
+        _row: &Self::Row,
+        _exact: &Self::Exact,
+        _snapshot: &Snapshot<'_>,
+        _reader: impl FnOnce(Option<RowView<'_>>) -> R,
+    ) -> (R, ReadCost) {
+        unreachable!("{} has no physical pointers", Self::NAME)
+    }
 }
 
 /// Single-threaded steps on one row of any storage, for the storages' unit tests: a row

@@ -20,16 +20,17 @@ use std::sync::atomic::Ordering;
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
 use super::append::{
-    allocate_version, count_versions, free_versions, prune_behind, read_behind, truncate_behind,
-    unlink_oldest_behind, whole_copies_mask, NewValues, TupleVersion, NEVER_EXISTED, UNSTAMPED,
+    allocate_version, count_versions, free_versions, linked, prune_behind, read_behind,
+    truncate_behind, unlink_oldest_behind, whole_copies_mask, NewValues, TupleVersion,
+    NEVER_EXISTED, UNSTAMPED,
 };
 use crate::row::{self, tail_classes, InPlaceRow, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, PruneReport, ReadCost, RollbackReport, Snapshot,
-    StampReport, VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, ChainEdit, Created, GoneVersion, NoExact, PruneReport, ReadCost,
+    RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
 /// One row: the latched master and its copies. `D` is the master's values tail, sized when
@@ -137,7 +138,7 @@ impl TtState {
     /// master's stamp then finds its copy), and counts as a record (unless the master still
     /// counted as its insert's record: then only the reason changes).
     fn copy_master_out(&mut self) -> Created {
-        let copy = allocate_version(
+        let copy: Box<TupleVersion> = allocate_version(
             &self.owner,
             self.exists,
             NewValues::Copied(self.values.packed(), &[]),
@@ -174,6 +175,7 @@ impl VersionStorage for TimeTravelStorage {
     type Row = TtRow;
     type Chain = TtState;
     type Guard<'a> = WriteGuard<'a, TtState>;
+    type Exact = NoExact;
     const NAME: &'static str = "time-travel";
 
     fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<TtRow>, Created) {
@@ -196,7 +198,7 @@ impl VersionStorage for TimeTravelStorage {
             let seen = state.exists.then(|| RowView::packed(state.values.packed()));
             return (reader(seen), ReadCost::default());
         }
-        read_behind(state.copies.as_deref(), snapshot, reader)
+        read_behind(linked(state.copies.as_deref()), snapshot, reader)
     }
 
     fn write<'a>(
@@ -220,7 +222,7 @@ impl VersionStorage for TimeTravelStorage {
             return refused;
         }
         // What this transaction had in the master (its own earlier write), if anything.
-        let replaced = mine.then(|| state.values.to_packed());
+        let replaced = mine.then(|| GoneVersion::untagged(state.values.to_packed()));
         let created = if mine {
             Created::default()
         } else {
@@ -372,7 +374,7 @@ impl ChainEdit for TtState {
             self.master_owned_by(owner),
             "the writer's version is the master"
         );
-        let written = self.values.to_packed();
+        let written = GoneVersion::untagged(self.values.to_packed());
         let Some(mut copy) = self.copies.take() else {
             // An insert of a new key: the row stays (it is in the indexes) as a tombstone
             // every snapshot sees, so that the collector buries it.
@@ -430,7 +432,7 @@ mod tests {
         );
         let report = TimeTravelStorage::edit(&row, |s| s.rollback(&owner));
         assert_eq!(
-            (report.freed_records, report.written.get(1)),
+            (report.freed_records, report.written.values.get(1)),
             (1, crate::row::ValueRef::I64(11))
         );
         assert_eq!(value_at::<TimeTravelStorage>(&row, 100), Some(10));

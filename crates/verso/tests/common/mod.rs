@@ -7,14 +7,16 @@
 #![allow(dead_code)]
 
 use verso::{
-    ColumnType, ConcurrencyControl, Database, GarbageCollector, Isolation, Options, Schema,
-    TableId, Value, VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
+    Schema, TableId, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
-/// storage it supports ('coop' only over append-o2n), and HyPer's one-version-at-a-time
-/// removal, under the default protocol; and every other protocol over every storage (under
-/// Steam) and every collector (over delta storage, or the one it needs).
+/// storage it supports ('coop' only over append-o2n), physical index pointers over
+/// append-n2o under every collector that storage supports, and HyPer's
+/// one-version-at-a-time removal, under the default protocol; and every other protocol over
+/// every storage and over physical pointers (under Steam) and every collector (over delta
+/// storage, or the one it needs).
 pub fn all_configurations() -> Vec<Options> {
     let mut all = si_configurations();
     for protocol in ConcurrencyControl::ALL.into_iter().skip(1) {
@@ -25,6 +27,7 @@ pub fn all_configurations() -> Vec<Options> {
                     .concurrency_control(protocol),
             );
         }
+        all.push(physical_pointers().concurrency_control(protocol));
         for gc in GarbageCollector::ALL.into_iter().skip(1) {
             all.push(
                 Options::default()
@@ -91,6 +94,13 @@ pub fn si_configurations() -> Vec<Options> {
                 })
         })
         .collect();
+    // Physical index pointers, under every collector their storage supports.
+    all.extend(
+        GarbageCollector::ALL
+            .into_iter()
+            .filter(|gc| gc.required_storage().is_none())
+            .map(|gc| physical_pointers().garbage_collector(gc)),
+    );
     // HyPer's version removal, under the collector that leaves it the longest chains.
     all.push(
         Options::default()
@@ -98,6 +108,13 @@ pub fn si_configurations() -> Vec<Options> {
             .version_removal(verso::VersionRemoval::OneVersionAtATime),
     );
     all
+}
+
+/// Physical index pointers over the storage they need (append-only, newest to oldest).
+pub fn physical_pointers() -> Options {
+    Options::default()
+        .version_storage(VersionStorageKind::AppendNewestToOldest)
+        .index_pointers(IndexPointers::Physical)
 }
 
 /// Whether the database's collector frees anything at all (every collector but 'none',

@@ -4,7 +4,8 @@
 //! beside read-write transactions) in [`heterogeneous`]; §7.3's Figures 12-15 (chain order,
 //! footprint, attributes modified and accessed) in [`storage`]; and §7.4's Figures 18-19
 //! (tuple-level GC: background vacuuming against cooperative cleaning) and 20-21
-//! (tuple-level against transaction-level GC) here.
+//! (tuple-level against transaction-level GC) here; §7.5's Figures 22-23 (logical against
+//! physical index pointers) in [`indexes`].
 //!
 //! As in §7.2 the five protocols run over append-only storage with newest-to-oldest chains
 //! and logical pointers, every transaction serializable, under Peloton's epoch-based
@@ -13,6 +14,7 @@
 //! 40 threads on 40 cores.
 
 mod heterogeneous;
+mod indexes;
 mod storage;
 
 use std::io::Write;
@@ -57,6 +59,7 @@ const FIG10_SECONDS: f64 = 8.0;
 const FIG10_WAREHOUSES: u32 = 1;
 
 pub use heterogeneous::FIG8;
+pub use indexes::{FIG22, FIG23};
 pub use storage::{FIG12, FIG13, FIG14, FIG15};
 
 /// Figure 7.
