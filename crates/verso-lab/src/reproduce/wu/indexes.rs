@@ -160,6 +160,32 @@ fn logical_over_physical(points: &[Point], contention: &str, x: f64) -> f64 {
     ratio_of(rate(IndexPointers::Logical), rate(IndexPointers::Physical))
 }
 
+/// One panel's throughput figure: both schemes under `contention`.
+fn pointer_figure(
+    points: &[Point],
+    figure: &str,
+    contention: &str,
+    title: &str,
+    x_label: &str,
+) -> crate::reproduce::Figure {
+    let names: Vec<String> = IndexPointers::ALL
+        .iter()
+        .map(|p| series(*p, contention))
+        .collect();
+    sweep_figure(
+        FigureSpec {
+            key: &format!("{figure}_{}", contention.replace(' ', "_")),
+            title: &format!("{title}: commits/s"),
+            x_label,
+            y_label: "commits/s (mean)",
+            log_x: false,
+        },
+        points,
+        &names,
+        commits_per_second,
+    )
+}
+
 fn rates_at(points: &[Point], contention: &str, x: f64) -> [(&'static str, f64); 2] {
     IndexPointers::ALL.map(|pointers| {
         (
@@ -208,21 +234,12 @@ fn fig22(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let (first, last) = (xs[0], xs[xs.len() - 1]);
     let mut panels = Vec::new();
     for (theta, contention) in CONTENTION {
-        let names: Vec<String> = IndexPointers::ALL
-            .iter()
-            .map(|p| series(*p, contention))
-            .collect();
-        let figure = sweep_figure(
-            FigureSpec {
-                key: &format!("fig22_{}", contention.replace(' ', "_")),
-                title: &format!("YCSB update-intensive, {contention} (theta {theta}): commits/s"),
-                x_label: "secondary indexes",
-                y_label: "commits/s (mean)",
-                log_x: false,
-            },
+        let figure = pointer_figure(
             &points,
-            &names,
-            commits_per_second,
+            "fig22",
+            contention,
+            &format!("YCSB update-intensive, {contention} (theta {theta})"),
+            "secondary indexes",
         );
         let [logical, physical] = rates_at(&points, contention, last);
         let (claim, paper_ratio) = if theta > 0.5 {
@@ -307,24 +324,15 @@ fn fig23(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let (first, last) = (xs[0], xs[xs.len() - 1]);
     let mut panels = Vec::new();
     for (theta, contention) in CONTENTION {
-        let names: Vec<String> = IndexPointers::ALL
-            .iter()
-            .map(|p| series(*p, contention))
-            .collect();
-        let figure = sweep_figure(
-            FigureSpec {
-                key: &format!("fig23_{}", contention.replace(' ', "_")),
-                title: &format!(
-                    "YCSB update-intensive, {FIG23_INDEXES} secondary indexes, {contention} \
-                     (theta {theta}): commits/s"
-                ),
-                x_label: "threads",
-                y_label: "commits/s (mean)",
-                log_x: false,
-            },
+        let figure = pointer_figure(
             &points,
-            &names,
-            commits_per_second,
+            "fig23",
+            contention,
+            &format!(
+                "YCSB update-intensive, {FIG23_INDEXES} secondary indexes, {contention} \
+                 (theta {theta})"
+            ),
+            "threads",
         );
         let [logical, physical] = rates_at(&points, contention, last);
         let shrink = ratio_of(
