@@ -535,6 +535,85 @@ fn wu_fig12_compares_the_two_append_only_chain_orders() {
     }
 }
 
+/// Figure 17: the three storages at one and two OLTP threads, each beside one StockScan
+/// thread that completes scans.
+#[test]
+fn wu_fig17_runs_tpcc_with_stock_scan_on_each_storage() {
+    let (r, _) = quick("wu-fig17");
+    assert_eq!(r.points.len(), 3 * 2, "storages x thread counts");
+    for point in &r.points {
+        let configuration = &point.run.configuration;
+        assert!(
+            configuration
+                .design
+                .starts_with(&format!("{}/txn/mvto", point.series)),
+            "{}",
+            configuration.design
+        );
+        assert_eq!(configuration.olap_workers, 1);
+        assert_eq!(Some(configuration.oltp_workers as f64), point.x);
+        assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
+        assert!(
+            point
+                .run
+                .totals
+                .olap_queries_by_name
+                .get("StockScan")
+                .copied()
+                .unwrap_or(0)
+                > 0,
+            "{}: {:?}",
+            point.series,
+            point.run.totals.olap_queries_by_name
+        );
+    }
+    assert_eq!(r.panels.len(), 1);
+    assert_eq!(r.panels[0].figures.len(), 2, "throughput and scan latency");
+    assert_eq!(r.panels[0].verdicts.len(), 4);
+}
+
+/// Figures 24-25: the eight configurations of Table 1 under both contention levels, each
+/// run with the protocol, storage, collector and pointers its row names.
+#[test]
+fn wu_fig24_runs_the_table_1_configurations() {
+    let (r, _) = quick("wu-fig24");
+    assert_eq!(r.points.len(), 8 * 2, "systems x contention levels");
+    let expect = [
+        ("oracle/mysql", "delta/vac/mv2pl"),
+        ("postgres", "append-o2n/vac/mv2pl"),
+        ("hyrise", "append-n2o/none/mvocc"),
+        ("hekaton", "append-o2n/coop/mvocc"),
+        ("memsql", "append-n2o/vac/mvocc"),
+        ("sap hana", "time-travel/hana/mv2pl"),
+        ("nuodb", "append-n2o/vac/mv2pl"),
+        ("hyper", "delta/txn/mvocc"),
+    ];
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        let (system, storage_gc_protocol) = expect
+            .iter()
+            .find(|(system, _)| point.series.starts_with(&format!("{system} ")))
+            .unwrap_or_else(|| panic!("unknown series {}", point.series));
+        assert!(
+            design.starts_with(storage_gc_protocol),
+            "{system}: {design}"
+        );
+        let physical = ["hyrise", "memsql"].contains(system);
+        assert_eq!(
+            design.ends_with("/physical"),
+            physical,
+            "{system}: {design}"
+        );
+        assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
+    }
+    assert_eq!(r.panels.len(), 2);
+    for panel in &r.panels {
+        assert_eq!(panel.figures.len(), 2, "throughput and scan latency");
+        assert_eq!(panel.verdicts.len(), 4);
+        assert_eq!(panel.table.as_ref().map(|t| t.rows.len()), Some(8));
+    }
+}
+
 /// Figures 22 and 23: both pointer schemes under both contention levels at each index or
 /// thread count, over append-n2o, MVTO and 'txn', with the secondary indexes the point
 /// names (physical runs say so in their design).
@@ -688,7 +767,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 18);
+    assert_eq!(EXPERIMENTS.len(), 20);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

@@ -64,10 +64,12 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG13,
     wu::FIG14,
     wu::FIG15,
+    wu::FIG17,
     wu::FIG18,
     wu::FIG20,
     wu::FIG22,
     wu::FIG23,
+    wu::FIG24,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.

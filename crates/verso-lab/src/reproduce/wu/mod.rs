@@ -2,7 +2,9 @@
 //! Multi-Version Concurrency Control", PVLDB 10(7), 2017, scaled to a 2-core machine: §7.2's
 //! Figure 7 (YCSB under contention) and Figure 10 (TPC-C) here, Figures 8-9 (read-only
 //! beside read-write transactions) in [`heterogeneous`]; §7.3's Figures 12-15 (chain order,
-//! footprint, attributes modified and accessed) in [`storage`]; and §7.4's Figures 18-19
+//! footprint, attributes modified and accessed) in [`storage`], Figure 17 and §7.6's
+//! Figures 24-25 (TPC-C with StockScan, by storage and as the systems of Table 1) in
+//! [`tpcc`]; and §7.4's Figures 18-19
 //! (tuple-level GC: background vacuuming against cooperative cleaning) and 20-21
 //! (tuple-level against transaction-level GC) here; §7.5's Figures 22-23 (logical against
 //! physical index pointers) in [`indexes`].
@@ -16,6 +18,7 @@
 mod heterogeneous;
 mod indexes;
 mod storage;
+mod tpcc;
 
 use std::io::Write;
 
@@ -61,6 +64,7 @@ const FIG10_WAREHOUSES: u32 = 1;
 pub use heterogeneous::FIG8;
 pub use indexes::{FIG22, FIG23};
 pub use storage::{FIG12, FIG13, FIG14, FIG15};
+pub use tpcc::{FIG17, FIG24};
 
 /// Figure 7.
 pub const FIG7: Experiment = Experiment {
@@ -568,7 +572,18 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
     let panel = Panel {
         title: "TPC-C by protocol".to_owned(),
         time_series: Vec::new(),
-        figures: vec![sweep_figure_of_bars(&points, &names)],
+        figures: vec![tpcc::bars(
+            FigureSpec {
+                key: "fig10_tpcc_throughput",
+                title: "TPC-C commits/s by protocol",
+                x_label: "protocol (si, mvocc, mvto, mv2pl, ssn)",
+                y_label: "commits/s (mean)",
+                log_x: false,
+            },
+            &points,
+            &names,
+            commits_per_second,
+        )],
         table: Some(table),
         paper: [
             "TPC-C, 10 warehouses, 40 threads (a high-contention setting)",
@@ -964,28 +979,6 @@ fn theta_key(theta: f64) -> String {
 
 /// Throughput by protocol as a figure: one single-point line per protocol at x = its
 /// position, so the HTML report draws it like the paper's bars.
-fn sweep_figure_of_bars(points: &[Point], names: &[String]) -> super::Figure {
-    super::Figure {
-        key: "fig10_tpcc_throughput".to_owned(),
-        title: "TPC-C commits/s by protocol".to_owned(),
-        x_label: "protocol (si, mvocc, mvto, mv2pl, ssn)".to_owned(),
-        y_label: "commits/s (mean)".to_owned(),
-        log_x: false,
-        lines: names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| super::FigureLine {
-                label: name.clone(),
-                points: points
-                    .iter()
-                    .filter(|p| &p.series == name)
-                    .map(|p| [i as f64, commits_per_second(&p.run)])
-                    .collect(),
-            })
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
