@@ -422,10 +422,10 @@ fn fig24(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 contention,
             )
         };
-        let best_of = |names: &[&str], value: &dyn Fn(&str) -> f64| {
+        let highest = |names: &[&str], value: &dyn Fn(&str) -> f64| {
             names.iter().map(|n| value(&of(n))).fold(f64::NAN, f64::max)
         };
-        let worst_of = |names: &[&str], value: &dyn Fn(&str) -> f64| {
+        let lowest = |names: &[&str], value: &dyn Fn(&str) -> f64| {
             names.iter().map(|n| value(&of(n))).fold(f64::NAN, f64::min)
         };
         let mv2pl_best = ["oracle/mysql", "nuodb"];
@@ -447,7 +447,7 @@ fn fig24(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 "the Oracle/MySQL and NuoDB configurations perform the best",
                 (
                     "slower of oracle/mysql and nuodb",
-                    worst_of(&mv2pl_best, &rate),
+                    lowest(&mv2pl_best, &rate),
                 ),
                 (
                     "best of the rest",
@@ -465,28 +465,28 @@ fn fig24(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                  (than Oracle/MySQL and NuoDB)",
                 (
                     "slower of oracle/mysql and nuodb",
-                    worst_of(&mv2pl_best, &rate),
+                    lowest(&mv2pl_best, &rate),
                 ),
-                ("best of hyrise, memsql, hyper", best_of(&mvocc, &rate)),
+                ("best of hyrise, memsql, hyper", highest(&mvocc, &rate)),
                 direction,
             ),
             rate_verdict(
                 "Postgres and Hekaton's configurations (append-only O2N) lead to the worst \
                  performance",
-                ("slowest of the others", worst_of(&others, &rate)),
-                ("faster of postgres and hekaton", best_of(&o2n, &rate)),
+                ("slowest of the others", lowest(&others, &rate)),
+                ("faster of postgres and hekaton", highest(&o2n, &rate)),
                 direction,
             ),
             verdict(
                 "StockScan's latency is the worst with delta storage (Oracle/MySQL, HyPer)",
                 format!(
-                    "StockScan ms: delta configurations {} (the faster), the others at most {}",
-                    compact(worst_of(&delta, &latency)),
-                    compact(best_of(&not_delta, &latency))
+                    "StockScan ms: the faster delta configuration {}, the slowest other {}",
+                    compact(lowest(&delta, &latency)),
+                    compact(highest(&not_delta, &latency))
                 ),
                 direction(ratio_of(
-                    worst_of(&delta, &latency),
-                    best_of(&not_delta, &latency),
+                    lowest(&delta, &latency),
+                    highest(&not_delta, &latency),
                 )),
             ),
         ];
