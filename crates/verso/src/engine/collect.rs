@@ -690,7 +690,7 @@ fn with_index_upkeep<V: VersionStorage, T>(
     let result = op(chain);
     let after = version_entries(table, chain);
     for (index, bytes) in before {
-        if !after.contains(&(index, bytes.clone())) {
+        if !needs(&after, index, &bytes) {
             table.secondary[index].remove_if(&bytes, |target| Arc::ptr_eq(&target.row, row));
         }
     }
@@ -698,16 +698,16 @@ fn with_index_upkeep<V: VersionStorage, T>(
     result
 }
 
-/// Every (index, entry) pair some version of the row needs.
+/// Every (index, entry) pair some version of the row needs, sorted and without repeats
+/// (for [`needs`]: a row's versions times its indexes can be many pairs, and a pairwise
+/// check of them was a quarter of the workers' time under physical pointers).
 fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec<(usize, Vec<u8>)> {
     let mut entries = Vec::new();
     let mut add = |values: RowView<'_>, exact: Option<&V::Exact>| {
         for index in 0..table.schema.indexes.len() {
             let mut entry = Vec::new();
             table.encode_entry(&mut entry, &values, index, exact);
-            if !entries.contains(&(index, entry.clone())) {
-                entries.push((index, entry));
-            }
+            entries.push((index, entry));
         }
     };
     if table.physical_pointers {
@@ -715,7 +715,16 @@ fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec
     } else {
         chain.for_each_version(&mut |values| add(values, None));
     }
+    entries.sort_unstable();
+    entries.dedup();
     entries
+}
+
+/// Whether `entries` (from [`version_entries`]) has `entry` in secondary index `index`.
+fn needs(entries: &[(usize, Vec<u8>)], index: usize, entry: &[u8]) -> bool {
+    entries
+        .binary_search_by(|(i, e)| (*i, e.as_slice()).cmp(&(index, entry)))
+        .is_ok()
 }
 
 /// After a transaction's own version left the row (overwritten or rolled back): removes
@@ -741,7 +750,7 @@ pub(crate) fn drop_unused_entries<V: VersionStorage>(
         if table.physical_pointers {
             entry.extend_from_slice(&gone.tag.to_be_bytes());
         }
-        if !remaining.iter().any(|(i, e)| *i == index && e == entry) {
+        if !needs(&remaining, index, entry) {
             table.secondary[index].remove_if(entry, |target| Arc::ptr_eq(&target.row, row));
         }
     }
