@@ -38,7 +38,8 @@
 //! not in the versions, so that a version an index entry shares never needs changing to
 //! unlink another). Under physical pointers every secondary index has an entry per version
 //! that holds the exact version ([`VersionStorage::Exact`]); an unlinked version is freed
-//! once its entries are gone. Invariants:
+//! once nothing holds it: its entries are removed with it, but the ordered index (scc)
+//! drops a removed entry's value only when it rewrites the entry's leaf. Invariants:
 //! - A version is changed in place only through `Arc::get_mut`, i.e. while nothing else
 //!   holds it; one that index entries hold is replaced by a copy instead (its own
 //!   transaction's rewrite, a rolled-back insert), and the copy gets its own entries.
@@ -400,6 +401,16 @@ impl AppendChain {
         std::sync::Arc::get_mut(&mut self.head).expect("the copy is held by the chain only")
     }
 
+    /// Gives back the deque's spare slots once the chain is short again: a row whose chain
+    /// once grew long (behind a long reader) would otherwise keep that capacity, uncounted,
+    /// until it dies.
+    fn release_spare_capacity(&mut self) {
+        let (len, capacity) = (self.older.len(), self.older.capacity());
+        if capacity > SPARE_SLOTS && len * 4 <= capacity {
+            self.older.shrink_to(len * 2);
+        }
+    }
+
     /// Counts the versions and bytes of `gone` (unlinked from this chain).
     fn count_gone(gone: impl IntoIterator<Item = SharedVersion>) -> (usize, usize) {
         gone.into_iter().fold((0, 0), |(count, bytes), version| {
@@ -407,6 +418,10 @@ impl AppendChain {
         })
     }
 }
+
+/// Slots the deque of older versions may keep spare (see
+/// [`AppendChain::release_spare_capacity`]).
+const SPARE_SLOTS: usize = 8;
 
 /// The tag that tells one exact version's index entries from another's: its address,
 /// unique among the versions entries hold (an entry keeps its version allocated).
@@ -596,7 +611,9 @@ impl ChainEdit for AppendChain {
                 None => return (0, 0),
             }
         };
-        Self::count_gone(self.older.drain(keep..))
+        let gone = Self::count_gone(self.older.drain(keep..));
+        self.release_spare_capacity();
+        gone
     }
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
@@ -610,6 +627,7 @@ impl ChainEdit for AppendChain {
             return (walked, None);
         }
         let oldest = self.older.pop_back().expect("checked");
+        self.release_spare_capacity();
         (walked, Some(oldest.footprint()))
     }
 
@@ -637,6 +655,7 @@ impl ChainEdit for AppendChain {
             }
             keep
         });
+        self.release_spare_capacity();
         report.remaining = self.older.len();
         report
     }
@@ -922,6 +941,22 @@ mod tests {
         assert_eq!(freed, 3);
         assert_eq!(value_at(&row, 9), Some(7));
         assert_eq!(AppendStorage::edit(&row, |c| c.chain_len()), 2);
+    }
+
+    /// Regression (found in review): the deque of older versions kept the capacity of the
+    /// longest chain the row ever had, so a row that once grew a long chain behind a long
+    /// reader held that memory, uncounted, until it died.
+    #[test]
+    fn regression_a_chain_cut_short_gives_back_its_spare_slots() {
+        let row = committed(&[Value::U64(1), Value::I64(0)], 2);
+        for ts in (3..=401).step_by(2) {
+            update_committed(&row, ts as i64, ts, ts + 1);
+        }
+        assert_eq!(AppendStorage::edit(&row, |c| c.chain_len()), 200);
+        let (count, _) = AppendStorage::edit(&row, |c| c.truncate(1_000));
+        assert_eq!(count, 200);
+        let capacity = AppendStorage::edit(&row, |c| c.older.capacity());
+        assert!(capacity <= SPARE_SLOTS, "capacity {capacity} after the cut");
     }
 
     #[test]
