@@ -651,6 +651,11 @@ pub(crate) fn sweep_figure(
             }
         })
         .collect();
+    figure_of(spec, lines)
+}
+
+/// A figure of `lines` as `spec` describes it.
+pub(crate) fn figure_of(spec: FigureSpec, lines: Vec<FigureLine>) -> Figure {
     Figure {
         key: spec.key.to_owned(),
         title: spec.title.to_owned(),

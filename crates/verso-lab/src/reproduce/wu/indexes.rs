@@ -11,13 +11,11 @@
 
 use std::io::Write;
 
-use verso::{
-    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
-};
+use verso::{ConcurrencyControl, GarbageCollector, IndexPointers, Options, VersionStorageKind};
 
 use super::{rate_verdict, Size, FIG7_MIXES, THREADS};
 use crate::reproduce::{
-    commits_per_second, direction, ratio_agreement, ratio_of, run_points, seconds, sweep_figure,
+    commits_per_second, direction, ratio_agreement, ratio_of, run_points, sweep_figure,
     sweep_panel, times, value_at, verdict, Experiment, FigureSpec, Point, PointPlan,
     ReproduceOptions, Reproduction,
 };
@@ -92,16 +90,7 @@ impl Size<'_> {
             .garbage_collector(GarbageCollector::TransactionEpochs)
             .concurrency_control(ConcurrencyControl::Mvto)
             .index_pointers(pointers);
-        RunConfig {
-            isolation: Isolation::Serializable,
-            oltp_workers: threads,
-            olap_workers: 0,
-            stop: seconds(run_seconds),
-            seed: self.options.seed,
-            sample_interval: self.sample_interval(),
-            show_progress: self.options.show_progress,
-            ..RunConfig::with_options(label, options)
-        }
+        self.serializable_run(label, options, threads, 0, run_seconds)
     }
 
     /// §7.5's YCSB: update-intensive, 10 operations of one attribute, Zipf `theta`, with

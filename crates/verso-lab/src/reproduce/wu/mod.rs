@@ -173,10 +173,23 @@ impl Size<'_> {
             .version_storage(storage)
             .garbage_collector(gc)
             .concurrency_control(protocol);
+        self.serializable_run(label, options, THREADS, 0, run_seconds)
+    }
+
+    /// A serializable run of `options` with `oltp` and `olap` threads: every Wu et al.
+    /// experiment's run.
+    fn serializable_run(
+        &self,
+        label: String,
+        options: Options,
+        oltp: usize,
+        olap: usize,
+        run_seconds: f64,
+    ) -> RunConfig {
         RunConfig {
             isolation: Isolation::Serializable,
-            oltp_workers: THREADS,
-            olap_workers: 0,
+            oltp_workers: oltp,
+            olap_workers: olap,
             stop: seconds(run_seconds),
             seed: self.options.seed,
             sample_interval: self.sample_interval(),

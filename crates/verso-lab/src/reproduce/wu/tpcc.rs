@@ -9,15 +9,13 @@
 
 use std::io::Write;
 
-use verso::{
-    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
-};
+use verso::{ConcurrencyControl, GarbageCollector, IndexPointers, Options, VersionStorageKind};
 
 use super::{rate_verdict, Size, THREADS};
 use crate::format::compact;
 use crate::metrics::RunResult;
 use crate::reproduce::{
-    commits_per_second, direction, ratio_agreement, ratio_of, run_points, seconds, sweep_figure,
+    commits_per_second, direction, figure_of, ratio_agreement, ratio_of, run_points, sweep_figure,
     sweep_panel, times, value_at, verdict, Experiment, Figure, FigureLine, FigureSpec, Point,
     PointPlan, ReproduceOptions, Reproduction, Table,
 };
@@ -167,16 +165,7 @@ impl Size<'_> {
     /// A serializable TPC-C run of `options` with `oltp` terminals and one StockScan
     /// thread.
     fn stock_scan_config(&self, label: String, options: Options, oltp: usize) -> RunConfig {
-        RunConfig {
-            isolation: Isolation::Serializable,
-            oltp_workers: oltp,
-            olap_workers: 1,
-            stop: seconds(self.seconds(TPCC_SECONDS)),
-            seed: self.options.seed,
-            sample_interval: self.sample_interval(),
-            show_progress: self.options.show_progress,
-            ..RunConfig::with_options(label, options)
-        }
+        self.serializable_run(label, options, oltp, 1, self.seconds(TPCC_SECONDS))
     }
 }
 
@@ -325,25 +314,19 @@ pub(super) fn bars(
     names: &[String],
     value: impl Fn(&RunResult) -> f64,
 ) -> Figure {
-    Figure {
-        key: spec.key.to_owned(),
-        title: spec.title.to_owned(),
-        x_label: spec.x_label.to_owned(),
-        y_label: spec.y_label.to_owned(),
-        log_x: spec.log_x,
-        lines: names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| FigureLine {
-                label: name.clone(),
-                points: points
-                    .iter()
-                    .filter(|p| &p.series == name)
-                    .map(|p| [i as f64, value(&p.run)])
-                    .collect(),
-            })
-            .collect(),
-    }
+    let lines = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| FigureLine {
+            label: name.clone(),
+            points: points
+                .iter()
+                .filter(|p| &p.series == name)
+                .map(|p| [i as f64, value(&p.run)])
+                .collect(),
+        })
+        .collect();
+    figure_of(spec, lines)
 }
 
 fn system_series(system: &System, contention: &str) -> String {
