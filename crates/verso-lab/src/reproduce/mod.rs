@@ -759,6 +759,27 @@ impl Size<'_> {
         Duration::from_millis(if self.quick() { 50 } else { 1_000 })
     }
 
+    /// A run of `options` with `oltp` + `olap` threads until `stop`, with this size's seed,
+    /// sampling and progress bars.
+    pub(crate) fn config(
+        &self,
+        label: String,
+        options: verso::Options,
+        oltp: usize,
+        olap: usize,
+        stop: StopAfter,
+    ) -> RunConfig {
+        RunConfig {
+            oltp_workers: oltp,
+            olap_workers: olap,
+            stop,
+            seed: self.options.seed,
+            sample_interval: self.sample_interval(),
+            show_progress: self.options.show_progress,
+            ..RunConfig::with_options(label, options)
+        }
+    }
+
     /// `full`, or `quick` at the quick size.
     pub(crate) fn pick<'a, T>(&self, full: &'a [T], quick: &'a [T]) -> &'a [T] {
         if self.quick() {

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
-use crate::runner::{RunConfig, StopAfter};
+use crate::runner::StopAfter;
 use crate::workload::{LabError, Workload};
 use crate::workloads::ch::{Ch, ChConfig};
 use crate::workloads::kv_updates::{KvConfig, KvWorkload};
@@ -144,26 +144,6 @@ pub const FIG12: Experiment = Experiment {
 };
 
 impl Size<'_> {
-    /// A run of `options` with `oltp` + `olap` threads until `stop`.
-    fn config(
-        &self,
-        label: String,
-        options: Options,
-        oltp: usize,
-        olap: usize,
-        stop: StopAfter,
-    ) -> RunConfig {
-        RunConfig {
-            oltp_workers: oltp,
-            olap_workers: olap,
-            stop,
-            seed: self.options.seed,
-            sample_interval: self.sample_interval(),
-            show_progress: self.options.show_progress,
-            ..RunConfig::with_options(label, options)
-        }
-    }
-
     /// CH-benCHmark: 1 warehouse; quick: TPC-C's tiny sizes (the three extra tables keep
     /// theirs), smaller than `ChConfig::tiny` so that a debug-build test loads it quickly.
     fn ch(&self) -> Result<Box<dyn Workload>, LabError> {

@@ -706,7 +706,7 @@ fn version_entries<V: VersionStorage>(table: &Table<V>, chain: &V::Chain) -> Vec
     let mut add = |values: RowView<'_>, exact: Option<&V::Exact>| {
         for index in 0..table.schema.indexes.len() {
             let mut entry = Vec::new();
-            table.encode_entry(&mut entry, &values, index, exact);
+            table.encode_entry(&mut entry, &values, index, exact.map(V::exact_tag));
             entries.push((index, entry));
         }
     };
@@ -741,15 +741,8 @@ pub(crate) fn drop_unused_entries<V: VersionStorage>(
     }
     let remaining = version_entries(table, chain);
     for index in 0..table.schema.indexes.len() {
-        crate::key::encode_index_entry(
-            entry,
-            &gone.values,
-            &table.schema.indexes[index].columns,
-            &table.schema.primary_key,
-        );
-        if table.physical_pointers {
-            entry.extend_from_slice(&gone.tag.to_be_bytes());
-        }
+        let tag = table.physical_pointers.then_some(gone.tag);
+        table.encode_entry(entry, &gone.values, index, tag);
         if !needs(&remaining, index, entry) {
             table.secondary[index].remove_if(entry, |target| Arc::ptr_eq(&target.row, row));
         }
@@ -777,8 +770,8 @@ pub(crate) fn bury_if_unreachable<V: VersionStorage>(
     // Under physical pointers only versions in which the row exists have entries, and
     // every one of them was unlinked (with its entries) before the row became unreachable.
     if !table.physical_pointers {
-        for (index, schema) in table.schema.indexes.iter().enumerate() {
-            key::encode_index_entry(entry, &values, &schema.columns, &table.schema.primary_key);
+        for index in 0..table.schema.indexes.len() {
+            table.encode_entry(entry, &values, index, None);
             table.secondary[index].remove_if(entry, |target| Arc::ptr_eq(&target.row, row));
         }
     }

@@ -95,26 +95,25 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
 
 impl<V: VersionStorage> Table<V> {
     /// Encodes the entry of `values` in secondary index `index`: the indexed columns and
-    /// the primary key, then, under physical pointers, the tag of the version (`exact`)
-    /// the values are. Returns the length of the indexed columns' part.
+    /// the primary key, then, under physical pointers, the `tag` of the version the values
+    /// are ([`VersionStorage::exact_tag`]; `None` exactly under logical pointers).
     pub(crate) fn encode_entry<C: crate::row::Columns + ?Sized>(
         &self,
         out: &mut Vec<u8>,
         values: &C,
         index: usize,
-        exact: Option<&V::Exact>,
-    ) -> usize {
-        debug_assert_eq!(exact.is_some(), self.physical_pointers);
-        let indexed = crate::key::encode_index_entry(
+        tag: Option<u64>,
+    ) {
+        debug_assert_eq!(tag.is_some(), self.physical_pointers);
+        crate::key::encode_index_entry(
             out,
             values,
             &self.schema.indexes[index].columns,
             &self.schema.primary_key,
         );
-        if let Some(exact) = exact {
-            out.extend_from_slice(&V::exact_tag(exact).to_be_bytes());
+        if let Some(tag) = tag {
+            out.extend_from_slice(&tag.to_be_bytes());
         }
-        indexed
     }
 }
 

@@ -1401,7 +1401,7 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
     entry: &mut Vec<u8>,
 ) {
     for index in 0..table.schema.indexes.len() {
-        table.encode_entry(entry, values, index, exact);
+        table.encode_entry(entry, values, index, exact.map(V::exact_tag));
         let secondary = &table.secondary[index];
         let target = || IndexTarget {
             row: Arc::clone(row),

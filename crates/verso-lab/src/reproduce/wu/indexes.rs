@@ -119,9 +119,8 @@ impl Size<'_> {
                 for pointers in IndexPointers::ALL {
                     let (ycsb, threads) = point(theta, x);
                     let series = series(pointers, contention);
-                    let describe = format!("{series}, {} indexes, {threads} threads", {
-                        ycsb.secondary_indexes
-                    });
+                    let indexes = ycsb.secondary_indexes;
+                    let describe = format!("{series}, {indexes} indexes, {threads} threads");
                     plans.push(PointPlan {
                         series,
                         x: Some(x),

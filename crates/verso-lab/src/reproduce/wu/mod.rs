@@ -188,13 +188,7 @@ impl Size<'_> {
     ) -> RunConfig {
         RunConfig {
             isolation: Isolation::Serializable,
-            oltp_workers: oltp,
-            olap_workers: olap,
-            stop: seconds(run_seconds),
-            seed: self.options.seed,
-            sample_interval: self.sample_interval(),
-            show_progress: self.options.show_progress,
-            ..RunConfig::with_options(label, options)
+            ..self.config(label, options, oltp, olap, seconds(run_seconds))
         }
     }
 
