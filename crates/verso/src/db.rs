@@ -18,6 +18,7 @@ use crate::gc::txn_epochs::TxnEpochs;
 use crate::gc::vacuum::Vacuum;
 use crate::gc::watermark::WatermarkOnly;
 use crate::gc::{Collector, Finalizing, GcConfig};
+use crate::row::NonInline;
 use crate::row::RowView;
 use crate::schema::Schema;
 use crate::stats::Stats;
@@ -445,6 +446,9 @@ pub struct Options {
     /// What secondary-index entries point at. Physical pointers need the append-n2o
     /// storage; `open` refuses them with any other.
     pub index_pointers: IndexPointers,
+    /// How rows store Text and Bytes values of [`crate::NON_INLINE_MIN_BYTES`] or more (Wu et al.
+    /// §4.1); every version storage supports each policy.
+    pub non_inline: NonInline,
 }
 
 impl Default for Options {
@@ -458,6 +462,7 @@ impl Default for Options {
             epoch_advance_threshold: None,
             version_removal: VersionRemoval::default(),
             index_pointers: IndexPointers::default(),
+            non_inline: NonInline::default(),
         }
     }
 }
@@ -509,6 +514,13 @@ impl Options {
     /// Options with these index pointers.
     pub fn index_pointers(mut self, pointers: IndexPointers) -> Self {
         self.index_pointers = pointers;
+        self
+    }
+
+    /// Options with this way of storing long values (Wu et al. §4.1's non-inline
+    /// attributes).
+    pub fn non_inline(mut self, non_inline: NonInline) -> Self {
+        self.non_inline = non_inline;
         self
     }
 
@@ -715,7 +727,12 @@ impl Database {
         fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
-            (removal, protocol, pointers): (VersionRemoval, ConcurrencyControl, IndexPointers),
+            (removal, protocol, pointers, non_inline): (
+                VersionRemoval,
+                ConcurrencyControl,
+                IndexPointers,
+                NonInline,
+            ),
         ) -> Engine<V, G> {
             Engine::new(
                 tag,
@@ -723,12 +740,14 @@ impl Database {
                 G::new(config),
                 removal,
                 pointers,
+                non_inline,
             )
         }
         let removal = (
             options.version_removal,
             options.concurrency_control,
             options.index_pointers,
+            options.non_inline,
         );
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {

@@ -63,7 +63,7 @@ pub use db::{
     TableId, Transaction, VersionRemoval, VersionStorageKind,
 };
 pub use error::{Error, Result};
-pub use row::{RowView, ValueRef};
+pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
 pub use schema::{ColumnMask, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
 pub use value::{ColumnType, Value};

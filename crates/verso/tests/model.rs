@@ -19,9 +19,11 @@
 //! wrote is a conflict, not `Ok(false)`. A conflict rolls the transaction back; the next
 //! call on it must return `TransactionAborted`.
 //!
-//! Every generated case runs once per garbage collector, so that eager pruning and the
-//! watermark collector both see long-lived snapshots (slot 0 is begun first and rarely
-//! ended) across many commits. At the end every transaction is ended, a fresh transaction
+//! Every generated case runs once per garbage collector over each storage it supports, so
+//! that eager pruning and the watermark collector both see long-lived snapshots (slot 0 is
+//! begun first and rarely ended) across many commits. Names and notes are sometimes long
+//! enough to be non-inline attributes, and the configurations take the three non-inline
+//! policies in turn (`non_inline_of`). At the end every transaction is ended, a fresh transaction
 //! must see exactly the model's committed table, and after `collect_garbage` with nothing
 //! open no version record may be left.
 //!
@@ -34,8 +36,8 @@ use std::ops::Bound;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId,
-    Transaction, Value, VersionStorageKind,
+    ColumnType, Database, Error, GarbageCollector, Isolation, NonInline, Options, Schema, TableId,
+    Transaction, Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
 };
 
 /// Transactions the generated operations keep open at once (slots `0..SLOTS`).
@@ -395,10 +397,21 @@ fn configurations() -> impl Iterator<Item = (VersionStorageKind, GarbageCollecto
     })
 }
 
+/// The way rows store long values for a configuration: the three policies in turn along
+/// [`configurations`], so each storage runs under each policy with some collector, at no
+/// extra cost per case.
+fn non_inline_of(storage: VersionStorageKind, gc: GarbageCollector) -> NonInline {
+    let position = configurations()
+        .position(|c| c == (storage, gc))
+        .expect("a listed configuration");
+    NonInline::ALL[position % NonInline::ALL.len()]
+}
+
 fn open(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, TableId) {
     let options = Options::default()
         .version_storage(storage)
-        .garbage_collector(gc);
+        .garbage_collector(gc)
+        .non_inline(non_inline_of(storage, gc));
     let db = Database::open(options).expect("open");
     let table = db
         .create_table(
@@ -672,6 +685,9 @@ fn name() -> impl Strategy<Value = Value> {
     prop_oneof![
         1 => Just(Value::Null),
         4 => prop::sample::select(vec!["", "a", "b", "a\0b", "a longer text"]).prop_map(Value::from),
+        // Long enough to be stored out of line under the non-inline policies.
+        1 => prop::sample::select(vec!["n".repeat(NON_INLINE_MIN_BYTES), "m".repeat(90)])
+            .prop_map(Value::from),
     ]
 }
 
@@ -686,6 +702,8 @@ fn note() -> impl Strategy<Value = Value> {
     prop_oneof![
         3 => Just(Value::Null),
         1 => prop::collection::vec(any::<u8>(), 0..3).prop_map(Value::Bytes),
+        1 => prop::collection::vec(any::<u8>(), NON_INLINE_MIN_BYTES..NON_INLINE_MIN_BYTES + 40)
+            .prop_map(Value::Bytes),
     ]
 }
 
@@ -804,8 +822,10 @@ proptest! {
     #[test]
     fn engine_matches_model(ops in ops()) {
         for (storage, gc) in configurations() {
-            run(storage, gc, &ops)
-                .map_err(|e| TestCaseError::fail(format!("{storage:?} storage: {e}")))?;
+            let non_inline = non_inline_of(storage, gc);
+            run(storage, gc, &ops).map_err(|e| {
+                TestCaseError::fail(format!("{storage:?} storage, non-inline {non_inline}: {e}"))
+            })?;
         }
     }
 }

@@ -64,6 +64,8 @@ pub(crate) struct Table<V: VersionStorage> {
     pub(crate) secondary: Vec<OrderedIndex<IndexTarget<V>>>,
     /// Whether secondary entries are physical pointers (`crate::IndexPointers`).
     pub(crate) physical_pointers: bool,
+    /// How the table's rows store long values.
+    pub(crate) non_inline: crate::NonInline,
     /// The rows in blocks, for the tuple-level collectors ('vac', 'coop'); `None` under
     /// the others.
     pub(crate) tuple_gc: Option<vacuum::TupleGc<RowRef<V>>>,
@@ -88,6 +90,8 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) version_removal: crate::VersionRemoval,
     /// What secondary-index entries point at.
     pub(crate) index_pointers: crate::IndexPointers,
+    /// How rows store long values (`crate::NonInline`).
+    pub(crate) non_inline: crate::NonInline,
     /// Rounds the background collector thread ran (the tuple-level collectors count
     /// their complete passes by it).
     pub(crate) background_rounds: std::sync::atomic::AtomicU64,
@@ -124,6 +128,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
         gc: G,
         version_removal: crate::VersionRemoval,
         index_pointers: crate::IndexPointers,
+        non_inline: crate::NonInline,
     ) -> Self {
         // `Options::validate` refuses the combination; this is its backstop.
         assert!(
@@ -148,16 +153,21 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             collection_round: Mutex::new(()),
             version_removal,
             index_pointers,
+            non_inline,
             background_rounds: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     pub(crate) fn design(&self) -> String {
-        let design = format!("{}/{}/{}", V::NAME, G::NAME, self.protocol.name());
-        match self.index_pointers {
-            crate::IndexPointers::Logical => design,
-            crate::IndexPointers::Physical => design + "/physical",
+        let mut design = format!("{}/{}/{}", V::NAME, G::NAME, self.protocol.name());
+        if self.index_pointers == crate::IndexPointers::Physical {
+            design += "/physical";
         }
+        if self.non_inline != crate::NonInline::Packed {
+            design += "/non-inline-";
+            design += self.non_inline.name();
+        }
+        design
     }
 
     pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
@@ -182,6 +192,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             primary: PrimaryIndex::new(),
             secondary,
             physical_pointers: self.index_pointers == crate::IndexPointers::Physical,
+            non_inline: self.non_inline,
             tuple_gc: (G::FINALIZING == crate::gc::Finalizing::TupleLevel)
                 .then(vacuum::TupleGc::new),
         };

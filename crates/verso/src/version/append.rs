@@ -52,7 +52,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicBool, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{self, tail_classes, InPlaceRow, PackedRef, PackedRow, RowView};
+use crate::row::{self, tail_classes, InPlaceRow, NonInline, PackedRef, PackedRow, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -93,7 +93,7 @@ pub(crate) struct AppendChain {
 /// One whole copy of a row, as one transaction left it, in one allocation: `D` is the tail
 /// that holds the values (`[u8; N]` while it is built, `[u8]` once boxed; see
 /// [`tail_classes`]), so a reader that reaches the version has its values too.
-pub(crate) struct TupleVersion<D: ?Sized = [u8]> {
+pub(crate) struct TupleVersion<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// Commit timestamp of the creating transaction, or `UNSTAMPED`.
     pub(super) ts: AtomicU64,
     /// The creating transaction, consulted while the version is unstamped.
@@ -112,13 +112,13 @@ pub(crate) struct TupleVersion<D: ?Sized = [u8]> {
     pub(super) values: InPlaceRow<D>,
 }
 
-/// What a new version's values are made of.
+/// What a new version's values are made of, and how its new long values are stored.
 pub(super) enum NewValues<'a> {
     /// Given values (an insert).
-    Given(&'a [Value]),
+    Given(&'a [Value], NonInline),
     /// A copy of the previous version's values with `changes` applied (an update; a delete
-    /// with no changes).
-    Copied(PackedRef<'a>, &'a [(usize, Value)]),
+    /// with no changes). Unchanged out-of-line values are shared or copied as they are.
+    Copied(PackedRef<'a>, &'a [(usize, Value)], NonInline),
 }
 
 /// How a chain holds its versions: `Box` in the linked chains, [`SharedVersion`] in the
@@ -145,10 +145,11 @@ pub(super) fn allocate_version<P: HeldVersion>(
     exists: bool,
     values: NewValues<'_>,
 ) -> P {
-    // An update usually keeps the row's size: size the tail for the values copied.
     let needed = match &values {
-        NewValues::Given(values) => row::packed_len_of(values),
-        NewValues::Copied(packed, _) => packed.len_bytes(),
+        NewValues::Given(values, non_inline) => row::packed_len_of(values, *non_inline),
+        NewValues::Copied(packed, changes, non_inline) => {
+            packed.len_with_changes(changes, *non_inline)
+        }
     };
     macro_rules! smallest_fitting {
         ($($class:literal)*) => {
@@ -169,13 +170,9 @@ fn version_with_tail<const N: usize, P: HeldVersion>(
     values: NewValues<'_>,
 ) -> P {
     let in_place = match values {
-        NewValues::Given(values) => InPlaceRow::<[u8; N]>::new(values),
-        NewValues::Copied(packed, changes) => {
-            let mut copy = InPlaceRow::<[u8; N]>::from_packed(packed);
-            if !changes.is_empty() {
-                copy.apply_changes(changes);
-            }
-            copy
+        NewValues::Given(values, non_inline) => InPlaceRow::<[u8; N]>::new(values, non_inline),
+        NewValues::Copied(packed, changes, non_inline) => {
+            InPlaceRow::<[u8; N]>::changed(packed, changes, non_inline)
         }
     };
     P::hold(TupleVersion {
@@ -194,8 +191,9 @@ fn version_with_tail<const N: usize, P: HeldVersion>(
 pub(super) fn insert_version<P: HeldVersion + std::ops::Deref<Target = TupleVersion>>(
     values: &[Value],
     owner: &Arc<TxnShared>,
+    non_inline: NonInline,
 ) -> (P, Created) {
-    let version: P = allocate_version(owner, true, NewValues::Given(values));
+    let version: P = allocate_version(owner, true, NewValues::Given(values, non_inline));
     version.insert_record.store(true, Ordering::Relaxed);
     let created = Created {
         records: 1,
@@ -208,14 +206,18 @@ impl TupleVersion {
     /// A write by this version's own (uncommitted) transaction: only it can see the
     /// version, so the write changes it in place. Returns what it held before (even a
     /// deleted row's values: their index entries may be needed by no version now).
-    pub(super) fn rewrite_own(&mut self, intent: WriteIntent<'_>) -> PackedRow {
+    pub(super) fn rewrite_own(
+        &mut self,
+        intent: WriteIntent<'_>,
+        non_inline: NonInline,
+    ) -> PackedRow {
         let replaced = self.values.to_packed();
         match intent {
-            WriteIntent::Update(_, changes) => self.values.apply_changes(changes),
+            WriteIntent::Update(_, changes) => self.values.apply_changes(changes, non_inline),
             WriteIntent::Delete => self.exists = false,
             WriteIntent::Insert(values) => {
                 debug_assert_eq!(values.len(), self.values.arity());
-                self.values.set_values(values);
+                self.values.set_values(values, non_inline);
                 self.exists = true;
             }
         }
@@ -228,16 +230,19 @@ impl TupleVersion {
         &self,
         owner: &Arc<TxnShared>,
         intent: WriteIntent<'_>,
+        non_inline: NonInline,
     ) -> P {
         let values = self.values.packed();
         match intent {
             WriteIntent::Update(_, changes) => {
-                allocate_version(owner, true, NewValues::Copied(values, changes))
+                allocate_version(owner, true, NewValues::Copied(values, changes, non_inline))
             }
-            WriteIntent::Delete => allocate_version(owner, false, NewValues::Copied(values, &[])),
+            WriteIntent::Delete => {
+                allocate_version(owner, false, NewValues::Copied(values, &[], non_inline))
+            }
             WriteIntent::Insert(given) => {
                 debug_assert_eq!(given.len(), values.arity());
-                allocate_version(owner, true, NewValues::Given(given))
+                allocate_version(owner, true, NewValues::Given(given, non_inline))
             }
         }
     }
@@ -388,7 +393,7 @@ impl AppendChain {
             let copy: SharedVersion = allocate_version(
                 &head.owner,
                 head.exists,
-                NewValues::Copied(head.values.packed(), &[]),
+                NewValues::Copied(head.values.packed(), &[], NonInline::Packed),
             );
             copy.ts
                 .store(head.ts.load(Ordering::Acquire), Ordering::Relaxed);
@@ -437,8 +442,12 @@ impl VersionStorage for AppendStorage {
     const NAME: &'static str = "append-n2o";
     const PHYSICAL_POINTERS: bool = true;
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<AppendRow>, Created) {
-        let (head, created) = insert_version(values, owner);
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<AppendRow>, Created) {
+        let (head, created) = insert_version(values, owner, non_inline);
         let chain = AppendChain {
             head,
             older: VecDeque::new(),
@@ -469,6 +478,7 @@ impl VersionStorage for AppendStorage {
         snapshot: &Snapshot<'_>,
         intent: WriteIntent<'_>,
         owner: &Arc<TxnShared>,
+        non_inline: NonInline,
     ) -> WriteResult<WriteGuard<'a, AppendChain>> {
         let mut chain = row.write();
         if chain.dead {
@@ -483,7 +493,7 @@ impl VersionStorage for AppendStorage {
         }
         if mine {
             let tag = tag_of(&chain.head);
-            let values = chain.head_to_change().rewrite_own(intent);
+            let values = chain.head_to_change().rewrite_own(intent, non_inline);
             return WriteResult::Installed {
                 chain,
                 new_record: false,
@@ -491,7 +501,7 @@ impl VersionStorage for AppendStorage {
                 replaced: Some(GoneVersion { values, tag }),
             };
         }
-        let successor: SharedVersion = chain.head.successor(owner, intent);
+        let successor: SharedVersion = chain.head.successor(owner, intent, non_inline);
         let state = &mut *chain;
         let previous = std::mem::replace(&mut state.head, successor);
         let created = previous.cover();
@@ -962,7 +972,8 @@ mod tests {
     #[test]
     fn a_rolled_back_insert_of_a_new_key_leaves_a_tombstone_no_snapshot_sees() {
         let owner = Arc::new(TxnShared::new());
-        let (row, created) = AppendStorage::new_row(&[Value::U64(1), Value::I64(5)], &owner);
+        let (row, created) =
+            AppendStorage::new_row(&[Value::U64(1), Value::I64(5)], &owner, NonInline::Packed);
         assert_eq!(created.records, 1, "the insert's record until its commit");
         let report = AppendStorage::edit(&row, |c| c.rollback(&owner));
         assert_eq!(report.freed_records, 1);

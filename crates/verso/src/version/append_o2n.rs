@@ -26,7 +26,7 @@ use super::append::{
     count_versions, free_versions, insert_version, lend, prune_versions, whole_copies_mask,
     TupleVersion, NEVER_EXISTED, UNSTAMPED,
 };
-use crate::row::RowView;
+use crate::row::{NonInline, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
@@ -157,8 +157,12 @@ impl VersionStorage for AppendO2nStorage {
     const NAME: &'static str = "append-o2n";
     const COOPERATIVE_CLEANING: bool = true;
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<O2nRow>, Created) {
-        let (oldest, created) = insert_version(values, owner);
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<O2nRow>, Created) {
+        let (oldest, created) = insert_version(values, owner, non_inline);
         let chain = O2nChain {
             oldest: Some(oldest),
             older: 0,
@@ -213,6 +217,7 @@ impl VersionStorage for AppendO2nStorage {
         snapshot: &Snapshot<'_>,
         intent: WriteIntent<'_>,
         owner: &Arc<TxnShared>,
+        non_inline: NonInline,
     ) -> WriteResult<WriteGuard<'a, O2nChain>> {
         let mut chain = row.write();
         if chain.dead {
@@ -230,7 +235,7 @@ impl VersionStorage for AppendO2nStorage {
             return refused;
         }
         if mine {
-            let replaced = chain.newest_mut().rewrite_own(intent);
+            let replaced = chain.newest_mut().rewrite_own(intent, non_inline);
             return WriteResult::Installed {
                 chain,
                 new_record: false,
@@ -238,7 +243,7 @@ impl VersionStorage for AppendO2nStorage {
                 replaced: Some(GoneVersion::untagged(replaced)),
             };
         }
-        let successor = newest.successor(owner, intent);
+        let successor = newest.successor(owner, intent, non_inline);
         let previous = chain.newest_mut();
         let created = previous.cover();
         previous.next = Some(successor);
@@ -483,8 +488,8 @@ mod tests {
         };
         let changes = [(1, Value::I64(11))];
         let mask = ColumnMask::from_columns(&[1]);
-        match AppendO2nStorage::write(&row, &snapshot, WriteIntent::Update(mask, &changes), &owner)
-        {
+        let intent = WriteIntent::Update(mask, &changes);
+        match AppendO2nStorage::write(&row, &snapshot, intent, &owner, NonInline::Packed) {
             WriteResult::Installed { .. } => {}
             _ => panic!("installs"),
         }

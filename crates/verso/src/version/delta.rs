@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 
 use crate::sync::{Arc, AtomicU64, Latch, ReadGuard, WriteGuard};
 
-use crate::row::{self, tail_classes, InPlaceRow, PackedRow, RowView, ValueRef};
+use crate::row::{self, tail_classes, Cell, InPlaceRow, NonInline, PackedRow, RowView, ValueRef};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -47,13 +47,13 @@ const UNSTAMPED: u64 = u64::MAX;
 /// `D` is the tail that holds the newest values: `[u8]` for a stored row, whose tail was
 /// sized (see [`TAIL_CLASSES`]) when the row was created, so the latch, the chain's head
 /// and the values share one allocation.
-pub(crate) struct DeltaRow<D: ?Sized = [u8]> {
+pub(crate) struct DeltaRow<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
     cc: AtomicU64,
     latch: Latch<RowState<D>>,
 }
 
-pub(crate) struct RowState<D: ?Sized = [u8]> {
+pub(crate) struct RowState<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// Whether the newest state is a live row (false: deleted, or inserted and rolled back).
     exists: bool,
     /// Set once the collector has removed the row from the indexes; a writer that still
@@ -84,29 +84,37 @@ const TAIL_CLASSES: &[usize] = {
 
 /// A new row holding `values`, with its insert record `head`, in the smallest tail class
 /// that fits them.
-fn allocate_row(values: &[Value], head: Box<VersionRecord>) -> Arc<DeltaRow> {
-    let needed = row::packed_len_of(values);
+fn allocate_row(
+    values: &[Value],
+    head: Box<VersionRecord>,
+    non_inline: NonInline,
+) -> Arc<DeltaRow> {
+    let needed = row::packed_len_of(values, non_inline);
     macro_rules! smallest_fitting {
         ($($class:literal)*) => {
             $(
                 if needed <= $class {
-                    return row_with_tail::<$class>(values, head);
+                    return row_with_tail::<$class>(values, head, non_inline);
                 }
             )*
         };
     }
     tail_classes!(smallest_fitting);
-    row_with_tail::<0>(values, head) // beyond every class: the values spill
+    row_with_tail::<0>(values, head, non_inline) // beyond every class: the values spill
 }
 
-fn row_with_tail<const N: usize>(values: &[Value], head: Box<VersionRecord>) -> Arc<DeltaRow> {
+fn row_with_tail<const N: usize>(
+    values: &[Value],
+    head: Box<VersionRecord>,
+    non_inline: NonInline,
+) -> Arc<DeltaRow> {
     let state = RowState::<[u8; N]> {
         exists: true,
         dead: false,
         born: NOT_BORN,
         records: 1,
         head: Some(head),
-        values: InPlaceRow::new(values),
+        values: InPlaceRow::new(values, non_inline),
     };
     #[cfg(not(loom))]
     let row: Arc<DeltaRow> = Arc::new(DeltaRow {
@@ -185,14 +193,16 @@ impl VersionRecord {
         std::mem::size_of::<VersionRecord>() + self.before.heap_bytes()
     }
 
-    fn before_image(&self, column: usize) -> Option<ValueRef<'_>> {
+    /// The before-image of `column`, as a cell of a row being packed from it (an
+    /// out-of-line value is shared or copied as it is, not packed anew).
+    fn before_cell(&self, column: usize) -> Option<Cell<'_>> {
         self.mask
             .contains(column)
-            .then(|| self.before.get(self.mask.rank(column)))
+            .then(|| self.before.packed().cell(self.mask.rank(column)))
     }
 }
 
-impl<D: ?Sized> Drop for RowState<D> {
+impl<D: ?Sized + AsRef<[u8]>> Drop for RowState<D> {
     fn drop(&mut self) {
         free_chain(self.head.take());
     }
@@ -270,7 +280,11 @@ impl VersionStorage for DeltaStorage {
     type Exact = NoExact;
     const NAME: &'static str = "delta";
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<DeltaRow>, Created) {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<DeltaRow>, Created) {
         let record = Box::new(VersionRecord {
             ts: AtomicU64::new(UNSTAMPED),
             owner: Arc::clone(owner),
@@ -283,7 +297,7 @@ impl VersionStorage for DeltaStorage {
             records: 1,
             bytes: record.footprint(),
         };
-        (allocate_row(values, record), created)
+        (allocate_row(values, record, non_inline), created)
     }
 
     fn read<R>(
@@ -341,6 +355,7 @@ impl VersionStorage for DeltaStorage {
         snapshot: &Snapshot<'_>,
         intent: WriteIntent<'_>,
         owner: &Arc<TxnShared>,
+        non_inline: NonInline,
     ) -> WriteResult<WriteGuard<'a, RowState>> {
         let mut state = row.write();
         if state.dead {
@@ -383,15 +398,15 @@ impl VersionStorage for DeltaStorage {
                 let old_bytes = head.footprint();
                 let mask = head.mask.union(missing);
                 let before = PackedRow::project(mask, |column| {
-                    head.before_image(column)
-                        .unwrap_or_else(|| state.values.get(column))
+                    head.before_cell(column)
+                        .unwrap_or_else(|| state.values.cell(column))
                 });
                 head.mask = mask;
                 head.before = before;
                 created_bytes += head.footprint() - old_bytes;
             }
         } else {
-            let before = PackedRow::project(changed, |column| state.values.get(column));
+            let before = PackedRow::project(changed, |column| state.values.cell(column));
             let record = Box::new(VersionRecord {
                 ts: AtomicU64::new(UNSTAMPED),
                 owner: Arc::clone(owner),
@@ -406,12 +421,12 @@ impl VersionStorage for DeltaStorage {
         }
         match intent {
             WriteIntent::Update(_, assignments) => {
-                state.values.apply_changes(assignments);
+                state.values.apply_changes(assignments, non_inline);
             }
             WriteIntent::Delete => state.exists = false,
             WriteIntent::Insert(values) => {
                 debug_assert_eq!(values.len(), arity);
-                state.values.set_values(values);
+                state.values.set_values(values, non_inline);
                 state.exists = true;
             }
         }
@@ -579,11 +594,15 @@ impl ChainEdit for RowState {
         let restored = if record.mask.is_empty() {
             None
         } else {
-            Some(PackedRow::build(state.values.arity(), |column| {
-                record
-                    .before_image(column)
-                    .unwrap_or_else(|| state.values.get(column))
-            }))
+            Some(PackedRow::build(
+                state.values.arity(),
+                |column| {
+                    record
+                        .before_cell(column)
+                        .unwrap_or_else(|| state.values.cell(column))
+                },
+                NonInline::Packed,
+            ))
         };
         let written = GoneVersion::untagged(state.values.to_packed());
         if let Some(restored) = restored {
@@ -673,8 +692,8 @@ fn merge_newer_into(older: &mut VersionRecord, newer: VersionRecord) -> usize {
         let mask = older.mask.union(newer.mask);
         let before = PackedRow::project(mask, |column| {
             older
-                .before_image(column)
-                .or_else(|| newer.before_image(column))
+                .before_cell(column)
+                .or_else(|| newer.before_cell(column))
                 .expect("the union mask covers the column")
         });
         older.mask = mask;
@@ -691,7 +710,7 @@ mod tests {
     use super::*;
 
     fn new_row(values: &[Value]) -> Arc<DeltaRow> {
-        DeltaStorage::new_row(values, &Arc::new(TxnShared::new())).0
+        DeltaStorage::new_row(values, &Arc::new(TxnShared::new()), NonInline::Packed).0
     }
 
     #[test]
@@ -700,7 +719,7 @@ mod tests {
         // A YCSB row: a key and ten 10-byte fields, 204 packed bytes.
         let mut ycsb = vec![Value::U64(1)];
         ycsb.extend((0..10).map(|_| Value::Bytes(vec![7; 10])));
-        let needed = row::packed_len_of(&ycsb);
+        let needed = row::packed_len_of(&ycsb, NonInline::Packed);
         let row = new_row(&ycsb);
         let state = row.read();
         assert_eq!(
@@ -725,7 +744,7 @@ mod tests {
         assert!(state.values.heap_bytes() > largest);
         state
             .values
-            .apply_changes(&[(1, Value::Text("small".into()))]);
+            .apply_changes(&[(1, Value::Text("small".into()))], NonInline::Packed);
         assert_eq!(state.values.get(1), ValueRef::Text("small"));
         assert_eq!(state.values.tail_len(), 0);
         assert_eq!(

@@ -33,7 +33,7 @@ pub(crate) mod time_travel;
 use crate::sync::{Arc, AtomicU64};
 use std::ops::DerefMut;
 
-use crate::row::{PackedRow, RowView};
+use crate::row::{NonInline, PackedRow, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
@@ -293,9 +293,13 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// the O2N append-only storage"). The 'coop' collector is refused for the others.
     const COOPERATIVE_CLEANING: bool = false;
 
-    /// A new row inserted by `owner` (uncommitted). Returns it and the version records
-    /// created.
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<Self::Row>, Created);
+    /// A new row inserted by `owner` (uncommitted), its long values stored as `non_inline`
+    /// says. Returns it and the version records created.
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<Self::Row>, Created);
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
     /// Returns its result and what finding the version cost.
@@ -305,12 +309,14 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost);
 
-    /// Installs a write of `owner` (whose snapshot is `snapshot`) into the row.
+    /// Installs a write of `owner` (whose snapshot is `snapshot`) into the row, the new
+    /// long values stored as `non_inline` says (unchanged ones stay as they are).
     fn write<'a>(
         row: &'a Self::Row,
         snapshot: &Snapshot<'_>,
         intent: WriteIntent<'_>,
         owner: &Arc<TxnShared>,
+        non_inline: NonInline,
     ) -> WriteResult<Self::Guard<'a>>;
 
     /// Stamps `owner`'s record in the row with its commit timestamp (after the owner's state
@@ -371,6 +377,7 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 #[cfg(test)]
 pub(crate) mod test_steps {
     use super::{Snapshot, VersionStorage, WriteIntent, WriteResult};
+    use crate::row::NonInline;
     use crate::schema::ColumnMask;
     use crate::sync::Arc;
     use crate::txn::state::TxnShared;
@@ -379,7 +386,7 @@ pub(crate) mod test_steps {
     /// A row inserted by a transaction that committed at `ts`.
     pub(crate) fn committed_row<V: VersionStorage>(values: &[Value], ts: u64) -> Arc<V::Row> {
         let owner = Arc::new(TxnShared::new());
-        let (row, _) = V::new_row(values, &owner);
+        let (row, _) = V::new_row(values, &owner, NonInline::Packed);
         owner.mark_committing();
         owner.mark_committed(ts);
         V::stamp(&row, &owner, ts);
@@ -401,7 +408,13 @@ pub(crate) mod test_steps {
         };
         let changes = [(1, Value::I64(value))];
         let mask = ColumnMask::from_columns(&[1]);
-        match V::write(row, &snapshot, WriteIntent::Update(mask, &changes), &owner) {
+        match V::write(
+            row,
+            &snapshot,
+            WriteIntent::Update(mask, &changes),
+            &owner,
+            NonInline::Packed,
+        ) {
             WriteResult::Installed { .. } => {}
             _ => panic!("the update installs"),
         }

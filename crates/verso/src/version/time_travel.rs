@@ -24,7 +24,7 @@ use super::append::{
     truncate_behind, unlink_oldest_behind, whole_copies_mask, NewValues, TupleVersion,
     NEVER_EXISTED, UNSTAMPED,
 };
-use crate::row::{self, tail_classes, InPlaceRow, RowView};
+use crate::row::{self, tail_classes, InPlaceRow, NonInline, RowView};
 use crate::schema::ColumnMask;
 use crate::txn::state::{TxnOutcome, TxnShared, MAX_TIMESTAMP};
 use crate::value::Value;
@@ -35,14 +35,14 @@ use crate::version::{
 
 /// One row: the latched master and its copies. `D` is the master's values tail, sized when
 /// the row is created (see [`tail_classes`]).
-pub(crate) struct TtRow<D: ?Sized = [u8]> {
+pub(crate) struct TtRow<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
     cc: AtomicU64,
     latch: Latch<TtState<D>>,
 }
 
 /// A row's master version and its time-travel copies.
-pub(crate) struct TtState<D: ?Sized = [u8]> {
+pub(crate) struct TtState<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// Commit timestamp of the master's transaction, or `UNSTAMPED`.
     ts: AtomicU64,
     /// The master's transaction, consulted while it is unstamped.
@@ -61,29 +61,33 @@ pub(crate) struct TtState<D: ?Sized = [u8]> {
     values: InPlaceRow<D>,
 }
 
-impl<D: ?Sized> Drop for TtState<D> {
+impl<D: ?Sized + AsRef<[u8]>> Drop for TtState<D> {
     fn drop(&mut self) {
         free_versions(self.copies.take());
     }
 }
 
 /// A new row holding `owner`'s insert of `values`, in the smallest tail class that fits.
-fn allocate_row(values: &[Value], owner: &Arc<TxnShared>) -> Arc<TtRow> {
-    let needed = row::packed_len_of(values);
+fn allocate_row(values: &[Value], owner: &Arc<TxnShared>, non_inline: NonInline) -> Arc<TtRow> {
+    let needed = row::packed_len_of(values, non_inline);
     macro_rules! smallest_fitting {
         ($($class:literal)*) => {
             $(
                 if needed <= $class {
-                    return row_with_tail::<$class>(values, owner);
+                    return row_with_tail::<$class>(values, owner, non_inline);
                 }
             )*
         };
     }
     tail_classes!(smallest_fitting);
-    row_with_tail::<0>(values, owner) // beyond every class: the values spill
+    row_with_tail::<0>(values, owner, non_inline) // beyond every class: the values spill
 }
 
-fn row_with_tail<const N: usize>(values: &[Value], owner: &Arc<TxnShared>) -> Arc<TtRow> {
+fn row_with_tail<const N: usize>(
+    values: &[Value],
+    owner: &Arc<TxnShared>,
+    non_inline: NonInline,
+) -> Arc<TtRow> {
     let state = TtState::<[u8; N]> {
         ts: AtomicU64::new(UNSTAMPED),
         owner: Arc::clone(owner),
@@ -92,7 +96,7 @@ fn row_with_tail<const N: usize>(values: &[Value], owner: &Arc<TxnShared>) -> Ar
         dead: false,
         older: 0,
         copies: None,
-        values: InPlaceRow::new(values),
+        values: InPlaceRow::new(values, non_inline),
     };
     #[cfg(not(loom))]
     let row: Arc<TtRow> = Arc::new(TtRow {
@@ -141,7 +145,7 @@ impl TtState {
         let copy: Box<TupleVersion> = allocate_version(
             &self.owner,
             self.exists,
-            NewValues::Copied(self.values.packed(), &[]),
+            NewValues::Copied(self.values.packed(), &[], NonInline::Packed),
         );
         copy.ts
             .store(self.ts.load(Ordering::Acquire), Ordering::Release);
@@ -178,13 +182,17 @@ impl VersionStorage for TimeTravelStorage {
     type Exact = NoExact;
     const NAME: &'static str = "time-travel";
 
-    fn new_row(values: &[Value], owner: &Arc<TxnShared>) -> (Arc<TtRow>, Created) {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<TtRow>, Created) {
         // As in the append storages: a record until its commit folds it; no bytes counted.
         let created = Created {
             records: 1,
             bytes: 0,
         };
-        (allocate_row(values, owner), created)
+        (allocate_row(values, owner, non_inline), created)
     }
 
     fn read<R>(
@@ -206,6 +214,7 @@ impl VersionStorage for TimeTravelStorage {
         snapshot: &Snapshot<'_>,
         intent: WriteIntent<'_>,
         owner: &Arc<TxnShared>,
+        non_inline: NonInline,
     ) -> WriteResult<WriteGuard<'a, TtState>> {
         let mut state = row.write();
         if state.dead {
@@ -232,11 +241,11 @@ impl VersionStorage for TimeTravelStorage {
             created
         };
         match intent {
-            WriteIntent::Update(_, changes) => state.values.apply_changes(changes),
+            WriteIntent::Update(_, changes) => state.values.apply_changes(changes, non_inline),
             WriteIntent::Delete => state.exists = false,
             WriteIntent::Insert(values) => {
                 debug_assert_eq!(values.len(), state.values.arity());
-                state.values.set_values(values);
+                state.values.set_values(values, non_inline);
                 state.exists = true;
             }
         }
@@ -421,7 +430,7 @@ mod tests {
         };
         let changes = [(1, Value::I64(11))];
         let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
-        match TimeTravelStorage::write(&row, &snapshot, intent, &owner) {
+        match TimeTravelStorage::write(&row, &snapshot, intent, &owner, NonInline::Packed) {
             WriteResult::Installed { created, .. } => assert_eq!(created.records, 1),
             _ => panic!("installs"),
         }
@@ -446,14 +455,17 @@ mod tests {
         };
         let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
         assert!(matches!(
-            TimeTravelStorage::write(&row, &snapshot, intent, &other),
+            TimeTravelStorage::write(&row, &snapshot, intent, &other, NonInline::Packed),
             WriteResult::Installed { .. }
         ));
 
         // An insert of a new key, rolled back: a tombstone every snapshot sees as no row.
         let inserter = Arc::new(TxnShared::new());
-        let (fresh, created) =
-            TimeTravelStorage::new_row(&[Value::U64(2), Value::I64(5)], &inserter);
+        let (fresh, created) = TimeTravelStorage::new_row(
+            &[Value::U64(2), Value::I64(5)],
+            &inserter,
+            NonInline::Packed,
+        );
         assert_eq!(created.records, 1);
         let report = TimeTravelStorage::edit(&fresh, |s| s.rollback(&inserter));
         assert_eq!(report.freed_records, 1);

@@ -7,14 +7,15 @@
 #![allow(dead_code)]
 
 use verso::{
-    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
-    Schema, TableId, Value, VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
+    NonInline, Options, Schema, TableId, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
 /// storage it supports ('coop' only over append-o2n), physical index pointers over
-/// append-n2o under every collector that storage supports, and HyPer's
-/// one-version-at-a-time removal, under the default protocol; and every other protocol over
+/// append-n2o under every collector that storage supports, long values copied and shared
+/// out of line over every storage, and HyPer's one-version-at-a-time removal, under the
+/// default protocol; and every other protocol over
 /// every storage and over physical pointers (under Steam) and every collector (over delta
 /// storage, or the one it needs).
 pub fn all_configurations() -> Vec<Options> {
@@ -101,6 +102,18 @@ pub fn si_configurations() -> Vec<Options> {
             .filter(|gc| gc.required_storage().is_none())
             .map(|gc| physical_pointers().garbage_collector(gc)),
     );
+    // Long values out of line (Wu et al. §4.1), copied and shared, over every storage, and
+    // shared under physical pointers (whose versions entries hold).
+    for storage in VersionStorageKind::ALL {
+        for non_inline in [NonInline::Copied, NonInline::Shared] {
+            all.push(
+                Options::default()
+                    .version_storage(storage)
+                    .non_inline(non_inline),
+            );
+        }
+    }
+    all.push(physical_pointers().non_inline(NonInline::Shared));
     // HyPer's version removal, under the collector that leaves it the longest chains.
     all.push(
         Options::default()
@@ -250,9 +263,17 @@ pub fn item(region: &str, id: u64, score: i64, name: &str) -> Vec<Value> {
         Value::I64(score),
         Value::F64(score as f64 / 4.0),
         Value::from(name),
-        Value::Bytes(vec![id as u8, 0, 0xFF]),
+        item_blob(id),
         Value::U64(id * 10),
     ]
+}
+
+/// The `blob` of the standard row `id`: long enough to be a non-inline attribute, stored
+/// out of line under [`NonInline::Copied`] and [`NonInline::Shared`].
+pub fn item_blob(id: u64) -> Value {
+    let mut blob = vec![id as u8, 0, 0xFF];
+    blob.resize(verso::NON_INLINE_MIN_BYTES + 8, 0xB1);
+    Value::Bytes(blob)
 }
 
 /// The primary key of a row of the standard table.
