@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use verso::{
-    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionRemoval,
-    VersionStorageKind,
+    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, NonInline, Options,
+    VersionRemoval, VersionStorageKind,
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
@@ -190,6 +190,12 @@ pub struct CommonArgs {
     /// --storage append-n2o).
     #[arg(long, value_parser = parse_index_pointers, default_value = "logical")]
     pub index_pointers: IndexPointers,
+    /// How rows store Text and Bytes values of 64 bytes or more (Wu et al. §4.1's
+    /// non-inline attributes): packed (in the row's own allocation; the default), copied
+    /// (out of line, copied by every new version) or shared (out of line, shared by the
+    /// versions that leave them alone, with a reference count).
+    #[arg(long, value_parser = parse_non_inline, default_value = "packed")]
+    pub non_inline: NonInline,
     /// Isolation level of the OLTP transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
@@ -389,6 +395,10 @@ fn parse_index_pointers(name: &str) -> Result<IndexPointers, String> {
     IndexPointers::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_non_inline(name: &str) -> Result<NonInline, String> {
+    NonInline::from_name(name).map_err(|e| e.to_string())
+}
+
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
     VersionStorageKind::from_name(name).map_err(|e| e.to_string())
 }
@@ -551,7 +561,8 @@ impl Plan {
                         .garbage_collector(gc)
                         .version_storage(common.storage)
                         .concurrency_control(common.protocol)
-                        .index_pointers(common.index_pointers),
+                        .index_pointers(common.index_pointers)
+                        .non_inline(common.non_inline),
                 )
             })
             .collect();

@@ -94,6 +94,52 @@ fn storage_selects_the_version_storage_of_every_compared_configuration() {
     }
 }
 
+/// `--non-inline` stores YCSB's long fields as it says, on every storage: the design names
+/// the policy, and the run's consistency check (every field its width) holds.
+#[test]
+fn non_inline_selects_how_long_values_are_stored() {
+    for (policy, storage) in [
+        ("shared", "time-travel"),
+        ("copied", "delta"),
+        ("shared", "append-o2n"),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let json = dir.path().join("out.json");
+        let output = verso(&[
+            "ycsb",
+            "--tiny",
+            "--field-bytes",
+            "100",
+            "--duration",
+            "0.3",
+            "--storage",
+            storage,
+            "--non-inline",
+            policy,
+            "--in-process",
+            "--quiet",
+            "--json",
+            json.to_str().expect("utf-8 path"),
+        ]);
+        assert!(
+            output.status.success(),
+            "{policy}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let parsed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+        let run = &parsed["runs"][0];
+        let design = run["configuration"]["design"].as_str().expect("design");
+        assert!(design.starts_with(storage), "{design}");
+        assert!(
+            design.ends_with(&format!("/non-inline-{policy}")),
+            "{design}"
+        );
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
+}
+
 /// `--protocol` runs every transaction of the workload under that protocol; TPC-C's
 /// consistency conditions hold after the run.
 #[test]
@@ -141,6 +187,10 @@ fn bad_options_exit_non_zero_with_a_message() {
         (&["kv", "--gc", "nope"], "unknown garbage collector"),
         (&["kv", "--storage", "heap"], "unknown version storage"),
         (&["kv", "--protocol", "2pc"], "unknown concurrency control"),
+        (
+            &["kv", "--non-inline", "inline"],
+            "unknown non-inline storage",
+        ),
         (&["kv", "--duration", "0"], "duration must be above 0"),
         (&["kv", "--duration", "soon"], "not a number"),
         (

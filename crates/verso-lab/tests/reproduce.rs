@@ -614,6 +614,49 @@ fn wu_fig24_runs_the_table_1_configurations() {
     }
 }
 
+/// Figure 11: the three non-inline policies over append-n2o, MVTO and 'txn', on both YCSB
+/// mixes, at each attribute count the table is built with (100-byte attributes, one
+/// accessed per operation); the out-of-line runs say so in their design.
+#[test]
+fn wu_fig11_compares_copied_shared_and_packed_non_inline_attributes() {
+    let (r, _) = quick("wu-fig11");
+    assert_eq!(
+        r.points.len(),
+        3 * 2 * 2,
+        "policies x mixes x attribute counts"
+    );
+    for point in &r.points {
+        let configuration = &point.run.configuration;
+        let design = &configuration.design;
+        assert!(design.starts_with("append-n2o/txn/mvto"), "{design}");
+        let policy = point.series.split(' ').next().expect("a series name");
+        match policy {
+            "packed" => assert!(!design.contains("non-inline"), "{design}"),
+            "copied" | "shared" => {
+                assert!(
+                    design.ends_with(&format!("/non-inline-{policy}")),
+                    "{design}"
+                )
+            }
+            other => panic!("series {other}"),
+        }
+        let attributes = point.x.expect("a swept value") as usize;
+        let workload = &configuration.workload_parameters;
+        assert!(
+            workload.contains(&format!("rows of {attributes} x 100-byte fields"))
+                && workload.contains("reads (1 field(s) each)")
+                && workload.contains("updates (1 field(s) each)"),
+            "{workload}"
+        );
+        assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
+    }
+    assert_eq!(r.panels.len(), 2, "one panel per mix");
+    for panel in &r.panels {
+        assert_eq!(panel.figures.len(), 2, "throughput and memory");
+        assert_eq!(panel.verdicts.len(), 2);
+    }
+}
+
 /// Figures 22 and 23: both pointer schemes under both contention levels at each index or
 /// thread count, over append-n2o, MVTO and 'txn', with the secondary indexes the point
 /// names (physical runs say so in their design).
@@ -767,7 +810,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 20);
+    assert_eq!(EXPERIMENTS.len(), 21);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

@@ -60,6 +60,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG7,
     wu::FIG8,
     wu::FIG10,
+    wu::FIG11,
     wu::FIG12,
     wu::FIG13,
     wu::FIG14,
