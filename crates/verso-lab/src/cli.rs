@@ -196,6 +196,11 @@ pub struct CommonArgs {
     /// versions that leave them alone, with a reference count).
     #[arg(long, value_parser = parse_non_inline, default_value = "packed")]
     pub non_inline: NonInline,
+    /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
+    /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
+    /// process's allocator (mimalloc, with per-thread heaps)].
+    #[arg(long)]
+    pub memory_spaces: Option<usize>,
     /// Isolation level of the OLTP transactions.
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
@@ -546,24 +551,25 @@ impl Plan {
         };
         let configs: Vec<RunConfig> = collectors
             .into_iter()
-            .map(|gc| RunConfig {
-                isolation: common.isolation.into(),
-                oltp_workers: common.workers.unwrap_or(1),
-                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
-                stop,
-                seed: common.seed,
-                hold_snapshot: common.hold_snapshot,
-                sample_interval: common.sampling.interval(),
-                show_progress: common.sampling.show_progress(),
-                ..RunConfig::with_options(
-                    gc.name(),
-                    Options::default()
-                        .garbage_collector(gc)
-                        .version_storage(common.storage)
-                        .concurrency_control(common.protocol)
-                        .index_pointers(common.index_pointers)
-                        .non_inline(common.non_inline),
-                )
+            .map(|gc| {
+                let mut options = Options::default()
+                    .garbage_collector(gc)
+                    .version_storage(common.storage)
+                    .concurrency_control(common.protocol)
+                    .index_pointers(common.index_pointers)
+                    .non_inline(common.non_inline);
+                options.memory_spaces = common.memory_spaces;
+                RunConfig {
+                    isolation: common.isolation.into(),
+                    oltp_workers: common.workers.unwrap_or(1),
+                    olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                    stop,
+                    seed: common.seed,
+                    hold_snapshot: common.hold_snapshot,
+                    sample_interval: common.sampling.interval(),
+                    show_progress: common.sampling.show_progress(),
+                    ..RunConfig::with_options(gc.name(), options)
+                }
             })
             .collect();
         for config in &configs {

@@ -3,10 +3,13 @@
 
 use std::process::ExitCode;
 
-/// mimalloc (v2: CRATES.md records that the default v3 crashes under threads). Only the
-/// binary chooses an allocator; the engine library never does.
+/// mimalloc (v2: CRATES.md records that the default v3 crashes under threads), inside
+/// Verso's memory spaces, which serve the version storage of a database opened with
+/// `--memory-spaces` (Wu et al. §4.4) and pass everything else to mimalloc. Only the binary
+/// chooses an allocator; the engine library never does.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: verso::MemorySpaces<mimalloc::MiMalloc> =
+    verso::MemorySpaces::new(mimalloc::MiMalloc);
 
 use clap::Parser;
 use verso_lab::cli::{execute, Cli};

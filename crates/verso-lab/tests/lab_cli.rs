@@ -140,6 +140,42 @@ fn non_inline_selects_how_long_values_are_stored() {
     }
 }
 
+/// `--memory-spaces` gives the version storage separate memory spaces (the binary installs
+/// their allocator); the design says how many.
+#[test]
+fn memory_spaces_select_the_spaces_the_version_storage_allocates_from() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = verso(&[
+        "ycsb",
+        "--tiny",
+        "--duration",
+        "0.3",
+        "--workers",
+        "2",
+        "--storage",
+        "append-n2o",
+        "--memory-spaces",
+        "2",
+        "--in-process",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let parsed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    let run = &parsed["runs"][0];
+    let design = run["configuration"]["design"].as_str().expect("design");
+    assert!(design.ends_with("/spaces-2"), "{design}");
+    assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+}
+
 /// `--protocol` runs every transaction of the workload under that protocol; TPC-C's
 /// consistency conditions hold after the run.
 #[test]
@@ -190,6 +226,10 @@ fn bad_options_exit_non_zero_with_a_message() {
         (
             &["kv", "--non-inline", "inline"],
             "unknown non-inline storage",
+        ),
+        (
+            &["kv", "--memory-spaces", "0", "--tiny"],
+            "memory spaces must number",
         ),
         (&["kv", "--duration", "0"], "duration must be above 0"),
         (&["kv", "--duration", "soon"], "not a number"),

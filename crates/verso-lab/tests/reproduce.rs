@@ -11,6 +11,12 @@ use verso_lab::report::REPRODUCTION_JSON;
 use verso_lab::reproduce::{reproduce, Point, ReproduceOptions, Reproduction, EXPERIMENTS};
 use verso_lab::workload::LabError;
 
+/// As in the `verso` binary: the experiments run in this process, and `wu-fig16` opens
+/// databases with memory spaces, which need this allocator.
+#[global_allocator]
+static ALLOCATOR: verso::MemorySpaces<std::alloc::System> =
+    verso::MemorySpaces::new(std::alloc::System);
+
 /// Runs experiment `name` at its quick size into a temporary directory; checks what every
 /// experiment must produce, and returns the reproduction and what it printed.
 fn quick(name: &str) -> (Reproduction, String) {
@@ -657,6 +663,32 @@ fn wu_fig11_compares_copied_shared_and_packed_non_inline_attributes() {
     }
 }
 
+/// Figure 16: the three storages with 1 and 2 memory spaces on both YCSB mixes; the design
+/// names the spaces, and the runs allocated from them.
+#[test]
+fn wu_fig16_runs_the_storages_over_one_and_two_memory_spaces() {
+    let (r, _) = quick("wu-fig16");
+    assert_eq!(r.points.len(), 3 * 2 * 2, "storages x spaces x mixes");
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        let spaces = point.x.expect("a swept value") as usize;
+        assert!([1, 2].contains(&spaces), "{design}");
+        assert!(design.ends_with(&format!("/spaces-{spaces}")), "{design}");
+        assert!(design.contains("/txn/mvto"), "{design}");
+        assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
+    }
+    assert!(
+        verso::memory_space_usage()[..2]
+            .iter()
+            .all(|s| s.chunks > 0),
+        "both spaces grew"
+    );
+    assert_eq!(r.panels.len(), 2);
+    for panel in &r.panels {
+        assert_eq!(panel.verdicts.len(), 2);
+    }
+}
+
 /// Figures 22 and 23: both pointer schemes under both contention levels at each index or
 /// thread count, over append-n2o, MVTO and 'txn', with the secondary indexes the point
 /// names (physical runs say so in their design).
@@ -810,7 +842,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 21);
+    assert_eq!(EXPERIMENTS.len(), 22);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));

@@ -449,6 +449,11 @@ pub struct Options {
     /// How rows store Text and Bytes values of [`crate::NON_INLINE_MIN_BYTES`] or more (Wu et al.
     /// §4.1); every version storage supports each policy.
     pub non_inline: NonInline,
+    /// How many separate memory spaces the version storage allocates from (Wu et al.
+    /// §4.4): each thread takes its space by its number modulo this. `None` (the default):
+    /// the process's allocator. Needs [`crate::MemorySpaces`] as the global allocator and
+    /// at most [`crate::MAX_MEMORY_SPACES`]; `open` refuses otherwise.
+    pub memory_spaces: Option<usize>,
 }
 
 impl Default for Options {
@@ -463,6 +468,7 @@ impl Default for Options {
             version_removal: VersionRemoval::default(),
             index_pointers: IndexPointers::default(),
             non_inline: NonInline::default(),
+            memory_spaces: None,
         }
     }
 }
@@ -524,6 +530,13 @@ impl Options {
         self
     }
 
+    /// Options with the version storage allocating from `spaces` separate memory spaces
+    /// (Wu et al. §4.4; needs [`crate::MemorySpaces`] as the global allocator).
+    pub fn memory_spaces(mut self, spaces: usize) -> Self {
+        self.memory_spaces = Some(spaces);
+        self
+    }
+
     /// Refuses settings that cannot work or do not apply to the chosen collector.
     fn validate(&self) -> Result<()> {
         let gc = self.garbage_collector;
@@ -552,6 +565,24 @@ impl Options {
                  version an entry holds could not be unlinked from under it",
                 self.version_storage.name()
             ));
+        }
+        if let Some(spaces) = self.memory_spaces {
+            if !(1..=crate::MAX_MEMORY_SPACES).contains(&spaces) {
+                return refuse(format!(
+                    "memory spaces must number 1 to {}, not {spaces}",
+                    crate::MAX_MEMORY_SPACES
+                ));
+            }
+            if !cfg!(unix) {
+                return refuse("memory spaces reserve their region with mmap (Unix only)".into());
+            }
+            if !crate::memory_spaces_installed() {
+                return refuse(
+                    "memory spaces need verso::MemorySpaces as the process's global allocator \
+                     (#[global_allocator]); the version storage's allocations go through it"
+                        .into(),
+                );
+            }
         }
         if self.idle_collection_interval == Some(std::time::Duration::ZERO) {
             return refuse("the idle-collection interval must be longer than zero".into());
@@ -727,11 +758,12 @@ impl Database {
         fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
-            (removal, protocol, pointers, non_inline): (
+            (removal, protocol, pointers, non_inline, spaces): (
                 VersionRemoval,
                 ConcurrencyControl,
                 IndexPointers,
                 NonInline,
+                Option<usize>,
             ),
         ) -> Engine<V, G> {
             Engine::new(
@@ -741,6 +773,7 @@ impl Database {
                 removal,
                 pointers,
                 non_inline,
+                spaces,
             )
         }
         let removal = (
@@ -748,6 +781,7 @@ impl Database {
             options.concurrency_control,
             options.index_pointers,
             options.non_inline,
+            options.memory_spaces,
         );
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {

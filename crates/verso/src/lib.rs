@@ -49,6 +49,7 @@ mod error;
 mod gc;
 mod index;
 mod key;
+mod memory_spaces;
 mod prefetch;
 mod row;
 mod schema;
@@ -63,6 +64,10 @@ pub use db::{
     TableId, Transaction, VersionRemoval, VersionStorageKind,
 };
 pub use error::{Error, Result};
+pub use memory_spaces::{
+    memory_space_usage, memory_spaces_installed, MemorySpaceUsage, MemorySpaces, CHUNK_BYTES,
+    MAX_CLASS_BYTES, MAX_MEMORY_SPACES,
+};
 pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
 pub use schema::{ColumnMask, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};

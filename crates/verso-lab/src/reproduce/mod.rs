@@ -65,6 +65,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG13,
     wu::FIG14,
     wu::FIG15,
+    wu::FIG16,
     wu::FIG17,
     wu::FIG18,
     wu::FIG20,

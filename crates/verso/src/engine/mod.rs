@@ -92,6 +92,9 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) index_pointers: crate::IndexPointers,
     /// How rows store long values (`crate::NonInline`).
     pub(crate) non_inline: crate::NonInline,
+    /// How many memory spaces the version storage allocates from (`None`: the process's
+    /// allocator; `crate::memory_spaces`).
+    pub(crate) memory_spaces: Option<usize>,
     /// Rounds the background collector thread ran (the tuple-level collectors count
     /// their complete passes by it).
     pub(crate) background_rounds: std::sync::atomic::AtomicU64,
@@ -129,6 +132,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
         version_removal: crate::VersionRemoval,
         index_pointers: crate::IndexPointers,
         non_inline: crate::NonInline,
+        memory_spaces: Option<usize>,
     ) -> Self {
         // `Options::validate` refuses the combination; this is its backstop.
         assert!(
@@ -154,6 +158,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             version_removal,
             index_pointers,
             non_inline,
+            memory_spaces,
             background_rounds: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -167,7 +172,19 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             design += "/non-inline-";
             design += self.non_inline.name();
         }
+        if let Some(spaces) = self.memory_spaces {
+            design += &format!("/spaces-{spaces}");
+        }
         design
+    }
+
+    /// While the returned guard lives, the version storage's allocations on this thread
+    /// come from the thread's memory space, if the database has spaces (Wu et al. §4.4).
+    pub(crate) fn allocate_in_memory_space(&self) -> crate::memory_spaces::SpaceGuard {
+        crate::memory_spaces::allocate_in(
+            self.memory_spaces
+                .map(crate::memory_spaces::space_of_this_thread),
+        )
     }
 
     pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {

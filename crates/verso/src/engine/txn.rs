@@ -720,7 +720,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     }
                 }
                 None => {
-                    let (row, created) = V::new_row(row_values, owner, table.non_inline);
+                    let (row, created) = {
+                        let _space = self.engine.allocate_in_memory_space();
+                        V::new_row(row_values, owner, table.non_inline)
+                    };
                     // Locked before anyone can find it (MVTO, MV2PL): a new word is free.
                     if let Err(refused) = self.before_write(&row) {
                         unreachable!("a new row's word is free: {}", refused.reason);
@@ -871,7 +874,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             WriteIntent::Insert(_) => !table.schema.indexes.is_empty(),
             WriteIntent::Delete => false,
         };
-        match V::write(row, &snapshot, intent, &owner, table.non_inline) {
+        let written = {
+            let _space = self.engine.allocate_in_memory_space();
+            V::write(row, &snapshot, intent, &owner, table.non_inline)
+        };
+        match written {
             WriteResult::Installed {
                 mut chain,
                 new_record,

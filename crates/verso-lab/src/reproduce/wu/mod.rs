@@ -2,8 +2,8 @@
 //! Multi-Version Concurrency Control", PVLDB 10(7), 2017, scaled to a 2-core machine: §7.2's
 //! Figure 7 (YCSB under contention) and Figure 10 (TPC-C) here, Figures 8-9 (read-only
 //! beside read-write transactions) in [`heterogeneous`]; §7.3's Figure 11 (non-inline
-//! attributes copied or shared) in [`non_inline`], Figures 12-15 (chain order,
-//! footprint, attributes modified and accessed) in [`storage`], Figure 17 and §7.6's
+//! attributes copied or shared) in [`non_inline`], Figures 12-16 (chain order,
+//! footprint, attributes modified and accessed, memory spaces) in [`storage`], Figure 17 and §7.6's
 //! Figures 24-25 (TPC-C with StockScan, by storage and as the systems of Table 1) in
 //! [`tpcc`]; and §7.4's Figures 18-19
 //! (tuple-level GC: background vacuuming against cooperative cleaning) and 20-21
@@ -66,7 +66,7 @@ const FIG10_WAREHOUSES: u32 = 1;
 pub use heterogeneous::FIG8;
 pub use indexes::{FIG22, FIG23};
 pub use non_inline::FIG11;
-pub use storage::{FIG12, FIG13, FIG14, FIG15};
+pub use storage::{FIG12, FIG13, FIG14, FIG15, FIG16};
 pub use tpcc::{FIG17, FIG24};
 
 /// Figure 7.
