@@ -604,7 +604,7 @@ fn wu_fig24_runs_the_table_1_configurations() {
             design.starts_with(storage_gc_protocol),
             "{system}: {design}"
         );
-        let physical = ["hyrise", "memsql"].contains(system);
+        let physical = ["postgres", "hyrise", "hekaton", "memsql"].contains(system);
         assert_eq!(
             design.ends_with("/physical"),
             physical,

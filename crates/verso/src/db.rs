@@ -334,7 +334,7 @@ pub enum IndexPointers {
     /// Physical pointers (§6.2): an entry points at one exact version, and every new
     /// version is inserted into every secondary index, whatever columns it changed. A
     /// reader follows the entry straight to its version and checks only that it reads
-    /// exactly that version. Append-only newest-to-oldest storage only.
+    /// exactly that version. Append-only storage only (either order).
     Physical,
 }
 
@@ -443,8 +443,8 @@ pub struct Options {
     pub epoch_advance_threshold: Option<u64>,
     /// How finalizing removes obsolete versions from a chain.
     pub version_removal: VersionRemoval,
-    /// What secondary-index entries point at. Physical pointers need the append-n2o
-    /// storage; `open` refuses them with any other.
+    /// What secondary-index entries point at. Physical pointers need append-only storage
+    /// (either order); `open` refuses them with any other.
     pub index_pointers: IndexPointers,
     /// How rows store Text and Bytes values of [`crate::NON_INLINE_MIN_BYTES`] or more (Wu et al.
     /// §4.1); every version storage supports each policy.
@@ -554,15 +554,17 @@ impl Options {
             }
         }
         if self.index_pointers == IndexPointers::Physical
-            && self.version_storage != VersionStorageKind::AppendNewestToOldest
+            && !matches!(
+                self.version_storage,
+                VersionStorageKind::AppendNewestToOldest | VersionStorageKind::AppendOldestToNewest
+            )
         {
             return refuse(format!(
-                "physical index pointers need the append-n2o version storage, not {}: an \
-                 entry holds one exact version, which must stay where it is while the row \
-                 changes (Wu et al. §6.2: only append-only storage keeps every version in a \
-                 place of its own). Delta and time-travel rewrite the newest version in \
-                 place; Verso's append-o2n links each version from the one before it, so a \
-                 version an entry holds could not be unlinked from under it",
+                "physical index pointers need append-only storage (append-n2o or append-o2n), \
+                 not {}: an entry holds one exact version, which must stay where it is while \
+                 the row changes (Wu et al. §6.2: only append-only storage keeps every version \
+                 in a place of its own). Delta and time-travel rewrite the newest version in \
+                 place",
                 self.version_storage.name()
             ));
         }

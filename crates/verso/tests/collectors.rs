@@ -713,21 +713,21 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
     assert_eq!(db.stats().live_versions(), 0);
 }
 
-/// The suites' configurations are the ones `docs/configurations.md` lists: 56 under the
+/// The suites' configurations are the ones `docs/configurations.md` lists: 66 under the
 /// default protocol (every storage with every collector it supports, physical pointers
-/// with every collector append-n2o supports, long values copied and shared out of line
-/// over every storage and shared under physical pointers, and HyPer's removal), 14 under
-/// each other protocol; each opens.
+/// with every collector each append-only order supports, long values copied and shared
+/// out of line over every storage and shared under physical pointers, and HyPer's
+/// removal), 15 under each other protocol; each opens.
 #[test]
 fn the_suites_run_the_configurations_the_docs_list() {
     let all = common::all_configurations();
-    assert_eq!(common::si_configurations().len(), 56);
-    assert_eq!(all.len(), 56 + 4 * 14);
+    assert_eq!(common::si_configurations().len(), 66);
+    assert_eq!(all.len(), 66 + 4 * 15);
     let physical = all
         .iter()
         .filter(|o| o.index_pointers == verso::IndexPointers::Physical)
         .count();
-    assert_eq!(physical, 9 + 4 + 1);
+    assert_eq!(physical, 9 + 10 + 4 * 2 + 1);
     let out_of_line = all
         .iter()
         .filter(|o| o.non_inline != verso::NonInline::Packed)
@@ -740,7 +740,11 @@ fn the_suites_run_the_configurations_the_docs_list() {
         .iter()
         .filter(|o| o.garbage_collector == GarbageCollector::Cooperative)
         .collect();
-    assert_eq!(coop.len(), 5, "once per protocol");
+    assert_eq!(
+        coop.len(),
+        5 + 1,
+        "once per protocol, and under physical pointers"
+    );
     assert!(coop
         .iter()
         .all(|o| o.version_storage == VersionStorageKind::AppendOldestToNewest));

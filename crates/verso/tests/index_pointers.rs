@@ -11,20 +11,36 @@ use verso::{
     Database, Error, GarbageCollector, IndexPointers, Isolation, Options, Value, VersionStorageKind,
 };
 
-/// Physical and logical pointers over the one storage that has both, under a collector
-/// that prunes eagerly (Steam) and one that leaves chains to a background pass ('vac').
+/// Physical and logical pointers over both append-only orders, the storages that have
+/// both, under a collector that prunes eagerly (Steam) and one that leaves chains to a
+/// background pass ('vac'), and over O2N under cooperative cleaning, which unlinks
+/// versions as walks pass them.
 fn both_schemes() -> Vec<Options> {
     let mut all = Vec::new();
-    for gc in [GarbageCollector::Steam, GarbageCollector::Vacuum] {
-        for pointers in IndexPointers::ALL {
-            all.push(
-                Options::default()
-                    .version_storage(VersionStorageKind::AppendNewestToOldest)
-                    .garbage_collector(gc)
-                    .index_pointers(pointers)
-                    .idle_collection_interval(None),
-            );
+    for storage in [
+        VersionStorageKind::AppendNewestToOldest,
+        VersionStorageKind::AppendOldestToNewest,
+    ] {
+        for gc in [GarbageCollector::Steam, GarbageCollector::Vacuum] {
+            for pointers in IndexPointers::ALL {
+                all.push(
+                    Options::default()
+                        .version_storage(storage)
+                        .garbage_collector(gc)
+                        .index_pointers(pointers)
+                        .idle_collection_interval(None),
+                );
+            }
         }
+    }
+    for pointers in IndexPointers::ALL {
+        all.push(
+            Options::default()
+                .version_storage(VersionStorageKind::AppendOldestToNewest)
+                .garbage_collector(GarbageCollector::Cooperative)
+                .index_pointers(pointers)
+                .idle_collection_interval(None),
+        );
     }
     all
 }
@@ -64,20 +80,20 @@ thread_local! {
 }
 
 #[test]
-fn physical_pointers_are_refused_with_every_storage_but_append_n2o() {
+fn physical_pointers_are_refused_with_every_storage_but_append_only() {
     for storage in VersionStorageKind::ALL {
         let options = Options::default()
             .version_storage(storage)
             .index_pointers(IndexPointers::Physical);
-        match (storage, Database::open(options)) {
-            (VersionStorageKind::AppendNewestToOldest, Ok(db)) => {
-                assert!(db.design().ends_with("/physical"), "{}", db.design())
-            }
-            (VersionStorageKind::AppendNewestToOldest, Err(error)) => {
-                panic!("append-n2o with physical pointers: {error}")
-            }
-            (_, Err(Error::UnsupportedConfiguration { reason })) => {
-                assert!(reason.contains("need the append-n2o"), "{reason}");
+        let append_only = matches!(
+            storage,
+            VersionStorageKind::AppendNewestToOldest | VersionStorageKind::AppendOldestToNewest
+        );
+        match (append_only, Database::open(options)) {
+            (true, Ok(db)) => assert!(db.design().ends_with("/physical"), "{}", db.design()),
+            (true, Err(error)) => panic!("{storage:?} with physical pointers: {error}"),
+            (false, Err(Error::UnsupportedConfiguration { reason })) => {
+                assert!(reason.contains("need append-only storage"), "{reason}");
                 assert!(reason.contains(storage.name()), "{reason}");
             }
             (_, other) => panic!("{storage:?} with physical pointers: {:?}", other.err()),

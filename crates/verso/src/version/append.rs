@@ -363,9 +363,136 @@ impl AppendRow {
 }
 
 impl AppendChain {
+    /// The chain of a new row: `owner`'s insert of `values`.
+    pub(super) fn inserted(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Self, Created) {
+        let (head, created) = insert_version(values, owner, non_inline);
+        let chain = AppendChain {
+            head,
+            older: VecDeque::new(),
+            dead: false,
+        };
+        (chain, created)
+    }
+
     /// The versions, newest first.
-    fn versions(&self) -> impl Iterator<Item = &SharedVersion> {
+    pub(super) fn versions(&self) -> impl Iterator<Item = &SharedVersion> {
         std::iter::once(&self.head).chain(self.older.iter())
+    }
+
+    /// The versions, oldest first.
+    pub(super) fn versions_oldest_first(&self) -> impl Iterator<Item = &SharedVersion> {
+        self.older.iter().rev().chain(std::iter::once(&self.head))
+    }
+
+    pub(super) fn dead(&self) -> bool {
+        self.dead
+    }
+
+    /// Whether the version after the oldest committed below `watermark` (then every
+    /// snapshot at or after it sees that one or a newer one, and the oldest is obsolete).
+    pub(super) fn second_oldest_committed_below(&self, watermark: u64) -> bool {
+        let second_oldest = match self.older.len() {
+            0 => return false,
+            1 => &self.head,
+            n => &self.older[n - 2],
+        };
+        second_oldest.commit_ts().is_some_and(|ts| ts < watermark)
+    }
+
+    /// Installs `owner`'s write over the newest version, which the caller has reached:
+    /// first-updater-wins and the existence rules, then an own rewrite in place (a copy
+    /// when entries share the version) or a new newest version.
+    pub(super) fn install(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        intent: WriteIntent<'_>,
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> WriteResult<()> {
+        if self.dead {
+            return WriteResult::RowGone;
+        }
+        let head = &self.head;
+        let mine = head.owned_by(owner);
+        if let Some(refused) =
+            super::refuse_write(mine, || head.commit_ts(), head.exists, snapshot, &intent)
+        {
+            return refused;
+        }
+        if mine {
+            let tag = tag_of(&self.head);
+            let values = self.head_to_change().rewrite_own(intent, non_inline);
+            return WriteResult::Installed {
+                chain: (),
+                new_record: false,
+                created: Created::default(),
+                replaced: Some(GoneVersion { values, tag }),
+            };
+        }
+        let successor: SharedVersion = self.head.successor(owner, intent, non_inline);
+        let previous = std::mem::replace(&mut self.head, successor);
+        let created = previous.cover();
+        self.older.push_front(previous);
+        WriteResult::Installed {
+            chain: (),
+            new_record: true,
+            created,
+            replaced: None,
+        }
+    }
+
+    /// Stamps `owner`'s version, found among `versions` (the chain's, in the order the
+    /// storage looks), with `commit_ts` if it is still unstamped.
+    pub(super) fn stamp_in<'v>(
+        &self,
+        mut versions: impl Iterator<Item = &'v SharedVersion>,
+        owner: &Arc<TxnShared>,
+        commit_ts: u64,
+    ) -> StampReport {
+        let Some(version) = versions.find(|v| v.owned_by(owner)) else {
+            return StampReport::default(); // dropped by a pruner already
+        };
+        let _ =
+            version
+                .ts
+                .compare_exchange(UNSTAMPED, commit_ts, Ordering::Release, Ordering::Relaxed);
+        let folded = version.insert_record.swap(false, Ordering::Relaxed);
+        StampReport {
+            folded_records: usize::from(folded),
+            freed_bytes: 0, // an insert's bytes were never counted (see `new_row`)
+            // A live row with nothing behind it: no record to unlink, no row to bury.
+            nothing_to_finalize: std::sync::Arc::ptr_eq(version, &self.head)
+                && self.older.is_empty()
+                && version.exists,
+        }
+    }
+
+    /// What a physical entry's reader gets: `exact`'s values if `snapshot` reads exactly
+    /// that version.
+    pub(super) fn read_exact<R>(
+        &self,
+        exact: &SharedVersion,
+        snapshot: &Snapshot<'_>,
+        reader: impl FnOnce(Option<RowView<'_>>) -> R,
+    ) -> (R, ReadCost) {
+        let seen = self.is_read_by(exact, snapshot).then(|| lend(exact));
+        (reader(seen.flatten()), ReadCost::default())
+    }
+
+    /// The newest version, for a new physical entry, if the row exists in it.
+    pub(super) fn newest_exact(&self) -> Option<SharedVersion> {
+        self.head.exists.then(|| std::sync::Arc::clone(&self.head))
+    }
+
+    /// Every version in which the row exists, with itself as the exact target.
+    pub(super) fn for_each_exact(&self, visit: &mut dyn FnMut(RowView<'_>, &SharedVersion)) {
+        for version in self.versions().filter(|v| v.exists) {
+            visit(RowView::packed(version.values.packed()), version);
+        }
     }
 
     /// Whether `snapshot` reads exactly `version` (physical pointers): it sees the version
@@ -430,7 +557,7 @@ const SPARE_SLOTS: usize = 8;
 
 /// The tag that tells one exact version's index entries from another's: its address,
 /// unique among the versions entries hold (an entry keeps its version allocated).
-fn tag_of(version: &SharedVersion) -> u64 {
+pub(super) fn tag_of(version: &SharedVersion) -> u64 {
     std::sync::Arc::as_ptr(version).cast::<u8>() as usize as u64
 }
 
@@ -447,12 +574,7 @@ impl VersionStorage for AppendStorage {
         owner: &Arc<TxnShared>,
         non_inline: NonInline,
     ) -> (Arc<AppendRow>, Created) {
-        let (head, created) = insert_version(values, owner, non_inline);
-        let chain = AppendChain {
-            head,
-            older: VecDeque::new(),
-            dead: false,
-        };
+        let (chain, created) = AppendChain::inserted(values, owner, non_inline);
         let row = Arc::new(AppendRow {
             cc: AtomicU64::new(0),
             latch: Latch::new(chain),
@@ -480,38 +602,11 @@ impl VersionStorage for AppendStorage {
         owner: &Arc<TxnShared>,
         non_inline: NonInline,
     ) -> WriteResult<WriteGuard<'a, AppendChain>> {
+        // The newest version is the head: no walk.
         let mut chain = row.write();
-        if chain.dead {
-            return WriteResult::RowGone;
-        }
-        let head = &chain.head;
-        let mine = head.owned_by(owner);
-        if let Some(refused) =
-            super::refuse_write(mine, || head.commit_ts(), head.exists, snapshot, &intent)
-        {
-            return refused;
-        }
-        if mine {
-            let tag = tag_of(&chain.head);
-            let values = chain.head_to_change().rewrite_own(intent, non_inline);
-            return WriteResult::Installed {
-                chain,
-                new_record: false,
-                created: Created::default(),
-                replaced: Some(GoneVersion { values, tag }),
-            };
-        }
-        let successor: SharedVersion = chain.head.successor(owner, intent, non_inline);
-        let state = &mut *chain;
-        let previous = std::mem::replace(&mut state.head, successor);
-        let created = previous.cover();
-        state.older.push_front(previous);
-        WriteResult::Installed {
-            chain,
-            new_record: true,
-            created,
-            replaced: None,
-        }
+        chain
+            .install(snapshot, intent, owner, non_inline)
+            .with_chain(chain)
     }
 
     fn stamp(row: &AppendRow, owner: &Arc<TxnShared>, commit_ts: u64) -> StampReport {
@@ -519,22 +614,7 @@ impl VersionStorage for AppendStorage {
         // writer may append on top of it, and a pruner may even have dropped it: look for
         // it and stamp it only if it is still unstamped. The shared latch suffices.
         let chain = row.read();
-        let Some(version) = chain.versions().find(|v| v.owned_by(owner)) else {
-            return StampReport::default(); // dropped by a pruner already
-        };
-        let _ =
-            version
-                .ts
-                .compare_exchange(UNSTAMPED, commit_ts, Ordering::Release, Ordering::Relaxed);
-        let folded = version.insert_record.swap(false, Ordering::Relaxed);
-        StampReport {
-            folded_records: usize::from(folded),
-            freed_bytes: 0, // an insert's bytes were never counted (see `new_row`)
-            // A live row with nothing behind it: no record to unlink, no row to bury.
-            nothing_to_finalize: std::sync::Arc::ptr_eq(version, &chain.head)
-                && chain.older.is_empty()
-                && version.exists,
-        }
+        chain.stamp_in(chain.versions(), owner, commit_ts)
     }
 
     fn cc_word(row: &AppendRow) -> &AtomicU64 {
@@ -547,16 +627,11 @@ impl VersionStorage for AppendStorage {
     }
 
     fn newest_exact(chain: &AppendChain) -> Option<SharedVersion> {
-        chain
-            .head
-            .exists
-            .then(|| std::sync::Arc::clone(&chain.head))
+        chain.newest_exact()
     }
 
     fn for_each_exact(chain: &AppendChain, visit: &mut dyn FnMut(RowView<'_>, &SharedVersion)) {
-        for version in chain.versions().filter(|v| v.exists) {
-            visit(RowView::packed(version.values.packed()), version);
-        }
+        chain.for_each_exact(visit)
     }
 
     fn exact_tag(exact: &SharedVersion) -> u64 {
@@ -569,9 +644,7 @@ impl VersionStorage for AppendStorage {
         snapshot: &Snapshot<'_>,
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
-        let chain = row.read();
-        let seen = chain.is_read_by(exact, snapshot).then(|| lend(exact));
-        (reader(seen.flatten()), ReadCost::default())
+        row.read().read_exact(exact, snapshot, reader)
     }
 }
 
@@ -720,10 +793,10 @@ impl ChainEdit for AppendChain {
 /// before it. Versions no reader stops at are unlinked and freed: with whole copies there
 /// is nothing to merge. Walking past the oldest version means "no row", so dropping the
 /// tail is safe whenever no snapshot stops at it.
-pub(super) fn prune_versions(head: &mut TupleVersion, active: &ActiveSnapshots) -> PruneReport {
-    prune_behind(head.commit_ts(), &mut head.next, active)
-}
-
+///
+/// [`PruneDecisions`] makes the decisions, for the deque of the append-only chains
+/// (`AppendChain::prune`) and the linked copies of time-travel ([`prune_behind`]).
+///
 /// What [`PruneDecisions::decide`] says of one version.
 pub(super) enum Decision {
     Keep,
@@ -733,8 +806,8 @@ pub(super) enum Decision {
     DropRest,
 }
 
-/// Steam's EPO over one chain's versions behind the newest, newest first (see
-/// [`prune_versions`]), whatever holds them.
+/// Steam's EPO over one chain's versions behind the newest, newest first (see the notes
+/// above [`Decision`]), whatever holds them.
 pub(super) struct PruneDecisions<'a> {
     /// Readers newest first: the horizon (standing for every snapshot that can still
     /// begin), then the active snapshots.

@@ -12,6 +12,7 @@ use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
 
+use crate::row::NonInline;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
@@ -38,7 +39,11 @@ fn value_of<V: VersionStorage>(row: &V::Row, start_ts: u64) -> Option<i64> {
 /// A committed row `(1, initial)` with its insert stamped at timestamp 1; the clock at 2.
 fn committed_row<V: VersionStorage>(initial: i64) -> (Arc<V::Row>, Arc<AtomicU64>) {
     let inserter = Arc::new(TxnShared::new());
-    let (row, _) = V::new_row(&[Value::U64(1), Value::I64(initial)], &inserter);
+    let (row, _) = V::new_row(
+        &[Value::U64(1), Value::I64(initial)],
+        &inserter,
+        NonInline::Packed,
+    );
     inserter.mark_committing();
     inserter.mark_committed(1);
     V::stamp(&row, &inserter, 1);
@@ -62,7 +67,7 @@ fn update_and_commit<V: VersionStorage>(
         obsolete_below: 0,
     };
     let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
-    match V::write(row, &snapshot, intent, &owner) {
+    match V::write(row, &snapshot, intent, &owner, NonInline::Packed) {
         WriteResult::Installed { mut chain, .. } => {
             if let Some(active) = prune_with {
                 chain.prune(active);

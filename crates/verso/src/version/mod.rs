@@ -129,6 +129,29 @@ pub(crate) enum WriteResult<G> {
     RowGone,
 }
 
+impl WriteResult<()> {
+    /// This outcome, with `chain` (the latched chain it was reached under) as the guard an
+    /// installed write keeps.
+    pub(crate) fn with_chain<G>(self, chain: G) -> WriteResult<G> {
+        match self {
+            WriteResult::Installed {
+                chain: (),
+                new_record,
+                created,
+                replaced,
+            } => WriteResult::Installed {
+                chain,
+                new_record,
+                created,
+                replaced,
+            },
+            WriteResult::Conflict => WriteResult::Conflict,
+            WriteResult::Refused(refusal) => WriteResult::Refused(refusal),
+            WriteResult::RowGone => WriteResult::RowGone,
+        }
+    }
+}
+
 /// The write rules every storage applies to the newest version of a row, under its
 /// exclusive latch: `None` if the write may go ahead, else the refusal to return.
 ///

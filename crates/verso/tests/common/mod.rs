@@ -12,12 +12,12 @@ use verso::{
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
-/// storage it supports ('coop' only over append-o2n), physical index pointers over
-/// append-n2o under every collector that storage supports, long values copied and shared
+/// storage it supports ('coop' only over append-o2n), physical index pointers over both
+/// append-only orders under every collector each supports, long values copied and shared
 /// out of line over every storage, and HyPer's one-version-at-a-time removal, under the
-/// default protocol; and every other protocol over
-/// every storage and over physical pointers (under Steam) and every collector (over delta
-/// storage, or the one it needs).
+/// default protocol; and every other protocol over every storage, over physical pointers
+/// on both orders (under Steam) and every collector (over delta storage, or the one it
+/// needs).
 pub fn all_configurations() -> Vec<Options> {
     let mut all = si_configurations();
     for protocol in ConcurrencyControl::ALL.into_iter().skip(1) {
@@ -29,6 +29,7 @@ pub fn all_configurations() -> Vec<Options> {
             );
         }
         all.push(physical_pointers().concurrency_control(protocol));
+        all.push(physical_o2n_pointers().concurrency_control(protocol));
         for gc in GarbageCollector::ALL.into_iter().skip(1) {
             all.push(
                 Options::default()
@@ -102,6 +103,15 @@ pub fn si_configurations() -> Vec<Options> {
             .filter(|gc| gc.required_storage().is_none())
             .map(|gc| physical_pointers().garbage_collector(gc)),
     );
+    all.extend(
+        GarbageCollector::ALL
+            .into_iter()
+            .filter(|gc| {
+                gc.required_storage()
+                    .is_none_or(|s| s == VersionStorageKind::AppendOldestToNewest)
+            })
+            .map(|gc| physical_o2n_pointers().garbage_collector(gc)),
+    );
     // Long values out of line (Wu et al. §4.1), copied and shared, over every storage, and
     // shared under physical pointers (whose versions entries hold).
     for storage in VersionStorageKind::ALL {
@@ -121,6 +131,13 @@ pub fn si_configurations() -> Vec<Options> {
             .version_removal(verso::VersionRemoval::OneVersionAtATime),
     );
     all
+}
+
+/// Physical index pointers over append-only storage, oldest to newest.
+pub fn physical_o2n_pointers() -> Options {
+    Options::default()
+        .version_storage(VersionStorageKind::AppendOldestToNewest)
+        .index_pointers(IndexPointers::Physical)
 }
 
 /// Physical index pointers over the storage they need (append-only, newest to oldest).

@@ -864,12 +864,22 @@ fn fig16(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             verdicts,
         ));
     }
-    let rows = YcsbWorkload::new(base)?.describe();
+    let rows = YcsbWorkload::new(YcsbConfig {
+        read_ratio: super::FIG7_MIXES[0].0,
+        ..base
+    })?
+    .describe();
     Ok(size.reproduction(
         &FIG16,
         "YCSB, 10 million rows, theta 0.2, 10 operations of one attribute each, 40 threads; \
          MVTO, append-only N2O, time-travel and delta, 1-20 separate memory spaces",
-        storages_setup(&size, &format!("{rows}; memory spaces {}", theta_list(xs))),
+        storages_setup(
+            &size,
+            &format!(
+                "{rows} (and 20% reads: update-intensive); memory spaces {}",
+                theta_list(xs)
+            ),
+        ),
         panels,
         vec![
             "A memory space is a segregated-fit allocator behind one mutex (a free list per \

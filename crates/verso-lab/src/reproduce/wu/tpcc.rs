@@ -73,9 +73,6 @@ struct System {
     differs: Option<&'static str>,
 }
 
-const O2N_PHYSICAL: &str = "logical pointers (Table 1: physical); Verso's physical pointers \
-                            need append-n2o (docs/configurations.md)";
-
 /// Table 1, in the paper's order.
 fn systems() -> [System; 8] {
     use ConcurrencyControl::{Mv2pl, Mvocc};
@@ -97,8 +94,8 @@ fn systems() -> [System; 8] {
             Mv2pl,
             AppendOldestToNewest,
             Vacuum,
-            Logical,
-            Some(O2N_PHYSICAL),
+            Physical,
+            None,
         ),
         system(
             "hyrise",
@@ -113,8 +110,8 @@ fn systems() -> [System; 8] {
             Mvocc,
             AppendOldestToNewest,
             Cooperative,
-            Logical,
-            Some(O2N_PHYSICAL),
+            Physical,
+            None,
         ),
         system(
             "memsql",
