@@ -187,7 +187,7 @@ pub struct CommonArgs {
     pub protocol: ConcurrencyControl,
     /// What secondary-index entries point at: logical (the row; the default) or physical
     /// (each exact version, which every new version adds to every index; needs
-    /// --storage append-n2o).
+    /// --storage append-n2o or append-o2n).
     #[arg(long, value_parser = parse_index_pointers, default_value = "logical")]
     pub index_pointers: IndexPointers,
     /// How rows store Text and Bytes values of 64 bytes or more (Wu et al. §4.1's

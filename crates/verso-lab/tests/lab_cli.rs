@@ -10,6 +10,23 @@ fn verso(args: &[&str]) -> std::process::Output {
         .expect("the verso binary runs")
 }
 
+/// Runs `verso` with `args` and `--json FILE`, checks that it succeeded (else shows what it
+/// printed, under `what`), and returns the JSON it wrote.
+fn run_to_json(what: &str, args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let mut args = args.to_vec();
+    args.extend(["--json", json.to_str().expect("utf-8 path")]);
+    let output = verso(&args);
+    assert!(
+        output.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid")
+}
+
 #[test]
 fn a_tiny_compared_run_prints_the_summary_and_writes_json_and_a_report() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -60,30 +77,21 @@ fn a_tiny_compared_run_prints_the_summary_and_writes_json_and_a_report() {
 
 #[test]
 fn storage_selects_the_version_storage_of_every_compared_configuration() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("out.json");
-    let output = verso(&[
-        "tpcc",
-        "--tiny",
-        "--duration",
-        "0.3",
-        "--storage",
-        "append-n2o",
-        "--compare",
-        "steam,watermark",
-        "--in-process",
-        "--quiet",
-        "--json",
-        json.to_str().expect("utf-8 path"),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let parsed = run_to_json(
+        "storage",
+        &[
+            "tpcc",
+            "--tiny",
+            "--duration",
+            "0.3",
+            "--storage",
+            "append-n2o",
+            "--compare",
+            "steam,watermark",
+            "--in-process",
+            "--quiet",
+        ],
     );
-    let parsed: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
     let runs = parsed["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2);
     for (run, gc) in runs.iter().zip(["steam", "watermark"]) {
@@ -103,32 +111,23 @@ fn non_inline_selects_how_long_values_are_stored() {
         ("copied", "delta"),
         ("shared", "append-o2n"),
     ] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let json = dir.path().join("out.json");
-        let output = verso(&[
-            "ycsb",
-            "--tiny",
-            "--field-bytes",
-            "100",
-            "--duration",
-            "0.3",
-            "--storage",
-            storage,
-            "--non-inline",
+        let parsed = run_to_json(
             policy,
-            "--in-process",
-            "--quiet",
-            "--json",
-            json.to_str().expect("utf-8 path"),
-        ]);
-        assert!(
-            output.status.success(),
-            "{policy}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            &[
+                "ycsb",
+                "--tiny",
+                "--field-bytes",
+                "100",
+                "--duration",
+                "0.3",
+                "--storage",
+                storage,
+                "--non-inline",
+                policy,
+                "--in-process",
+                "--quiet",
+            ],
         );
-        let parsed: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
         let run = &parsed["runs"][0];
         let design = run["configuration"]["design"].as_str().expect("design");
         assert!(design.starts_with(storage), "{design}");
@@ -144,32 +143,23 @@ fn non_inline_selects_how_long_values_are_stored() {
 /// their allocator); the design says how many.
 #[test]
 fn memory_spaces_select_the_spaces_the_version_storage_allocates_from() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let json = dir.path().join("out.json");
-    let output = verso(&[
-        "ycsb",
-        "--tiny",
-        "--duration",
-        "0.3",
-        "--workers",
-        "2",
-        "--storage",
-        "append-n2o",
-        "--memory-spaces",
-        "2",
-        "--in-process",
-        "--quiet",
-        "--json",
-        json.to_str().expect("utf-8 path"),
-    ]);
-    assert!(
-        output.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    let parsed = run_to_json(
+        "memory spaces",
+        &[
+            "ycsb",
+            "--tiny",
+            "--duration",
+            "0.3",
+            "--workers",
+            "2",
+            "--storage",
+            "append-n2o",
+            "--memory-spaces",
+            "2",
+            "--in-process",
+            "--quiet",
+        ],
     );
-    let parsed: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
     let run = &parsed["runs"][0];
     let design = run["configuration"]["design"].as_str().expect("design");
     assert!(design.ends_with("/spaces-2"), "{design}");
@@ -186,30 +176,21 @@ fn protocol_selects_the_concurrency_control_of_the_run() {
         ("ssn", "si+ssn"),
         ("mvocc", "mvocc"),
     ] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let json = dir.path().join("out.json");
-        let output = verso(&[
-            "tpcc",
-            "--tiny",
-            "--duration",
-            "0.3",
-            "--workers",
-            "2",
-            "--protocol",
+        let parsed = run_to_json(
             name,
-            "--in-process",
-            "--quiet",
-            "--json",
-            json.to_str().expect("utf-8 path"),
-        ]);
-        assert!(
-            output.status.success(),
-            "{name}: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            &[
+                "tpcc",
+                "--tiny",
+                "--duration",
+                "0.3",
+                "--workers",
+                "2",
+                "--protocol",
+                name,
+                "--in-process",
+                "--quiet",
+            ],
         );
-        let parsed: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
         let run = &parsed["runs"][0];
         let design = run["configuration"]["design"].as_str().expect("design");
         assert!(design.ends_with(&format!("/{engine_name}")), "{design}");

@@ -36,7 +36,8 @@
 //! Physical index pointers (Wu et al. §6.2): the chain holds its versions through `Arc`s
 //! (the head, then a deque of the older ones, newest first: the links live in the chain,
 //! not in the versions, so that a version an index entry shares never needs changing to
-//! unlink another). Under physical pointers every secondary index has an entry per version
+//! unlink another; `append_o2n.rs` walks the same chain from its oldest end, so both orders
+//! have physical pointers). Under physical pointers every secondary index has an entry per version
 //! that holds the exact version ([`VersionStorage::Exact`]); an unlinked version is freed
 //! once nothing holds it: its entries are removed with it, but the ordered index (scc)
 //! drops a removed entry's value only when it rewrites the entry's leaf. Invariants:
@@ -61,7 +62,7 @@ use crate::version::{
     Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
-/// A version of the N2O chain, shared with the index entries that point at it exactly
+/// A version of an append-only chain, shared with the index entries that point at it exactly
 /// (physical pointers). A `std` `Arc` even under loom: only its unsizing coercion is
 /// needed, and the version's own state is synchronized by the row's latch.
 pub(crate) type SharedVersion = std::sync::Arc<TupleVersion>;
@@ -104,8 +105,8 @@ pub(crate) struct TupleVersion<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// on a head; cleared under the shared latch by the stamp (hence atomic) or under the
     /// exclusive latch when a writer covers the version or the insert rolls back.
     pub(super) insert_record: AtomicBool,
-    /// The next version in a linked chain (O2N, time-travel); always `None` in the N2O
-    /// chain, which keeps its versions in a deque.
+    /// The next version in time-travel's linked copies; always `None` in the append-only
+    /// chains, which keep their versions in a deque.
     pub(super) next: Option<Box<TupleVersion>>,
     /// All the row's values (a tombstone keeps the values of the row it deleted). Last,
     /// because it holds the unsized tail.
@@ -121,8 +122,8 @@ pub(super) enum NewValues<'a> {
     Copied(PackedRef<'a>, &'a [(usize, Value)], NonInline),
 }
 
-/// How a chain holds its versions: `Box` in the linked chains, [`SharedVersion`] in the
-/// N2O chain. Built from a version with a sized tail, then unsized.
+/// How a chain holds its versions: `Box` in time-travel's linked copies,
+/// [`SharedVersion`] in the append-only chains. Built from a version with a sized tail, then unsized.
 pub(super) trait HeldVersion: Sized {
     fn hold<const N: usize>(version: TupleVersion<[u8; N]>) -> Self;
 }
@@ -383,9 +384,18 @@ impl AppendChain {
         std::iter::once(&self.head).chain(self.older.iter())
     }
 
-    /// The versions, oldest first.
-    pub(super) fn versions_oldest_first(&self) -> impl Iterator<Item = &SharedVersion> {
-        self.older.iter().rev().chain(std::iter::once(&self.head))
+    /// The number of versions, the newest included.
+    pub(super) fn len(&self) -> usize {
+        self.older.len() + 1
+    }
+
+    /// The `n`-th version from the oldest (`0`: the oldest; `len() - 1`: the newest).
+    pub(super) fn nth_oldest(&self, n: usize) -> &SharedVersion {
+        debug_assert!(n < self.len());
+        match self.older.len().checked_sub(n + 1) {
+            Some(back) => &self.older[back],
+            None => &self.head,
+        }
     }
 
     pub(super) fn dead(&self) -> bool {

@@ -12,8 +12,9 @@
 //! no version links to another: a version is unlinked without changing its neighbours,
 //! which is what lets index entries hold exact versions (physical pointers, Wu et al. §6.2)
 //! over this order too. What makes it O2N is the order every walk takes: readers, writers
-//! and stamps start at the oldest and step forward through each version (reading its
-//! header, as following a link would), and the collector works at the front.
+//! and stamps start at the oldest and step forward through each version, each step
+//! waiting for the version's header as following a link would ([`O2nChain::walk`]), and
+//! the collector works at the front.
 //!
 //! Definitions, as in [`super::append`] with the order reversed (`V_0` oldest ... `V_n`
 //! newest): a snapshot `S` sees the last version it can see; the versions it can see form a
@@ -54,17 +55,37 @@ pub(crate) struct O2nChain {
     versions: AppendChain,
 }
 
+/// A value no version's timestamp takes (timestamps are at most `MAX_TIMESTAMP`, 2^62 - 1,
+/// or `UNSTAMPED`, u64::MAX): see [`O2nChain::walk`].
+const NO_TIMESTAMP: u64 = u64::MAX - 1;
+
 impl O2nChain {
-    /// The newest version, reached as O2N reaches it: a walk from the oldest through every
-    /// version (each one's header read on the way, as a link would be).
+    /// The versions from the oldest, as a walk along links meets them: each step reads the
+    /// version's header (its timestamp) and only then finds the next version, whose
+    /// position is made to depend on that read (it adds `ts == NO_TIMESTAMP`, always 0),
+    /// so the processor cannot fetch the next header before this one has arrived, just as
+    /// when the next address is read from a link in this version. The versions sit in a
+    /// deque so that none links another (module notes); without the dependency a long
+    /// walk would overlap the cache misses a linked O2N walk takes one after the other,
+    /// which is the cost Wu et al. measure.
+    fn walk(&self) -> impl Iterator<Item = &SharedVersion> {
+        let count = self.versions.len();
+        let mut position = 0;
+        std::iter::from_fn(move || {
+            if position >= count {
+                return None;
+            }
+            let version = self.versions.nth_oldest(position);
+            let ts = version.ts.load(Ordering::Relaxed);
+            debug_assert_ne!(ts, NO_TIMESTAMP);
+            position += 1 + usize::from(ts == NO_TIMESTAMP);
+            Some(version)
+        })
+    }
+
+    /// The newest version, reached as O2N reaches it: a walk from the oldest.
     fn walk_to_newest(&self) -> &SharedVersion {
-        let mut newest = None;
-        for version in self.versions.versions_oldest_first() {
-            // The walk's step: the version's header is touched, as following its link is.
-            std::hint::black_box(version.ts.load(Ordering::Relaxed));
-            newest = Some(version);
-        }
-        newest.expect("a chain always has a version")
+        self.walk().last().expect("a chain always has a version")
     }
 }
 
@@ -115,7 +136,7 @@ impl VersionStorage for AppendO2nStorage {
         // newest, reached at the end, is not).
         let mut walked = 0;
         let mut seen: Option<&SharedVersion> = None;
-        for version in chain.versions.versions_oldest_first() {
+        for version in chain.walk() {
             if !version.visible_to(snapshot) {
                 break;
             }
@@ -161,8 +182,7 @@ impl VersionStorage for AppendO2nStorage {
         // owner's state said committed, or a pruner dropped it: look for it, from the
         // oldest.
         let chain = row.read();
-        let versions = &chain.versions;
-        versions.stamp_in(versions.versions_oldest_first(), owner, commit_ts)
+        chain.versions.stamp_in(chain.walk(), owner, commit_ts)
     }
 
     fn cc_word(row: &O2nRow) -> &AtomicU64 {
