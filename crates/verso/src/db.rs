@@ -575,8 +575,12 @@ impl Options {
                     crate::MAX_MEMORY_SPACES
                 ));
             }
-            if !cfg!(unix) {
-                return refuse("memory spaces reserve their region with mmap (Unix only)".into());
+            if !cfg!(target_os = "linux") {
+                return refuse(
+                    "memory spaces run on Linux only (their region is reserved with mmap, and \
+                     their locks must never allocate)"
+                        .into(),
+                );
             }
             if !crate::memory_spaces_installed() {
                 return refuse(

@@ -29,8 +29,9 @@
 //! - `dealloc` gets the layout `alloc` got (the `GlobalAlloc` contract), so the block's
 //!   class is its size's class.
 //! - Nothing here allocates through the global allocator (the spaces are statics, the
-//!   region comes from `mmap`, the mutexes are `std`'s futex-based ones), so the allocator
-//!   never re-enters itself.
+//!   region comes from `mmap`, the mutexes are `std`'s futex-based ones on Linux, the only
+//!   platform spaces run on: elsewhere `std`'s mutex may allocate on first lock), so the
+//!   allocator never re-enters itself.
 //!
 //! This module holds the `unsafe` of the allocator; each block is listed with its invariant
 //! in `docs/unsafe.md`.
@@ -48,7 +49,11 @@ pub const CHUNK_BYTES: usize = 512 * 1024;
 pub const MAX_MEMORY_SPACES: usize = 64;
 /// Address space reserved for all spaces together (virtual; pages are committed as they are
 /// first touched). Allocations beyond it fall back to the wrapped allocator.
+#[cfg(target_pointer_width = "64")]
 pub const REGION_BYTES: usize = 64 << 30;
+/// Address space reserved for all spaces together (a 32-bit target has little to spare).
+#[cfg(not(target_pointer_width = "64"))]
+pub const REGION_BYTES: usize = 256 << 20;
 const MAX_CHUNKS: usize = REGION_BYTES / CHUNK_BYTES;
 /// The largest block a size class holds; larger allocations go to the wrapped allocator.
 pub const MAX_CLASS_BYTES: usize = 8192;
@@ -212,7 +217,7 @@ fn region() -> Option<usize> {
     }
 }
 
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn reserve_region() -> Option<usize> {
     // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches
     // no existing memory; MAP_NORESERVE keeps the reservation out of the commit charge, so
@@ -230,7 +235,7 @@ fn reserve_region() -> Option<usize> {
     (address != libc::MAP_FAILED).then_some(address as usize)
 }
 
-#[cfg(not(unix))]
+#[cfg(not(target_os = "linux"))]
 fn reserve_region() -> Option<usize> {
     None
 }
@@ -275,6 +280,8 @@ fn allocate_block(space: usize, class: usize) -> Option<usize> {
         block
     };
     state.blocks_in_use += 1;
+    // Checked with the mutex released: a failed assertion allocates as it panics.
+    drop(state);
     debug_assert_eq!(block % BLOCK_ALIGN, 0);
     debug_assert_eq!(space_of_address(block), Some(space));
     Some(block)
@@ -350,6 +357,28 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for MemorySpaces<A> {
             // SAFETY: not in the region, so `inner` allocated it, with this layout.
             None => unsafe { self.inner.dealloc(ptr, layout) },
         }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller promises `new_size`, rounded up to `layout.align()`, does not
+        // overflow `isize` (the `GlobalAlloc::realloc` contract), which is what a layout needs.
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        if space_of_address(ptr.expose_provenance()).is_none() && space_for(new_layout).is_none() {
+            // Neither the old block nor the new one is a space's: `inner` may grow in place.
+            // SAFETY: `inner` allocated `ptr` with `layout` (it is outside the region).
+            return unsafe { self.inner.realloc(ptr, layout, new_size) };
+        }
+        // SAFETY: as in `alloc`; `new_layout` is valid (above).
+        let new = unsafe { self.alloc(new_layout) };
+        if !new.is_null() {
+            // SAFETY: both blocks hold at least the bytes copied, and they are distinct
+            // allocations; `ptr` was allocated with `layout` by this allocator.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+        }
+        new
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -446,6 +475,50 @@ mod tests {
             usage.chunks,
             "reused, not grown"
         );
+    }
+
+    /// Space 62 is this test's alone.
+    #[test]
+    fn realloc_keeps_the_bytes_between_the_spaces_and_the_wrapped_allocator() {
+        if region().is_none() {
+            return;
+        }
+        let allocator = MemorySpaces::new(std::alloc::System);
+        let small = Layout::from_size_align(40, 8).expect("layout");
+        let fill = |ptr: *mut u8, len: usize| {
+            // SAFETY: `ptr` holds at least `len` bytes the test allocated.
+            unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, b)| *b = i as u8);
+        };
+        let check = |ptr: *mut u8, len: usize| {
+            // SAFETY: as in `fill`.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+            assert!(bytes.iter().enumerate().all(|(i, b)| *b == i as u8));
+        };
+        let in_space = |ptr: *mut u8| space_of_address(ptr as usize);
+        // SAFETY: every pointer is this allocator's, freed once, with the layout it has.
+        unsafe {
+            // Outside any space: the wrapped allocator's, grown by its own realloc.
+            let outside = allocator.alloc(small);
+            assert_eq!(in_space(outside), None);
+            fill(outside, 40);
+            let grown = allocator.realloc(outside, small, 100);
+            assert_eq!(in_space(grown), None);
+            check(grown, 40);
+            // Grown while a space is set: moved into the space, bytes kept.
+            let _space = allocate_in(Some(MAX_MEMORY_SPACES as u16 - 2));
+            let moved = allocator.realloc(grown, Layout::from_size_align(100, 8).unwrap(), 300);
+            assert_eq!(in_space(moved), Some(MAX_MEMORY_SPACES - 2));
+            check(moved, 40);
+            // Beyond the classes: back to the wrapped allocator, bytes kept.
+            let large = allocator.realloc(moved, Layout::from_size_align(300, 8).unwrap(), 9000);
+            assert_eq!(in_space(large), None);
+            check(large, 40);
+            allocator.dealloc(large, Layout::from_size_align(9000, 8).unwrap());
+        }
+        assert_eq!(memory_space_usage()[MAX_MEMORY_SPACES - 2].blocks_in_use, 0);
     }
 
     #[test]

@@ -859,9 +859,14 @@ impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
     /// says whether any of them is out of line. The values replaced give back their
     /// out-of-line counts first.
     fn store(&mut self, total: usize, fill: impl FnOnce(&mut [u8]) -> bool) {
+        let len = u32::try_from(total).expect("rows are far below 4 GiB");
         if self.out_of_line {
             release_all(self.bytes(), self.arity());
+            // The old bytes' descriptors own nothing now: leave no bytes to read them from,
+            // in case `fill` panics (a read then panics on the missing column instead).
             self.out_of_line = false;
+            self.len = 0;
+            self.spilled = None;
         }
         let inline = self.inline.as_mut();
         if total <= inline.len() {
@@ -872,7 +877,7 @@ impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
             self.out_of_line = fill(&mut heap);
             self.spilled = Some(heap.into_boxed_slice());
         }
-        self.len = u32::try_from(total).expect("rows are far below 4 GiB");
+        self.len = len;
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
@@ -980,13 +985,11 @@ impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
     /// Replaces the values with `row`'s, taking over its out-of-line counts.
     fn take_row(&mut self, mut row: PackedRow) {
         debug_assert_eq!(row.arity(), self.arity());
-        let out_of_line = row.out_of_line;
         self.store(row.bytes().len(), |bytes| {
             bytes.copy_from_slice(row.bytes());
-            out_of_line
+            // The counts move with the descriptors: `row` must not give them back.
+            std::mem::replace(&mut row.out_of_line, false)
         });
-        // The counts moved with the descriptors: `row` must not give them back.
-        row.out_of_line = false;
     }
 
     /// Applies `changes` (the last assignment of a column wins), new values stored as
