@@ -744,17 +744,9 @@ impl<'a> PackedRef<'a> {
         PackedRow::build(self.arity(), |i| changed_cell(self, changes, i), non_inline)
     }
 
-    /// Bytes the packed form of these values with `changes` applied takes.
-    pub(crate) fn len_with_changes(
-        self,
-        changes: &'a [(usize, Value)],
-        non_inline: NonInline,
-    ) -> usize {
-        packed_len(
-            self.arity(),
-            &|i| changed_cell(self, changes, i),
-            non_inline,
-        )
+    /// Bytes the packed values take.
+    pub(crate) fn len_bytes(&self) -> usize {
+        self.bytes.len()
     }
 
     /// How many rows hold the out-of-line value of column `index` (tests check sharing).
@@ -823,17 +815,28 @@ impl<const N: usize> InPlaceRow<[u8; N]> {
     }
 
     /// `packed` with `changes` applied, in a tail of `N` bytes: the new version of an
-    /// update, packed once (unchanged out-of-line values shared or copied as they are).
+    /// update. Values with nothing out of line are copied whole and changed in place (one
+    /// memcpy, then the changes: no column-by-column repacking of a wide row); values with
+    /// out-of-line columns are packed once, each unchanged one shared or copied as its tag
+    /// says (a copy and a repack would take its count twice).
     pub(crate) fn changed<'v>(
         packed: PackedRef<'v>,
         changes: &'v [(usize, Value)],
         non_inline: NonInline,
     ) -> Self {
-        Self::build(
-            packed.arity(),
-            |i| changed_cell(packed, changes, i),
-            non_inline,
-        )
+        if packed.out_of_line {
+            return Self::build(
+                packed.arity(),
+                |i| changed_cell(packed, changes, i),
+                non_inline,
+            );
+        }
+        let mut row = Self::empty(packed.arity());
+        row.set_packed(packed);
+        if !changes.is_empty() {
+            row.apply_changes(changes, non_inline);
+        }
+        row
     }
 }
 

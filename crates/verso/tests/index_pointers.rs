@@ -75,6 +75,14 @@ fn verso_items(_txn: &verso::Transaction<'_>) -> verso::TableId {
     ITEMS_ID.with(|id| id.get().expect("create_items ran"))
 }
 
+/// A database of `options` with the items table, whose id the helpers above find.
+fn open_with_items(options: &Options) -> (Database, verso::TableId) {
+    let db = open(options);
+    let table = create_items(&db);
+    ITEMS_ID.with(|id| id.set(Some(table)));
+    (db, table)
+}
+
 thread_local! {
     static ITEMS_ID: std::cell::Cell<Option<verso::TableId>> = const { std::cell::Cell::new(None) };
 }
@@ -116,9 +124,7 @@ fn physical_pointers_are_refused_with_every_storage_but_append_only() {
 #[test]
 fn every_new_version_gets_an_entry_in_every_secondary_index_under_physical_pointers() {
     for options in both_schemes() {
-        let db = open(&options);
-        let table = create_items(&db);
-        ITEMS_ID.with(|id| id.set(Some(table)));
+        let (db, table) = open_with_items(&options);
         commit_rows(
             &db,
             table,
@@ -172,10 +178,8 @@ fn every_new_version_gets_an_entry_in_every_secondary_index_under_physical_point
 #[test]
 fn each_snapshot_finds_a_row_under_exactly_the_key_its_version_has() {
     for options in both_schemes() {
-        let db = open(&options);
+        let (db, table) = open_with_items(&options);
         let design = db.design();
-        let table = create_items(&db);
-        ITEMS_ID.with(|id| id.set(Some(table)));
         commit_rows(
             &db,
             table,
@@ -232,10 +236,8 @@ fn each_snapshot_finds_a_row_under_exactly_the_key_its_version_has() {
 #[test]
 fn a_rollback_leaves_no_entry_of_the_versions_it_undid() {
     for options in both_schemes() {
-        let db = open(&options);
+        let (db, table) = open_with_items(&options);
         let design = db.design();
-        let table = create_items(&db);
-        ITEMS_ID.with(|id| id.set(Some(table)));
         commit_rows(&db, table, &[item("eu", 1, 10, "ann")]);
         let mut txn = db.begin(Isolation::Snapshot);
         txn.update(

@@ -148,9 +148,8 @@ pub(super) fn allocate_version<P: HeldVersion>(
 ) -> P {
     let needed = match &values {
         NewValues::Given(values, non_inline) => row::packed_len_of(values, *non_inline),
-        NewValues::Copied(packed, changes, non_inline) => {
-            packed.len_with_changes(changes, *non_inline)
-        }
+        // An update usually keeps the row's size: size the tail for the values copied.
+        NewValues::Copied(packed, _, _) => packed.len_bytes(),
     };
     macro_rules! smallest_fitting {
         ($($class:literal)*) => {

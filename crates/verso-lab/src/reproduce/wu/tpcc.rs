@@ -369,28 +369,31 @@ fn fig24(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let throughput = bars(
-            FigureSpec {
-                key: &format!("fig24_{key}"),
-                title: &format!("TPC-C commits/s, {contention} ({warehouses} warehouses)"),
-                x_label: &x_label,
-                y_label: "commits/s (mean)",
-                log_x: false,
-            },
-            &points,
-            &names,
+        let panel_bars =
+            |figure: &str, what: &str, y_label: &str, metric: fn(&RunResult) -> f64| {
+                bars(
+                    FigureSpec {
+                        key: &format!("{figure}_{key}"),
+                        title: &format!("{what}, {contention} ({warehouses} warehouses)"),
+                        x_label: &x_label,
+                        y_label,
+                        log_x: false,
+                    },
+                    &points,
+                    &names,
+                    metric,
+                )
+            };
+        let throughput = panel_bars(
+            "fig24",
+            "TPC-C commits/s",
+            "commits/s (mean)",
             commits_per_second,
         );
-        let scan = bars(
-            FigureSpec {
-                key: &format!("fig25_{key}"),
-                title: &format!("StockScan latency, {contention} ({warehouses} warehouses)"),
-                x_label: &x_label,
-                y_label: "ms per scan (mean)",
-                log_x: false,
-            },
-            &points,
-            &names,
+        let scan = panel_bars(
+            "fig25",
+            "StockScan latency",
+            "ms per scan (mean)",
             scan_latency_ms,
         );
         let of = |name: &str| {
