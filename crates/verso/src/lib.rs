@@ -69,7 +69,7 @@ pub use memory_spaces::{
     MAX_CLASS_BYTES, MAX_MEMORY_SPACES,
 };
 pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
-pub use schema::{ColumnMask, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
+pub use schema::{ColumnMask, PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
 pub use value::{ColumnType, Value};
 

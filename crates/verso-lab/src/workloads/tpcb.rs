@@ -26,7 +26,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
+use verso::{ColumnType, Database, Isolation, KeyRange, PrimaryKeyIndex, Schema, TableId, Value};
 
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
@@ -197,7 +197,9 @@ impl Workload for TpcbWorkload {
                 .column("delta", ColumnType::I64)
                 .column("mtime", ColumnType::I64)
                 .column("filler", ColumnType::Text)
-                .primary_key(&["hid"]),
+                .primary_key(&["hid"])
+                // Only inserted, never looked up (pgbench's history has no key at all).
+                .primary_key_index(PrimaryKeyIndex::OrderedOnly),
         )?;
         let c = &self.config;
         progress.set_total(c.branches() + c.tellers() + c.accounts());

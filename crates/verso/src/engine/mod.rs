@@ -204,9 +204,10 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             });
         }
         let secondary = schema.indexes.iter().map(|_| OrderedIndex::new()).collect();
+        let primary = PrimaryIndex::new(schema.primary_key_index);
         let table = Table {
             schema,
-            primary: PrimaryIndex::new(),
+            primary,
             secondary,
             physical_pointers: self.index_pointers == crate::IndexPointers::Physical,
             non_inline: self.non_inline,

@@ -13,6 +13,7 @@ use scc::{Guard, TreeIndex};
 use super::hashed::HashedIndex;
 
 use crate::key::Key;
+use crate::schema::PrimaryKeyIndex;
 
 /// Ordered iteration, as scans use it (both index kinds offer it).
 pub(crate) trait RangeScan<V> {
@@ -49,6 +50,12 @@ impl<V: Clone + Send + Sync + 'static> OrderedIndex<V> {
     /// Removes `key` if its value satisfies `condition`.
     pub(crate) fn remove_if(&self, key: &[u8], condition: impl FnMut(&V) -> bool) -> bool {
         self.map.remove_if_sync(&Key::from_bytes(key), condition)
+    }
+
+    /// A clone of the value under `key`.
+    pub(crate) fn get(&self, key: &[u8]) -> Option<V> {
+        self.map
+            .peek_with(&Key::from_bytes(key), |_, value| value.clone())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -112,22 +119,24 @@ impl<V: Clone + Send + Sync + 'static> RangeScan<V> for OrderedIndex<V> {
     }
 }
 
-/// The primary-key index: a hash index for point lookups beside the ordered index for scans.
+/// The primary-key index: the ordered index for scans and, unless the table chose
+/// [`PrimaryKeyIndex::OrderedOnly`], a hash index beside it for point lookups.
 ///
-/// Invariant: the hash index decides uniqueness (an insert goes there first and into the
-/// ordered index only if it won), and a key leaves the ordered index before the hash index,
-/// both under the row's exclusive latch. So a row that a scan finds is always found by a
-/// point lookup; a row being inserted may be found by a lookup a moment before a scan sees
-/// it, but it is uncommitted then and invisible to both.
+/// Invariant: with a hash index, the hash index decides uniqueness (an insert goes there
+/// first and into the ordered index only if it won), and a key leaves the ordered index
+/// before the hash index, both under the row's exclusive latch. So a row that a scan finds
+/// is always found by a point lookup; a row being inserted may be found by a lookup a moment
+/// before a scan sees it, but it is uncommitted then and invisible to both. Without one, the
+/// ordered index alone decides and answers everything.
 pub(crate) struct PrimaryIndex<V: Clone + Send + Sync + 'static> {
-    hashed: HashedIndex<V>,
+    hashed: Option<HashedIndex<V>>,
     ordered: OrderedIndex<V>,
 }
 
 impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(kind: PrimaryKeyIndex) -> Self {
         PrimaryIndex {
-            hashed: HashedIndex::new(),
+            hashed: (kind == PrimaryKeyIndex::HashAndOrdered).then(HashedIndex::new),
             ordered: OrderedIndex::new(),
         }
     }
@@ -135,12 +144,19 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     /// Calls `read` with the value under `key` (a clone of it, so the value stays valid
     /// while `read` runs even if it is removed meanwhile, and `read` may use the index).
     pub(crate) fn with<R>(&self, key: &[u8], read: impl FnOnce(&V) -> R) -> Option<R> {
-        self.hashed.get(key).map(|value| read(&value))
+        let value = match &self.hashed {
+            Some(hashed) => hashed.get(key),
+            None => self.ordered.get(key),
+        };
+        value.map(|value| read(&value))
     }
 
     /// Inserts unless the key is present; on failure hands the value back.
     pub(crate) fn insert_if_absent(&self, key: &[u8], value: V) -> Result<(), V> {
-        self.hashed.insert_if_absent(key, value.clone())?;
+        let Some(hashed) = &self.hashed else {
+            return self.ordered.insert_if_absent(key, value);
+        };
+        hashed.insert_if_absent(key, value.clone())?;
         let inserted = self.ordered.insert_if_absent(key, value);
         debug_assert!(inserted.is_ok(), "the hash index decides uniqueness");
         Ok(())
@@ -149,20 +165,30 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
     /// Removes `key` if its value satisfies `condition`.
     pub(crate) fn remove_if(&self, key: &[u8], mut condition: impl FnMut(&V) -> bool) -> bool {
         let removed = self.ordered.remove_if(key, &mut condition);
-        let also = self.hashed.remove_if(key, condition);
+        let Some(hashed) = &self.hashed else {
+            return removed;
+        };
+        let also = hashed.remove_if(key, condition);
         debug_assert_eq!(removed, also, "both indexes hold the same keys");
         removed && also
     }
 
-    /// First stage of a prefetch: asks for the line of each key's slot, with no latch.
+    /// First stage of a prefetch: asks for the line of each key's slot, with no latch (a
+    /// tree has no slot to ask for: nothing then).
     pub(crate) fn prefetch_slot(&self, key: &[u8]) {
-        self.hashed.prefetch_slot(key);
+        if let Some(hashed) = &self.hashed {
+            hashed.prefetch_slot(key);
+        }
     }
 
     /// Second stage: calls `touch` with the value under `key`, under the index's shared
-    /// latch (`touch` must not use the index); says whether there was one.
+    /// latch (`touch` must not use the index); says whether there was one. Without a hash
+    /// index nothing is touched (a descent would cost what the prefetch is meant to hide),
+    /// and the answer is `false`.
     pub(crate) fn peek_for_prefetch(&self, key: &[u8], touch: impl FnOnce(&V)) -> bool {
-        self.hashed.peek_for_prefetch(key, touch)
+        self.hashed
+            .as_ref()
+            .is_some_and(|hashed| hashed.peek_for_prefetch(key, touch))
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -19,7 +19,7 @@
 //! keyword; CH-benCHmark's queries call it `orders` too), and HISTORY, which has no key in
 //! TPC-C, has a surrogate key column `h_seq` (see [`history`]).
 
-use verso::{ColumnType, Database, Schema, TableId};
+use verso::{ColumnType, Database, PrimaryKeyIndex, Schema, TableId};
 
 use crate::workload::LabError;
 
@@ -292,7 +292,9 @@ pub fn schemas() -> [(&'static str, Schema); 9] {
         ),
         (
             history::TABLE,
-            schema_of(history::COLUMNS, history::PRIMARY_KEY),
+            // Only inserted, never looked up: no hash index (see `PrimaryKeyIndex`).
+            schema_of(history::COLUMNS, history::PRIMARY_KEY)
+                .primary_key_index(PrimaryKeyIndex::OrderedOnly),
         ),
         (
             new_order::TABLE,
@@ -305,7 +307,10 @@ pub fn schemas() -> [(&'static str, Schema); 9] {
         ),
         (
             order_line::TABLE,
-            schema_of(order_line::COLUMNS, order_line::PRIMARY_KEY),
+            // Ten inserts per New-Order, reached by scans (Stock-Level, Order-Status,
+            // Delivery's sum) and by key only in Delivery's updates: no hash index.
+            schema_of(order_line::COLUMNS, order_line::PRIMARY_KEY)
+                .primary_key_index(PrimaryKeyIndex::OrderedOnly),
         ),
         (item::TABLE, schema_of(item::COLUMNS, item::PRIMARY_KEY)),
         (stock::TABLE, schema_of(stock::COLUMNS, stock::PRIMARY_KEY)),
