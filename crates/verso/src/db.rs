@@ -1387,6 +1387,28 @@ impl Transaction<'_> {
         on_txn!(&mut self.inner, t => t.update(table, key, changes))
     }
 
+    /// Sets the given columns (by position) of every row in `range` (see [`KeyRange`] for
+    /// prefix bounds) that this transaction sees and `choose` picks; returns how many rows
+    /// it updated. SQL's `UPDATE … SET … WHERE <key range> AND <condition>`.
+    ///
+    /// The same as scanning the range and updating each picked row by its key, with the
+    /// same rules, conflicts and errors, but each row is written through the index entry
+    /// the scan found instead of being looked up again. `choose` sees each row as
+    /// [`Transaction::scan_view`]'s visitor does (latched: it must not use the database),
+    /// all of the range before any write; it may also gather what it reads (TPC-C's
+    /// Delivery sums the lines it marks delivered). A bad assignment is refused before
+    /// anything is read or written. If a write fails (a conflict), the rows written before
+    /// it stay written until the transaction ends, as with separate updates.
+    pub fn update_range(
+        &mut self,
+        table: TableId,
+        range: KeyRange,
+        changes: &[(usize, Value)],
+        mut choose: impl FnMut(RowView<'_>) -> bool,
+    ) -> Result<usize> {
+        on_txn!(&mut self.inner, t => t.update_range(table, &range, changes, &mut choose))
+    }
+
     /// Deletes the row with this key. Returns whether it existed in this transaction's view.
     pub fn delete(&mut self, table: TableId, key: &[Value]) -> Result<bool> {
         on_txn!(&mut self.inner, t => t.delete(table, key))

@@ -1034,6 +1034,196 @@ fn long_scans_cross_batch_boundaries_in_order() {
     }
 }
 
+// ----- range updates -------------------------------------------------------------------------
+
+/// `update_range` updates exactly the rows of its range that the transaction sees and
+/// `choose` picks (own inserts in, own deletes out, rows outside the range untouched),
+/// returns their count, and leaves the table as updating each picked row by key would.
+#[test]
+fn update_range_updates_the_chosen_rows_it_sees() {
+    for (db, table) in all_with_items(&range_rows()) {
+        let d = db.design();
+        let mut txn = db.begin(Isolation::Snapshot);
+        ok!(d, txn.insert(table, &item("a", 4, 4, "own")));
+        assert!(ok!(d, txn.delete(table, &tk("a", 2))), "{d}");
+        let mut seen = Vec::new();
+        let updated = ok!(
+            d,
+            txn.update_range(
+                table,
+                KeyRange::prefix(t("a")),
+                &[(items::TAG, Value::Null), (items::SCORE, Value::I64(-1))],
+                |row| {
+                    let id = row.get(items::ID).as_u64().expect("an id");
+                    seen.push(id);
+                    id != 3
+                },
+            )
+        );
+        assert_eq!(
+            seen,
+            [1, 3, 4],
+            "{d}: the rows of the range it sees, in key order"
+        );
+        assert_eq!(updated, 2, "{d}");
+        let changed = |row: Vec<Value>| {
+            let mut row = with_score(row, -1);
+            row[items::TAG] = Value::Null;
+            row
+        };
+        let expected = vec![
+            changed(item("a", 1, 1, "a")),
+            item("a", 3, 3, "a"),
+            changed(item("a", 4, 4, "own")),
+            item("ab", 1, 1, "ab"),
+            item("b", 1, 1, "b"),
+            item("b", 2, 2, "b"),
+            item("c", 5, 5, "c"),
+        ];
+        assert_eq!(ok!(d, txn.scan(table, ..)), expected, "{d}: own view");
+        // An empty range, and a range nothing is chosen from, update nothing.
+        let none = ok!(
+            d,
+            txn.update_range(table, KeyRange::prefix(t("zz")), &[], |_| true)
+        );
+        assert_eq!(none, 0, "{d}");
+        let none = ok!(
+            d,
+            txn.update_range(
+                table,
+                KeyRange::prefix(t("b")),
+                &[(items::SCORE, Value::I64(9))],
+                |_| false
+            )
+        );
+        assert_eq!(none, 0, "{d}");
+        ok!(d, txn.commit());
+        assert_eq!(all_rows(&db, table), expected, "{d}: committed");
+        // The secondary index follows the updated score.
+        let by_score = index_rows(&db, table, items::BY_SCORE, &[Value::I64(-1)]);
+        assert_eq!(by_score.len(), 2, "{d}: {by_score:?}");
+    }
+}
+
+/// A bad assignment is refused before anything is read or written, with the error an
+/// update by key gives.
+#[test]
+fn update_range_refuses_bad_assignments_before_writing() {
+    for (db, table) in all_with_items(&range_rows()) {
+        let d = db.design();
+        let mut txn = db.begin(Isolation::Snapshot);
+        let mut visited = 0;
+        let mut try_changes = |txn: &mut Transaction<'_>, changes: &[(usize, Value)]| {
+            txn.update_range(table, KeyRange::prefix(t("a")), changes, |_| {
+                visited += 1;
+                true
+            })
+        };
+        assert_err!(
+            d,
+            try_changes(&mut txn, &[(items::ID, Value::U64(9))]),
+            Error::PrimaryKeyUpdate { .. }
+        );
+        assert_err!(
+            d,
+            try_changes(&mut txn, &[(items::SCORE, Value::from("text"))]),
+            Error::WrongType { .. }
+        );
+        assert_err!(
+            d,
+            try_changes(&mut txn, &[(items::ARITY, Value::I64(1))]),
+            Error::UnknownColumn { .. } | Error::WrongArity { .. }
+        );
+        assert_eq!(visited, 0, "{d}: nothing was read");
+        ok!(d, txn.commit());
+        assert_eq!(
+            all_rows(&db, table),
+            range_rows(),
+            "{d}: nothing was written"
+        );
+    }
+}
+
+/// A row of the range that a concurrent transaction updated and committed after this
+/// snapshot is a write conflict, as an update by key would be; the transaction is rolled
+/// back whole.
+#[test]
+fn update_range_loses_to_an_earlier_committed_updater() {
+    for (db, table) in snapshot_with_items(&range_rows()) {
+        let d = db.design();
+        let mut txn = db.begin(Isolation::Snapshot);
+        ok!(
+            d,
+            txn.update(table, &tk("c", 5), &[(items::SCORE, Value::I64(50))])
+        );
+        let mut other = db.begin(Isolation::Snapshot);
+        assert!(ok!(
+            d,
+            other.update(table, &tk("a", 3), &[(items::SCORE, Value::I64(30))])
+        ));
+        ok!(d, other.commit());
+        assert_err!(
+            d,
+            txn.update_range(
+                table,
+                KeyRange::prefix(t("a")),
+                &[(items::SCORE, Value::I64(-1))],
+                |_| true
+            ),
+            Error::WriteConflict { .. }
+        );
+        assert_err!(d, txn.commit(), Error::TransactionAborted);
+        let mut expected = range_rows();
+        expected[2] = with_score(item("a", 3, 3, "a"), 30);
+        assert_eq!(
+            all_rows(&db, table),
+            expected,
+            "{d}: only the winner's write"
+        );
+    }
+}
+
+/// `update_range` reads its range: under serializable isolation a transaction that
+/// inserts into the range after it, and read a row it updated before it did, cannot also
+/// commit (each missed the other's write: a cycle).
+#[test]
+fn update_range_reads_its_range_for_serializable_isolation() {
+    for (db, table) in all_with_items(&range_rows()) {
+        let d = db.design();
+        let mut ranger = db.begin(Isolation::Serializable);
+        let mut inserter = db.begin(Isolation::Serializable);
+        let mut outcomes = Vec::new();
+        let read = inserter.get(table, &tk("a", 1));
+        outcomes.push(read.map(|_| ()));
+        let ranged = ranger.update_range(
+            table,
+            KeyRange::prefix(t("a")),
+            &[(items::SCORE, Value::I64(-1))],
+            |_| true,
+        );
+        outcomes.push(ranged.map(|_| ()));
+        outcomes.push(inserter.insert(table, &item("a", 9, 9, "phantom")));
+        outcomes.push(inserter.commit());
+        outcomes.push(ranger.commit());
+        let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
+        assert!(failed >= 1, "{d}: both committed: {outcomes:?}");
+        for outcome in &outcomes {
+            if let Err(error) = outcome {
+                assert!(
+                    matches!(
+                        error,
+                        Error::SerializationFailure { .. }
+                            | Error::LockConflict { .. }
+                            | Error::WriteConflict { .. }
+                            | Error::TransactionAborted
+                    ),
+                    "{d}: {error:?}"
+                );
+            }
+        }
+    }
+}
+
 // ----- misuse --------------------------------------------------------------------------------
 
 #[test]
@@ -1486,6 +1676,16 @@ fn assert_dead(design: &str, mut txn: Transaction<'_>, table: TableId) {
         Error::TransactionAborted
     );
     assert_err!(design, txn.delete(table, &key), Error::TransactionAborted);
+    assert_err!(
+        design,
+        txn.update_range(
+            table,
+            KeyRange::prefix(t("k")),
+            &[(items::SCORE, Value::I64(0))],
+            |_| true
+        ),
+        Error::TransactionAborted
+    );
     assert_err!(
         design,
         txn.prefetch(table, &[&key]),

@@ -577,6 +577,17 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         id: TableId,
         range: &KeyRange,
         mut inside: impl FnMut(RowView<'_>) -> T,
+        outside: impl FnMut(T) -> bool,
+    ) -> Result<()> {
+        self.scan_entries(id, range, |_, _, view| inside(view), outside)
+    }
+
+    /// [`Self::scan`], with each row's encoded key and row object lent to `inside` too.
+    fn scan_entries<T>(
+        &self,
+        id: TableId,
+        range: &KeyRange,
+        mut inside: impl FnMut(&[u8], &RowRef<V>, RowView<'_>) -> T,
         mut outside: impl FnMut(T) -> bool,
     ) -> Result<()> {
         self.check_active()?;
@@ -595,7 +606,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 refused = Some(refusal);
                 return false;
             }
-            let (seen, cost) = V::read(row, &snapshot, |v| v.map(&mut inside));
+            let (seen, cost) = V::read(row, &snapshot, |v| v.map(|v| inside(key, row, v)));
             self.record_if_obsolete(table, row, cost.passed_obsolete);
             self.local.slot.stats.record_scan_read(cost);
             let go_on = seen.is_none_or(&mut outside);
@@ -778,6 +789,50 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         self.write_by_key(id, table, key_values, WriteIntent::Update(mask, changes))
     }
 
+    /// Sets `changes` on every row of `range` this transaction sees and `choose` picks, in
+    /// primary-key order; returns how many rows it updated. The range is read as
+    /// [`Self::scan`] reads it (`choose` sees each row under the scan's rules, latched);
+    /// each chosen row is then written through the row object the scan found, with no
+    /// second index lookup, or by its key again if the collector buried that object
+    /// meanwhile or the write does not find the row (where the by-key path records what
+    /// it read, as [`Self::update`] does).
+    pub(crate) fn update_range(
+        &mut self,
+        id: TableId,
+        range: &KeyRange,
+        changes: &[(usize, Value)],
+        mut choose: impl FnMut(RowView<'_>) -> bool,
+    ) -> Result<usize> {
+        self.check_writable()?;
+        let table = self.table(id)?;
+        let mask = table.schema.check_assignments(changes)?;
+        let mut chosen: Vec<(Vec<u8>, RowRef<V>)> = Vec::new();
+        self.scan_entries(
+            id,
+            range,
+            |key, row, view| choose(view).then(|| (key.to_vec(), Arc::clone(row))),
+            |picked| {
+                chosen.extend(picked);
+                true
+            },
+        )?;
+        let mut updated = 0;
+        for (key_bytes, row) in &chosen {
+            let intent = WriteIntent::Update(mask, changes);
+            let done = match self.write_row(table, id, key_bytes, row, intent)? {
+                Written::Done => true,
+                Written::NotFound | Written::RowGone => self.write_by_encoded_key(
+                    id,
+                    table,
+                    key_bytes,
+                    WriteIntent::Update(mask, changes),
+                )?,
+            };
+            updated += usize::from(done);
+        }
+        Ok(updated)
+    }
+
     pub(crate) fn delete(&mut self, id: TableId, key_values: &[Value]) -> Result<bool> {
         self.check_writable()?;
         let table = self.table(id)?;
@@ -794,22 +849,35 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     ) -> Result<bool> {
         let mut key_bytes = std::mem::take(&mut self.scratch.get_mut().key);
         key::encode_key_values(&mut key_bytes, key_values);
+        let result = self.write_by_encoded_key(id, table, &key_bytes, intent);
+        self.scratch.get_mut().key = key_bytes;
+        result
+    }
+
+    /// [`Self::write_by_key`] with the key already encoded.
+    fn write_by_encoded_key(
+        &mut self,
+        id: TableId,
+        table: &'e Table<V>,
+        key_bytes: &[u8],
+        intent: WriteIntent<'_>,
+    ) -> Result<bool> {
         let mut published = false;
         let clock = self.predicate_clock();
-        let result = loop {
-            let row = table.primary.with(&key_bytes, Arc::clone);
+        loop {
+            let row = table.primary.with(key_bytes, Arc::clone);
             let Some(row) = row else {
                 // No row object: the write read the key's absence.
                 if self.recording == Recording::Predicates && self.reads.is_none() && !published {
                     // MVTO: publish, then search again.
                     let mut predicate = ReadSet::default();
-                    predicate.record_point(id.index, &key_bytes);
+                    predicate.record_point(id.index, key_bytes);
                     self.publish_predicate(predicate);
                     published = true;
                     continue;
                 }
                 if let Some(reads) = &self.reads {
-                    reads.borrow_mut().record_point(id.index, &key_bytes);
+                    reads.borrow_mut().record_point(id.index, key_bytes);
                 }
                 self.note_predicate(clock);
                 break Ok(false);
@@ -819,19 +887,19 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 WriteIntent::Delete => WriteIntent::Delete,
                 WriteIntent::Insert(values) => WriteIntent::Insert(values),
             };
-            match self.write_row(table, id, &key_bytes, &row, intent) {
+            match self.write_row(table, id, key_bytes, &row, intent) {
                 Ok(Written::Done) => break Ok(true),
                 Ok(Written::NotFound) => {
                     // The row does not exist in this transaction's view: a read of that.
                     // Not carried by the tombstone's lock or read timestamp alone (it may
                     // be buried and the key inserted into a new row object).
                     if let Some(reads) = &self.reads {
-                        reads.borrow_mut().record_point(id.index, &key_bytes);
+                        reads.borrow_mut().record_point(id.index, key_bytes);
                         self.note_predicate(clock);
                     } else if self.recording == Recording::Predicates && !published {
                         // MVTO: publish, then search again.
                         let mut predicate = ReadSet::default();
-                        predicate.record_point(id.index, &key_bytes);
+                        predicate.record_point(id.index, key_bytes);
                         self.publish_predicate(predicate);
                         published = true;
                         continue;
@@ -841,9 +909,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 Ok(Written::RowGone) => continue,
                 Err(error) => break Err(error),
             }
-        };
-        self.scratch.get_mut().key = key_bytes;
-        result
+        }
     }
 
     /// Installs a write into one row (`key_bytes`: its encoded primary key); prunes its

@@ -813,37 +813,20 @@ impl<'db> TpccWorker<'db> {
                 )?,
                 || format!("order ({w_id}, {d_id}, {o_id})"),
             )?;
-            // Read the lines first, then update them: a scan's visitor may not write.
-            let line_numbers = &mut self.scratch_ids;
-            line_numbers.clear();
+            // UPDATE ORDER_LINE SET ol_delivery_d ... WHERE the order's lines, summing
+            // their amounts on the way: one pass, each line written through the entry the
+            // range read found.
             let mut amount_cents = 0;
-            txn.scan_view(
+            let lines = txn.update_range(
                 tables.order_line,
                 KeyRange::prefix(order_key.to_vec()),
+                &[(order_line::OL_DELIVERY_D, Value::I64(delivery_d))],
                 |row| {
-                    if let Some(number) = row.get(order_line::OL_NUMBER).as_i64() {
-                        line_numbers.push(number);
-                    }
                     amount_cents += money_cents(&row, order_line::OL_AMOUNT).unwrap_or(0);
                     true
                 },
             )?;
-            for &number in line_numbers.iter() {
-                let line_key = [
-                    Value::I64(w_id),
-                    Value::I64(d_id),
-                    Value::I64(o_id),
-                    Value::I64(number),
-                ];
-                updated(
-                    txn.update(
-                        tables.order_line,
-                        &line_key,
-                        &[(order_line::OL_DELIVERY_D, Value::I64(delivery_d))],
-                    )?,
-                    || format!("order line ({w_id}, {d_id}, {o_id}, {number})"),
-                )?;
-            }
+            debug_assert!(lines >= 5, "an order has 5 to 15 lines");
             let customer_key = [Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)];
             let (balance_cents, delivery_count) = must(
                 txn.get_view(tables.customer, &customer_key, |row| {
