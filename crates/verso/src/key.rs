@@ -34,7 +34,9 @@ const INLINE: usize = 32;
 pub(crate) struct Key {
     inline: [u8; INLINE],
     len: u32,
-    spilled: Option<Box<[u8]>>,
+    /// Boxed twice so that the pointer is thin: a key of 48 bytes, an entry with its row
+    /// pointer of one cache line. Only ties beyond the inline prefix read it.
+    spilled: Option<Box<Box<[u8]>>>,
 }
 
 impl Key {
@@ -42,7 +44,7 @@ impl Key {
         let mut inline = [0u8; INLINE];
         let prefix = bytes.len().min(INLINE);
         inline[..prefix].copy_from_slice(&bytes[..prefix]);
-        let spilled = (bytes.len() > INLINE).then(|| bytes.into());
+        let spilled = (bytes.len() > INLINE).then(|| Box::new(bytes.into()));
         Key {
             inline,
             len: u32::try_from(bytes.len()).expect("keys are far below 4 GiB"),

@@ -66,7 +66,9 @@ pub(crate) struct RowState<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// Number of records in the chain, kept as records are linked and unlinked so that
     /// knowing the length costs nothing (a walk made every write to a long chain slow:
     /// `regression_writes_to_a_long_chain_do_not_walk_it`).
-    records: usize,
+    /// (32 bits: a chain of four billion records would not fit in memory; the header word
+    /// it saves counts in every row.)
+    records: u32,
     head: Option<Box<VersionRecord>>,
     /// The newest values (possibly written by a transaction that has not committed). Last,
     /// because it holds the unsized tail.
@@ -236,6 +238,11 @@ fn fold_committed_insert(state: &mut RowState, owner: &Arc<TxnShared>) -> StampR
             nothing_to_finalize: state.head.is_none() && state.exists,
         };
     }
+}
+
+/// A number of records as the row counts them.
+fn record_count(count: usize) -> u32 {
+    u32::try_from(count).expect("a chain holds fewer than 2^32 records")
 }
 
 /// Length of a chain by walking it (for assertions; the row keeps the count).
@@ -490,10 +497,10 @@ impl ChainEdit for RowState {
 
     fn chain_len(&self) -> usize {
         debug_assert!(
-            self.records > 64 || self.records == walk_len(self.head.as_deref()),
+            self.records > 64 || self.records as usize == walk_len(self.head.as_deref()),
             "the record count follows the chain"
         );
-        self.records
+        self.records as usize
     }
 
     fn chain_mask(&self) -> ColumnMask {
@@ -547,7 +554,7 @@ impl ChainEdit for RowState {
             };
             if obsolete {
                 let (count, bytes) = free_chain(link.take());
-                self.records -= count;
+                self.records -= record_count(count);
                 return (count, bytes);
             }
             link = &mut link.as_mut().expect("checked above").next;
@@ -579,8 +586,8 @@ impl ChainEdit for RowState {
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {
         let report = prune_chain(&mut self.head, active);
-        self.records -= report.removed;
-        debug_assert_eq!(self.records, report.remaining);
+        self.records -= record_count(report.removed);
+        debug_assert_eq!(self.records as usize, report.remaining);
         report
     }
 
