@@ -39,7 +39,7 @@
 //! control, garbage collection, index pointers); see `ARCHITECTURE.md`.
 
 #![warn(missing_docs)]
-// One `unsafe` block in the crate, the prefetch hint (`prefetch.rs`, `docs/unsafe.md`).
+// `unsafe` is allowed only where `docs/unsafe.md` lists it, with its invariant.
 #![deny(unsafe_code)]
 
 mod cc;

@@ -2,8 +2,8 @@
 //! the misses of several independent lookups overlap instead of following one another
 //! (`Transaction::prefetch`).
 //!
-//! This is the crate's only `unsafe` (listed in `docs/unsafe.md`): the prefetch intrinsic is
-//! an `unsafe fn` only because it takes a raw pointer, and a prefetch never dereferences it.
+//! Its `unsafe` is listed in `docs/unsafe.md`: the prefetch intrinsic is an `unsafe fn` only
+//! because it takes a raw pointer, and a prefetch never dereferences it.
 
 /// Asks for the cache line holding `address` (and nothing else happens): a hint with no
 /// effect on what the program computes. `address` may be stale, dangling or unmapped.

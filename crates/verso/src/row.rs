@@ -937,7 +937,10 @@ impl<D: ?Sized + AsRef<[u8]> + AsMut<[u8]>> InPlaceRow<D> {
     /// Bytes the values occupy outside the row object (when they spilled, and the
     /// out-of-line values this row alone holds).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.spilled.as_ref().map_or(0, |bytes| bytes.len())
+        // A spilled row's bytes, and the box that holds their (fat) pointer.
+        self.spilled
+            .as_ref()
+            .map_or(0, |bytes| bytes.len() + std::mem::size_of::<Box<[u8]>>())
             + copied_out_of_line_bytes(self.packed())
     }
 
@@ -1328,7 +1331,11 @@ mod tests {
         assert_eq!(boxed.heap_bytes(), 0);
         assert_eq!(values_of(&boxed), values);
         let spilled: Box<InPlaceRow> = Box::new(in_place::<16>(&values));
-        assert_eq!(spilled.heap_bytes(), needed);
+        // The spilled bytes and the box holding their pointer.
+        assert_eq!(
+            spilled.heap_bytes(),
+            needed + std::mem::size_of::<Box<[u8]>>()
+        );
         assert_eq!(values_of(&spilled), values);
     }
 

@@ -1185,7 +1185,9 @@ fn update_range_loses_to_an_earlier_committed_updater() {
 
 /// `update_range` reads its range: under serializable isolation a transaction that
 /// inserts into the range after it, and read a row it updated before it did, cannot also
-/// commit (each missed the other's write: a cycle).
+/// commit (each missed the other's write: a cycle). Under MVTO and MV2PL the point
+/// conflict on the row alone already refuses one of them; under the validating protocols
+/// only the recorded range read can.
 #[test]
 fn update_range_reads_its_range_for_serializable_isolation() {
     for (db, table) in all_with_items(&range_rows()) {

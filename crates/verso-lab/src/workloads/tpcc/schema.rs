@@ -307,8 +307,8 @@ pub fn schemas() -> [(&'static str, Schema); 9] {
         ),
         (
             order_line::TABLE,
-            // Ten inserts per New-Order, reached by scans (Stock-Level, Order-Status,
-            // Delivery's sum) and by key only in Delivery's updates: no hash index.
+            // Ten inserts per New-Order, reached only by scans (Stock-Level, Order-Status,
+            // Delivery's `update_range`): no hash index.
             schema_of(order_line::COLUMNS, order_line::PRIMARY_KEY)
                 .primary_key_index(PrimaryKeyIndex::OrderedOnly),
         ),

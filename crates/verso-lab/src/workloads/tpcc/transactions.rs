@@ -817,16 +817,22 @@ impl<'db> TpccWorker<'db> {
             // their amounts on the way: one pass, each line written through the entry the
             // range read found.
             let mut amount_cents = 0;
+            let mut chosen = 0;
             let lines = txn.update_range(
                 tables.order_line,
                 KeyRange::prefix(order_key.to_vec()),
                 &[(order_line::OL_DELIVERY_D, Value::I64(delivery_d))],
                 |row| {
                     amount_cents += money_cents(&row, order_line::OL_AMOUNT).unwrap_or(0);
+                    chosen += 1;
                     true
                 },
             )?;
-            debug_assert!(lines >= 5, "an order has 5 to 15 lines");
+            if chosen == 0 || lines != chosen {
+                return Err(LabError::Inconsistent(format!(
+                    "order ({w_id}, {d_id}, {o_id}): {chosen} lines read, {lines} updated"
+                )));
+            }
             let customer_key = [Value::I64(w_id), Value::I64(d_id), Value::I64(c_id)];
             let (balance_cents, delivery_count) = must(
                 txn.get_view(tables.customer, &customer_key, |row| {
