@@ -708,8 +708,17 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         row_values: &[Value],
         owner: &Arc<TxnShared>,
     ) -> Result<()> {
+        // Without a hash index a lookup is a whole descent of the tree, which a successful
+        // insert then repeats. A new key is the common case: there, try the insert first and
+        // look the key up only if it fails (an existing row object, or a racing insert).
+        let mut look_up_first = !table.primary.is_ordered_only();
         loop {
-            let existing = table.primary.with(key_bytes, Arc::clone);
+            let existing = if look_up_first {
+                table.primary.with(key_bytes, Arc::clone)
+            } else {
+                None
+            };
+            look_up_first = true;
             match existing {
                 Some(row) => {
                     let written =
@@ -747,8 +756,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         .insert_if_absent(key_bytes, Arc::clone(&row))
                         .is_err()
                     {
-                        // Someone inserted the key meanwhile: write over it. Our row was
-                        // never published; drop its lock.
+                        // The key has a row object (someone inserted it meanwhile, or the
+                        // lookup was skipped): write over it. Our row was never published;
+                        // drop its lock.
                         if let Some(lock) = self.held.get_mut().remove(&row_address::<V>(&row)) {
                             let word = V::cc_word(&lock.row);
                             word.store(0, std::sync::atomic::Ordering::SeqCst);

@@ -141,6 +141,11 @@ impl<V: Clone + Send + Sync + 'static> PrimaryIndex<V> {
         }
     }
 
+    /// Whether the table keeps no hash index: every lookup descends the tree.
+    pub(crate) fn is_ordered_only(&self) -> bool {
+        self.hashed.is_none()
+    }
+
     /// Calls `read` with the value under `key` (a clone of it, so the value stays valid
     /// while `read` runs even if it is removed meanwhile, and `read` may use the index).
     pub(crate) fn with<R>(&self, key: &[u8], read: impl FnOnce(&V) -> R) -> Option<R> {
