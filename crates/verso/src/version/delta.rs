@@ -328,10 +328,11 @@ impl VersionStorage for DeltaStorage {
             return (reader(seen), ReadCost::default());
         };
         if head.change_visible_to(snapshot) {
-            // A reader that sees the head is usually a writer about to update the row, and
-            // with a long snapshot alive its eager pruning will read the record behind the
-            // head (the long snapshot's): ask for it now so that its miss overlaps the work
-            // in between instead of following the head's.
+            // A reader that sees the head may be about to update the row (a read, then a
+            // write), and with a long snapshot alive that write's eager pruning reads the
+            // record behind the head (the long snapshot's): ask for it now so that its miss
+            // overlaps the work in between instead of following the head's. A reader that
+            // writes nothing wastes one line fetch, and only on a chain of two or more.
             prefetch_next(head);
             let cost = ReadCost {
                 walked: 1,
@@ -382,13 +383,11 @@ impl VersionStorage for DeltaStorage {
         if state.dead {
             return WriteResult::RowGone;
         }
-        if let Some(head) = state.head.as_deref() {
+        let head = state.head.as_deref();
+        if let Some(head) = head {
             prefetch_next(head); // the pruner after this write reads it (see `read`)
         }
-        let mine = state
-            .head
-            .as_deref()
-            .is_some_and(|head| Arc::ptr_eq(&head.owner, owner));
+        let mine = head.is_some_and(|head| Arc::ptr_eq(&head.owner, owner));
         // The newest committed change: the head record's, or with no record left the folded
         // insert's (its birth; `NOT_BORN` is 0, below every snapshot).
         let newest_commit_ts = || match state.head.as_deref() {
