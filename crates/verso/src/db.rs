@@ -631,10 +631,15 @@ pub struct TableId {
 /// A range of primary-key (or secondary-index key) *prefixes*. A bound with fewer values
 /// than the key has columns stands for every key that starts with it: `..=[a]` includes all
 /// keys starting with `a`, `..[a]` excludes them, `[a]..` starts at the first of them.
+///
+/// Scans visit a range in ascending key order, or in descending order once
+/// [`KeyRange::descending`] is called: "the latest order of a customer" is the first row of
+/// a descending scan, found without reading the customer's older orders.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeyRange {
     pub(crate) start: Bound<Vec<Value>>,
     pub(crate) end: Bound<Vec<Value>>,
+    pub(crate) descending: bool,
 }
 
 impl KeyRange {
@@ -643,6 +648,7 @@ impl KeyRange {
         KeyRange {
             start: range.start_bound().cloned(),
             end: range.end_bound().cloned(),
+            descending: false,
         }
     }
 
@@ -651,7 +657,21 @@ impl KeyRange {
         KeyRange {
             start: Bound::Included(prefix.clone()),
             end: Bound::Included(prefix),
+            descending: false,
         }
+    }
+
+    /// The same keys, scanned from the largest down. A scan that stops early has then read
+    /// (and, under serializable isolation, depends on) only the keys from where it stopped
+    /// to the range's end.
+    pub fn descending(mut self) -> Self {
+        self.descending = true;
+        self
+    }
+
+    /// Whether scans of this range visit keys from the largest down.
+    pub fn is_descending(&self) -> bool {
+        self.descending
     }
 }
 
@@ -1429,7 +1449,8 @@ impl Transaction<'_> {
         Ok(rows)
     }
 
-    /// Streams the rows in `range` in primary-key order to `visit` as values (decoded into
+    /// Streams the rows in `range` in primary-key order (descending if the range is
+    /// [`KeyRange::descending`]) to `visit` as values (decoded into
     /// a reused buffer); `visit` returns `false` to stop. `visit` runs with no row latched,
     /// so it may use the database freely.
     pub fn scan_with(
@@ -1447,7 +1468,8 @@ impl Transaction<'_> {
         ))
     }
 
-    /// Streams the rows in `range` in primary-key order to `visit`, lent without copying;
+    /// Streams the rows in `range` in primary-key order (descending if the range is
+    /// [`KeyRange::descending`]) to `visit`, lent without copying;
     /// `visit` returns `false` to stop. The fast path for analytical scans.
     ///
     /// `visit` runs while the row is latched for reading: it must not write, commit or
@@ -1484,7 +1506,8 @@ impl Transaction<'_> {
         Ok(rows)
     }
 
-    /// Streams the rows of a secondary-index range to `visit` as values, until it returns
+    /// Streams the rows of a secondary-index range in index order (descending if the range
+    /// is [`KeyRange::descending`]) to `visit` as values, until it returns
     /// `false`. `visit` runs with no row latched, so it may use the database freely.
     pub fn scan_index_with(
         &self,

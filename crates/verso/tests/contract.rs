@@ -1034,6 +1034,163 @@ fn long_scans_cross_batch_boundaries_in_order() {
     }
 }
 
+/// Every row a scan streams, in the order it streams them (`stop_after`: how many it takes
+/// before it asks to stop).
+fn streamed(
+    txn: &Transaction<'_>,
+    table: TableId,
+    index: Option<&str>,
+    range: KeyRange,
+    stop_after: usize,
+) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    let mut take = |row: &[Value]| {
+        rows.push(row.to_vec());
+        rows.len() < stop_after
+    };
+    match index {
+        None => txn.scan_with(table, range, &mut take),
+        Some(index) => txn.scan_index_with(table, index, range, &mut take),
+    }
+    .expect("the scan runs");
+    rows
+}
+
+/// A descending scan streams exactly the rows its ascending twin streams, last first:
+/// across batch boundaries, past invisible rows, with the transaction's own uncommitted
+/// writes, over the primary key and a secondary index; and one that stops early has
+/// streamed the largest keys of the range.
+#[test]
+fn descending_scans_stream_the_ascending_rows_in_reverse() {
+    const ROWS: u64 = 700;
+    let names = ["n0", "n1", "n2"];
+    let rows: Vec<Vec<Value>> = (0..ROWS)
+        .map(|i| {
+            let region = if i % 2 == 0 { "even" } else { "odd" };
+            item(region, i, (i % 7) as i64, names[(i % 3) as usize])
+        })
+        .collect();
+    let ranges = || {
+        [
+            (None, KeyRange::new(..)),
+            (None, KeyRange::prefix(t("odd"))),
+            (None, KeyRange::new(tk("even", 100)..tk("odd", 13))),
+            (None, KeyRange::new(..=t("even"))),
+            (None, KeyRange::new(t("nothing")..t("nothing else"))),
+            (Some(items::BY_NAME), KeyRange::new(..)),
+            (Some(items::BY_NAME), KeyRange::prefix(vec!["n1".into()])),
+            (
+                Some(items::BY_NAME),
+                KeyRange::new(vec!["n0".into()]..vec!["n2".into()]),
+            ),
+        ]
+    };
+    for (db, table) in all_with_items(&rows) {
+        let d = db.design();
+        // Delete every fifth row, so batches also meet invisible rows.
+        let mut deleter = db.begin(Isolation::Snapshot);
+        for i in (0..ROWS).step_by(5) {
+            let region = if i % 2 == 0 { "even" } else { "odd" };
+            assert!(ok!(d, deleter.delete(table, &tk(region, i))), "{d}");
+        }
+        ok!(d, deleter.commit());
+        let mut txn = db.begin(Isolation::Snapshot);
+        ok!(d, txn.insert(table, &item("odd", 10_001, 3, "n1")));
+        assert!(ok!(d, txn.delete(table, &tk("odd", 1))), "{d}");
+        for (index, range) in ranges() {
+            assert!(!range.is_descending());
+            let ascending = streamed(&txn, table, index, range.clone(), usize::MAX);
+            let descending = range.clone().descending();
+            assert!(descending.is_descending());
+            let mut backwards = streamed(&txn, table, index, descending.clone(), usize::MAX);
+            backwards.reverse();
+            assert_eq!(
+                keys_of(&backwards),
+                keys_of(&ascending),
+                "{d}: {index:?} {range:?}"
+            );
+            assert_eq!(backwards, ascending, "{d}: {index:?} {range:?}");
+            let first_three = streamed(&txn, table, index, descending, 3);
+            let last_three: Vec<_> = ascending.iter().rev().take(3).cloned().collect();
+            assert_eq!(first_three, last_three, "{d}: {index:?} {range:?}, stopped");
+        }
+        let whole = streamed(&txn, table, None, KeyRange::new(..), usize::MAX);
+        assert_eq!(
+            whole.len(),
+            700 - 140 + 1 - 1,
+            "{d}: the rows this transaction sees"
+        );
+        let mut latest_n1 = None;
+        ok!(
+            d,
+            txn.scan_index_view(
+                table,
+                items::BY_NAME,
+                KeyRange::prefix(vec!["n1".into()]).descending(),
+                |row| {
+                    latest_n1 = row.get(items::ID).as_u64();
+                    false
+                }
+            )
+        );
+        assert_eq!(
+            latest_n1,
+            Some(10_001),
+            "{d}: the own insert is the largest n1 key"
+        );
+    }
+}
+
+/// Under serializable isolation a descending scan that stopped early has read the keys
+/// from where it stopped to the range's end, so a phantom inserted there by a transaction
+/// in a cycle with it must cost one of them its commit. (Recording the other end of the
+/// range, as an ascending scan's would be, lets both commit.)
+#[test]
+fn a_descending_scan_that_stopped_early_read_the_top_of_its_range() {
+    for (db, table) in all_with_items(&range_rows()) {
+        let d = db.design();
+        let mut ranger = db.begin(Isolation::Serializable);
+        let mut inserter = db.begin(Isolation::Serializable);
+        let mut outcomes = Vec::new();
+        // The inserter reads the row the ranger will write.
+        outcomes.push(inserter.get(table, &tk("a", 3)).map(|_| ()));
+        // The ranger reads the latest "a" row, ("a", 3), and stops there.
+        let mut latest = None;
+        outcomes.push(
+            ranger.scan_with(table, KeyRange::prefix(t("a")).descending(), |row| {
+                latest = row[items::ID].as_u64();
+                false
+            }),
+        );
+        if outcomes.iter().all(Result::is_ok) {
+            assert_eq!(latest, Some(3), "{d}");
+        }
+        outcomes.push(
+            ranger
+                .update(table, &tk("a", 3), &[(items::SCORE, Value::I64(-1))])
+                .map(|_| ()),
+        );
+        // A phantom above where the ranger stopped: in the part it read.
+        outcomes.push(inserter.insert(table, &item("a", 9, 9, "phantom")));
+        outcomes.push(inserter.commit());
+        outcomes.push(ranger.commit());
+        let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
+        assert!(failed >= 1, "{d}: both committed: {outcomes:?}");
+        for error in outcomes.iter().filter_map(|outcome| outcome.as_ref().err()) {
+            assert!(
+                matches!(
+                    error,
+                    Error::SerializationFailure { .. }
+                        | Error::LockConflict { .. }
+                        | Error::WriteConflict { .. }
+                        | Error::TransactionAborted
+                ),
+                "{d}: {error:?}"
+            );
+        }
+    }
+}
+
 // ----- range updates -------------------------------------------------------------------------
 
 /// `update_range` updates exactly the rows of its range that the transaction sees and

@@ -203,22 +203,27 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         self.read_only
     }
 
-    /// Records a scan of `[lower, upper]` (cut at `stopped_at` if the scan stopped early)
-    /// for validation.
+    /// Records a scan of `[lower, upper]` for validation, cut at `stopped_at` if the scan
+    /// stopped early: what it read ends there (starts there, for a descending scan).
     fn record_range(
         &self,
         id: TableId,
         index: Option<usize>,
-        lower: EncodedBound,
-        upper: EncodedBound,
+        (lower, upper): (EncodedBound, EncodedBound),
+        descending: bool,
         stopped_at: Option<Vec<u8>>,
     ) {
         if let Some(reads) = &self.reads {
+            let (lower, upper) = match stopped_at {
+                None => (lower, upper),
+                Some(at) if descending => (Bound::Included(at), upper),
+                Some(at) => (lower, Bound::Included(at)),
+            };
             reads.borrow_mut().record_range(RangeRead {
                 table: id.index,
                 index: index.map(|i| u16::try_from(i).expect("indexes per table fit u16")),
                 lower,
-                upper: stopped_at.map_or(upper, Bound::Included),
+                upper,
             });
         }
     }
@@ -601,24 +606,30 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let recording = self.reads.is_some();
         let mut stopped_at = None;
         let mut refused = None;
-        scan_in_batches(&table.primary, &lower, &upper, |key, row| {
-            if let Err(refusal) = self.before_read(row) {
-                refused = Some(refusal);
-                return false;
-            }
-            let (seen, cost) = V::read(row, &snapshot, |v| v.map(|v| inside(key, row, v)));
-            self.record_if_obsolete(table, row, cost.passed_obsolete);
-            self.local.slot.stats.record_scan_read(cost);
-            let go_on = seen.is_none_or(&mut outside);
-            if !go_on && recording {
-                stopped_at = Some(key.to_vec());
-            }
-            go_on
-        });
+        scan_in_batches(
+            &table.primary,
+            &lower,
+            &upper,
+            range.descending,
+            |key, row| {
+                if let Err(refusal) = self.before_read(row) {
+                    refused = Some(refusal);
+                    return false;
+                }
+                let (seen, cost) = V::read(row, &snapshot, |v| v.map(|v| inside(key, row, v)));
+                self.record_if_obsolete(table, row, cost.passed_obsolete);
+                self.local.slot.stats.record_scan_read(cost);
+                let go_on = seen.is_none_or(&mut outside);
+                if !go_on && recording {
+                    stopped_at = Some(key.to_vec());
+                }
+                go_on
+            },
+        );
         if let Some(refused) = refused {
             return Err(self.refuse(table, refused));
         }
-        self.record_range(id, None, lower, upper, stopped_at);
+        self.record_range(id, None, (lower, upper), range.descending, stopped_at);
         self.note_predicate(clock);
         Ok(())
     }
@@ -647,41 +658,53 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let recording = self.reads.is_some();
         let mut stopped_at = None;
         let mut refused = None;
-        scan_in_batches(&table.secondary[index], &lower, &upper, |entry, target| {
-            let row = &target.row;
-            if let Err(refusal) = self.before_read(row) {
-                refused = Some(refusal);
-                return false;
-            }
-            let (seen, cost) = match &target.exact {
-                // Physical pointer: the entry's own version, if this snapshot reads
-                // exactly that one (no walk, no key to compare).
-                Some(exact) => V::read_exact(row, exact, &snapshot, |v| v.map(&mut inside)),
-                None => V::read(row, &snapshot, |v| {
-                    let v = v?;
-                    // The entry is a hint: yield the row only if the version this snapshot
-                    // sees has exactly this entry's key.
-                    key::encode_index_entry(
-                        &mut visible_entry,
-                        &v,
-                        &index_schema.columns,
-                        &table.schema.primary_key,
-                    );
-                    (visible_entry.as_slice() == entry).then(|| inside(v))
-                }),
-            };
-            self.record_if_obsolete(table, row, cost.passed_obsolete);
-            self.local.slot.stats.record_scan_read(cost);
-            let go_on = seen.is_none_or(&mut outside);
-            if !go_on && recording {
-                stopped_at = Some(entry.to_vec());
-            }
-            go_on
-        });
+        scan_in_batches(
+            &table.secondary[index],
+            &lower,
+            &upper,
+            range.descending,
+            |entry, target| {
+                let row = &target.row;
+                if let Err(refusal) = self.before_read(row) {
+                    refused = Some(refusal);
+                    return false;
+                }
+                let (seen, cost) = match &target.exact {
+                    // Physical pointer: the entry's own version, if this snapshot reads
+                    // exactly that one (no walk, no key to compare).
+                    Some(exact) => V::read_exact(row, exact, &snapshot, |v| v.map(&mut inside)),
+                    None => V::read(row, &snapshot, |v| {
+                        let v = v?;
+                        // The entry is a hint: yield the row only if the version this snapshot
+                        // sees has exactly this entry's key.
+                        key::encode_index_entry(
+                            &mut visible_entry,
+                            &v,
+                            &index_schema.columns,
+                            &table.schema.primary_key,
+                        );
+                        (visible_entry.as_slice() == entry).then(|| inside(v))
+                    }),
+                };
+                self.record_if_obsolete(table, row, cost.passed_obsolete);
+                self.local.slot.stats.record_scan_read(cost);
+                let go_on = seen.is_none_or(&mut outside);
+                if !go_on && recording {
+                    stopped_at = Some(entry.to_vec());
+                }
+                go_on
+            },
+        );
         if let Some(refused) = refused {
             return Err(self.refuse(table, refused));
         }
-        self.record_range(id, Some(index), lower, upper, stopped_at);
+        self.record_range(
+            id,
+            Some(index),
+            (lower, upper),
+            range.descending,
+            stopped_at,
+        );
         self.note_predicate(clock);
         Ok(())
     }
@@ -1499,11 +1522,13 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
 }
 
 /// Walks an index range in batches of [`SCAN_BATCH`] entries, pinning the index's epoch
-/// once per batch and resuming after the last key, until `on_entry` returns `false`.
+/// once per batch and resuming past the last key (after it, or before it when
+/// `descending`), until `on_entry` returns `false`.
 fn scan_in_batches<R, I: RangeScan<R>>(
     index: &I,
     lower: &EncodedBound,
     upper: &EncodedBound,
+    descending: bool,
     mut on_entry: impl FnMut(&[u8], &R) -> bool,
 ) {
     let mut resume: Option<Vec<u8>> = None;
@@ -1513,11 +1538,7 @@ fn scan_in_batches<R, I: RangeScan<R>>(
         let mut last_key = Vec::new();
         {
             let guard = Guard::new();
-            let from = match &resume {
-                Some(k) => Bound::Excluded(k.as_slice()),
-                None => as_bound(lower),
-            };
-            index.range_from(from, as_bound(upper), &guard, |key, row| {
+            let visit = |key: &[u8], row: &R| {
                 seen += 1;
                 if !on_entry(key, row) {
                     stopped = true;
@@ -1528,7 +1549,15 @@ fn scan_in_batches<R, I: RangeScan<R>>(
                     return false;
                 }
                 true
-            });
+            };
+            let resumed = resume.as_deref().map(Bound::Excluded);
+            if descending {
+                let upper = resumed.unwrap_or_else(|| as_bound(upper));
+                index.range_back(as_bound(lower), upper, &guard, visit);
+            } else {
+                let lower = resumed.unwrap_or_else(|| as_bound(lower));
+                index.range_from(lower, as_bound(upper), &guard, visit);
+            }
         }
         if stopped || seen < SCAN_BATCH {
             return;

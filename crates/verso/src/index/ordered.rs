@@ -26,6 +26,34 @@ pub(crate) trait RangeScan<V> {
         guard: &Guard,
         visit: impl FnMut(&[u8], &V) -> bool,
     );
+
+    /// Calls `visit` with entries in descending key order within the bounds, until it
+    /// returns `false`.
+    fn range_back(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        guard: &Guard,
+        visit: impl FnMut(&[u8], &V) -> bool,
+    );
+}
+
+/// Whether `key` lies below `lower`.
+fn below(lower: Bound<&[u8]>, key: &[u8]) -> bool {
+    match lower {
+        Bound::Unbounded => false,
+        Bound::Included(l) => key < l,
+        Bound::Excluded(l) => key <= l,
+    }
+}
+
+/// Whether `key` lies above `upper`.
+fn above(upper: Bound<&[u8]>, key: &[u8]) -> bool {
+    match upper {
+        Bound::Unbounded => false,
+        Bound::Included(u) => key > u,
+        Bound::Excluded(u) => key >= u,
+    }
 }
 
 /// An ordered map from encoded keys to `V` (a row pointer).
@@ -85,33 +113,62 @@ impl<V: Clone + Send + Sync + 'static> RangeScan<V> for OrderedIndex<V> {
                 .next()
                 .is_some_and(|(min, _)| l <= min.as_bytes()),
         };
-        let below_lower = |key: &[u8]| match lower {
-            Bound::Unbounded => false,
-            Bound::Included(l) => key < l,
-            Bound::Excluded(l) => key <= l,
-        };
         if lower == Bound::Unbounded || starts_at_or_below_min {
             // From the smallest key: scc's `range` would start at the leftmost leaf and stop
             // at once if that leaf has just been emptied and is not unlinked yet, missing
             // every key (`regression_a_scan_from_the_start_sees_past_an_emptied_leftmost_leaf`);
             // its plain iterator steps over empty leaves. The upper bound is checked here.
-            let past_upper = |key: &[u8]| match upper {
-                Bound::Unbounded => false,
-                Bound::Included(u) => key > u,
-                Bound::Excluded(u) => key >= u,
-            };
             for (key, value) in self.map.iter(guard) {
                 let key = key.as_bytes();
-                if below_lower(key) {
+                if below(lower, key) {
                     continue;
                 }
-                if past_upper(key) || !visit(key, value) {
+                if above(upper, key) || !visit(key, value) {
                     return;
                 }
             }
             return;
         }
         for (key, value) in self.map.range((to_key(lower), to_key(upper)), guard) {
+            if !visit(key.as_bytes(), value) {
+                return;
+            }
+        }
+    }
+
+    fn range_back(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        guard: &Guard,
+        mut visit: impl FnMut(&[u8], &V) -> bool,
+    ) {
+        // The mirror of `range_from`: scc's backward `range` from at or above the largest
+        // key starts at the rightmost leaf and would end at once if that leaf had just been
+        // emptied (`regression_a_backward_scan_from_the_end_sees_past_an_emptied_rightmost_leaf`); the
+        // plain iterator's backward steps pass over empty leaves.
+        let starts_at_or_above_max = match upper {
+            Bound::Unbounded => false,
+            Bound::Included(u) | Bound::Excluded(u) => self
+                .map
+                .iter(guard)
+                .next_back()
+                .is_some_and(|(max, _)| u >= max.as_bytes()),
+        };
+        if upper == Bound::Unbounded || starts_at_or_above_max {
+            for (key, value) in self.map.iter(guard).rev() {
+                let key = key.as_bytes();
+                if above(upper, key) {
+                    continue;
+                }
+                if below(lower, key) || !visit(key, value) {
+                    return;
+                }
+            }
+            return;
+        }
+        let to_key = |bound: Bound<&[u8]>| bound.map(Key::from_bytes);
+        for (key, value) in self.map.range((to_key(lower), to_key(upper)), guard).rev() {
             if !visit(key.as_bytes(), value) {
                 return;
             }
@@ -210,6 +267,16 @@ impl<V: Clone + Send + Sync + 'static> RangeScan<V> for PrimaryIndex<V> {
         visit: impl FnMut(&[u8], &V) -> bool,
     ) {
         self.ordered.range_from(lower, upper, guard, visit);
+    }
+
+    fn range_back(
+        &self,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        guard: &Guard,
+        visit: impl FnMut(&[u8], &V) -> bool,
+    ) {
+        self.ordered.range_back(lower, upper, guard, visit);
     }
 }
 
@@ -346,5 +413,140 @@ mod tests {
             collect(&index, Bound::Included(&between), Bound::Unbounded),
             [4, 5, 6]
         );
+    }
+
+    fn collect_back(
+        index: &OrderedIndex<u64>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+    ) -> Vec<u64> {
+        let guard = Guard::new();
+        let mut out = Vec::new();
+        index.range_back(lower, upper, &guard, |_, &v| {
+            out.push(v);
+            out.len() < 3
+        });
+        out
+    }
+
+    #[test]
+    fn backward_scans_visit_keys_in_descending_order_within_their_bounds() {
+        let index = OrderedIndex::new();
+        for i in 0..1_000 {
+            assert!(index.insert_if_absent(&key(i), i).is_ok());
+        }
+        let max = key(999);
+        let above_everything = [2u8];
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Unbounded),
+            [999, 998, 997]
+        );
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Included(&max)),
+            [999, 998, 997]
+        );
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Excluded(&max)),
+            [998, 997, 996]
+        );
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Excluded(&above_everything)),
+            [999, 998, 997]
+        );
+        // Bounds inside the tree, through scc's own backward range.
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Included(&key(500))),
+            [500, 499, 498]
+        );
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Excluded(&key(500))),
+            [499, 498, 497]
+        );
+        assert_eq!(
+            collect_back(
+                &index,
+                Bound::Included(&key(499)),
+                Bound::Excluded(&key(501))
+            ),
+            [500, 499]
+        );
+        assert_eq!(
+            collect_back(
+                &index,
+                Bound::Excluded(&key(499)),
+                Bound::Included(&key(501))
+            ),
+            [501, 500]
+        );
+        // An upper bound between two keys, and a range that holds none.
+        let between = {
+            let mut k = key(700);
+            *k.last_mut().expect("non-empty") -= 1;
+            k
+        };
+        assert_eq!(
+            collect_back(&index, Bound::Unbounded, Bound::Included(&between)),
+            [699, 698, 697]
+        );
+        assert!(collect_back(
+            &index,
+            Bound::Included(&between),
+            Bound::Excluded(&key(700))
+        )
+        .is_empty());
+        assert!(collect_back(&index, Bound::Unbounded, Bound::Excluded(&key(0))).is_empty());
+    }
+
+    /// Found while adding backward scans (scc's backward `range` has the mirror of the
+    /// leftmost-leaf regression above: with the plain `range(..).rev()` this saw 0 of 200
+    /// keys): one thread
+    /// keeps inserting and removing keys above a block of permanent keys, so the rightmost
+    /// leaf empties again and again, while backward scans from the end (and from above the
+    /// largest key) must always see the whole block.
+    #[test]
+    fn regression_a_backward_scan_from_the_end_sees_past_an_emptied_rightmost_leaf() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        const PERMANENT: u64 = 200;
+        let index = OrderedIndex::new();
+        for i in 0..PERMANENT {
+            assert!(index.insert_if_absent(&key(i), i).is_ok());
+        }
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let base = 1_000_000 + (round % 1000) * 100;
+                    for i in base..base + 64 {
+                        let _ = index.insert_if_absent(&key(i), u64::MAX);
+                    }
+                    for i in (base..base + 64).rev() {
+                        index.remove_if(&key(i), |_| true);
+                    }
+                    round += 1;
+                }
+            });
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            let guard = Guard::new();
+            let above_everything = [2u8];
+            while std::time::Instant::now() < deadline {
+                for upper in [Bound::Unbounded, Bound::Included(&above_everything[..])] {
+                    let mut permanent_seen = 0;
+                    index.range_back(Bound::Unbounded, upper, &guard, |_, &v| {
+                        if v != u64::MAX {
+                            permanent_seen += 1;
+                        }
+                        true
+                    });
+                    if permanent_seen != PERMANENT {
+                        stop.store(true, Ordering::Relaxed);
+                        panic!(
+                            "a backward scan from the end saw {permanent_seen} of {PERMANENT} keys"
+                        );
+                    }
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 }
