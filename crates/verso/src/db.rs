@@ -661,9 +661,10 @@ impl KeyRange {
         }
     }
 
-    /// The same keys, scanned from the largest down. A scan that stops early has then read
-    /// (and, under serializable isolation, depends on) only the keys from where it stopped
-    /// to the range's end.
+    /// The same keys, scanned from the largest down. A scan that stops early records for
+    /// serializable validation only the keys from where it stopped to the range's end (the
+    /// protocols that publish a scan's predicate before it runs, MVTO and MV2PL's, publish
+    /// the whole range, whichever the direction).
     pub fn descending(mut self) -> Self {
         self.descending = true;
         self
@@ -1526,8 +1527,9 @@ impl Transaction<'_> {
         ))
     }
 
-    /// Streams the rows of a secondary-index range to `visit`, lent without copying, until
-    /// it returns `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the
+    /// Streams the rows of a secondary-index range in index order (descending if the range
+    /// is [`KeyRange::descending`]) to `visit`, lent without copying, until it returns
+    /// `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the
     /// row's read latch and must not write, commit or collect in this database.
     pub fn scan_index_view(
         &self,

@@ -635,7 +635,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     }
 
     /// Like [`Self::scan`] over a secondary index: rows whose index key lies in `range`, in
-    /// index order, each re-checked against the version this snapshot sees.
+    /// index order (descending if the range is), each re-checked against the version this snapshot sees.
     pub(crate) fn scan_index<T>(
         &self,
         id: TableId,
@@ -823,7 +823,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     }
 
     /// Sets `changes` on every row of `range` this transaction sees and `choose` picks, in
-    /// primary-key order; returns how many rows it updated. The range is read as
+    /// primary-key order (descending if the range is); returns how many rows it updated. The range is read as
     /// [`Self::scan`] reads it (`choose` sees each row under the scan's rules, latched);
     /// each chosen row is then written through the row object the scan found, with no
     /// second index lookup, or by its key again if the collector buried that object
