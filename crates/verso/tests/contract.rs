@@ -1141,6 +1141,25 @@ fn descending_scans_stream_the_ascending_rows_in_reverse() {
     }
 }
 
+/// Asserts that at least one step of two transactions in a dependency cycle failed, and
+/// that every failure is one a serializable protocol gives for it.
+fn assert_a_cycle_member_failed(d: &str, outcomes: &[verso::Result<()>]) {
+    let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
+    assert!(failed >= 1, "{d}: both committed: {outcomes:?}");
+    for error in outcomes.iter().filter_map(|outcome| outcome.as_ref().err()) {
+        assert!(
+            matches!(
+                error,
+                Error::SerializationFailure { .. }
+                    | Error::LockConflict { .. }
+                    | Error::WriteConflict { .. }
+                    | Error::TransactionAborted
+            ),
+            "{d}: {error:?}"
+        );
+    }
+}
+
 /// Under serializable isolation a descending scan that stopped early has read the keys
 /// from where it stopped to the range's end, so a phantom inserted there by a transaction
 /// in a cycle with it must cost one of them its commit. (Recording the other end of the
@@ -1175,20 +1194,7 @@ fn a_descending_scan_that_stopped_early_read_the_top_of_its_range() {
         outcomes.push(inserter.insert(table, &item("a", 9, 9, "phantom")));
         outcomes.push(inserter.commit());
         outcomes.push(ranger.commit());
-        let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
-        assert!(failed >= 1, "{d}: both committed: {outcomes:?}");
-        for error in outcomes.iter().filter_map(|outcome| outcome.as_ref().err()) {
-            assert!(
-                matches!(
-                    error,
-                    Error::SerializationFailure { .. }
-                        | Error::LockConflict { .. }
-                        | Error::WriteConflict { .. }
-                        | Error::TransactionAborted
-                ),
-                "{d}: {error:?}"
-            );
-        }
+        assert_a_cycle_member_failed(&d, &outcomes);
     }
 }
 
@@ -1401,22 +1407,7 @@ fn update_range_reads_its_range_for_serializable_isolation() {
         outcomes.push(inserter.insert(table, &item("a", 9, 9, "phantom")));
         outcomes.push(inserter.commit());
         outcomes.push(ranger.commit());
-        let failed = outcomes.iter().filter(|outcome| outcome.is_err()).count();
-        assert!(failed >= 1, "{d}: both committed: {outcomes:?}");
-        for outcome in &outcomes {
-            if let Err(error) = outcome {
-                assert!(
-                    matches!(
-                        error,
-                        Error::SerializationFailure { .. }
-                            | Error::LockConflict { .. }
-                            | Error::WriteConflict { .. }
-                            | Error::TransactionAborted
-                    ),
-                    "{d}: {error:?}"
-                );
-            }
-        }
+        assert_a_cycle_member_failed(&d, &outcomes);
     }
 }
 

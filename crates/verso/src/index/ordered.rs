@@ -310,25 +310,53 @@ mod tests {
     /// the smallest key) must always see the whole block.
     #[test]
     fn regression_a_scan_from_the_start_sees_past_an_emptied_leftmost_leaf() {
+        let below_everything = [0u8];
+        // Permanent keys above every churned one; the churned leaves empty from the
+        // smallest key up (as Delivery empties NEW_ORDER).
+        scans_see_every_permanent_key_while_an_end_leaf_empties(
+            1_000_000,
+            0,
+            false,
+            |index, guard, visit| {
+                for lower in [Bound::Unbounded, Bound::Included(&below_everything[..])] {
+                    index.range_from(lower, Bound::Unbounded, guard, &mut *visit);
+                }
+            },
+        );
+    }
+
+    /// One thread keeps filling a few leaves at one end of the index (churned keys from
+    /// `churn_base`, valued `u64::MAX`) and emptying them (from the largest key down when
+    /// `empty_downwards`), beside 200 permanent keys from `permanent_base`; meanwhile
+    /// `scan` (which runs its scans, each calling `visit` per entry) must see every
+    /// permanent key in each of its scans, for two seconds.
+    fn scans_see_every_permanent_key_while_an_end_leaf_empties(
+        permanent_base: u64,
+        churn_base: u64,
+        empty_downwards: bool,
+        scan: impl Fn(&OrderedIndex<u64>, &Guard, &mut dyn FnMut(&[u8], &u64) -> bool),
+    ) {
         use std::sync::atomic::{AtomicBool, Ordering};
         const PERMANENT: u64 = 200;
         let index = OrderedIndex::new();
-        // Permanent keys above every churned one.
         for i in 0..PERMANENT {
-            assert!(index.insert_if_absent(&key(1_000_000 + i), i).is_ok());
+            assert!(index.insert_if_absent(&key(permanent_base + i), i).is_ok());
         }
         let stop = AtomicBool::new(false);
         std::thread::scope(|scope| {
             scope.spawn(|| {
                 let mut round = 0u64;
                 while !stop.load(Ordering::Relaxed) {
-                    // Fill a few leaves below the permanent block, then empty them from the
-                    // smallest key up (as Delivery empties NEW_ORDER).
-                    let base = (round % 1000) * 100;
+                    let base = churn_base + (round % 1000) * 100;
                     for i in base..base + 64 {
                         let _ = index.insert_if_absent(&key(i), u64::MAX);
                     }
-                    for i in base..base + 64 {
+                    for j in 0..64 {
+                        let i = if empty_downwards {
+                            base + 63 - j
+                        } else {
+                            base + j
+                        };
                         index.remove_if(&key(i), |_| true);
                     }
                     round += 1;
@@ -336,20 +364,28 @@ mod tests {
             });
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
             let guard = Guard::new();
-            let below_everything = [0u8];
             while std::time::Instant::now() < deadline {
-                for lower in [Bound::Unbounded, Bound::Included(&below_everything[..])] {
-                    let mut permanent_seen = 0;
-                    index.range_from(lower, Bound::Unbounded, &guard, |_, &v| {
-                        if v != u64::MAX {
-                            permanent_seen += 1;
+                // Counts per scan: `visit` is called by consecutive scans, each ending at
+                // the last permanent key it reaches (or earlier, which is the bug).
+                let mut seen_per_scan = Vec::new();
+                let mut permanent_seen = 0;
+                let mut visit = |_: &[u8], &v: &u64| {
+                    if v != u64::MAX {
+                        permanent_seen += 1;
+                        if permanent_seen == PERMANENT {
+                            seen_per_scan.push(PERMANENT);
+                            permanent_seen = 0;
                         }
-                        true
-                    });
-                    if permanent_seen != PERMANENT {
-                        stop.store(true, Ordering::Relaxed);
-                        panic!("a scan from the start saw {permanent_seen} of {PERMANENT} keys");
                     }
+                    true
+                };
+                scan(&index, &guard, &mut visit);
+                if seen_per_scan.len() != 2 || permanent_seen != 0 {
+                    stop.store(true, Ordering::Relaxed);
+                    panic!(
+                        "of two scans, {} saw all {PERMANENT} keys (then {permanent_seen} more)",
+                        seen_per_scan.len()
+                    );
                 }
             }
             stop.store(true, Ordering::Relaxed);
@@ -505,48 +541,16 @@ mod tests {
     /// largest key) must always see the whole block.
     #[test]
     fn regression_a_backward_scan_from_the_end_sees_past_an_emptied_rightmost_leaf() {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        const PERMANENT: u64 = 200;
-        let index = OrderedIndex::new();
-        for i in 0..PERMANENT {
-            assert!(index.insert_if_absent(&key(i), i).is_ok());
-        }
-        let stop = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let mut round = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let base = 1_000_000 + (round % 1000) * 100;
-                    for i in base..base + 64 {
-                        let _ = index.insert_if_absent(&key(i), u64::MAX);
-                    }
-                    for i in (base..base + 64).rev() {
-                        index.remove_if(&key(i), |_| true);
-                    }
-                    round += 1;
-                }
-            });
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-            let guard = Guard::new();
-            let above_everything = [2u8];
-            while std::time::Instant::now() < deadline {
+        let above_everything = [2u8];
+        scans_see_every_permanent_key_while_an_end_leaf_empties(
+            0,
+            1_000_000,
+            true,
+            |index, guard, visit| {
                 for upper in [Bound::Unbounded, Bound::Included(&above_everything[..])] {
-                    let mut permanent_seen = 0;
-                    index.range_back(Bound::Unbounded, upper, &guard, |_, &v| {
-                        if v != u64::MAX {
-                            permanent_seen += 1;
-                        }
-                        true
-                    });
-                    if permanent_seen != PERMANENT {
-                        stop.store(true, Ordering::Relaxed);
-                        panic!(
-                            "a backward scan from the end saw {permanent_seen} of {PERMANENT} keys"
-                        );
-                    }
+                    index.range_back(Bound::Unbounded, upper, guard, &mut *visit);
                 }
-            }
-            stop.store(true, Ordering::Relaxed);
-        });
+            },
+        );
     }
 }
