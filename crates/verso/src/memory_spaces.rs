@@ -132,6 +132,13 @@ pub(crate) fn allocate_in(space: Option<u16>) -> SpaceGuard {
     SpaceGuard { previous }
 }
 
+/// Whether the calling thread allocates in a memory space now (an [`allocate_in`] guard
+/// with a space is alive). Caches of freed blocks must not serve such a thread: its
+/// allocations are meant to come from its space.
+pub(crate) fn allocating_in_a_space() -> bool {
+    CURRENT_SPACE.with(Cell::get) != NO_SPACE
+}
+
 impl Drop for SpaceGuard {
     fn drop(&mut self) {
         CURRENT_SPACE.with(|current| current.set(self.previous));
