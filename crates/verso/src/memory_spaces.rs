@@ -132,9 +132,17 @@ pub(crate) fn allocate_in(space: Option<u16>) -> SpaceGuard {
     SpaceGuard { previous }
 }
 
+/// Whether the block at `address` lies in a memory space (a cache of freed blocks must not
+/// keep it: it would serve allocations outside the space and keep the space's count up).
+#[cfg(not(loom))]
+pub(crate) fn in_a_space(address: usize) -> bool {
+    space_of_address(address).is_some()
+}
+
 /// Whether the calling thread allocates in a memory space now (an [`allocate_in`] guard
 /// with a space is alive). Caches of freed blocks must not serve such a thread: its
 /// allocations are meant to come from its space.
+#[cfg(not(loom))]
 pub(crate) fn allocating_in_a_space() -> bool {
     CURRENT_SPACE.with(Cell::get) != NO_SPACE
 }
