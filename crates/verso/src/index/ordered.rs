@@ -290,14 +290,29 @@ mod tests {
         k
     }
 
-    fn collect(index: &OrderedIndex<u64>, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<u64> {
+    /// The first three values a scan of `[lower, upper]` visits, ascending or descending.
+    fn first_three(
+        index: &OrderedIndex<u64>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        descending: bool,
+    ) -> Vec<u64> {
         let guard = Guard::new();
         let mut out = Vec::new();
-        index.range_from(lower, upper, &guard, |_, &v| {
+        let visit = |_: &[u8], &v: &u64| {
             out.push(v);
             out.len() < 3
-        });
+        };
+        if descending {
+            index.range_back(lower, upper, &guard, visit);
+        } else {
+            index.range_from(lower, upper, &guard, visit);
+        }
         out
+    }
+
+    fn collect(index: &OrderedIndex<u64>, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Vec<u64> {
+        first_three(index, lower, upper, false)
     }
 
     /// Found in CI (TPC-C's consistency check under 'Hana' with two workers saw no
@@ -456,13 +471,7 @@ mod tests {
         lower: Bound<&[u8]>,
         upper: Bound<&[u8]>,
     ) -> Vec<u64> {
-        let guard = Guard::new();
-        let mut out = Vec::new();
-        index.range_back(lower, upper, &guard, |_, &v| {
-            out.push(v);
-            out.len() < 3
-        });
-        out
+        first_three(index, lower, upper, true)
     }
 
     #[test]
