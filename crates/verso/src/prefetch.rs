@@ -29,3 +29,11 @@ pub(crate) fn prefetch_object<T: ?Sized>(value: &T) {
     prefetch_address(address);
     prefetch_address(address.wrapping_add(64));
 }
+
+/// Asks for the cache line of the reference counts of the `Arc` whose value is at
+/// `value_address` (`Arc::as_ptr`; the counts sit just before the value): for a foreseen
+/// drop of an `Arc` whose counts are probably cold.
+#[inline(always)]
+pub(crate) fn prefetch_arc_counts(value_address: usize) {
+    prefetch_address(value_address.wrapping_sub(2 * std::mem::size_of::<usize>()));
+}

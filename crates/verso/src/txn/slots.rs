@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 
 use crate::cc::precision::CommitRecord;
 use crate::stats::SlotStats;
+use crate::txn::identity_set::IdentitySet;
 use crate::version::ActiveSnapshots;
 
 const SLOTS_PER_CHUNK: usize = 64;
@@ -42,10 +43,10 @@ pub(crate) struct Committed<R> {
     pub(crate) rows: Vec<R>,
     /// For an entry that folds many transactions (`engine::collect::fold_queue`): the
     /// identities of its rows, kept so that the next fold adds to it without re-hashing
-    /// them. Empty (and unallocated) for a plain entry. Hashed with foldhash: behind a held
-    /// snapshot every commit looks its rows up here (a million accounts in pgbench's TPC-B at
-    /// scale 10), and std's SipHash made that 5% of the run (`docs/lab.md`).
-    pub(crate) folded_identities: std::collections::HashSet<usize, foldhash::fast::FixedState>,
+    /// them. Empty (and unallocated) for a plain entry. Behind a held snapshot every commit's
+    /// rows are looked up here (a million accounts in pgbench's TPC-B at scale 10): a set
+    /// whose probes a fold prefetches in batches (`IdentitySet`).
+    pub(crate) folded_identities: IdentitySet,
     /// At most the commit timestamp of every transaction in the entry whose versions may
     /// still be linked: `commit_ts` for a plain entry; for a folded one, the oldest it
     /// folded, raised to each bound it was finalized at in part
@@ -59,7 +60,7 @@ impl<R> Committed<R> {
         Committed {
             commit_ts,
             rows,
-            folded_identities: std::collections::HashSet::default(),
+            folded_identities: IdentitySet::default(),
             folded_since: commit_ts,
         }
     }
