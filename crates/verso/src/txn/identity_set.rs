@@ -72,22 +72,32 @@ impl IdentitySet {
         }
     }
 
-    /// Adds `id`; false if it was there already.
-    pub(crate) fn insert(&mut self, id: usize) -> bool {
-        assert_ne!(id, EMPTY, "row identities are addresses, never 0");
-        self.reserve(1);
+    /// Where `id` is (`Ok`), or the empty slot its probe ends at (`Err`). The table must
+    /// have slots, and at least one empty (the load bound guarantees it).
+    fn probe(&self, id: usize) -> Result<usize, usize> {
+        debug_assert!(id != EMPTY && 2 * self.len <= self.slots.len());
         let mask = self.mask();
         let mut at = self.home(id);
         loop {
             match self.slots[at] {
-                EMPTY => {
-                    self.slots[at] = id;
-                    self.len += 1;
-                    debug_assert!(2 * self.len <= self.slots.len());
-                    return true;
-                }
-                present if present == id => return false,
+                EMPTY => return Err(at),
+                present if present == id => return Ok(at),
                 _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds `id`; false if it was there already.
+    pub(crate) fn insert(&mut self, id: usize) -> bool {
+        assert_ne!(id, EMPTY, "row identities are addresses, never 0");
+        self.reserve(1);
+        match self.probe(id) {
+            Ok(_) => false,
+            Err(empty) => {
+                self.slots[empty] = id;
+                self.len += 1;
+                debug_assert!(2 * self.len <= self.slots.len());
+                true
             }
         }
     }
@@ -97,19 +107,14 @@ impl IdentitySet {
         if self.len == 0 || id == EMPTY {
             return false;
         }
-        let mask = self.mask();
-        let mut hole = self.home(id);
-        loop {
-            match self.slots[hole] {
-                EMPTY => return false,
-                present if present == id => break,
-                _ => hole = (hole + 1) & mask,
-            }
-        }
+        let Ok(mut hole) = self.probe(id) else {
+            return false;
+        };
         self.slots[hole] = EMPTY;
         self.len -= 1;
         // Shift back every later entry of the run that the hole now cuts off from its home:
         // one whose home is not in (hole, at] cyclically.
+        let mask = self.mask();
         let mut at = hole;
         loop {
             at = (at + 1) & mask;
@@ -130,18 +135,7 @@ impl IdentitySet {
     /// Whether `id` is in the set.
     #[cfg(test)]
     pub(crate) fn contains(&self, id: usize) -> bool {
-        if self.len == 0 || id == EMPTY {
-            return false;
-        }
-        let mask = self.mask();
-        let mut at = self.home(id);
-        loop {
-            match self.slots[at] {
-                EMPTY => return false,
-                present if present == id => return true,
-                _ => at = (at + 1) & mask,
-            }
-        }
+        self.len > 0 && id != EMPTY && self.probe(id).is_ok()
     }
 
     fn rehash(&mut self, capacity: usize) {
