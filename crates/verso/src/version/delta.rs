@@ -23,8 +23,8 @@
 //! pruner and the collector hold it exclusively while they link or unlink records. A record
 //! is reachable only through its chain, so once it is unlinked under the exclusive latch no
 //! reader can reach it and it is freed at once: the latch is the grace period. The only
-//! field written under a shared latch is a record's timestamp (an atomic), when its
-//! transaction stamps it at commit.
+//! fields written under a shared latch are a record's timestamp and the row's copy of the
+//! head's (`head_ts`), both atomic, when the record's transaction stamps it at commit.
 
 use std::sync::atomic::Ordering;
 
@@ -77,9 +77,10 @@ pub(crate) struct RowState<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// at the head, allocated when that row was last written, so it is cold: reading it cost
     /// TPC-B with a held snapshot 172 samples per million commits of 1,824 (`docs/lab.md`).
     ///
-    /// Invariant: `UNSTAMPED` or equal to the head's `ts`. Only `stamp` sets it (under the
-    /// shared latch, hence atomic), and only for a record that is the head; everything that
-    /// changes the head, under the exclusive latch, sets it again (`head_changed`).
+    /// Invariant: `UNSTAMPED` or equal to the head's `ts`. Under the shared latch only
+    /// `stamp` sets it (hence atomic), and only for a record that is the head; everything
+    /// that changes the head or its `ts` under the exclusive latch copies it again
+    /// (`head_changed`).
     head_ts: AtomicU64,
     /// The newest values (possibly written by a transaction that has not committed). Last,
     /// because it holds the unsized tail.
@@ -1055,6 +1056,68 @@ mod tests {
         assert_eq!(removed, 1);
         assert_eq!(head_ts(&row), None, "no head left");
         assert_eq!(value_at::<DeltaStorage>(&row, 9), Some(20));
+
+        // A stamped head that a prune drops with the whole chain (no snapshot needs it).
+        update_committed::<DeltaStorage>(&row, 30, 9, 10);
+        assert_eq!(head_ts(&row), Some(10));
+        let nobody = ActiveSnapshots::new(100, vec![]);
+        let report = DeltaStorage::edit(&row, |chain| chain.prune(&nobody));
+        assert_eq!((report.removed, report.remaining), (1, 0));
+        assert_eq!(head_ts(&row), None, "pruned away");
+
+        // One-at-a-time removal of the only record, which is the head.
+        update_committed::<DeltaStorage>(&row, 40, 11, 12);
+        assert_eq!(head_ts(&row), Some(12));
+        let (_, freed) = DeltaStorage::edit(&row, |chain| chain.unlink_oldest(100));
+        assert!(freed.is_some());
+        assert_eq!(head_ts(&row), None, "unlinked");
+
+        // A committed head its transaction has not stamped yet: a prune (which reads the
+        // outcome) sets the copy, and a writer whose snapshot is not past it conflicts.
+        let owner = Arc::new(TxnShared::new());
+        let snapshot = Snapshot {
+            start_ts: 13,
+            owner: None,
+            obsolete_below: 0,
+        };
+        let changes = [(1, Value::I64(50))];
+        let mask = ColumnMask::from_columns(&[1]);
+        let written = DeltaStorage::write(
+            &row,
+            &snapshot,
+            WriteIntent::Update(mask, &changes),
+            &owner,
+            NonInline::Packed,
+        );
+        assert!(matches!(written, WriteResult::Installed { .. }));
+        drop(written);
+        owner.mark_committing();
+        owner.mark_committed(14);
+        DeltaStorage::edit(&row, |chain| {
+            // A snapshot at 13 keeps the record: the prune stamps it as its group's.
+            chain.prune(&ActiveSnapshots::new(100, vec![13]))
+        });
+        assert_eq!(
+            head_ts(&row),
+            Some(14),
+            "copied from the outcome the prune read"
+        );
+        let late = Snapshot {
+            start_ts: 14,
+            owner: None,
+            obsolete_below: 0,
+        };
+        let conflicting = DeltaStorage::write(
+            &row,
+            &late,
+            WriteIntent::Update(mask, &changes),
+            &Arc::new(TxnShared::new()),
+            NonInline::Packed,
+        );
+        assert!(
+            !matches!(conflicting, WriteResult::Installed { .. }),
+            "first updater wins against a head committed at the snapshot"
+        );
     }
 
     #[test]
