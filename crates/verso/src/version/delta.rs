@@ -600,7 +600,7 @@ impl VersionStorage for DeltaStorage {
             });
             created_bytes += record.footprint();
             state.head = Some(record);
-            state.head_ts.store(UNSTAMPED, Ordering::Release);
+            state.head_changed();
             state.records += 1;
         }
         match intent {
@@ -634,7 +634,6 @@ impl VersionStorage for DeltaStorage {
         let foldable = {
             let state = row.read();
             let mut cursor = state.head.as_deref();
-            let mut is_head = true;
             loop {
                 let Some(record) = cursor else {
                     return StampReport::default(); // merged away by the pruner
@@ -646,14 +645,17 @@ impl VersionStorage for DeltaStorage {
                         Ordering::Release,
                         Ordering::Relaxed,
                     );
-                    if is_head {
+                    if state
+                        .head
+                        .as_deref()
+                        .is_some_and(|h| std::ptr::eq(h, record))
+                    {
                         // The head cannot change under the shared latch: the copy is exact.
                         let ts = record.ts.load(Ordering::Acquire);
                         state.head_ts.store(ts, Ordering::Release);
                     }
                     break record.next.is_none() && !record.before_exists;
                 }
-                is_head = false;
                 cursor = record.next.as_deref();
             }
         };
@@ -909,6 +911,25 @@ mod tests {
         DeltaStorage::new_row(values, &Arc::new(TxnShared::new()), NonInline::Packed).0
     }
 
+    /// `intent` by `owner` with a snapshot at `start_ts` (owning nothing before); whether
+    /// it installed.
+    fn write_at(
+        row: &DeltaRow,
+        start_ts: u64,
+        intent: WriteIntent<'_>,
+        owner: &Arc<TxnShared>,
+    ) -> bool {
+        let snapshot = Snapshot {
+            start_ts,
+            owner: None,
+            obsolete_below: 0,
+        };
+        matches!(
+            DeltaStorage::write(row, &snapshot, intent, owner, NonInline::Packed),
+            WriteResult::Installed { .. }
+        )
+    }
+
     /// Records a prune unlinks become the thread's next new records; a reused record reads
     /// as the new change only (nothing of the record it was); a thread keeps a few at most,
     /// and none serve a write that allocates in a memory space.
@@ -959,20 +980,7 @@ mod tests {
             // A delete in a spare record (an update's, with another mask and an existing
             // row before it): it undoes to the row, and nothing of the update's record shows.
             let owner = Arc::new(TxnShared::new());
-            let snapshot = Snapshot {
-                start_ts: 105,
-                owner: None,
-                obsolete_below: 0,
-            };
-            let deleted = DeltaStorage::write(
-                &row,
-                &snapshot,
-                WriteIntent::Delete,
-                &owner,
-                NonInline::Packed,
-            );
-            assert!(matches!(deleted, WriteResult::Installed { .. }));
-            drop(deleted);
+            assert!(write_at(&row, 105, WriteIntent::Delete, &owner));
             assert_eq!(spare_records::kept(), spare_records::KEEP - 2);
             owner.mark_committing();
             owner.mark_committed(106);
@@ -1012,21 +1020,9 @@ mod tests {
 
         // An uncommitted write on top: no stamped head; others undo it.
         let owner = Arc::new(TxnShared::new());
-        let snapshot = Snapshot {
-            start_ts: 5,
-            owner: None,
-            obsolete_below: 0,
-        };
         let changes = [(1, Value::I64(99))];
-        let written = DeltaStorage::write(
-            &row,
-            &snapshot,
-            WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes),
-            &owner,
-            NonInline::Packed,
-        );
-        assert!(matches!(written, WriteResult::Installed { .. }));
-        drop(written);
+        let update = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
+        assert!(write_at(&row, 5, update, &owner));
         assert_eq!(head_ts(&row), None, "the new head is unstamped");
         assert_eq!(value_at::<DeltaStorage>(&row, 6), Some(10));
         DeltaStorage::edit(&row, |chain| chain.rollback(&owner));
@@ -1075,22 +1071,14 @@ mod tests {
         // A committed head its transaction has not stamped yet: a prune (which reads the
         // outcome) sets the copy, and a writer whose snapshot is not past it conflicts.
         let owner = Arc::new(TxnShared::new());
-        let snapshot = Snapshot {
-            start_ts: 13,
-            owner: None,
-            obsolete_below: 0,
-        };
         let changes = [(1, Value::I64(50))];
         let mask = ColumnMask::from_columns(&[1]);
-        let written = DeltaStorage::write(
+        assert!(write_at(
             &row,
-            &snapshot,
+            13,
             WriteIntent::Update(mask, &changes),
-            &owner,
-            NonInline::Packed,
-        );
-        assert!(matches!(written, WriteResult::Installed { .. }));
-        drop(written);
+            &owner
+        ));
         owner.mark_committing();
         owner.mark_committed(14);
         DeltaStorage::edit(&row, |chain| {
@@ -1102,20 +1090,13 @@ mod tests {
             Some(14),
             "copied from the outcome the prune read"
         );
-        let late = Snapshot {
-            start_ts: 14,
-            owner: None,
-            obsolete_below: 0,
-        };
-        let conflicting = DeltaStorage::write(
-            &row,
-            &late,
-            WriteIntent::Update(mask, &changes),
-            &Arc::new(TxnShared::new()),
-            NonInline::Packed,
-        );
         assert!(
-            !matches!(conflicting, WriteResult::Installed { .. }),
+            !write_at(
+                &row,
+                14,
+                WriteIntent::Update(mask, &changes),
+                &Arc::new(TxnShared::new())
+            ),
             "first updater wins against a head committed at the snapshot"
         );
     }
