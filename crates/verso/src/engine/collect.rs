@@ -170,31 +170,38 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
         queue.iter().all(|c| c.commit_ts <= commit_ts),
         "in commit order"
     );
-    let arrived: Vec<R> = queue.drain(..).flat_map(|c| c.rows).collect();
-    let identities: Vec<usize> = arrived.iter().map(R::identity).collect();
+    let moved: usize = queue.iter().map(|c| c.rows.len()).sum();
     let set = &mut folded.folded_identities;
     // Each insert is a cold probe of a large set, and a row already in it is dropped: its
     // reference count, written thousands of rows ago and perhaps by the other thread since,
     // is cold too. Ask for both a few rows ahead, so that the misses overlap (the set's
     // alone left the counts' misses in a row: 85% of the fold's time after it). Reserving
     // first keeps the prefetched slots where they are.
-    set.reserve(arrived.len());
+    set.reserve(moved);
     let prefetch = |set: &IdentitySet, id: usize| {
         set.prefetch(id);
         crate::prefetch::prefetch_arc_counts(id);
     };
-    for &id in identities.iter().take(FOLD_PREFETCH_AHEAD) {
-        prefetch(set, id);
+    // The rows go straight from the queue into the folded entry through a window of the next
+    // few: gathering them first into a vector as long as the queue took a large block that
+    // the allocator faulted in afresh on every fold
+    // (`regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large`).
+    let mut arriving = queue.drain(..).flat_map(|c| c.rows);
+    let mut window: VecDeque<R> = VecDeque::with_capacity(FOLD_PREFETCH_AHEAD);
+    for row in arriving.by_ref().take(FOLD_PREFETCH_AHEAD) {
+        prefetch(set, row.identity());
+        window.push_back(row);
     }
-    let moved = arrived.len();
-    for (at, row) in arrived.into_iter().enumerate() {
-        if let Some(&ahead) = identities.get(at + FOLD_PREFETCH_AHEAD) {
-            prefetch(set, ahead);
+    while let Some(row) = window.pop_front() {
+        if let Some(ahead) = arriving.next() {
+            prefetch(set, ahead.identity());
+            window.push_back(ahead);
         }
-        if set.insert(identities[at]) {
+        if set.insert(row.identity()) {
             folded.rows.push(row);
         }
     }
+    drop(arriving);
     debug_assert_eq!(folded.rows.len(), folded.folded_identities.len());
     queue.push_back(folded);
     moved

@@ -22,9 +22,10 @@
 //! by the row's reader-writer latch. Readers hold it shared while they walk; writers, the
 //! pruner and the collector hold it exclusively while they link or unlink records. A record
 //! is reachable only through its chain, so once it is unlinked under the exclusive latch no
-//! reader can reach it and it is freed at once: the latch is the grace period. The only
-//! fields written under a shared latch are a record's timestamp and the row's copy of the
-//! head's (`head_ts`), both atomic, when the record's transaction stamps it at commit.
+//! reader can reach it and it is freed at once: the latch is the grace period. Stamping at
+//! commit takes the exclusive latch too (it lets go of the record's owner and may fold an
+//! insert), so nothing is written under a shared latch; a record's timestamp and the row's
+//! copy of the head's (`head_ts`) are atomics all the same, which costs a reader nothing.
 
 use std::sync::atomic::Ordering;
 
@@ -77,10 +78,9 @@ pub(crate) struct RowState<D: ?Sized + AsRef<[u8]> = [u8]> {
     /// at the head, allocated when that row was last written, so it is cold: reading it cost
     /// TPC-B with a held snapshot 172 samples per million commits of 1,824 (`docs/lab.md`).
     ///
-    /// Invariant: `UNSTAMPED` or equal to the head's `ts`. Under the shared latch only
-    /// `stamp` sets it (hence atomic), and only for a record that is the head; everything
-    /// that changes the head or its `ts` under the exclusive latch copies it again
-    /// (`head_changed`).
+    /// Invariant: `UNSTAMPED` or equal to the head's `ts`. Everything that changes the head
+    /// or its `ts`, under the exclusive latch, copies it again (`head_changed`): a write, a
+    /// stamp, a prune, a truncation, a rollback.
     head_ts: AtomicU64,
     /// The newest values (possibly written by a transaction that has not committed). Last,
     /// because it holds the unsized tail.
@@ -183,8 +183,15 @@ impl RowState {
 pub(crate) struct VersionRecord {
     /// Commit timestamp of the transaction whose change this undoes, or `UNSTAMPED`.
     ts: AtomicU64,
-    /// That transaction, consulted while the record is unstamped.
-    owner: Arc<TxnShared>,
+    /// That transaction, consulted while the record is unstamped; let go when its
+    /// transaction stamps it.
+    ///
+    /// Invariant: `None` only once `ts` is stamped. Stamping lets go of it under the
+    /// exclusive latch, on the committing thread, while its counts are still in that
+    /// thread's cache: a record that outlives its commit (behind a long snapshot, for
+    /// seconds) does not keep its transaction's state alive, nor drop it later, cold and
+    /// often on another thread (`stamping_lets_go_of_the_transaction`).
+    owner: Option<Arc<TxnShared>>,
     /// Whether the row existed before the change.
     before_exists: bool,
     /// The columns this record holds before-images of.
@@ -202,18 +209,30 @@ impl VersionRecord {
             debug_assert!(ts <= MAX_TIMESTAMP);
             return Some(ts);
         }
-        match self.owner.outcome() {
+        let owner = self
+            .owner
+            .as_deref()
+            .expect("an unstamped record keeps its transaction");
+        match owner.outcome() {
             TxnOutcome::Committed(ts) => Some(ts),
             TxnOutcome::Uncommitted => None,
         }
     }
 
+    /// Whether `owner`'s change is the one this record undoes (never, once stamped).
+    fn is_owned_by(&self, owner: &Arc<TxnShared>) -> bool {
+        self.owner
+            .as_ref()
+            .is_some_and(|mine| Arc::ptr_eq(mine, owner))
+    }
+
     /// Whether `snapshot` sees the change this record undoes (so it stops here).
     fn change_visible_to(&self, snapshot: &Snapshot<'_>) -> bool {
-        if snapshot
+        let mine = snapshot
             .owner
-            .is_some_and(|me| std::ptr::eq(me, Arc::as_ptr(&self.owner)))
-        {
+            .zip(self.owner.as_deref())
+            .is_some_and(|(me, owner)| std::ptr::eq(me, owner));
+        if mine {
             return true;
         }
         self.commit_ts().is_some_and(|ts| ts < snapshot.start_ts)
@@ -244,39 +263,6 @@ impl VersionRecord {
 impl<D: ?Sized + AsRef<[u8]>> Drop for RowState<D> {
     fn drop(&mut self) {
         free_chain(self.head.take());
-    }
-}
-
-/// Folds `owner`'s committed, stamped insert record into the row's birth timestamp if it is
-/// still the tail of the chain (a pruner may have merged it away since it was stamped).
-fn fold_committed_insert(state: &mut RowState, owner: &Arc<TxnShared>) -> StampReport {
-    let mut link = &mut state.head;
-    loop {
-        let Some(record) = link.as_deref() else {
-            return StampReport::default();
-        };
-        if !Arc::ptr_eq(&record.owner, owner) {
-            link = &mut link.as_mut().expect("checked").next;
-            continue;
-        }
-        if record.next.is_some() || record.before_exists {
-            return StampReport::default();
-        }
-        // Keep only its timestamp (which the pruner may have raised when it merged newer
-        // records into it).
-        let born = record.ts.load(Ordering::Acquire);
-        debug_assert!(born != UNSTAMPED && born != NOT_BORN);
-        let record = link.take().expect("checked");
-        state.born = born;
-        state.records -= 1;
-        state.head_changed();
-        let freed_bytes = record.footprint();
-        spare_records::give_back(record);
-        return StampReport {
-            folded_records: 1,
-            freed_bytes,
-            nothing_to_finalize: state.head.is_none() && state.exists,
-        };
     }
 }
 
@@ -402,8 +388,10 @@ mod spare_records {
                     // Reusing it drops its stale owner, whose count is usually cold by now
                     // (the record was written long ago): ask for that line now, so that the
                     // miss overlaps the work until the next write.
-                    let owner = crate::sync::Arc::as_ptr(&kept.owner) as usize;
-                    crate::prefetch::prefetch_arc_counts(owner);
+                    if let Some(owner) = &kept.owner {
+                        let owner = crate::sync::Arc::as_ptr(owner) as usize;
+                        crate::prefetch::prefetch_arc_counts(owner);
+                    }
                     spare.push(kept);
                 }
             });
@@ -447,7 +435,7 @@ impl VersionStorage for DeltaStorage {
     ) -> (Arc<DeltaRow>, Created) {
         let record = spare_records::boxed(VersionRecord {
             ts: AtomicU64::new(UNSTAMPED),
-            owner: Arc::clone(owner),
+            owner: Some(Arc::clone(owner)),
             before_exists: false,
             mask: ColumnMask::EMPTY,
             before: PackedRow::empty(),
@@ -545,8 +533,7 @@ impl VersionStorage for DeltaStorage {
         }
         let stamped_head_ts = state.stamped_head_ts();
         // A stamped head's transaction has ended: it is not this one.
-        let mine =
-            stamped_head_ts.is_none() && head.is_some_and(|head| Arc::ptr_eq(&head.owner, owner));
+        let mine = stamped_head_ts.is_none() && head.is_some_and(|head| head.is_owned_by(owner));
         // The newest committed change: the head record's, or with no record left the folded
         // insert's (its birth; `NOT_BORN` is 0, below every snapshot).
         let newest_commit_ts = || match state.head.as_deref() {
@@ -592,7 +579,7 @@ impl VersionStorage for DeltaStorage {
             let before = PackedRow::project(changed, |column| state.values.cell(column));
             let record = spare_records::boxed(VersionRecord {
                 ts: AtomicU64::new(UNSTAMPED),
-                owner: Arc::clone(owner),
+                owner: Some(Arc::clone(owner)),
                 before_exists: state.exists,
                 mask: changed,
                 before,
@@ -629,41 +616,41 @@ impl VersionStorage for DeltaStorage {
         // The record is usually the head, but once the owner's state says "committed" a
         // writer may install on top of it, and the pruner may even merge it away or fold it
         // into an older survivor whose timestamp it then sets; so look for it, and stamp
-        // only a record that is still unstamped. Stamping needs only the shared latch (the
-        // timestamp is atomic): an update's commit ends there.
-        let foldable = {
-            let state = row.read();
-            let mut cursor = state.head.as_deref();
-            loop {
-                let Some(record) = cursor else {
-                    return StampReport::default(); // merged away by the pruner
-                };
-                if Arc::ptr_eq(&record.owner, owner) {
-                    let _ = record.ts.compare_exchange(
-                        UNSTAMPED,
-                        commit_ts,
-                        Ordering::Release,
-                        Ordering::Relaxed,
-                    );
-                    if state
-                        .head
-                        .as_deref()
-                        .is_some_and(|h| std::ptr::eq(h, record))
-                    {
-                        // The head cannot change under the shared latch: the copy is exact.
-                        let ts = record.ts.load(Ordering::Acquire);
-                        state.head_ts.store(ts, Ordering::Release);
-                    }
-                    break record.next.is_none() && !record.before_exists;
-                }
-                cursor = record.next.as_deref();
+        // only a record that is still unstamped. The exclusive latch lets the record go of
+        // its owner (see `VersionRecord::owner`) and folds a committed insert.
+        let mut guard = row.write();
+        let state = &mut *guard;
+        let mut link = &mut state.head;
+        loop {
+            let Some(record) = link.as_deref() else {
+                return StampReport::default(); // merged away by the pruner
+            };
+            if record.is_owned_by(owner) {
+                break;
             }
-        };
-        if foldable {
-            fold_committed_insert(&mut row.write(), owner)
-        } else {
-            StampReport::default()
+            link = &mut link.as_mut().expect("checked").next;
         }
+        let record = link.as_deref_mut().expect("found above");
+        if record.ts.load(Ordering::Relaxed) == UNSTAMPED {
+            record.ts.store(commit_ts, Ordering::Release);
+        }
+        record.owner = None;
+        let mut report = StampReport::default();
+        if record.next.is_none() && !record.before_exists {
+            // A committed insert at the tail: keep only its timestamp (which the pruner may
+            // have raised when it merged newer records into it) as the row's birth.
+            let record = link.take().expect("found above");
+            let born = record.ts.load(Ordering::Acquire);
+            debug_assert!(born != UNSTAMPED && born != NOT_BORN);
+            state.born = born;
+            state.records -= 1;
+            report.folded_records = 1;
+            report.freed_bytes = record.footprint();
+            spare_records::give_back(record);
+            report.nothing_to_finalize = state.head.is_none() && state.exists;
+        }
+        state.head_changed();
+        report
     }
 
     fn cc_word(row: &DeltaRow) -> &AtomicU64 {
@@ -786,7 +773,7 @@ impl ChainEdit for RowState {
             .head
             .take()
             .expect("a row in a write set has its writer's record at the head");
-        debug_assert!(Arc::ptr_eq(&record.owner, owner));
+        debug_assert!(record.is_owned_by(owner));
         let restored = if record.mask.is_empty() {
             None
         } else {
@@ -1099,6 +1086,84 @@ mod tests {
             ),
             "first updater wins against a head committed at the snapshot"
         );
+    }
+
+    /// A stamped record no longer holds its transaction's shared state: the committing
+    /// thread lets go of it at once, for updates, for a record a writer already covered, and
+    /// for a committed insert folded into the row; an unstamped record keeps it, and reads
+    /// resolve both through the timestamp alone.
+    #[test]
+    fn stamping_lets_go_of_the_transaction() {
+        use crate::version::test_steps::value_at;
+        let inserter = Arc::new(TxnShared::new());
+        let (row, _) = DeltaStorage::new_row(
+            &[Value::U64(1), Value::I64(0)],
+            &inserter,
+            NonInline::Packed,
+        );
+        assert_eq!(
+            Arc::strong_count(&inserter),
+            2,
+            "the insert record holds it"
+        );
+        inserter.mark_committing();
+        inserter.mark_committed(2);
+        let report = DeltaStorage::stamp(&row, &inserter, 2);
+        assert_eq!(report.folded_records, 1, "the committed insert folds");
+        assert_eq!(Arc::strong_count(&inserter), 1, "folded and let go");
+
+        let update = |value: i64, start: u64, owner: &Arc<TxnShared>| {
+            let changes = [(1, Value::I64(value))];
+            let intent = WriteIntent::Update(ColumnMask::from_columns(&[1]), &changes);
+            assert!(write_at(&row, start, intent, owner));
+        };
+        let first = Arc::new(TxnShared::new());
+        update(10, 3, &first);
+        assert_eq!(
+            Arc::strong_count(&first),
+            2,
+            "its record holds it until stamped"
+        );
+        first.mark_committing();
+        first.mark_committed(4);
+        // A second writer covers the committed, unstamped record before it is stamped.
+        let second = Arc::new(TxnShared::new());
+        update(20, 5, &second);
+        assert_eq!(
+            value_at::<DeltaStorage>(&row, 4),
+            Some(0),
+            "resolved by its owner"
+        );
+        assert_eq!(
+            value_at::<DeltaStorage>(&row, 5),
+            Some(10),
+            "resolved by its owner"
+        );
+        DeltaStorage::stamp(&row, &first, 4);
+        assert_eq!(
+            Arc::strong_count(&first),
+            1,
+            "stamped below the head and let go"
+        );
+        assert_eq!(Arc::strong_count(&second), 2, "the head is still unstamped");
+        second.mark_committing();
+        second.mark_committed(6);
+        DeltaStorage::stamp(&row, &second, 6);
+        assert_eq!(
+            Arc::strong_count(&second),
+            1,
+            "stamped at the head and let go"
+        );
+        for (start, expected) in [(1, None), (3, Some(0)), (5, Some(10)), (7, Some(20))] {
+            assert_eq!(
+                value_at::<DeltaStorage>(&row, start),
+                expected,
+                "at {start}"
+            );
+        }
+        // Stamping again (a record merged away or stamped already) changes nothing.
+        DeltaStorage::stamp(&row, &second, 6);
+        assert_eq!(value_at::<DeltaStorage>(&row, 7), Some(20));
     }
 
     #[test]
