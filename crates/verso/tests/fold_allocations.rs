@@ -70,12 +70,10 @@ fn regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large()
     const MEASURED_COMMITS: u64 = 10 * 1024;
     let db = Database::open(Options::default().idle_collection_interval(None)).expect("open");
     let table = common::create_id_value_table(&db, "counters");
-    let mut load = db.begin(Isolation::Snapshot);
-    for id in 0..ROWS {
-        load.insert(table, &[Value::U64(id), Value::I64(0)])
-            .expect("insert");
-    }
-    load.commit().expect("commit");
+    let rows: Vec<Vec<Value>> = (0..ROWS)
+        .map(|id| vec![Value::U64(id), Value::I64(0)])
+        .collect();
+    common::commit_rows(&db, table, &rows);
     let held = db.begin(Isolation::Snapshot);
     let update = |i: u64| {
         let mut txn = db.begin(Isolation::Snapshot);
@@ -104,11 +102,6 @@ fn regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large()
         "{large} allocations of {LARGE_BYTES} bytes or more in {MEASURED_COMMITS} commits \
          whose folds had nothing to grow"
     );
-    let seen: i64 = held
-        .scan(table, ..)
-        .expect("scan")
-        .iter()
-        .map(|row| row[1].as_i64().expect("i64"))
-        .sum();
+    let seen = common::column_sum(&held, table, 1);
     assert_eq!(seen, 0, "the held snapshot reads its own state");
 }

@@ -43,12 +43,7 @@ fn regression_queue_folding_behind_a_held_snapshot_is_not_quadratic() {
             folded >= COMMITS / 2,
             "{gc:?}: the queue was folded ({folded})"
         );
-        let seen: i64 = held
-            .scan(table, ..)
-            .expect("scan")
-            .iter()
-            .map(|row| row[1].as_i64().expect("i64"))
-            .sum();
+        let seen = common::column_sum(&held, table, 1);
         assert_eq!(seen, 0, "{gc:?}: the held snapshot reads its own state");
     }
 }

@@ -8,7 +8,7 @@
 
 use verso::{
     ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
-    NonInline, Options, PrimaryKeyIndex, Schema, TableId, Value, VersionStorageKind,
+    NonInline, Options, PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
@@ -362,6 +362,15 @@ pub fn commit_rows(db: &Database, table: TableId, rows: &[Vec<Value>]) {
     }
     txn.commit()
         .unwrap_or_else(|error| panic!("{}: commit: {error}", db.design()));
+}
+
+/// The sum of I64 column `column` over every row of `table` that `txn` sees.
+pub fn column_sum(txn: &Transaction<'_>, table: TableId, column: usize) -> i64 {
+    txn.scan(table, ..)
+        .expect("scan")
+        .iter()
+        .map(|row| row[column].as_i64().expect("an i64 column"))
+        .sum()
 }
 
 /// Every row of `table` a new snapshot sees, in primary-key order.
