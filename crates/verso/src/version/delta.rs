@@ -314,8 +314,8 @@ fn free_chain(mut cursor: Option<Box<VersionRecord>>) -> (usize, usize) {
 /// cache, costs neither.
 ///
 /// Invariants: a spare record is in no chain (its `next` is `None`), and nothing reads it;
-/// its before-images are dropped when it is kept (so the bytes counted freed are freed), its
-/// stale owner when it is reused or freed. A thread keeps at most [`spare_records::KEEP`] of
+/// its before-images and its owner (if it was unlinked unstamped) are dropped when it is kept,
+/// so it holds nothing but its own block. A thread keeps at most [`spare_records::KEEP`] of
 /// them. No block of a memory space (Wu et al. §4.4) is kept, and none is served while the
 /// thread allocates in a space: those records must come from its space.
 mod spare_records {
@@ -383,15 +383,11 @@ mod spare_records {
                         spare.reserve_exact(KEEP);
                     }
                     let mut kept = record.take().expect("not kept yet");
-                    // Its before-images are freed now, as the caller counts them.
+                    // Its before-images are freed now, as the caller counts them. A stamped
+                    // record has let go of its owner already; one unlinked before its stamp
+                    // (a rollback's, or one the pruner merged away) lets go now.
                     kept.before = super::PackedRow::empty();
-                    // Reusing it drops its stale owner, whose count is usually cold by now
-                    // (the record was written long ago): ask for that line now, so that the
-                    // miss overlaps the work until the next write.
-                    if let Some(owner) = &kept.owner {
-                        let owner = crate::sync::Arc::as_ptr(owner) as usize;
-                        crate::prefetch::prefetch_arc_counts(owner);
-                    }
+                    kept.owner = None;
                     spare.push(kept);
                 }
             });
@@ -616,8 +612,8 @@ impl VersionStorage for DeltaStorage {
         // The record is usually the head, but once the owner's state says "committed" a
         // writer may install on top of it, and the pruner may even merge it away or fold it
         // into an older survivor whose timestamp it then sets; so look for it, and stamp
-        // only a record that is still unstamped. The exclusive latch lets the record go of
-        // its owner (see `VersionRecord::owner`) and folds a committed insert.
+        // only a record that is still unstamped. Under the exclusive latch the record lets go
+        // of its owner (see `VersionRecord::owner`) and a committed insert folds.
         let mut guard = row.write();
         let state = &mut *guard;
         let mut link = &mut state.head;
