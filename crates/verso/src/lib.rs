@@ -55,6 +55,7 @@ mod row;
 mod schema;
 mod stats;
 mod sync;
+mod ticks;
 mod txn;
 mod value;
 mod version;

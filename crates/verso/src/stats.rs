@@ -29,7 +29,8 @@ pub(crate) enum Counter {
     VersionBytesFreed,
     RowsReclaimed,
     GcNanos,
-    PruneNanos,
+    /// In ticks of [`crate::ticks`]: timed once per write.
+    PruneTicks,
     ActiveListRefreshes,
     CommitRecordsPublished,
     CommitRecordsDropped,
@@ -41,7 +42,8 @@ pub(crate) enum Counter {
     TransactionsHandedOut,
     EpochAdvances,
     VersionRetrievalNanos,
-    ActiveListNanos,
+    /// In ticks of [`crate::ticks`], like `PruneTicks` (which includes it).
+    ActiveListTicks,
     PrefetchKeys,
     PrefetchRowsFound,
     VacuumPasses,
@@ -200,9 +202,9 @@ impl SlotStats {
         self.gc_chain.record(len);
     }
 
-    /// Adds this slot's counters to `stats`; with `new_window`, also starts a new window for
-    /// the histograms' `window_max`.
-    pub(crate) fn add_to(&self, stats: &mut Stats, new_window: bool) {
+    /// Adds this slot's counters to `stats`, converting tick counters at `rate`; with
+    /// `new_window`, also starts a new window for the histograms' `window_max`.
+    pub(crate) fn add_to(&self, stats: &mut Stats, rate: crate::ticks::Rate, new_window: bool) {
         let get = |c: Counter| self.counters[c as usize].load(Ordering::Relaxed);
         stats.transactions_begun += get(Counter::TxnBegun);
         stats.commits += get(Counter::Committed);
@@ -219,7 +221,7 @@ impl SlotStats {
         stats.version_bytes_freed += get(Counter::VersionBytesFreed);
         stats.rows_reclaimed += get(Counter::RowsReclaimed);
         stats.gc_nanos += get(Counter::GcNanos);
-        stats.prune_nanos += get(Counter::PruneNanos);
+        stats.prune_nanos += rate.to_nanos(get(Counter::PruneTicks));
         stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
         stats.commit_records_published += get(Counter::CommitRecordsPublished);
         stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
@@ -231,7 +233,7 @@ impl SlotStats {
         stats.transactions_handed_out += get(Counter::TransactionsHandedOut);
         stats.epoch_advances += get(Counter::EpochAdvances);
         stats.version_retrieval_nanos += get(Counter::VersionRetrievalNanos);
-        stats.active_list_nanos += get(Counter::ActiveListNanos);
+        stats.active_list_nanos += rate.to_nanos(get(Counter::ActiveListTicks));
         stats.prefetch_keys += get(Counter::PrefetchKeys);
         stats.prefetch_rows_found += get(Counter::PrefetchRowsFound);
         stats.vacuum_passes += get(Counter::VacuumPasses);

@@ -19,6 +19,7 @@ use crate::key;
 use crate::row::RowView;
 use crate::stats::Counter;
 use crate::sync::Arc;
+use crate::ticks;
 use crate::txn::identity_set::IdentitySet;
 use crate::txn::slots::{Committed, LocalSlot, Slot};
 use crate::version::{ChainEdit, GoneVersion, VersionStorage};
@@ -46,7 +47,7 @@ pub(crate) fn prune_after_write<V: VersionStorage, G: Collector>(
     if met < 2 {
         return; // only this transaction's own record: nothing anyone could have left behind
     }
-    let started = Instant::now();
+    let started = ticks::now();
     let stats = &local.slot.stats;
     let mut local_gc = local.gc.borrow_mut();
     let local_gc = &mut *local_gc;
@@ -72,7 +73,7 @@ pub(crate) fn prune_after_write<V: VersionStorage, G: Collector>(
     stats.add(Counter::VersionsPrunedEagerly, report.removed as u64);
     stats.add(Counter::VersionBytesFreed, report.freed_bytes as u64);
     stats.record_gc_chain(met);
-    stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
+    stats.add(Counter::PruneTicks, ticks::now().saturating_sub(started));
 }
 
 fn refresh_active_list<V: VersionStorage, G: Collector>(
@@ -80,7 +81,7 @@ fn refresh_active_list<V: VersionStorage, G: Collector>(
     local_gc: &mut gc::LocalGc,
     stats: &crate::stats::SlotStats,
 ) {
-    let started = Instant::now();
+    let started = ticks::now();
     let mut buffer = std::mem::take(&mut local_gc.scan_buffer);
     local_gc.active = engine.txns.active_snapshots(&mut buffer);
     local_gc.scan_buffer = buffer;
@@ -88,8 +89,8 @@ fn refresh_active_list<V: VersionStorage, G: Collector>(
     local_gc.writes_since_age_check = 0;
     stats.add(Counter::ActiveListRefreshes, 1);
     stats.add(
-        Counter::ActiveListNanos,
-        started.elapsed().as_nanos() as u64,
+        Counter::ActiveListTicks,
+        ticks::now().saturating_sub(started),
     );
 }
 
@@ -399,7 +400,7 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
         }
         finalize_queue(engine, &mut taken, bound, stats);
         if G::BACKGROUND_PRUNING && !taken.is_empty() {
-            let started = Instant::now();
+            let started = ticks::now();
             let mut pruned = 0;
             let mut freed = 0;
             for committed in &taken {
@@ -424,7 +425,7 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
             }
             stats.add(Counter::VersionsPrunedInBackground, pruned as u64);
             stats.add(Counter::VersionBytesFreed, freed as u64);
-            stats.add(Counter::PruneNanos, started.elapsed().as_nanos() as u64);
+            stats.add(Counter::PruneTicks, ticks::now().saturating_sub(started));
         }
         let mut queue = slot.committed.lock();
         put_back(&mut queue, taken);

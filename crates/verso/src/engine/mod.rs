@@ -146,6 +146,8 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             "{} has no physical pointers",
             V::NAME
         );
+        // The anchor the timed work's ticks are converted from, long before a conversion.
+        crate::ticks::start();
         Engine {
             txns: TxnManager::new(),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
@@ -271,8 +273,11 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
 
     pub(crate) fn stats(&self, new_window: bool) -> Stats {
         let mut stats = Stats::default();
+        // One rate for every slot, so that sums and comparisons of timed work hold in
+        // nanoseconds as they did in ticks.
+        let rate = crate::ticks::Rate::measure();
         for slot in self.txns.slots() {
-            slot.stats.add_to(&mut stats, new_window);
+            slot.stats.add_to(&mut stats, rate, new_window);
         }
         stats
     }
