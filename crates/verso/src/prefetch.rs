@@ -25,7 +25,12 @@ pub(crate) fn prefetch_address(address: usize) {
 /// and chain head, and the start of its values).
 #[inline(always)]
 pub(crate) fn prefetch_object<T: ?Sized>(value: &T) {
-    let address = std::ptr::from_ref(value).cast::<u8>() as usize;
+    prefetch_object_at(std::ptr::from_ref(value).cast::<u8>() as usize);
+}
+
+/// [`prefetch_object`] for an object known only by its address, which may be stale.
+#[inline(always)]
+pub(crate) fn prefetch_object_at(address: usize) {
     prefetch_address(address);
     prefetch_address(address.wrapping_add(64));
 }

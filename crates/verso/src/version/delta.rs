@@ -182,10 +182,7 @@ impl RowState {
         );
         debug_assert_eq!(
             self.next_hint,
-            self.head
-                .as_deref()
-                .and_then(|head| head.next.as_deref())
-                .map_or(0, |next| std::ptr::from_ref(next) as usize),
+            self.next_address(),
             "the prefetch hint names the record behind the head"
         );
         (ts != UNSTAMPED).then_some(ts)
@@ -197,9 +194,15 @@ impl RowState {
         let head = self.head.as_deref();
         let ts = head.map_or(UNSTAMPED, |head| head.ts.load(Ordering::Acquire));
         self.head_ts.store(ts, Ordering::Release);
-        self.next_hint = head
+        self.next_hint = self.next_address();
+    }
+
+    /// The address of the record behind the head, or 0 (what `next_hint` holds).
+    fn next_address(&self) -> usize {
+        self.head
+            .as_deref()
             .and_then(|head| head.next.as_deref())
-            .map_or(0, |next| std::ptr::from_ref(next) as usize);
+            .map_or(0, |next| std::ptr::from_ref(next) as usize)
     }
 
     /// Asks the processor for the head record and the one behind it, both at once (see
@@ -210,8 +213,7 @@ impl RowState {
             crate::prefetch::prefetch_object(head);
         }
         if self.next_hint != 0 {
-            crate::prefetch::prefetch_address(self.next_hint);
-            crate::prefetch::prefetch_address(self.next_hint.wrapping_add(64));
+            crate::prefetch::prefetch_object_at(self.next_hint);
         }
     }
 }
