@@ -95,7 +95,10 @@ fn refresh_active_list<V: VersionStorage, G: Collector>(
 }
 
 /// Queues a committed transaction on its thread's slot, folding the queue if it grew long.
-pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, mut committed: Committed<R>) {
+/// The lists of written rows a fold empties go back to the thread for its next transactions
+/// (`LocalSlot::give_back_row_list`).
+pub(crate) fn enqueue_committed<R: RowIdentity>(local: &LocalSlot<R>, mut committed: Committed<R>) {
+    let slot = &local.slot;
     let mut queue = slot.committed.lock();
     // Keep the queue in timestamp order. Under MVTO a transaction commits at its start id,
     // so an older one that ends later on this thread comes in below the back: finalizing
@@ -105,7 +108,7 @@ pub(crate) fn enqueue_committed<R: RowIdentity>(slot: &Slot<R>, mut committed: C
     }
     queue.push_back(committed);
     if queue.len() >= QUEUE_FOLD_AT {
-        let moved = fold_queue(&mut queue);
+        let moved = fold_queue(&mut queue, |list| local.give_back_row_list(list));
         slot.stats.add(Counter::RowsFolded, moved as u64);
     }
 }
@@ -148,9 +151,13 @@ impl<V: VersionStorage> RowIdentity for WrittenRow<V> {
 /// The folded entry stays at the front (it has the queue's oldest rows, and it is freed only
 /// once the watermark passes its newest timestamp) and keeps the identities of its rows, so
 /// the next fold only adds the entries queued since: the work is linear in the commits
-/// (`regression_queue_folding_behind_a_held_snapshot_is_not_quadratic`). Returns the number
-/// of row references moved.
-fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
+/// (`regression_queue_folding_behind_a_held_snapshot_is_not_quadratic`). Each list of rows
+/// it empties goes to `emptied` (to be reused, or dropped). Returns the number of row
+/// references moved.
+fn fold_queue<R: RowIdentity>(
+    queue: &mut VecDeque<Committed<R>>,
+    mut emptied: impl FnMut(Vec<R>),
+) -> usize {
     let commit_ts = queue.back().map_or(0, |c| c.commit_ts);
     let mut folded = match queue.pop_front() {
         Some(front) if !front.folded_identities.is_empty() => front,
@@ -172,13 +179,12 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
         "in commit order"
     );
     let moved: usize = queue.iter().map(|c| c.rows.len()).sum();
-    let set = &mut folded.folded_identities;
     // Each insert is a cold probe of a large set, and a row already in it is dropped: its
     // reference count, written thousands of rows ago and perhaps by the other thread since,
     // is cold too. Ask for both a few rows ahead, so that the misses overlap (the set's
     // alone left the counts' misses in a row: 85% of the fold's time after it). Reserving
     // first keeps the prefetched slots where they are.
-    set.reserve(moved);
+    folded.folded_identities.reserve(moved);
     let prefetch = |set: &IdentitySet, id: usize| {
         set.prefetch(id);
         crate::prefetch::prefetch_arc_counts(id);
@@ -187,22 +193,26 @@ fn fold_queue<R: RowIdentity>(queue: &mut VecDeque<Committed<R>>) -> usize {
     // few: gathering them first into a vector as long as the queue took a large block that
     // the allocator faulted in afresh on every fold
     // (`regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large`).
-    let mut arriving = queue.drain(..).flat_map(|c| c.rows);
-    let mut window: VecDeque<R> = VecDeque::with_capacity(FOLD_PREFETCH_AHEAD);
-    for row in arriving.by_ref().take(FOLD_PREFETCH_AHEAD) {
-        prefetch(set, row.identity());
-        window.push_back(row);
-    }
-    while let Some(row) = window.pop_front() {
-        if let Some(ahead) = arriving.next() {
-            prefetch(set, ahead.identity());
-            window.push_back(ahead);
-        }
-        if set.insert(row.identity()) {
+    let mut window: VecDeque<R> = VecDeque::with_capacity(FOLD_PREFETCH_AHEAD + 1);
+    let admit = |row: R, folded: &mut Committed<R>| {
+        if folded.folded_identities.insert(row.identity()) {
             folded.rows.push(row);
         }
+    };
+    for mut arrived in queue.drain(..) {
+        for row in arrived.rows.drain(..) {
+            prefetch(&folded.folded_identities, row.identity());
+            window.push_back(row);
+            if window.len() > FOLD_PREFETCH_AHEAD {
+                let due = window.pop_front().expect("the window is not empty");
+                admit(due, &mut folded);
+            }
+        }
+        emptied(arrived.rows);
     }
-    drop(arriving);
+    for due in window {
+        admit(due, &mut folded);
+    }
     debug_assert_eq!(folded.rows.len(), folded.folded_identities.len());
     queue.push_back(folded);
     moved
@@ -430,7 +440,8 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
         let mut queue = slot.committed.lock();
         put_back(&mut queue, taken);
         if queue.len() >= QUEUE_FOLD_AT {
-            let moved = fold_queue(&mut queue);
+            // This thread is not the queue's owner: the emptied lists are freed.
+            let moved = fold_queue(&mut queue, drop);
             // Counted by this thread: a slot's counters are written by one thread only.
             stats.add(Counter::RowsFolded, moved as u64);
         }

@@ -799,7 +799,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     let stats = &self.local.slot.stats;
                     stats.add(Counter::VersionsCreated, created.records as u64);
                     stats.add(Counter::VersionBytesCreated, created.bytes as u64);
-                    self.writes.get_mut().push(WrittenRow {
+                    self.record_written(WrittenRow {
                         table: id.index,
                         row,
                     });
@@ -1034,7 +1034,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 stats.record_write_chain(chain.chain_len());
                 drop(chain);
                 if new_record {
-                    self.writes.get_mut().push(WrittenRow {
+                    self.record_written(WrittenRow {
                         table: id.index,
                         row: Arc::clone(row),
                     });
@@ -1180,7 +1180,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         // Nor under tuple-level collection, which examines rows, not transactions.
         if !rows.is_empty() && !matches!(G::FINALIZING, Finalizing::Never | Finalizing::TupleLevel)
         {
-            crate::engine::collect::enqueue_committed(slot, Committed::new(commit_ts, rows));
+            crate::engine::collect::enqueue_committed(&self.local, Committed::new(commit_ts, rows));
+        } else {
+            self.local.give_back_row_list(rows);
         }
         if published_record || !slot.validation_log.lock().is_empty() {
             let horizon = self.engine.txns.serializable_horizon();
@@ -1445,8 +1447,18 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             });
         }
         owner.mark_aborted();
+        self.local.give_back_row_list(std::mem::take(&mut *writes));
         drop(writes);
         self.release_locks();
+    }
+
+    /// Adds a row to the rows this transaction wrote, in a list its thread kept from an
+    /// earlier transaction if it has one (`LocalSlot::take_row_list`).
+    fn record_written(&mut self, written: WrittenRow<V>) {
+        if self.writes.get_mut().capacity() == 0 {
+            *self.writes.get_mut() = self.local.take_row_list();
+        }
+        self.writes.get_mut().push(written);
     }
 
     fn finish(&self) {

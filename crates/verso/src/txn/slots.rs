@@ -395,6 +395,41 @@ pub(crate) struct LocalSlot<R> {
     serializable_running: RefCell<Vec<u64>>,
     /// Thread-local collector state (the cached active-snapshot list, scratch buffers).
     pub(crate) gc: RefCell<crate::gc::LocalGc>,
+    /// Emptied lists of written rows, for this thread's next writing transactions. Behind a
+    /// held snapshot a fold empties the lists of a thousand queued transactions at once
+    /// (`engine::collect::fold_queue`); freed together, their pages went back to the system
+    /// and every fold's worth of new lists faulted fresh pages in again
+    /// (`regression_behind_a_held_snapshot_a_fold_freed_every_queued_write_list`).
+    /// Invariant: every list here is empty, with a capacity in `1..=SPARE_ROW_LIST_CAPACITY`,
+    /// and there are at most `SPARE_ROW_LISTS` of them.
+    spare_row_lists: RefCell<Vec<Vec<R>>>,
+}
+
+/// At most this many spare lists of written rows per thread: one fold's worth
+/// (`engine::collect::QUEUE_FOLD_AT`).
+pub(crate) const SPARE_ROW_LISTS: usize = 1024;
+/// A list that grew beyond this many rows (a bulk load's) is freed, not kept for reuse.
+pub(crate) const SPARE_ROW_LIST_CAPACITY: usize = 64;
+
+impl<R> LocalSlot<R> {
+    /// An empty list for a transaction's written rows: a spare one if there is any.
+    pub(crate) fn take_row_list(&self) -> Vec<R> {
+        self.spare_row_lists.borrow_mut().pop().unwrap_or_default()
+    }
+
+    /// Keeps `list`'s allocation for a later [`LocalSlot::take_row_list`], if it is worth
+    /// keeping (allocated, not too large) and there is room; frees it otherwise.
+    pub(crate) fn give_back_row_list(&self, mut list: Vec<R>) {
+        list.clear();
+        if !(1..=SPARE_ROW_LIST_CAPACITY).contains(&list.capacity()) {
+            return;
+        }
+        let mut spare = self.spare_row_lists.borrow_mut();
+        if spare.len() < SPARE_ROW_LISTS {
+            spare.push(list);
+        }
+        debug_assert!(spare.len() <= SPARE_ROW_LISTS);
+    }
 }
 
 impl<R> Drop for LocalSlot<R> {
@@ -436,6 +471,7 @@ impl<R: Send + 'static> LocalSlot<R> {
                 running: RefCell::new(Vec::new()),
                 serializable_running: RefCell::new(Vec::new()),
                 gc: RefCell::new(crate::gc::LocalGc::default()),
+                spare_row_lists: RefCell::new(Vec::new()),
             });
             locals.push(LocalEntry {
                 manager_id: manager.id,
@@ -444,5 +480,44 @@ impl<R: Send + 'static> LocalSlot<R> {
             });
             Some(local)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local() -> LocalSlot<u64> {
+        LocalSlot {
+            slot: Arc::new(Slot::new()),
+            running: RefCell::new(Vec::new()),
+            serializable_running: RefCell::new(Vec::new()),
+            gc: RefCell::new(crate::gc::LocalGc::default()),
+            spare_row_lists: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// A list given back is handed out again, emptied, with its allocation; lists with no
+    /// allocation or a bulk load's large one are not kept, and no more than a fold's worth.
+    #[test]
+    fn a_thread_reuses_the_write_lists_it_gives_back_within_bounds() {
+        let local = local();
+        let mut list = Vec::with_capacity(4);
+        list.extend([1, 2, 3]);
+        let address = list.as_ptr();
+        local.give_back_row_list(list);
+        let reused = local.take_row_list();
+        assert!(reused.is_empty());
+        assert_eq!(reused.as_ptr(), address, "the same allocation");
+        assert_eq!(local.take_row_list().capacity(), 0, "none left: a new one");
+
+        local.give_back_row_list(Vec::new());
+        local.give_back_row_list(Vec::with_capacity(SPARE_ROW_LIST_CAPACITY + 1));
+        assert_eq!(local.spare_row_lists.borrow().len(), 0, "neither kept");
+
+        for _ in 0..SPARE_ROW_LISTS + 10 {
+            local.give_back_row_list(Vec::with_capacity(SPARE_ROW_LIST_CAPACITY));
+        }
+        assert_eq!(local.spare_row_lists.borrow().len(), SPARE_ROW_LISTS);
     }
 }
