@@ -74,14 +74,15 @@ fn deallocations() -> u64 {
     DEALLOCATIONS.with(|n| n.get())
 }
 
-/// Behind a held snapshot, one thread updates the same 64 rows over and over. After the
-/// first folds the folded entry holds all 64 rows and the queue has its full capacity, so a
-/// steady fold has nothing to grow: it must allocate nothing large.
-#[test]
-fn regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large() {
-    const ROWS: u64 = 64;
-    const WARM_UP_COMMITS: u64 = 4 * 1024;
-    const MEASURED_COMMITS: u64 = 10 * 1024;
+const ROWS: u64 = 64;
+const WARM_UP_COMMITS: u64 = 4 * 1024;
+const MEASURED_COMMITS: u64 = 10 * 1024;
+
+/// Behind a held snapshot, one thread updates the same 64 rows over and over: warms up with
+/// 4,096 commits, then hands `measure` a function that makes update number `i` (a commit),
+/// for it to run the measured 10,240 with. Checks that the queue folded while measuring and
+/// that the held snapshot still reads its own state.
+fn behind_a_held_snapshot(measure: impl FnOnce(&dyn Fn(u64))) {
     let db = Database::open(Options::default().idle_collection_interval(None)).expect("open");
     let table = common::create_id_value_table(&db, "counters");
     let rows: Vec<Vec<Value>> = (0..ROWS)
@@ -101,77 +102,62 @@ fn regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large()
         update(i);
     }
     let folded_before = db.stats().rows_folded;
-    let large_before = large_allocations();
-    for i in WARM_UP_COMMITS..WARM_UP_COMMITS + MEASURED_COMMITS {
-        update(i);
-    }
-    let large = large_allocations() - large_before;
+    measure(&update);
     let folded = db.stats().rows_folded - folded_before;
     assert!(
         folded >= MEASURED_COMMITS / 2,
         "the queue was folded while measuring ({folded} rows moved)"
-    );
-    assert_eq!(
-        large, 0,
-        "{large} allocations of {LARGE_BYTES} bytes or more in {MEASURED_COMMITS} commits \
-         whose folds had nothing to grow"
     );
     let seen = common::column_sum(&held, table, 1);
     assert_eq!(seen, 0, "the held snapshot reads its own state");
 }
 
-/// Behind a held snapshot, one thread updates the same 64 rows over and over, and every
-/// 1,024th commit folds the queue. A steady commit frees about two blocks; the fold used to
-/// free, in that one commit, the lists of written rows of all 1,024 transactions it emptied.
-/// No commit may free more than a few dozen blocks now: the fold hands the lists back to the
-/// thread, whose next transactions write into them.
+fn measured_commits() -> std::ops::Range<u64> {
+    WARM_UP_COMMITS..WARM_UP_COMMITS + MEASURED_COMMITS
+}
+
+/// After the first folds the folded entry holds all 64 rows and the queue has its full
+/// capacity, so a steady fold has nothing to grow: it must allocate nothing large.
+#[test]
+fn regression_folding_the_queue_behind_a_held_snapshot_allocates_nothing_large() {
+    behind_a_held_snapshot(|update| {
+        let large_before = large_allocations();
+        for i in measured_commits() {
+            update(i);
+        }
+        let large = large_allocations() - large_before;
+        assert_eq!(
+            large, 0,
+            "{large} allocations of {LARGE_BYTES} bytes or more in {MEASURED_COMMITS} commits \
+             whose folds had nothing to grow"
+        );
+    });
+}
+
+/// Every 1,024th commit folds the queue. A steady commit frees about two blocks; the fold
+/// used to free, in that one commit, the lists of written rows of all 1,024 transactions it
+/// emptied. No commit may free more than a few dozen blocks now: the fold hands the lists
+/// back to the thread, whose next transactions write into them.
 #[test]
 fn regression_behind_a_held_snapshot_a_fold_freed_every_queued_write_list() {
-    const ROWS: u64 = 64;
-    const WARM_UP_COMMITS: u64 = 4 * 1024;
-    const MEASURED_COMMITS: u64 = 10 * 1024;
     /// Far below a fold's 1,024 lists, far above a steady commit's couple of blocks.
     const MOST_FREED_BY_ONE_COMMIT: u64 = 64;
-    let db = Database::open(Options::default().idle_collection_interval(None)).expect("open");
-    let table = common::create_id_value_table(&db, "counters");
-    let rows: Vec<Vec<Value>> = (0..ROWS)
-        .map(|id| vec![Value::U64(id), Value::I64(0)])
-        .collect();
-    common::commit_rows(&db, table, &rows);
-    let held = db.begin(Isolation::Snapshot);
-    let update = |i: u64| {
-        let mut txn = db.begin(Isolation::Snapshot);
-        let found = txn
-            .update(table, &[Value::U64(i % ROWS)], &[(1, Value::I64(i as i64))])
-            .expect("update");
-        assert!(found);
-        txn.commit().expect("commit");
-    };
-    for i in 0..WARM_UP_COMMITS {
-        update(i);
-    }
-    let folded_before = db.stats().rows_folded;
-    let (mut most_freed, mut freed) = (0, 0);
-    for i in WARM_UP_COMMITS..WARM_UP_COMMITS + MEASURED_COMMITS {
-        let before = deallocations();
-        update(i);
-        let by_this_commit = deallocations() - before;
-        most_freed = most_freed.max(by_this_commit);
-        freed += by_this_commit;
-    }
-    let folded = db.stats().rows_folded - folded_before;
-    assert!(
-        folded >= MEASURED_COMMITS / 2,
-        "the queue was folded while measuring ({folded} rows moved)"
-    );
-    assert!(
-        freed >= MEASURED_COMMITS,
-        "the count sees the commits' own frees ({freed} in {MEASURED_COMMITS} commits)"
-    );
-    assert!(
-        most_freed <= MOST_FREED_BY_ONE_COMMIT,
-        "one commit freed {most_freed} blocks: a fold freed the queued write lists at once"
-    );
-    let seen = common::column_sum(&held, table, 1);
-    assert_eq!(seen, 0, "the held snapshot reads its own state");
+    behind_a_held_snapshot(|update| {
+        let (mut most_freed, mut freed) = (0, 0);
+        for i in measured_commits() {
+            let before = deallocations();
+            update(i);
+            let by_this_commit = deallocations() - before;
+            most_freed = most_freed.max(by_this_commit);
+            freed += by_this_commit;
+        }
+        assert!(
+            freed >= MEASURED_COMMITS,
+            "the count sees the commits' own frees ({freed} in {MEASURED_COMMITS} commits)"
+        );
+        assert!(
+            most_freed <= MOST_FREED_BY_ONE_COMMIT,
+            "one commit freed {most_freed} blocks: a fold freed the queued write lists at once"
+        );
+    });
 }
