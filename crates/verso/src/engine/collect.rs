@@ -28,7 +28,7 @@ use crate::VersionRemoval;
 /// Beyond this many waiting committed transactions (a long reader holds the watermark),
 /// a slot's queue is folded into one entry per distinct row, so its memory is bounded by
 /// the rows written, not by the time the reader runs.
-const QUEUE_FOLD_AT: usize = 1024;
+pub(crate) const QUEUE_FOLD_AT: usize = 1024;
 
 /// How many identities ahead of its inserts a fold prefetches their slots: enough misses in
 /// flight to cover one's latency with the inserts in between, few enough to stay in the

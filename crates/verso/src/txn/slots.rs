@@ -405,9 +405,8 @@ pub(crate) struct LocalSlot<R> {
     spare_row_lists: RefCell<Vec<Vec<R>>>,
 }
 
-/// At most this many spare lists of written rows per thread: one fold's worth
-/// (`engine::collect::QUEUE_FOLD_AT`).
-pub(crate) const SPARE_ROW_LISTS: usize = 1024;
+/// At most this many spare lists of written rows per thread: one fold's worth.
+pub(crate) const SPARE_ROW_LISTS: usize = crate::engine::collect::QUEUE_FOLD_AT;
 /// A list that grew beyond this many rows (a bulk load's) is freed, not kept for reuse.
 pub(crate) const SPARE_ROW_LIST_CAPACITY: usize = 64;
 
