@@ -33,7 +33,13 @@ struct CountingLarge;
 
 thread_local! {
     static LARGE_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
     static DEALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_allocation(bytes: usize) {
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    count_if_large(bytes);
 }
 
 fn count_if_large(bytes: usize) {
@@ -47,7 +53,7 @@ fn count_if_large(bytes: usize) {
 // nothing once they are gone), never the memory being managed.
 unsafe impl GlobalAlloc for CountingLarge {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_if_large(layout.size());
+        count_allocation(layout.size());
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
         unsafe { System.alloc(layout) }
     }
@@ -70,6 +76,10 @@ fn large_allocations() -> u64 {
     LARGE_ALLOCATIONS.with(|n| n.get())
 }
 
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|n| n.get())
+}
+
 fn deallocations() -> u64 {
     DEALLOCATIONS.with(|n| n.get())
 }
@@ -80,8 +90,9 @@ const MEASURED_COMMITS: u64 = 10 * 1024;
 
 /// Behind a held snapshot, one thread updates the same 64 rows over and over: warms up with
 /// 4,096 commits, then hands `measure` a function that makes update number `i` (a commit),
-/// for it to run the measured 10,240 with. Checks that the queue folded while measuring and
-/// that the held snapshot still reads its own state.
+/// for it to run the measured 10,240 with. Checks that the queue folded while measuring,
+/// that the held snapshot still reads its own state and a new one each row's last update,
+/// and that once the snapshot ends every old version goes.
 fn behind_a_held_snapshot(measure: impl FnOnce(&dyn Fn(u64))) {
     let db = Database::open(Options::default().idle_collection_interval(None)).expect("open");
     let table = common::create_id_value_table(&db, "counters");
@@ -110,6 +121,15 @@ fn behind_a_held_snapshot(measure: impl FnOnce(&dyn Fn(u64))) {
     );
     let seen = common::column_sum(&held, table, 1);
     assert_eq!(seen, 0, "the held snapshot reads its own state");
+    let last = WARM_UP_COMMITS + MEASURED_COMMITS - 1;
+    let newest = common::all_rows(&db, table);
+    for (id, row) in (0..ROWS).zip(&newest) {
+        let last_update = last - (last - id) % ROWS;
+        assert_eq!(row, &vec![Value::U64(id), Value::I64(last_update as i64)]);
+    }
+    drop(held);
+    db.collect_garbage();
+    common::assert_collected_everything(&db, "after the held snapshot");
 }
 
 fn measured_commits() -> std::ops::Range<u64> {
@@ -144,6 +164,7 @@ fn regression_behind_a_held_snapshot_a_fold_freed_every_queued_write_list() {
     const MOST_FREED_BY_ONE_COMMIT: u64 = 64;
     behind_a_held_snapshot(|update| {
         let (mut most_freed, mut freed) = (0, 0);
+        let allocated_before = allocations();
         for i in measured_commits() {
             let before = deallocations();
             update(i);
@@ -158,6 +179,13 @@ fn regression_behind_a_held_snapshot_a_fold_freed_every_queued_write_list() {
         assert!(
             most_freed <= MOST_FREED_BY_ONE_COMMIT,
             "one commit freed {most_freed} blocks: a fold freed the queued write lists at once"
+        );
+        // Not by keeping them: what the commits allocate, they free (a list kept and a new
+        // one allocated per commit would leave one block per commit).
+        let allocated = allocations() - allocated_before;
+        assert!(
+            allocated.abs_diff(freed) <= MEASURED_COMMITS / 16,
+            "{allocated} blocks allocated and {freed} freed in {MEASURED_COMMITS} commits"
         );
     });
 }

@@ -843,4 +843,67 @@ mod tests {
             .collect();
         assert_eq!(order, [(10, vec![1]), (20, vec![2]), (20, vec![3])]);
     }
+
+    /// A row for the fold's tests: its identity is its number.
+    #[derive(Debug)]
+    struct Numbered(usize);
+
+    impl RowIdentity for Numbered {
+        fn identity(&self) -> usize {
+            self.0
+        }
+    }
+
+    fn plain(commit_ts: u64, rows: &[usize]) -> Committed<Numbered> {
+        let mut list = Vec::with_capacity(4);
+        list.extend(rows.iter().map(|&n| Numbered(n)));
+        Committed::new(commit_ts, list)
+    }
+
+    /// A fold keeps each row once (across plain entries and a second folded entry, as a
+    /// 'Hana' round's put-back leaves one), counts the references it moved, and hands every
+    /// entry's list over emptied, with its allocation.
+    #[test]
+    fn a_fold_keeps_each_row_once_and_hands_back_every_emptied_list() {
+        let mut first: VecDeque<Committed<Numbered>> = [plain(1, &[1, 2])].into();
+        first.extend((0..2).map(|_| plain(1, &[])));
+        assert_eq!(fold_queue(&mut first, drop), 2);
+        let mut folded_front = first.pop_back().expect("the folded entry");
+        assert_eq!(folded_front.folded_identities.len(), 2);
+        folded_front.commit_ts = 2;
+        let mut later: VecDeque<Committed<Numbered>> = [plain(3, &[3, 4]), plain(3, &[])].into();
+        assert_eq!(fold_queue(&mut later, drop), 2);
+        let folded_later = later.pop_back().expect("the later folded entry");
+
+        let mut queue: VecDeque<Committed<Numbered>> = [
+            folded_front,
+            plain(3, &[2, 3]),
+            folded_later,
+            plain(4, &[5]),
+            plain(5, &[1, 5, 6]),
+        ]
+        .into();
+        let arriving: Vec<usize> = queue
+            .iter()
+            .skip(1)
+            .map(|c| c.rows.as_ptr() as usize)
+            .collect();
+        let mut emptied = Vec::new();
+        let moved = fold_queue(&mut queue, |list| emptied.push(list));
+        assert_eq!(
+            moved,
+            2 + 2 + 1 + 3,
+            "the references behind the folded front"
+        );
+        assert_eq!(queue.len(), 1);
+        let folded = &queue[0];
+        let mut rows: Vec<usize> = folded.rows.iter().map(|r| r.0).collect();
+        rows.sort_unstable();
+        assert_eq!(rows, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(folded.rows.len(), folded.folded_identities.len());
+        assert_eq!((folded.commit_ts, folded.folded_since), (5, 1));
+        assert!(emptied.iter().all(Vec::is_empty));
+        let handed: Vec<usize> = emptied.iter().map(|l| l.as_ptr() as usize).collect();
+        assert_eq!(handed, arriving, "each entry's own list, in queue order");
+    }
 }
