@@ -1455,10 +1455,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     /// Adds a row to the rows this transaction wrote, in a list its thread kept from an
     /// earlier transaction if it has one (`LocalSlot::take_row_list`).
     fn record_written(&mut self, written: WrittenRow<V>) {
-        if self.writes.get_mut().capacity() == 0 {
-            *self.writes.get_mut() = self.local.take_row_list();
+        let writes = self.writes.get_mut();
+        if writes.capacity() == 0 {
+            *writes = self.local.take_row_list();
         }
-        self.writes.get_mut().push(written);
+        writes.push(written);
     }
 
     fn finish(&self) {

@@ -411,6 +411,16 @@ pub(crate) const SPARE_ROW_LISTS: usize = crate::engine::collect::QUEUE_FOLD_AT;
 pub(crate) const SPARE_ROW_LIST_CAPACITY: usize = 64;
 
 impl<R> LocalSlot<R> {
+    fn new(slot: Arc<Slot<R>>) -> Self {
+        LocalSlot {
+            slot,
+            running: RefCell::new(Vec::new()),
+            serializable_running: RefCell::new(Vec::new()),
+            gc: RefCell::new(crate::gc::LocalGc::default()),
+            spare_row_lists: RefCell::new(Vec::new()),
+        }
+    }
+
     /// An empty list for a transaction's written rows: a spare one if there is any.
     pub(crate) fn take_row_list(&self) -> Vec<R> {
         self.spare_row_lists.borrow_mut().pop().unwrap_or_default()
@@ -465,13 +475,7 @@ impl<R: Send + 'static> LocalSlot<R> {
             }
             // Forget handles of databases that are gone (their slots die with them).
             locals.retain(|entry| entry.alive.strong_count() > 0);
-            let local = Rc::new(LocalSlot {
-                slot: manager.claim_slot()?,
-                running: RefCell::new(Vec::new()),
-                serializable_running: RefCell::new(Vec::new()),
-                gc: RefCell::new(crate::gc::LocalGc::default()),
-                spare_row_lists: RefCell::new(Vec::new()),
-            });
+            let local = Rc::new(LocalSlot::new(manager.claim_slot()?));
             locals.push(LocalEntry {
                 manager_id: manager.id,
                 alive: manager.is_alive_token(),
@@ -486,21 +490,11 @@ impl<R: Send + 'static> LocalSlot<R> {
 mod tests {
     use super::*;
 
-    fn local() -> LocalSlot<u64> {
-        LocalSlot {
-            slot: Arc::new(Slot::new()),
-            running: RefCell::new(Vec::new()),
-            serializable_running: RefCell::new(Vec::new()),
-            gc: RefCell::new(crate::gc::LocalGc::default()),
-            spare_row_lists: RefCell::new(Vec::new()),
-        }
-    }
-
     /// A list given back is handed out again, emptied, with its allocation; lists with no
     /// allocation or a bulk load's large one are not kept, and no more than a fold's worth.
     #[test]
     fn a_thread_reuses_the_write_lists_it_gives_back_within_bounds() {
-        let local = local();
+        let local = LocalSlot::<u64>::new(Arc::new(Slot::new()));
         let mut list = Vec::with_capacity(4);
         list.extend([1, 2, 3]);
         let address = list.as_ptr();
