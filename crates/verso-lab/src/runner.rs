@@ -3,8 +3,9 @@
 //!
 //! Threads of one run (all inside one `std::thread::scope`):
 //! - with `hold_snapshot`, one thread begins a transaction before the workers start and
-//!   keeps it open, idle, until the last sample is taken: a long reader that pins a
-//!   snapshot (what Steam's eager pruning is about);
+//!   keeps it open, asleep on a channel, until the last sample is taken: a long reader that
+//!   pins a snapshot (what Steam's eager pruning is about) and takes no CPU from the workers
+//!   ([`SnapshotHolder`]);
 //! - one thread per OLTP worker and per OLAP worker; each creates its worker *on* its
 //!   thread (workers may hold `!Send` transactions), then all start together at a barrier;
 //! - the calling thread is the sampler: every `sample_interval` it reads the workers'
@@ -419,7 +420,6 @@ fn measure(
             .collect(),
         oltp_finished: AtomicUsize::new(0),
     };
-    let release_snapshot = AtomicBool::new(false);
     // Every worker and the sampler meet at `ready` once all workers exist; the sampler
     // then takes the first reading, and only after it, at `start_line`, do the workers
     // start (else a short counted run could end before its first reading).
@@ -428,36 +428,7 @@ fn measure(
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
         let holder = if config.hold_snapshot {
-            let (ready_sender, ready) = mpsc::channel();
-            let release = &release_snapshot;
-            let isolation = config.isolation;
-            let handle = std::thread::Builder::new()
-                .name("verso-held-snapshot".into())
-                .spawn_scoped(scope, move || -> Result<(), LabError> {
-                    let txn = match db.try_begin(isolation) {
-                        Ok(txn) => txn,
-                        Err(e) => {
-                            let _ = ready_sender.send(Err(e.clone()));
-                            return Err(e.into());
-                        }
-                    };
-                    let _ = ready_sender.send(Ok(txn.start_ts()));
-                    while !release.load(Ordering::Acquire) {
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    txn.commit()?;
-                    Ok(())
-                })?;
-            match ready.recv() {
-                Ok(Ok(_start_ts)) => {}
-                Ok(Err(e)) => return Err(e.into()),
-                Err(_) => {
-                    return Err(LabError::Inconsistent(
-                        "the snapshot-holding thread ended before it began its transaction".into(),
-                    ))
-                }
-            }
-            Some(handle)
+            Some(SnapshotHolder::begin(scope, db, config.isolation)?)
         } else {
             None
         };
@@ -541,16 +512,8 @@ fn measure(
             .duration_since(sampler.first_at)
             .as_secs_f64();
         sampler.bar.finish_and_clear();
-        release_snapshot.store(true, Ordering::Release);
         if let Some(holder) = holder {
-            match holder.join() {
-                Ok(result) => result?,
-                Err(_) => {
-                    return Err(LabError::Inconsistent(
-                        "the snapshot-holding thread panicked".into(),
-                    ))
-                }
-            }
+            holder.release()?;
         }
         Ok(sampler.finish(run_seconds))
     })?;
@@ -560,6 +523,73 @@ fn measure(
         Err(_) => Err(LabError::Inconsistent(
             "a worker panicked while reporting an error".into(),
         )),
+    }
+}
+
+/// The idle long reader of `hold_snapshot`: a transaction begun on its own thread before
+/// the workers start, which then blocks, doing nothing, until it is released.
+///
+/// Invariant: between `begin` and `release` the thread is asleep on a channel; it wakes
+/// only to end its transaction. (It once polled a flag every 2 ms; on two cores each wake-up
+/// preempted a worker, sometimes while it held a hot row's latch, and the other worker then
+/// parked on that latch. That made the held-snapshot run slower for a reason that had
+/// nothing to do with the snapshot.) Dropping the holder without `release`, as an early
+/// error return does, also wakes the thread, so it can never keep its scope from ending.
+struct SnapshotHolder<'scope> {
+    release: mpsc::Sender<()>,
+    thread: std::thread::ScopedJoinHandle<'scope, Result<(), LabError>>,
+}
+
+impl<'scope> SnapshotHolder<'scope> {
+    /// The thread's name (what `/proc` shows is its first 15 bytes).
+    const THREAD_NAME: &'static str = "verso-held-snapshot";
+
+    /// Begins the transaction on a new thread of `scope` and returns once its snapshot
+    /// is taken.
+    fn begin<'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        db: &'env Database,
+        isolation: Isolation,
+    ) -> Result<Self, LabError> {
+        let (began_sender, began) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(Self::THREAD_NAME.into())
+            .spawn_scoped(scope, move || -> Result<(), LabError> {
+                let txn = match db.try_begin(isolation) {
+                    Ok(txn) => txn,
+                    Err(e) => {
+                        let _ = began_sender.send(Err(e.clone()));
+                        return Err(e.into());
+                    }
+                };
+                let _ = began_sender.send(Ok(()));
+                // Blocks until `release` sends or the holder is dropped; either ends the
+                // transaction.
+                let _ = released.recv();
+                txn.commit()?;
+                Ok(())
+            })?;
+        match began.recv() {
+            Ok(Ok(())) => Ok(SnapshotHolder { release, thread }),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(LabError::Inconsistent(
+                "the snapshot-holding thread ended before it began its transaction".into(),
+            )),
+        }
+    }
+
+    /// Ends the held transaction (it commits, having written nothing) and waits for its
+    /// thread.
+    fn release(self) -> Result<(), LabError> {
+        // The thread may already have ended with an error; `join` reports it.
+        let _ = self.release.send(());
+        match self.thread.join() {
+            Ok(result) => result,
+            Err(_) => Err(LabError::Inconsistent(
+                "the snapshot-holding thread panicked".into(),
+            )),
+        }
     }
 }
 
@@ -970,5 +1000,113 @@ mod tests {
             }
         }
         assert_eq!(worker_seed(7, 1, 3), worker_seed(7, 1, 3));
+    }
+
+    /// Voluntary context switches of each live thread of this process named `name` (as
+    /// `/proc` shows it: its first 15 bytes), by thread id.
+    #[cfg(target_os = "linux")]
+    fn voluntary_switches_of_threads_named(name: &str) -> std::collections::BTreeMap<u64, u64> {
+        let shown = &name[..name.len().min(15)];
+        let mut switches = std::collections::BTreeMap::new();
+        for task in std::fs::read_dir("/proc/self/task").expect("/proc/self/task") {
+            let task = task.expect("a task entry").path();
+            // A thread can end between the listing and the reads: skip it.
+            let (Ok(comm), Ok(status)) = (
+                std::fs::read_to_string(task.join("comm")),
+                std::fs::read_to_string(task.join("status")),
+            ) else {
+                continue;
+            };
+            if comm.trim_end() != shown {
+                continue;
+            }
+            let tid = task.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            let count = status
+                .lines()
+                .find_map(|line| line.strip_prefix("voluntary_ctxt_switches:"))
+                .expect("status lists voluntary_ctxt_switches")
+                .trim()
+                .parse()
+                .unwrap();
+            switches.insert(tid, count);
+        }
+        switches
+    }
+
+    /// A database with one row, `(1, 0)` in table `t`.
+    fn one_row_database() -> (Database, verso::TableId) {
+        let db = Database::open(Options::default()).unwrap();
+        let schema = verso::Schema::new()
+            .column("id", verso::ColumnType::U64)
+            .column("n", verso::ColumnType::U64)
+            .primary_key(&["id"]);
+        let table = db.create_table("t", schema).unwrap();
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(table, &[verso::Value::U64(1), verso::Value::U64(0)])
+            .unwrap();
+        txn.commit().unwrap();
+        (db, table)
+    }
+
+    /// Updates the row twice, collects, and returns how many versions the row keeps behind
+    /// its newest: at least one while a snapshot from before the updates is held, none
+    /// once it ends.
+    fn versions_kept_after_two_updates(db: &Database, table: verso::TableId) -> usize {
+        for n in 1..=2 {
+            let mut txn = db.begin(Isolation::Snapshot);
+            assert!(txn
+                .update(table, &[verso::Value::U64(1)], &[(1, verso::Value::U64(n))])
+                .unwrap());
+            txn.commit().unwrap();
+        }
+        db.collect_garbage();
+        db.version_chain_length(table, &[verso::Value::U64(1)])
+            .unwrap()
+            .unwrap()
+    }
+
+    /// The held snapshot's thread polled a flag every 2 ms: on two cores each wake-up
+    /// preempted a worker and slowed the held run for a reason unrelated to the snapshot.
+    /// Now it sleeps on a channel until released.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn regression_the_snapshot_holder_wakes_only_to_end_its_transaction() {
+        let (db, table) = one_row_database();
+        std::thread::scope(|scope| {
+            let before = voluntary_switches_of_threads_named(SnapshotHolder::THREAD_NAME);
+            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            let settled = voluntary_switches_of_threads_named(SnapshotHolder::THREAD_NAME);
+            std::thread::sleep(Duration::from_millis(400));
+            let after = voluntary_switches_of_threads_named(SnapshotHolder::THREAD_NAME);
+            // Other tests' holders may share the name; ours is the one that is new and
+            // alive throughout. Polling every 2 ms would have woken it about 200 times.
+            let ours: Vec<u64> = settled
+                .keys()
+                .filter(|tid| !before.contains_key(tid) && after.contains_key(tid))
+                .map(|tid| after[tid] - settled[tid])
+                .collect();
+            assert!(!ours.is_empty(), "the holder's thread is not in /proc");
+            assert!(
+                ours.iter().all(|&woke| woke <= 2),
+                "the idle holder woke {ours:?} times in 400 ms"
+            );
+            // Asleep, it still holds its snapshot; released, it lets go of it.
+            assert!(versions_kept_after_two_updates(&db, table) >= 1);
+            holder.release().unwrap();
+            assert_eq!(versions_kept_after_two_updates(&db, table), 0);
+        });
+    }
+
+    #[test]
+    fn a_dropped_snapshot_holder_ends_its_transaction_and_thread() {
+        let (db, table) = one_row_database();
+        // If dropping did not wake the thread, the scope would wait for it forever.
+        std::thread::scope(|scope| {
+            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot).unwrap();
+            assert!(versions_kept_after_two_updates(&db, table) >= 1);
+            drop(holder);
+        });
+        assert_eq!(versions_kept_after_two_updates(&db, table), 0);
     }
 }
