@@ -7,7 +7,10 @@
 //!   pins a snapshot (what Steam's eager pruning is about) and takes no CPU from the workers
 //!   ([`SnapshotHolder`]);
 //! - one thread per OLTP worker and per OLAP worker; each creates its worker *on* its
-//!   thread (workers may hold `!Send` transactions), then all start together at a barrier;
+//!   thread (workers may hold `!Send` transactions), reports that it is ready, and waits at
+//!   the [`StartLine`] until the sampler's first reading; a thread that cannot be spawned,
+//!   or dies before it reports, calls the run off and fails it
+//!   ([`LabError::ThreadFailed`]) instead of leaving the others waiting;
 //! - the calling thread is the sampler: every `sample_interval` it reads the workers'
 //!   counters and `Database::sample_stats`, and turns the differences into a [`Sample`].
 //!
@@ -15,7 +18,7 @@
 //! path); the sampler sums them.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Barrier, Mutex};
+use std::sync::{mpsc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -420,88 +423,115 @@ fn measure(
             .collect(),
         oltp_finished: AtomicUsize::new(0),
     };
-    // Every worker and the sampler meet at `ready` once all workers exist; the sampler
-    // then takes the first reading, and only after it, at `start_line`, do the workers
-    // start (else a short counted run could end before its first reading).
-    let ready = Barrier::new(config.oltp_workers + config.olap_workers + 1);
-    let start_line = Barrier::new(config.oltp_workers + config.olap_workers + 1);
+    let start_line = StartLine::new();
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
+        // However this closure ends (an error return, a panic), no thread of the run is
+        // left waiting at the start line or running for the scope to wait for.
+        let _end = EndTheRun {
+            start_line: &start_line,
+            stop: &shared.stop,
+        };
         let holder = if config.hold_snapshot {
             Some(SnapshotHolder::begin(scope, db, config.isolation)?)
         } else {
             None
         };
 
+        let (ready_sender, ready) = mpsc::channel::<()>();
         let mut workers = Vec::new();
         for index in 0..config.oltp_workers {
-            let (shared, ready, start_line) = (&shared, &ready, &start_line);
+            let (shared, start_line, ready_sender) = (&shared, &start_line, ready_sender.clone());
             let quota = match config.stop {
                 StopAfter::Transactions(total) => Some(split(total, config.oltp_workers, index)),
                 StopAfter::Duration(_) => None,
             };
             let seed = worker_seed(config.seed, 1, index);
             let isolation = config.isolation;
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("verso-oltp-{index}"))
-                    .spawn_scoped(scope, move || {
-                        let worker = workload.oltp_worker(db, index, config.oltp_workers, seed);
-                        ready.wait();
-                        start_line.wait();
-                        let outcome = worker.and_then(|mut worker| {
-                            drive_oltp(
-                                &mut *worker,
-                                isolation,
-                                &shared.oltp[index],
-                                &shared.stop,
-                                quota,
-                            )
-                        });
-                        if let Err(e) = outcome {
-                            shared.fail(e);
-                        }
-                        shared.oltp_finished.fetch_add(1, Ordering::Release);
-                    })?,
-            );
+            let role = format!("OLTP worker {index}");
+            let panic_fails = FailRunOnPanic {
+                shared,
+                role: role.clone(),
+            };
+            let thread = spawn_run_thread(scope, format!("verso-oltp-{index}"), move || {
+                let _panic_fails = panic_fails;
+                let worker = workload.oltp_worker(db, index, config.oltp_workers, seed);
+                report_ready(ready_sender);
+                if !start_line.wait() {
+                    return;
+                }
+                let outcome = worker.and_then(|mut worker| {
+                    drive_oltp(
+                        &mut *worker,
+                        isolation,
+                        &shared.oltp[index],
+                        &shared.stop,
+                        quota,
+                    )
+                });
+                if let Err(e) = outcome {
+                    shared.fail(e);
+                }
+                shared.oltp_finished.fetch_add(1, Ordering::Release);
+            })
+            .map_err(|e| LabError::ThreadFailed(format!("cannot start {role}: {e}")))?;
+            workers.push((role, thread));
         }
         for index in 0..config.olap_workers {
-            let (shared, ready, start_line) = (&shared, &ready, &start_line);
+            let (shared, start_line, ready_sender) = (&shared, &start_line, ready_sender.clone());
             let seed = worker_seed(config.seed, 2, index);
-            workers.push(
-                std::thread::Builder::new()
-                    .name(format!("verso-olap-{index}"))
-                    .spawn_scoped(scope, move || {
-                        let worker = workload.olap_worker(db, index, seed);
-                        ready.wait();
-                        start_line.wait();
-                        let outcome = worker.and_then(|worker| match worker {
-                            Some(mut worker) => {
-                                drive_olap(&mut *worker, &shared.olap[index], &shared.stop)
-                            }
-                            None => Err(LabError::BadOption(format!(
-                                "the {} workload has no analytical queries",
-                                workload.name()
-                            ))),
-                        });
-                        if let Err(e) = outcome {
-                            shared.fail(e);
-                        }
-                    })?,
-            );
+            let role = format!("OLAP worker {index}");
+            let panic_fails = FailRunOnPanic {
+                shared,
+                role: role.clone(),
+            };
+            let thread = spawn_run_thread(scope, format!("verso-olap-{index}"), move || {
+                let _panic_fails = panic_fails;
+                let worker = workload.olap_worker(db, index, seed);
+                report_ready(ready_sender);
+                if !start_line.wait() {
+                    return;
+                }
+                let outcome = worker.and_then(|worker| match worker {
+                    Some(mut worker) => drive_olap(&mut *worker, &shared.olap[index], &shared.stop),
+                    None => Err(LabError::BadOption(format!(
+                        "the {} workload has no analytical queries",
+                        workload.name()
+                    ))),
+                });
+                if let Err(e) = outcome {
+                    shared.fail(e);
+                }
+            })
+            .map_err(|e| LabError::ThreadFailed(format!("cannot start {role}: {e}")))?;
+            workers.push((role, thread));
         }
 
+        // Each worker reports once and drops its sender; one that died first dropped it
+        // without reporting. Either way the channel ends after the last report.
+        drop(ready_sender);
+        if ready.iter().count() < workers.len() {
+            start_line.call_off();
+            let died: Vec<String> = workers
+                .into_iter()
+                .filter_map(|(role, thread)| thread.join().is_err().then_some(role))
+                .collect();
+            return Err(LabError::ThreadFailed(format!(
+                "{} panicked before the run started",
+                died.join(", ")
+            )));
+        }
         // The window of the first sample starts now: `sample_stats` resets the per-window
-        // chain maxima the load left.
-        ready.wait();
+        // chain maxima the load left. Only after this first reading do the workers start
+        // (else a short counted run could end before it).
         let first = read(db, &shared, kinds.len(), queries.len());
-        start_line.wait();
+        start_line.open();
         let mut sampler = Sampler::new(config, first, kinds, queries);
         sampler.sample_until_done(db, &shared);
         shared.stop.store(true, Ordering::Release);
-        for worker in workers {
-            if worker.join().is_err() {
-                shared.fail(LabError::Inconsistent("a worker thread panicked".into()));
+        for (role, thread) in workers {
+            if thread.join().is_err() {
+                shared.fail(LabError::ThreadFailed(format!("{role} panicked")));
             }
         }
         // The last sample still sees the held snapshot; only then is it released.
@@ -520,9 +550,121 @@ fn measure(
     match shared.error.into_inner() {
         Ok(Some(error)) => Err(error),
         Ok(None) => Ok(measured),
-        Err(_) => Err(LabError::Inconsistent(
+        Err(_) => Err(LabError::ThreadFailed(
             "a worker panicked while reporting an error".into(),
         )),
+    }
+}
+
+/// Spawns one of a run's threads on `scope`, named `name`.
+fn spawn_run_thread<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    name: String,
+    body: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    tests::planted_spawn_failure(&name)?;
+    std::thread::Builder::new()
+        .name(name)
+        .spawn_scoped(scope, body)
+}
+
+/// A worker's report that its worker exists. Consumes the sender, so that once every live
+/// worker has reported, the sampler's channel ends (a sender alive on a waiting worker's
+/// stack would keep it open). The sampler may already have stopped listening after a spawn
+/// failed; then there is no one to tell.
+fn report_ready(ready: mpsc::Sender<()>) {
+    let _ = ready.send(());
+}
+
+/// Where a run's workers wait until the sampler has taken its first reading, and how a run
+/// that cannot start is called off.
+///
+/// Invariant: the line settles once, from waiting to open or to called off, and every
+/// thread waiting at it wakes then. A worker that finds it called off returns without
+/// running. (Two `Barrier`s stood here before. A thread that never arrived, because it
+/// could not be spawned or panicked while creating its worker, left every other thread and
+/// the sampler waiting forever.)
+struct StartLine {
+    state: Mutex<Start>,
+    settled: Condvar,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    Waiting,
+    Open,
+    CalledOff,
+}
+
+impl StartLine {
+    fn new() -> Self {
+        StartLine {
+            state: Mutex::new(Start::Waiting),
+            settled: Condvar::new(),
+        }
+    }
+
+    /// Blocks until the line settles: true if it opened, false if the run was called off.
+    fn wait(&self) -> bool {
+        // Nothing panics while holding the lock, so a poisoned one still holds a good state.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while *state == Start::Waiting {
+            state = self
+                .settled
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *state == Start::Open
+    }
+
+    /// Lets the workers start.
+    fn open(&self) {
+        self.settle(Start::Open);
+    }
+
+    /// Sends the waiting workers home; a line already open stays open.
+    fn call_off(&self) {
+        self.settle(Start::CalledOff);
+    }
+
+    fn settle(&self, outcome: Start) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if *state == Start::Waiting {
+            *state = outcome;
+            self.settled.notify_all();
+        }
+        debug_assert_ne!(*state, Start::Waiting);
+    }
+}
+
+/// Fails the run at once if a worker's thread unwinds (its workload panicked), as an error
+/// return does, instead of letting the other workers run on to the deadline.
+struct FailRunOnPanic<'a> {
+    shared: &'a Shared,
+    role: String,
+}
+
+impl Drop for FailRunOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared
+                .fail(LabError::ThreadFailed(format!("{} panicked", self.role)));
+        }
+    }
+}
+
+/// Ends a run's threads when the sampler's part of `measure` ends, however it ends: calls
+/// off the start line if it is still closed and tells started workers to stop.
+struct EndTheRun<'a> {
+    start_line: &'a StartLine,
+    stop: &'a AtomicBool,
+}
+
+impl Drop for EndTheRun<'_> {
+    fn drop(&mut self) {
+        self.start_line.call_off();
+        self.stop.store(true, Ordering::Release);
     }
 }
 
@@ -553,28 +695,27 @@ impl<'scope> SnapshotHolder<'scope> {
     ) -> Result<Self, LabError> {
         let (began_sender, began) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name(Self::THREAD_NAME.into())
-            .spawn_scoped(scope, move || -> Result<(), LabError> {
-                let txn = match db.try_begin(isolation) {
-                    Ok(txn) => txn,
-                    Err(e) => {
-                        let _ = began_sender.send(Err(e.clone()));
-                        return Err(e.into());
-                    }
-                };
-                let _ = began_sender.send(Ok(()));
-                // Blocks until `release` sends or the holder is dropped; either ends the
-                // transaction.
-                let _ = released.recv();
-                txn.commit()?;
-                Ok(())
-            })?;
+        let thread = spawn_run_thread(scope, Self::THREAD_NAME.into(), move || {
+            let txn = match db.try_begin(isolation) {
+                Ok(txn) => txn,
+                Err(e) => {
+                    let _ = began_sender.send(Err(e.clone()));
+                    return Err(e.into());
+                }
+            };
+            let _ = began_sender.send(Ok(()));
+            // Blocks until `release` sends or the holder is dropped; either ends the
+            // transaction.
+            let _ = released.recv();
+            txn.commit()?;
+            Ok(())
+        })
+        .map_err(|e| LabError::ThreadFailed(format!("cannot start the snapshot holder: {e}")))?;
         match began.recv() {
             Ok(Ok(())) => Ok(SnapshotHolder { release, thread }),
             Ok(Err(e)) => Err(e.into()),
-            Err(_) => Err(LabError::Inconsistent(
-                "the snapshot-holding thread ended before it began its transaction".into(),
+            Err(_) => Err(LabError::ThreadFailed(
+                "the snapshot holder panicked before it began its transaction".into(),
             )),
         }
     }
@@ -586,8 +727,8 @@ impl<'scope> SnapshotHolder<'scope> {
         let _ = self.release.send(());
         match self.thread.join() {
             Ok(result) => result,
-            Err(_) => Err(LabError::Inconsistent(
-                "the snapshot-holding thread panicked".into(),
+            Err(_) => Err(LabError::ThreadFailed(
+                "the snapshot holder panicked".into(),
             )),
         }
     }
@@ -976,6 +1117,86 @@ pub(crate) fn write_run_for_parent(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The name of the run thread whose spawn is made to fail, on this thread only.
+        static PLANTED_SPAWN_FAILURE: RefCell<Option<String>> = const { RefCell::new(None) };
+    }
+
+    /// `spawn_run_thread`'s hook: fails the spawn of the thread planted on this thread, as
+    /// running out of threads would.
+    pub(super) fn planted_spawn_failure(name: &str) -> std::io::Result<()> {
+        PLANTED_SPAWN_FAILURE.with_borrow(|planted| match planted {
+            Some(planted) if planted == name => Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "planted: no more threads",
+            )),
+            _ => Ok(()),
+        })
+    }
+
+    /// Runs `run` on its own thread and returns what it returns, or fails the test if it
+    /// has not returned within `deadline` (the thread is then left behind, hung).
+    fn within<T: Send + 'static>(
+        deadline: Duration,
+        run: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        let (sender, receiver) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(run());
+        });
+        receiver
+            .recv_timeout(deadline)
+            .unwrap_or_else(|_| panic!("still running after {deadline:?}: it hangs"))
+    }
+
+    /// A worker thread that could not be spawned (the process was out of threads: `verso
+    /// ycsb --tiny --workers 300` under `ulimit -u 100` hung) never reached the start
+    /// barrier, so the workers spawned before it, and the sampler, waited there forever.
+    #[test]
+    fn regression_a_worker_thread_that_cannot_be_spawned_fails_the_run_instead_of_hanging() {
+        use crate::workloads::kv_updates::{KvConfig, KvWorkload};
+        let config = RunConfig {
+            oltp_workers: 3,
+            hold_snapshot: true,
+            stop: StopAfter::Duration(Duration::from_secs(30)),
+            sample_interval: Duration::from_millis(100),
+            ..RunConfig::new("steam", GarbageCollector::Steam)
+        };
+        let result = within(Duration::from_secs(30), move || {
+            PLANTED_SPAWN_FAILURE.set(Some("verso-oltp-2".into()));
+            let workload = KvWorkload::new(KvConfig::tiny()).unwrap();
+            run_configuration(&workload, &config)
+        });
+        assert!(
+            matches!(&result, Err(LabError::ThreadFailed(what))
+                if what.contains("cannot start OLTP worker 2") && what.contains("planted")),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn the_start_line_lets_every_waiting_thread_go_or_sends_them_all_home() {
+        for open in [true, false] {
+            let line = StartLine::new();
+            let went: Vec<bool> = std::thread::scope(|scope| {
+                let waiting: Vec<_> = (0..3).map(|_| scope.spawn(|| line.wait())).collect();
+                std::thread::sleep(Duration::from_millis(20));
+                if open {
+                    line.open();
+                } else {
+                    line.call_off();
+                }
+                waiting.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            assert_eq!(went, [open; 3]);
+            // Settled once: it stays as it is, and a late arrival does not wait.
+            line.call_off();
+            line.open();
+            assert_eq!(line.wait(), open);
+        }
+    }
 
     #[test]
     fn transactions_split_evenly_over_workers() {

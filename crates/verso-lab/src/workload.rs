@@ -94,6 +94,9 @@ pub enum LabError {
     BadOption(String),
     /// Writing a report or JSON failed.
     Io(std::io::Error),
+    /// A thread of the run (a worker, a loader, the snapshot holder) could not be started,
+    /// or panicked instead of returning: which thread, and when.
+    ThreadFailed(String),
     /// A configuration or point run in a child process of the `verso` binary failed: the
     /// child's own error (its last stderr line) or the signal that killed it.
     ChildFailed {
@@ -135,6 +138,7 @@ impl std::fmt::Display for LabError {
             LabError::Inconsistent(what) => write!(f, "consistency check failed: {what}"),
             LabError::BadOption(what) => write!(f, "bad option: {what}"),
             LabError::Io(e) => write!(f, "i/o error: {e}"),
+            LabError::ThreadFailed(what) => write!(f, "a thread of the run failed: {what}"),
             LabError::ChildFailed {
                 what,
                 ended,

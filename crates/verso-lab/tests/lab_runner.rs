@@ -349,12 +349,16 @@ fn writers_chains_show_how_long_watermark_only_chains_grow_behind_a_held_snapsho
 }
 
 /// Wraps a workload; fails in the consistency check after `checks_before_failure` checks,
-/// or makes its OLTP workers fail after `commits_before_error` commits.
+/// or makes its OLTP workers fail after `commits_before_error` commits (with an error, or a
+/// panic if `panic_instead_of_error`), or panics while creating OLTP worker
+/// `panic_creating_worker`.
 struct Faulty {
     inner: KvWorkload,
     checks: AtomicUsize,
     checks_before_failure: usize,
     commits_before_error: Option<usize>,
+    panic_instead_of_error: bool,
+    panic_creating_worker: Option<usize>,
 }
 
 impl Faulty {
@@ -364,6 +368,22 @@ impl Faulty {
             checks: AtomicUsize::new(0),
             checks_before_failure,
             commits_before_error,
+            panic_instead_of_error: false,
+            panic_creating_worker: None,
+        }
+    }
+
+    fn panicking_after_commits(commits: usize) -> Self {
+        Faulty {
+            panic_instead_of_error: true,
+            ..Faulty::new(usize::MAX, Some(commits))
+        }
+    }
+
+    fn panicking_while_creating_worker(worker: usize) -> Self {
+        Faulty {
+            panic_creating_worker: Some(worker),
+            ..Faulty::new(usize::MAX, None)
         }
     }
 }
@@ -371,11 +391,13 @@ impl Faulty {
 struct FailingWorker<'db> {
     inner: Box<dyn OltpWorker + 'db>,
     left: usize,
+    panics: bool,
 }
 
 impl OltpWorker for FailingWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
         if self.left == 0 {
+            assert!(!self.panics, "planted worker panic");
             return Err(LabError::Inconsistent("planted worker failure".into()));
         }
         self.left -= 1;
@@ -403,9 +425,18 @@ impl Workload for Faulty {
         workers: usize,
         seed: u64,
     ) -> Result<Box<dyn OltpWorker + 'db>, LabError> {
+        assert_ne!(
+            Some(worker),
+            self.panic_creating_worker,
+            "planted panic while creating the worker"
+        );
         let inner = self.inner.oltp_worker(db, worker, workers, seed)?;
         Ok(match self.commits_before_error {
-            Some(left) => Box::new(FailingWorker { inner, left }),
+            Some(left) => Box::new(FailingWorker {
+                inner,
+                left,
+                panics: self.panic_instead_of_error,
+            }),
             None => inner,
         })
     }
@@ -457,6 +488,63 @@ fn a_worker_error_stops_the_run_at_once() {
     assert!(
         start.elapsed() < Duration::from_secs(10),
         "the run went on for {:?} after a worker failed",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_worker_panic_stops_the_run_at_once() {
+    let start = Instant::now();
+    let config = RunConfig {
+        oltp_workers: 2,
+        ..timed(GarbageCollector::Steam, 30_000)
+    };
+    let result = run_configuration(&Faulty::panicking_after_commits(50), &config);
+    assert!(
+        matches!(&result, Err(LabError::ThreadFailed(what)) if what.ends_with("panicked")),
+        "{result:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the run went on for {:?} after a worker panicked",
+        start.elapsed()
+    );
+}
+
+/// Runs `run` on its own thread and returns what it returns, or fails the test if it has
+/// not returned within `deadline` (the thread is then left behind, hung).
+fn within<T: Send + 'static>(deadline: Duration, run: impl FnOnce() -> T + Send + 'static) -> T {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(run());
+    });
+    receiver
+        .recv_timeout(deadline)
+        .unwrap_or_else(|_| panic!("still running after {deadline:?}: the run hangs"))
+}
+
+/// A worker thread that died before the start (here its workload panicked while creating
+/// the worker) never reached the start barrier, so the other workers and the sampler waited
+/// there forever: the run hung instead of failing.
+#[test]
+fn regression_a_worker_that_dies_before_the_start_fails_the_run_instead_of_hanging() {
+    let config = RunConfig {
+        oltp_workers: 3,
+        hold_snapshot: true,
+        ..timed(GarbageCollector::Steam, 30_000)
+    };
+    let start = Instant::now();
+    let result = within(Duration::from_secs(30), move || {
+        run_configuration(&Faulty::panicking_while_creating_worker(1), &config)
+    });
+    assert!(
+        matches!(&result, Err(LabError::ThreadFailed(what))
+            if what.contains("OLTP worker 1") && what.contains("before the run started")),
+        "{result:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the run was called off only after {:?}",
         start.elapsed()
     );
 }

@@ -140,7 +140,7 @@ impl CommittedIncrements {
         let counter = Arc::new(AtomicU64::new(0));
         self.workers
             .lock()
-            .map_err(|_| LabError::Inconsistent("a worker panicked while registering".into()))?
+            .map_err(|_| LabError::ThreadFailed("a worker panicked while registering".into()))?
             .push(Arc::clone(&counter));
         Ok(counter)
     }
@@ -149,7 +149,7 @@ impl CommittedIncrements {
         Ok(self
             .workers
             .lock()
-            .map_err(|_| LabError::Inconsistent("a worker panicked while registering".into()))?
+            .map_err(|_| LabError::ThreadFailed("a worker panicked while registering".into()))?
             .iter()
             .map(|c| c.load(Ordering::Relaxed))
             .sum())

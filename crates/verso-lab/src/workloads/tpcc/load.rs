@@ -57,7 +57,7 @@ pub fn load(
             .into_iter()
             .map(|handle| {
                 handle.join().unwrap_or_else(|_| {
-                    Err(LabError::Inconsistent(
+                    Err(LabError::ThreadFailed(
                         "a TPC-C loader thread panicked".into(),
                     ))
                 })
