@@ -411,6 +411,44 @@ impl AnyZipf {
     }
 }
 
+/// How often [`draw_distinct`] draws again for one key before it takes the next unused item
+/// instead.
+pub const REDRAWS_PER_KEY: u32 = 64;
+
+/// Draws `count` distinct items of `0..items` into `keys` with `next`. A draw that repeats
+/// an item already chosen is drawn again, as DBx1000 does, up to [`REDRAWS_PER_KEY`] times;
+/// then the next item after the last draw (wrapping) that is not yet chosen is taken.
+///
+/// Why the bound: the scrambled generators never produce some items (`fnv(rank) % items`
+/// is not one-to-one) and a steep skew makes rare items unreachable in practice, so drawing
+/// until something new comes up could go on forever once `count` nears the number of items
+/// the generator really produces. At the lab's sizes the bound is never reached (a
+/// transaction's keys are few against the rows), and the draws are DBx1000's.
+///
+/// # Panics
+/// If `count > items`.
+pub fn draw_distinct(items: u64, count: usize, keys: &mut Vec<u64>, mut next: impl FnMut() -> u64) {
+    assert!(
+        count as u64 <= items,
+        "{count} distinct keys of {items} items"
+    );
+    keys.clear();
+    while keys.len() < count {
+        let mut key = next();
+        let mut redraws = 0;
+        while keys.contains(&key) {
+            if redraws < REDRAWS_PER_KEY {
+                key = next();
+                redraws += 1;
+            } else {
+                key = (key + 1) % items;
+            }
+        }
+        debug_assert!(key < items);
+        keys.push(key);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,6 +641,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn distinct_draws_take_every_item_even_from_a_generator_that_repeats_one() {
+        let mut keys = Vec::new();
+        // A generator stuck on one item still yields all of them.
+        draw_distinct(5, 5, &mut keys, || 3);
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [0, 1, 2, 3, 4]);
+        assert_eq!(keys[0], 3, "the first draw is kept as drawn");
+        // Draws that do not repeat are kept as drawn.
+        let mut next = [7u64, 2, 7, 9].into_iter();
+        draw_distinct(10, 3, &mut keys, || next.next().unwrap());
+        assert_eq!(keys, [7, 2, 9]);
     }
 
     #[test]

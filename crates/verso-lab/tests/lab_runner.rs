@@ -2,6 +2,8 @@
 //! `docs/lab.md`), JSON round trips, report files, the held snapshot, and failures that
 //! must stop a run.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -511,18 +513,6 @@ fn a_worker_panic_stops_the_run_at_once() {
     );
 }
 
-/// Runs `run` on its own thread and returns what it returns, or fails the test if it has
-/// not returned within `deadline` (the thread is then left behind, hung).
-fn within<T: Send + 'static>(deadline: Duration, run: impl FnOnce() -> T + Send + 'static) -> T {
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(run());
-    });
-    receiver
-        .recv_timeout(deadline)
-        .unwrap_or_else(|_| panic!("still running after {deadline:?}: the run hangs"))
-}
-
 /// A worker thread that died before the start (here its workload panicked while creating
 /// the worker) never reached the start barrier, so the other workers and the sampler waited
 /// there forever: the run hung instead of failing.
@@ -534,7 +524,7 @@ fn regression_a_worker_that_dies_before_the_start_fails_the_run_instead_of_hangi
         ..timed(GarbageCollector::Steam, 30_000)
     };
     let start = Instant::now();
-    let result = within(Duration::from_secs(30), move || {
+    let result = common::within(Duration::from_secs(30), move || {
         run_configuration(&Faulty::panicking_while_creating_worker(1), &config)
     });
     assert!(

@@ -18,7 +18,7 @@ use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
 use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
-use crate::zipf::AnyZipf;
+use crate::zipf::{draw_distinct, AnyZipf};
 
 /// The table's name.
 pub const TABLE: &str = "kv";
@@ -167,17 +167,6 @@ fn increment(txn: &mut verso::Transaction<'_>, table: TableId, key: u64) -> vers
     txn.update(table, &key, &[(VALUE_COLUMN, Value::I64(value + 1))])
 }
 
-/// Draws `count` distinct keys into `keys`.
-fn draw_distinct(keys: &mut Vec<u64>, count: usize, zipf: &AnyZipf, rng: &mut SplitMix64) {
-    keys.clear();
-    while keys.len() < count {
-        let key = zipf.next(rng);
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
-}
-
 /// The key-value table as its workloads (key-value updates, scans with updates) see it:
 /// its size, the distribution of the updated keys and the increments committed.
 pub(crate) struct KvTable {
@@ -259,7 +248,8 @@ impl KvUpdater<'_> {
         kind: usize,
         count: usize,
     ) -> Result<TxnOutcome, LabError> {
-        draw_distinct(&mut self.keys, count, &self.kv.keys, &mut self.rng);
+        let (zipf, rng) = (&self.kv.keys, &mut self.rng);
+        draw_distinct(zipf.items(), count, &mut self.keys, || zipf.next(rng));
         let mut missing = None;
         let result = (|| {
             let mut txn = self.db.begin(isolation);

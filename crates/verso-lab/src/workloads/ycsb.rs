@@ -32,7 +32,7 @@ use crate::rng::SplitMix64;
 use crate::workload::{
     AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Workload,
 };
-use crate::zipf::ScrambledZipfian;
+use crate::zipf::{draw_distinct, ScrambledZipfian};
 
 /// The table's name.
 pub const TABLE: &str = "usertable";
@@ -379,13 +379,7 @@ impl YcsbWorkload {
     /// Draws `count` distinct keys from the Zipfian into `keys` (DBx1000 draws distinct
     /// keys per transaction).
     fn draw_distinct_keys(&self, rng: &mut SplitMix64, count: usize, keys: &mut Vec<u64>) {
-        keys.clear();
-        while keys.len() < count {
-            let key = self.keys.next(rng);
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
+        draw_distinct(self.keys.items(), count, keys, || self.keys.next(rng));
     }
 }
 
