@@ -15,10 +15,10 @@ use verso::{
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
-use crate::report::{comparison_line, summary_table, write_json, write_report};
+use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
 use crate::reproduce::{self, PointProcess, ReproduceOptions, Reproduction};
 use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
-use crate::workload::{LabError, Workload};
+use crate::workload::{LabError, Workload, MAX_TABLE_ROWS};
 use crate::workloads::kv_updates::{KvConfig, KvWorkload};
 use crate::workloads::scan_updates::{ScansConfig, ScansWorkload};
 use crate::workloads::tpcb::{TpcbConfig, TpcbWorkload};
@@ -201,7 +201,8 @@ pub struct CommonArgs {
     /// process's allocator (mimalloc, with per-thread heaps)].
     #[arg(long)]
     pub memory_spaces: Option<usize>,
-    /// Isolation level of the OLTP transactions.
+    /// Isolation level of the OLTP transactions (under the si protocol; under every other,
+    /// each transaction is serializable, and the reports say so).
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
     pub isolation: IsolationArg,
     /// OLTP worker threads [default: 1].
@@ -452,12 +453,31 @@ impl Plan {
     pub fn of(command: &Command) -> Result<Plan, LabError> {
         match command {
             Command::Ycsb { common, ycsb } => {
-                let workload = YcsbWorkload::new(ycsb_config(common, ycsb))?;
-                Plan::with(Box::new(workload), common, 0)
+                let workload = YcsbWorkload::new(ycsb_config(common, ycsb)?)?;
+                // The read-only transactions run on the OLAP threads: one unless told.
+                let read_only = ycsb.read_only_operations.is_some();
+                match common.olap_workers {
+                    Some(0) if read_only => {
+                        return Err(LabError::BadOption(
+                            "--read-only-operations: the read-only transactions run on the \
+                             OLAP threads, and --olap-workers is 0"
+                                .into(),
+                        ))
+                    }
+                    Some(olap) if olap > 0 && !read_only => {
+                        return Err(LabError::BadOption(format!(
+                            "--olap-workers {olap}: YCSB's OLAP threads run read-only \
+                             transactions; give --read-only-operations N"
+                        )))
+                    }
+                    _ => {}
+                }
+                Plan::with(Box::new(workload), common, usize::from(read_only))
             }
             Command::Kv { common, kv } => {
-                let mut config = sized(common, KvConfig::tiny, KvConfig::new, |c| &mut c.rows);
-                set(&mut config.rows, kv.rows);
+                let mut config = sized(common, kv.rows, KvConfig::tiny, KvConfig::new, |c| {
+                    &mut c.rows
+                })?;
                 set(&mut config.theta, kv.theta);
                 set(
                     &mut config.updates_per_transaction,
@@ -466,9 +486,13 @@ impl Plan {
                 Plan::with(Box::new(KvWorkload::new(config)?), common, 0)
             }
             Command::Scans { common, scans } => {
-                let mut config =
-                    sized(common, ScansConfig::tiny, ScansConfig::new, |c| &mut c.rows);
-                set(&mut config.rows, scans.rows);
+                let mut config = sized(
+                    common,
+                    scans.rows,
+                    ScansConfig::tiny,
+                    ScansConfig::new,
+                    |c| &mut c.rows,
+                )?;
                 set(&mut config.theta, scans.theta);
                 set(&mut config.scan_percent, scans.scan_percent);
                 Plan::with(Box::new(ScansWorkload::new(config)?), common, 0)
@@ -560,7 +584,13 @@ impl Plan {
                     .non_inline(common.non_inline);
                 options.memory_spaces = common.memory_spaces;
                 RunConfig {
-                    isolation: common.isolation.into(),
+                    // Under every protocol but SI each transaction is serializable, whatever
+                    // it asks for; the reports say what it gets.
+                    isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
+                        common.isolation.into()
+                    } else {
+                        Isolation::Serializable
+                    },
                     oltp_workers: common.workers.unwrap_or(1),
                     olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
                     stop,
@@ -591,27 +621,45 @@ fn set<T>(target: &mut T, value: Option<T>) {
     }
 }
 
-/// A row-table workload's configuration for `--scale` (default 1): `new(scale)`, or with
-/// `--tiny` the tiny one with `scale` times its rows.
+/// A row-table workload's configuration: the default (with `--tiny`, the tiny one) with
+/// its rows times `--scale`, or `--rows` rows. Giving both is refused, as is a scale whose
+/// rows pass [`MAX_TABLE_ROWS`].
 fn sized<C>(
     common: &CommonArgs,
+    rows_option: Option<u64>,
     tiny: fn() -> C,
     new: fn(u64) -> C,
     rows: fn(&mut C) -> &mut u64,
-) -> C {
-    let scale = common.scale.unwrap_or(1);
-    if common.tiny {
-        let mut config = tiny();
-        *rows(&mut config) *= scale;
-        config
-    } else {
-        new(scale)
+) -> Result<C, LabError> {
+    let mut config = if common.tiny { tiny() } else { new(1) };
+    match (common.scale, rows_option) {
+        (Some(scale), Some(given)) => {
+            return Err(LabError::BadOption(format!(
+                "--scale {scale} and --rows {given} both set the rows; give one of them"
+            )))
+        }
+        (Some(scale), None) => {
+            let unit = *rows(&mut config);
+            *rows(&mut config) = unit
+                .checked_mul(scale)
+                .filter(|&total| total <= MAX_TABLE_ROWS)
+                .ok_or_else(|| {
+                    LabError::BadOption(format!(
+                        "--scale {scale} is too large: {unit} rows each would pass the \
+                         {MAX_TABLE_ROWS} rows a table may have"
+                    ))
+                })?;
+        }
+        (None, Some(given)) => *rows(&mut config) = given,
+        (None, None) => {}
     }
+    Ok(config)
 }
 
-fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
-    let mut config = sized(common, YcsbConfig::tiny, YcsbConfig::new, |c| &mut c.rows);
-    set(&mut config.rows, args.rows);
+fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> Result<YcsbConfig, LabError> {
+    let mut config = sized(common, args.rows, YcsbConfig::tiny, YcsbConfig::new, |c| {
+        &mut c.rows
+    })?;
     set(&mut config.operations, args.operations);
     set(&mut config.read_ratio, args.read_ratio);
     set(&mut config.theta, args.theta);
@@ -627,7 +675,7 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> YcsbConfig {
                 operations,
                 declared: args.declare_read_only,
             });
-    config
+    Ok(config)
 }
 
 /// The TPC-C workload (`crate::workloads::tpcc`).
@@ -817,6 +865,7 @@ fn run_workload(
     if let (Some(index), Some(json)) = (plan.process.config_index, &plan.process.config_json) {
         return run_one_configuration_as_child(&plan, index, json, command_line);
     }
+    check_outputs(plan.json.as_deref(), plan.report.as_deref())?;
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -332,10 +332,15 @@ pub const TAIL_SECONDS: f64 = 10.0;
 impl Summary {
     /// The summary of a run's samples; `interval` is the nominal sampling interval.
     pub fn of(samples: &[Sample], interval_seconds: f64) -> Summary {
-        let full: Vec<&Sample> = samples
+        let mut full: Vec<&Sample> = samples
             .iter()
             .filter(|s| s.is_full(interval_seconds))
             .collect();
+        // A run shorter than a sampling interval has no full sample; its short ones are
+        // still rates over their own intervals, and better than a summary of zeros.
+        if full.is_empty() {
+            full = samples.iter().collect();
+        }
         let med = |f: fn(&Sample) -> f64| median(full.iter().map(|s| f(s)));
         let max = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
         let end = full.last().map_or(0.0, |s| s.t_seconds);
@@ -386,6 +391,21 @@ mod tests {
             live_versions: live,
             ..Sample::default()
         }
+    }
+
+    /// `verso kv --tiny --transactions 1000` committed 1,000 transactions in less than a
+    /// sampling interval and summarized them as 0 commits/s: medians skipped every sample
+    /// as short.
+    #[test]
+    fn regression_a_run_shorter_than_a_sampling_interval_is_summarized_by_its_samples() {
+        let samples = [sample(0.2, 0.2, 5_000.0, 7)];
+        let summary = Summary::of(&samples, 1.0);
+        assert_eq!(summary.oltp_commits_per_second, 5_000.0);
+        assert_eq!(summary.tail_oltp_commits_per_second, 5_000.0);
+        assert_eq!(summary.live_versions, 7.0);
+        // With a full sample, the short last one still does not count.
+        let samples = [sample(1.0, 1.0, 100.0, 1), sample(1.2, 0.2, 5_000.0, 1)];
+        assert_eq!(Summary::of(&samples, 1.0).oltp_commits_per_second, 100.0);
     }
 
     #[test]

@@ -153,6 +153,54 @@ pub fn comparison_line(runs: &[RunResult]) -> Option<String> {
     Some(parts.join("; "))
 }
 
+/// Checks, before anything runs, that the `--json` file can be written and that the
+/// `--report` directory can hold a report, so that minutes of runs are not lost to a bad path
+/// at their end. Creates the report directory (writing the report would). A bad path is
+/// [`LabError::BadOption`], naming the option and the path.
+pub fn check_outputs(json: Option<&Path>, report: Option<&Path>) -> Result<(), LabError> {
+    let bad = |option: &str, path: &Path, what: String| {
+        LabError::BadOption(format!("{option} {}: {what}", path.display()))
+    };
+    // The report first: creating its directory may create the JSON file's.
+    if let Some(dir) = report {
+        if dir.exists() && !dir.is_dir() {
+            return Err(bad("--report", dir, "exists and is not a directory".into()));
+        }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| bad("--report", dir, format!("cannot create it: {e}")))?;
+        probe_writable(&dir.join(".verso-write-check"))
+            .map_err(|e| bad("--report", dir, format!("cannot write in it: {e}")))?;
+    }
+    if let Some(path) = json {
+        if path.is_dir() {
+            return Err(bad("--json", path, "is a directory".into()));
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(parent) = parent.filter(|p| !p.is_dir()) {
+            return Err(bad(
+                "--json",
+                path,
+                format!("{} is not an existing directory", parent.display()),
+            ));
+        }
+        probe_writable(path).map_err(|e| bad("--json", path, format!("cannot write it: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Opens `path` for writing without changing it; a file this creates is removed again.
+fn probe_writable(path: &Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        std::fs::remove_file(path)?;
+    }
+    Ok(())
+}
+
 /// Writes the report as pretty-printed JSON.
 pub fn write_json(path: &Path, report: &LabReport) -> Result<(), LabError> {
     let text =

@@ -100,19 +100,23 @@ impl RunConfig {
 
     /// Checks the combination of options; [`LabError::BadOption`] says what is wrong.
     pub fn validate(&self, workload: &dyn Workload) -> Result<(), LabError> {
-        // The engine refuses these at `Database::open` too; checked here so that a plan of
-        // several runs fails before the first one.
-        let gc = self.garbage_collector();
-        if self.options.background_gc_period.is_some() && !gc.runs_in_background() {
+        // What `Database::open` would refuse, checked here so that a plan of several runs
+        // fails before the first one.
+        self.options
+            .validate()
+            .map_err(|e| LabError::BadOption(format!("configuration {}: {e}", self.label)))?;
+        // Every worker and the held snapshot take one of the database's thread slots.
+        let threads = self
+            .oltp_workers
+            .checked_add(self.olap_workers)
+            .and_then(|workers| workers.checked_add(usize::from(self.hold_snapshot)));
+        if threads.is_none_or(|threads| threads > verso::MAX_THREADS) {
             return Err(LabError::BadOption(format!(
-                "a background GC period applies only to the background collectors, not to {}",
-                gc.name()
-            )));
-        }
-        if self.options.epoch_advance_threshold.is_some() && !gc.uses_epochs() {
-            return Err(LabError::BadOption(format!(
-                "an epoch-advance threshold applies only to the epoch collectors, not to {}",
-                gc.name()
+                "--workers {} and --olap-workers {}: a database serves at most {} threads \
+                 at once",
+                self.oltp_workers,
+                self.olap_workers,
+                verso::MAX_THREADS
             )));
         }
         if self.oltp_workers == 0 && self.olap_workers == 0 {

@@ -82,6 +82,10 @@ pub struct QueryOutcome {
     pub scanned_tuples: u64,
 }
 
+/// The most rows the row-table workloads (YCSB, key-value, scans) accept, from `--rows` or
+/// `--scale`: far beyond what a machine here holds, and far from overflowing the keys.
+pub const MAX_TABLE_ROWS: u64 = 1 << 40;
+
 /// An error that stops a lab run: an unexpected engine error, a failed consistency check,
 /// bad options.
 #[derive(Debug)]

@@ -251,6 +251,164 @@ fn bad_options_exit_non_zero_with_a_message() {
     }
 }
 
+/// Options a review of the command line found running anyway: sizes that overflowed (a
+/// panic in debug builds, a wrapped-around size in release), worker counts that panicked,
+/// combinations the engine refused only after the configurations before them had run,
+/// output paths refused only after the whole run, and YCSB's OLAP options that did
+/// nothing. Each is now refused before any configuration starts, naming the option.
+#[test]
+fn regression_options_that_cannot_work_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a_dir = dir.path().to_str().expect("utf-8 path").to_owned();
+    let a_file = dir.path().join("a-file");
+    std::fs::write(&a_file, "").expect("write");
+    let a_file = a_file.to_str().expect("utf-8 path").to_owned();
+    let no_parent = format!("{a_dir}/missing/out.json");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["kv", "--tiny", "--scale", "18446744073709551615"],
+            "--scale 18446744073709551615 is too large",
+        ),
+        (
+            &["ycsb", "--scale", "18446744073710"],
+            "--scale 18446744073710 is too large",
+        ),
+        (
+            &["scans", "--tiny", "--scale", "2", "--rows", "10"],
+            "both set the rows",
+        ),
+        (&["kv", "--tiny", "--rows", "1099511627777"], "--rows"),
+        (
+            &["kv", "--tiny", "--workers", "18446744073709551615"],
+            "a database serves at most 65536 threads",
+        ),
+        (
+            &["ch", "--tiny", "--olap-workers", "18446744073709551615"],
+            "a database serves at most 65536 threads",
+        ),
+        (
+            &["ycsb", "--tiny", "--compare", "steam,coop"],
+            "needs the append-o2n version storage",
+        ),
+        (
+            &["kv", "--tiny", "--index-pointers", "physical"],
+            "physical index pointers need",
+        ),
+        (
+            &["kv", "--tiny", "--memory-spaces", "100000000000"],
+            "memory spaces must number",
+        ),
+        (&["kv", "--tiny", "--json", &a_dir], "is a directory"),
+        (
+            &["kv", "--tiny", "--json", &no_parent],
+            "not an existing directory",
+        ),
+        (
+            &["kv", "--tiny", "--report", &a_file],
+            "exists and is not a directory",
+        ),
+        (
+            &["demo", "--tiny", "--report", &a_file],
+            "exists and is not a directory",
+        ),
+        (
+            &["reproduce", "steam-fig11", "--quick", "--report", &a_file],
+            "exists and is not a directory",
+        ),
+        (
+            &["ycsb", "--tiny", "--olap-workers", "1"],
+            "give --read-only-operations",
+        ),
+        (
+            &[
+                "ycsb",
+                "--tiny",
+                "--read-only-operations",
+                "5",
+                "--olap-workers",
+                "0",
+            ],
+            "--olap-workers is 0",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = verso(args);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {stdout}\n{stderr}"
+        );
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in:\n{stderr}"
+        );
+        assert!(
+            !stdout.contains("== ") && !stdout.contains("point 1"),
+            "{args:?}: a configuration ran before the refusal:\n{stdout}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&a_file).expect("still there"),
+        "",
+        "a refused --report left its file alone"
+    );
+}
+
+/// The same review: a run shorter than one sampling interval summarized 1,000 commits as
+/// 0 commits/s, the non-SI protocols were labelled "snapshot" although every transaction is
+/// serializable under them, and `--read-only-operations` without `--olap-workers` ran no
+/// read-only transaction.
+#[test]
+fn regression_short_runs_protocol_labels_and_read_only_transactions_report_what_ran() {
+    let parsed = run_to_json(
+        "short",
+        &["kv", "--tiny", "--transactions", "1000", "--quiet"],
+    );
+    let run = &parsed["runs"][0];
+    assert_eq!(run["totals"]["oltp_commits"], 1000);
+    assert!(
+        run["summary"]["oltp_commits_per_second"].as_f64() > Some(0.0),
+        "{run}"
+    );
+
+    let parsed = run_to_json(
+        "mvto",
+        &[
+            "ycsb",
+            "--tiny",
+            "--protocol",
+            "mvto",
+            "--duration",
+            "0.3",
+            "--quiet",
+        ],
+    );
+    assert_eq!(
+        parsed["runs"][0]["configuration"]["isolation"],
+        "serializable"
+    );
+
+    let parsed = run_to_json(
+        "read-only",
+        &[
+            "ycsb",
+            "--tiny",
+            "--read-only-operations",
+            "5",
+            "--duration",
+            "0.3",
+            "--quiet",
+        ],
+    );
+    let run = &parsed["runs"][0];
+    assert_eq!(run["configuration"]["olap_workers"], 1);
+    assert!(run["totals"]["olap_queries"].as_u64() > Some(0), "{run}");
+}
+
 #[test]
 fn the_demo_compares_steam_with_watermark_on_ch_and_writes_its_report() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -537,8 +537,11 @@ impl Options {
         self
     }
 
-    /// Refuses settings that cannot work or do not apply to the chosen collector.
-    fn validate(&self) -> Result<()> {
+    /// Refuses settings that cannot work or do not apply to the chosen collector, with
+    /// [`Error::UnsupportedConfiguration`] saying why: what [`Database::open`] checks first,
+    /// without opening anything (a tool that runs several configurations can refuse a bad
+    /// one before it runs the first).
+    pub fn validate(&self) -> Result<()> {
         let gc = self.garbage_collector;
         let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
         if let Some(storage) = gc.required_storage() {

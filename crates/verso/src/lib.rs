@@ -72,6 +72,7 @@ pub use memory_spaces::{
 pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
 pub use schema::{ColumnMask, PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
+pub use txn::slots::MAX_THREADS;
 pub use value::{ColumnType, Value};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

@@ -183,6 +183,14 @@ pub fn reproduce(
     out: &mut dyn Write,
 ) -> Result<Reproduction, LabError> {
     let experiment = experiment(name)?;
+    let dir = options
+        .report
+        .clone()
+        .unwrap_or_else(|| default_report_dir(name));
+    // A point's child process writes neither; its parent checked them.
+    if !matches!(options.points, PointProcess::OnlyPoint { .. }) {
+        crate::report::check_outputs(options.json.as_deref(), Some(&dir))?;
+    }
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -197,10 +205,6 @@ pub fn reproduce(
     let mut reproduction = (experiment.run)(options, out)?;
     reproduction.started_unix_seconds = started_unix_seconds;
     reproduction.command_line.clone_from(&options.command_line);
-    let dir = options
-        .report
-        .clone()
-        .unwrap_or_else(|| default_report_dir(name));
     crate::report::write_reproduction_report(&dir, &reproduction)?;
     writeln!(out)?;
     write!(

@@ -17,7 +17,7 @@ use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
-use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
+use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload, MAX_TABLE_ROWS};
 use crate::zipf::{draw_distinct, AnyZipf};
 
 /// The table's name.
@@ -72,8 +72,10 @@ impl KvConfig {
 
 /// Checks `--rows` and `--theta` of the key-value table's workloads.
 pub(crate) fn validate_rows_and_theta(rows: u64, theta: f64) -> Result<(), LabError> {
-    if rows == 0 {
-        return Err(LabError::BadOption("--rows must be at least 1".into()));
+    if !(1..=MAX_TABLE_ROWS).contains(&rows) {
+        return Err(LabError::BadOption(format!(
+            "--rows {rows} must lie in [1, {MAX_TABLE_ROWS}]"
+        )));
     }
     if !(theta.is_finite() && (0.0..=10.0).contains(&theta)) {
         return Err(LabError::BadOption(format!(

@@ -30,7 +30,8 @@ use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
 use crate::workload::{
-    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Workload,
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome,
+    Workload, MAX_TABLE_ROWS,
 };
 use crate::zipf::{draw_distinct, ScrambledZipfian};
 
@@ -110,8 +111,11 @@ impl YcsbConfig {
     /// Checks the parameters.
     pub fn validate(&self) -> Result<(), LabError> {
         let bad = |what: String| Err(LabError::BadOption(what));
-        if self.rows == 0 {
-            return bad("--rows must be at least 1".into());
+        if !(1..=MAX_TABLE_ROWS).contains(&self.rows) {
+            return bad(format!(
+                "--rows {} must lie in [1, {MAX_TABLE_ROWS}]",
+                self.rows
+            ));
         }
         if self.fields == 0 || self.fields >= verso::MAX_COLUMNS {
             return bad(format!(

@@ -33,8 +33,9 @@ use crate::version::ActiveSnapshots;
 
 const SLOTS_PER_CHUNK: usize = 64;
 const CHUNKS: usize = 1024;
-/// How many threads may hold a slot of one database at once.
-pub(crate) const MAX_THREADS: usize = SLOTS_PER_CHUNK * CHUNKS;
+/// How many threads may hold a slot of one database at once: a transaction begun on one
+/// thread more fails with [`crate::Error::CapacityExceeded`].
+pub const MAX_THREADS: usize = SLOTS_PER_CHUNK * CHUNKS;
 
 /// A committed writing transaction waiting until no snapshot can need its versions.
 pub(crate) struct Committed<R> {
