@@ -44,7 +44,7 @@ pub const FIG17: Experiment = Experiment {
     paper_ref: "Wu et al. §7.3, Figure 17",
     compares: "append-n2o, time-travel and delta on TPC-C (2 warehouses) with one StockScan \
                thread, 1 and 2 OLTP threads, MVTO, txn GC; commits/s and StockScan latency",
-    full_scale: "full: 2 warehouses, 8 s per point, 6 points (about 1.5 min); quick: tiny \
+    full_scale: "full: 2 warehouses, 8 s per point, 6 points (about 1 min); quick: tiny \
                  TPC-C, 0.2 s",
     run: fig17,
 };
@@ -58,7 +58,7 @@ pub const FIG24: Experiment = Experiment {
     compares: "Oracle/MySQL, Postgres, HYRISE, Hekaton, MemSQL, SAP HANA, NuoDB and HyPer's \
                protocol, storage, GC and index pointers on TPC-C (2 warehouses: low \
                contention; 1: high) with 2 OLTP threads and one StockScan thread",
-    full_scale: "full: 8 s per point, 16 points (about 3.5 min); quick: tiny TPC-C, 0.2 s",
+    full_scale: "full: 8 s per point, 16 points (about 3 min); quick: tiny TPC-C, 0.2 s",
     run: fig24,
 };
 
