@@ -158,7 +158,7 @@ impl YcsbConfig {
         if let Some(read_only) = self.read_only {
             if read_only.operations == 0 || read_only.operations as u64 > self.rows {
                 return bad(format!(
-                    "read-only transactions of {} operations: must lie in [1, rows = {}]",
+                    "--read-only-operations {} must lie in [1, rows = {}]",
                     read_only.operations, self.rows
                 ));
             }
