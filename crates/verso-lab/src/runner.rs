@@ -442,89 +442,62 @@ fn measure(
             None
         };
 
-        let (ready_sender, ready) = mpsc::channel::<()>();
-        let mut workers = Vec::new();
+        let mut crew = Crew::new(&shared, &start_line);
         for index in 0..config.oltp_workers {
-            let (shared, start_line, ready_sender) = (&shared, &start_line, ready_sender.clone());
+            let shared = &shared;
             let quota = match config.stop {
                 StopAfter::Transactions(total) => Some(split(total, config.oltp_workers, index)),
                 StopAfter::Duration(_) => None,
             };
             let seed = worker_seed(config.seed, 1, index);
             let isolation = config.isolation;
-            let role = format!("OLTP worker {index}");
-            let panic_fails = FailRunOnPanic {
-                shared,
-                role: role.clone(),
-            };
-            let thread = spawn_run_thread(scope, format!("verso-oltp-{index}"), move || {
-                let _panic_fails = panic_fails;
-                let worker = workload.oltp_worker(db, index, config.oltp_workers, seed);
-                report_ready(ready_sender);
-                if !start_line.wait() {
-                    return;
-                }
-                let outcome = worker.and_then(|mut worker| {
-                    drive_oltp(
-                        &mut *worker,
-                        isolation,
-                        &shared.oltp[index],
-                        &shared.stop,
-                        quota,
-                    )
-                });
-                if let Err(e) = outcome {
-                    shared.fail(e);
-                }
-                shared.oltp_finished.fetch_add(1, Ordering::Release);
-            })
-            .map_err(|e| LabError::ThreadFailed(format!("cannot start {role}: {e}")))?;
-            workers.push((role, thread));
+            crew.spawn(
+                scope,
+                format!("OLTP worker {index}"),
+                format!("verso-oltp-{index}"),
+                move || workload.oltp_worker(db, index, config.oltp_workers, seed),
+                move |worker| {
+                    let outcome = worker.and_then(|mut worker| {
+                        drive_oltp(
+                            &mut *worker,
+                            isolation,
+                            &shared.oltp[index],
+                            &shared.stop,
+                            quota,
+                        )
+                    });
+                    if let Err(e) = outcome {
+                        shared.fail(e);
+                    }
+                    shared.oltp_finished.fetch_add(1, Ordering::Release);
+                },
+            )?;
         }
         for index in 0..config.olap_workers {
-            let (shared, start_line, ready_sender) = (&shared, &start_line, ready_sender.clone());
+            let shared = &shared;
             let seed = worker_seed(config.seed, 2, index);
-            let role = format!("OLAP worker {index}");
-            let panic_fails = FailRunOnPanic {
-                shared,
-                role: role.clone(),
-            };
-            let thread = spawn_run_thread(scope, format!("verso-olap-{index}"), move || {
-                let _panic_fails = panic_fails;
-                let worker = workload.olap_worker(db, index, seed);
-                report_ready(ready_sender);
-                if !start_line.wait() {
-                    return;
-                }
-                let outcome = worker.and_then(|worker| match worker {
-                    Some(mut worker) => drive_olap(&mut *worker, &shared.olap[index], &shared.stop),
-                    None => Err(LabError::BadOption(format!(
-                        "the {} workload has no analytical queries",
-                        workload.name()
-                    ))),
-                });
-                if let Err(e) = outcome {
-                    shared.fail(e);
-                }
-            })
-            .map_err(|e| LabError::ThreadFailed(format!("cannot start {role}: {e}")))?;
-            workers.push((role, thread));
+            crew.spawn(
+                scope,
+                format!("OLAP worker {index}"),
+                format!("verso-olap-{index}"),
+                move || workload.olap_worker(db, index, seed),
+                move |worker| {
+                    let outcome = worker.and_then(|worker| match worker {
+                        Some(mut worker) => {
+                            drive_olap(&mut *worker, &shared.olap[index], &shared.stop)
+                        }
+                        None => Err(LabError::BadOption(format!(
+                            "the {} workload has no analytical queries",
+                            workload.name()
+                        ))),
+                    });
+                    if let Err(e) = outcome {
+                        shared.fail(e);
+                    }
+                },
+            )?;
         }
-
-        // Each worker reports once and drops its sender; one that died first dropped it
-        // without reporting. Either way the channel ends after the last report.
-        drop(ready_sender);
-        if ready.iter().count() < workers.len() {
-            start_line.call_off();
-            let died: Vec<String> = workers
-                .into_iter()
-                .filter_map(|(role, thread)| thread.join().is_err().then_some(role))
-                .collect();
-            return Err(LabError::ThreadFailed(format!(
-                "{} panicked before the run started",
-                died.join(", ")
-            )));
-        }
+        let workers = crew.all_ready()?;
         // The window of the first sample starts now: `sample_stats` resets the per-window
         // chain maxima the load left. Only after this first reading do the workers start
         // (else a short counted run could end before it).
@@ -557,6 +530,83 @@ fn measure(
         Err(_) => Err(LabError::ThreadFailed(
             "a worker panicked while reporting an error".into(),
         )),
+    }
+}
+
+/// A run's worker threads while they start. Each creates its worker on its own thread
+/// (workers may hold `!Send` transactions), reports that it is ready, and waits at the start
+/// line.
+struct Crew<'scope> {
+    shared: &'scope Shared,
+    start_line: &'scope StartLine,
+    ready_sender: mpsc::Sender<()>,
+    ready: mpsc::Receiver<()>,
+    /// Each thread with its role ("OLTP worker 0").
+    workers: Vec<(String, std::thread::ScopedJoinHandle<'scope, ()>)>,
+}
+
+impl<'scope> Crew<'scope> {
+    fn new(shared: &'scope Shared, start_line: &'scope StartLine) -> Self {
+        let (ready_sender, ready) = mpsc::channel();
+        Crew {
+            shared,
+            start_line,
+            ready_sender,
+            ready,
+            workers: Vec::new(),
+        }
+    }
+
+    /// Spawns worker thread `role`, named `thread_name`: it makes its worker with `create`,
+    /// reports ready, waits at the start line and, unless the run is called off, hands the
+    /// worker to `drive`. If the thread unwinds, the run fails at once.
+    fn spawn<'env, W>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        role: String,
+        thread_name: String,
+        create: impl FnOnce() -> W + Send + 'scope,
+        drive: impl FnOnce(W) + Send + 'scope,
+    ) -> Result<(), LabError> {
+        let panic_fails = FailRunOnPanic {
+            shared: self.shared,
+            role: role.clone(),
+        };
+        let (start_line, ready_sender) = (self.start_line, self.ready_sender.clone());
+        let thread = spawn_run_thread(scope, thread_name, move || {
+            let _panic_fails = panic_fails;
+            let worker = create();
+            report_ready(ready_sender);
+            if start_line.wait() {
+                drive(worker);
+            }
+        })
+        .map_err(|e| LabError::ThreadFailed(format!("cannot start {role}: {e}")))?;
+        self.workers.push((role, thread));
+        Ok(())
+    }
+
+    /// Waits until every worker has reported ready and returns them. If one died first,
+    /// calls the run off, joins them all and names the ones that died.
+    fn all_ready(
+        self,
+    ) -> Result<Vec<(String, std::thread::ScopedJoinHandle<'scope, ()>)>, LabError> {
+        // Each worker reports once and drops its sender; one that died first dropped it
+        // without reporting. Either way the channel ends after the last report.
+        drop(self.ready_sender);
+        if self.ready.iter().count() == self.workers.len() {
+            return Ok(self.workers);
+        }
+        self.start_line.call_off();
+        let died: Vec<String> = self
+            .workers
+            .into_iter()
+            .filter_map(|(role, thread)| thread.join().is_err().then_some(role))
+            .collect();
+        Err(LabError::ThreadFailed(format!(
+            "{} panicked before the run started",
+            died.join(", ")
+        )))
     }
 }
 
