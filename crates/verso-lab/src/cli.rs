@@ -35,8 +35,11 @@ pub struct Cli {
 
 /// The subcommands: one per workload, and the demo.
 #[derive(Subcommand, Debug)]
+// In every subcommand negative numbers are values, so `--workers -1` is refused as a bad
+// value of --workers rather than as an unknown argument `-1`.
 pub enum Command {
     /// YCSB (Wu et al. §7.1, DBx1000): Zipf-skewed reads and updates on one table.
+    #[command(allow_negative_numbers = true)]
     Ycsb {
         /// Runner options.
         #[command(flatten)]
@@ -46,18 +49,21 @@ pub enum Command {
         ycsb: YcsbArgs,
     },
     /// TPC-C: the five transactions in the standard mix; StockScan as the OLAP query.
+    #[command(allow_negative_numbers = true)]
     Tpcc {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
     },
     /// CH-benCHmark: TPC-C transactions with the 22 analytical queries beside them.
+    #[command(allow_negative_numbers = true)]
     Ch {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
     },
     /// Key-value updates under Zipf skew (Steam §5.5).
+    #[command(allow_negative_numbers = true)]
     Kv {
         /// Runner options (`--scale`: millions of rows).
         #[command(flatten)]
@@ -67,6 +73,7 @@ pub enum Command {
         kv: KvArgs,
     },
     /// Full table scans mixed with updates (Steam §5.6).
+    #[command(allow_negative_numbers = true)]
     Scans {
         /// Runner options (`--scale`: hundreds of thousands of rows).
         #[command(flatten)]
@@ -76,6 +83,7 @@ pub enum Command {
         scans: ScansArgs,
     },
     /// pgbench's TPC-B-like transaction (`--scale` as pgbench's: 100,000 accounts each).
+    #[command(allow_negative_numbers = true)]
     Tpcb {
         /// Runner options.
         #[command(flatten)]
@@ -83,10 +91,11 @@ pub enum Command {
     },
     /// CH-benCHmark with one OLTP and one OLAP thread for a minute, on Steam and on
     /// watermark-only side by side; writes a report to `verso-report/`.
+    #[command(allow_negative_numbers = true)]
     Demo(DemoArgs),
     /// Redo a paper's figure or table: runs the experiment, writes an HTML report with our
     /// figures beside the paper's numbers and a verdict per claim, JSON, and a summary.
-    #[command(after_help = reproduce_help())]
+    #[command(after_help = reproduce_help(), allow_negative_numbers = true)]
     Reproduce(ReproduceArgs),
 }
 
@@ -111,7 +120,7 @@ pub struct ReproduceArgs {
     #[arg(required_unless_present = "list")]
     pub name: Option<String>,
     /// List the experiments and exit.
-    #[arg(long, conflicts_with = "name")]
+    #[arg(long, conflicts_with_all = ["name", "quick", "report", "json", "in_process"])]
     pub list: bool,
     /// Tiny data and sub-second runs: checks the experiment works, measures nothing.
     #[arg(long)]

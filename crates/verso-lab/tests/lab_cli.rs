@@ -239,6 +239,15 @@ fn bad_options_exit_non_zero_with_a_message() {
         (&["tpcb", "--isolation", "chaos"], "isolation"),
         (&["tpcb", "--sample-ms", "1"], "sample-ms"),
         (&["nosuchworkload"], "unrecognized subcommand"),
+        // A negative number is a bad value of its option, not an unknown argument.
+        (
+            &["kv", "--workers", "-1"],
+            "invalid value '-1' for '--workers",
+        ),
+        (
+            &["reproduce", "--list", "--json", "list.json"],
+            "cannot be used with",
+        ),
     ];
     for (args, message) in cases {
         let output = verso(args);
