@@ -474,42 +474,46 @@ fn a_failed_consistency_check_fails_the_run() {
     );
 }
 
-#[test]
-fn a_worker_error_stops_the_run_at_once() {
-    let start = Instant::now();
+/// Runs `workload` with `workers` OLTP workers for what would be 30 s, and returns the
+/// error it failed with, checking that it ended within 10 s: a failure must stop the run at
+/// once. A run that hangs fails the test after 30 s.
+fn error_of_a_run_stopped_at_once(
+    workload: Faulty,
+    workers: usize,
+    hold_snapshot: bool,
+) -> LabError {
     let config = RunConfig {
-        oltp_workers: 2,
-        hold_snapshot: true,
+        oltp_workers: workers,
+        hold_snapshot,
         ..timed(GarbageCollector::Steam, 30_000)
     };
-    let result = run_configuration(&Faulty::new(usize::MAX, Some(50)), &config);
-    assert!(
-        matches!(&result, Err(LabError::Inconsistent(what)) if what.contains("planted worker failure")),
-        "{result:?}"
-    );
+    let start = Instant::now();
+    let result = common::within(Duration::from_secs(30), move || {
+        run_configuration(&workload, &config)
+    });
     assert!(
         start.elapsed() < Duration::from_secs(10),
-        "the run went on for {:?} after a worker failed",
+        "the run went on for {:?} after it failed",
         start.elapsed()
+    );
+    result.expect_err("the run failed")
+}
+
+#[test]
+fn a_worker_error_stops_the_run_at_once() {
+    let error = error_of_a_run_stopped_at_once(Faulty::new(usize::MAX, Some(50)), 2, true);
+    assert!(
+        matches!(&error, LabError::Inconsistent(what) if what.contains("planted worker failure")),
+        "{error:?}"
     );
 }
 
 #[test]
 fn a_worker_panic_stops_the_run_at_once() {
-    let start = Instant::now();
-    let config = RunConfig {
-        oltp_workers: 2,
-        ..timed(GarbageCollector::Steam, 30_000)
-    };
-    let result = run_configuration(&Faulty::panicking_after_commits(50), &config);
+    let error = error_of_a_run_stopped_at_once(Faulty::panicking_after_commits(50), 2, false);
     assert!(
-        matches!(&result, Err(LabError::ThreadFailed(what)) if what.ends_with("panicked")),
-        "{result:?}"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "the run went on for {:?} after a worker panicked",
-        start.elapsed()
+        matches!(&error, LabError::ThreadFailed(what) if what.ends_with("panicked")),
+        "{error:?}"
     );
 }
 
@@ -518,24 +522,11 @@ fn a_worker_panic_stops_the_run_at_once() {
 /// there forever: the run hung instead of failing.
 #[test]
 fn regression_a_worker_that_dies_before_the_start_fails_the_run_instead_of_hanging() {
-    let config = RunConfig {
-        oltp_workers: 3,
-        hold_snapshot: true,
-        ..timed(GarbageCollector::Steam, 30_000)
-    };
-    let start = Instant::now();
-    let result = common::within(Duration::from_secs(30), move || {
-        run_configuration(&Faulty::panicking_while_creating_worker(1), &config)
-    });
+    let error = error_of_a_run_stopped_at_once(Faulty::panicking_while_creating_worker(1), 3, true);
     assert!(
-        matches!(&result, Err(LabError::ThreadFailed(what))
+        matches!(&error, LabError::ThreadFailed(what)
             if what.contains("OLTP worker 1") && what.contains("before the run started")),
-        "{result:?}"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "the run was called off only after {:?}",
-        start.elapsed()
+        "{error:?}"
     );
 }
 
