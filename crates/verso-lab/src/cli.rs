@@ -874,7 +874,11 @@ fn run_workload(
     if let (Some(index), Some(json)) = (plan.process.config_index, &plan.process.config_json) {
         return run_one_configuration_as_child(&plan, index, json, command_line);
     }
-    check_outputs(plan.json.as_deref(), plan.report.as_deref())?;
+    check_outputs(
+        plan.json.as_deref(),
+        plan.report.as_deref(),
+        crate::report::REPORT_JSON,
+    )?;
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -952,7 +956,7 @@ fn run_workload(
         writeln!(
             out,
             "report written to {}",
-            dir.join("index.html").display()
+            dir.join(crate::report::INDEX_HTML).display()
         )?;
     }
     Ok(report)

@@ -7,7 +7,7 @@
 //!   engine's counters every second, checks consistency;
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
-//!   its plots ([`plot`]);
+//!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
 //!   paper's numbers beside ours;
 //! - [`cli`]: the `verso` command line;
@@ -24,6 +24,7 @@ pub mod load;
 pub mod memory;
 pub mod metrics;
 pub mod plot;
+pub mod publish;
 pub mod report;
 pub mod reproduce;
 pub mod rng;

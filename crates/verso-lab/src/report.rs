@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::format::{bytes, compact, ratio, thousands};
 use crate::metrics::{LabReport, RunResult};
 use crate::plot;
+use crate::publish::{self, Staging};
 use crate::reproduce::{Agreement, Reproduction, Verdict};
 use crate::workload::LabError;
 
@@ -156,8 +157,13 @@ pub fn comparison_line(runs: &[RunResult]) -> Option<String> {
 /// Checks, before anything runs, that the `--json` file can be written and that the
 /// `--report` directory can hold a report, so that minutes of runs are not lost to a bad path
 /// at their end. Creates the report directory (writing the report would). A bad path is
-/// [`LabError::BadOption`], naming the option and the path.
-pub fn check_outputs(json: Option<&Path>, report: Option<&Path>) -> Result<(), LabError> {
+/// [`LabError::BadOption`], naming the option and the path. `report_json` is the name of the
+/// JSON file inside the report directory ([`REPORT_JSON`] or [`REPRODUCTION_JSON`]).
+pub fn check_outputs(
+    json: Option<&Path>,
+    report: Option<&Path>,
+    report_json: &str,
+) -> Result<(), LabError> {
     let bad = |option: &str, path: &Path, what: String| {
         LabError::BadOption(format!("{option} {}: {what}", path.display()))
     };
@@ -170,6 +176,15 @@ pub fn check_outputs(json: Option<&Path>, report: Option<&Path>) -> Result<(), L
             .map_err(|e| bad("--report", dir, format!("cannot create it: {e}")))?;
         probe_writable(&dir.join(".verso-write-check"))
             .map_err(|e| bad("--report", dir, format!("cannot write in it: {e}")))?;
+        for name in [INDEX_HTML, report_json] {
+            if dir.join(name).is_dir() {
+                return Err(bad(
+                    "--report",
+                    dir,
+                    format!("holds a directory named {name}, where the report writes a file"),
+                ));
+            }
+        }
     }
     if let Some(path) = json {
         if path.is_dir() {
@@ -205,7 +220,7 @@ fn probe_writable(path: &Path) -> std::io::Result<()> {
 pub fn write_json(path: &Path, report: &LabReport) -> Result<(), LabError> {
     let text =
         serde_json::to_string_pretty(report).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n")?;
+    publish::write_file(path, (text + "\n").as_bytes())?;
     Ok(())
 }
 
@@ -216,11 +231,13 @@ pub fn read_json(path: &Path) -> Result<LabReport, LabError> {
 }
 
 /// Writes the HTML report into `dir` (created if missing): `index.html` with the summary
-/// table and the comparison, one PNG and one SVG per metric, and `report.json`.
+/// table and the comparison, one PNG and one SVG per metric, and [`REPORT_JSON`]. The files
+/// appear together once all are written (`publish`); if writing fails, `dir` keeps what it
+/// held.
 pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
-    std::fs::create_dir_all(dir)?;
-    let metrics = plot::write_plots(dir, &report.runs)?;
-    write_json(&dir.join("report.json"), report)?;
+    let staging = Staging::new(dir)?;
+    let metrics = plot::write_plots(staging.path(), &report.runs)?;
+    write_json(&staging.path().join(REPORT_JSON), report)?;
 
     let title = format!("Verso lab: {}", report.workload);
     let mut html = html_head(&title);
@@ -236,9 +253,10 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     }
     let (header, rows) = table_cells(&report.runs);
     html.push_str(&html_table(&header, &rows));
-    html.push_str(
+    let _ = writeln!(
+        html,
         "<p>Medians over the run's seconds; \"max\" columns over all of them. \
-                   The data: <a href=\"report.json\">report.json</a>.</p>\n",
+         The data: <a href=\"{REPORT_JSON}\">{REPORT_JSON}</a>.</p>",
     );
     html.push_str("<h2>Configurations</h2>\n");
     html.push_str(&configurations_html(&report.runs));
@@ -250,7 +268,8 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
         ));
     }
     html.push_str("</body>\n</html>\n");
-    std::fs::write(dir.join("index.html"), html)?;
+    std::fs::write(staging.path().join(INDEX_HTML), html)?;
+    staging.publish(INDEX_HTML)?;
     Ok(())
 }
 
@@ -334,12 +353,18 @@ fn configurations_html(runs: &[RunResult]) -> String {
 pub fn write_reproduction_json(path: &Path, reproduction: &Reproduction) -> Result<(), LabError> {
     let text = serde_json::to_string_pretty(reproduction)
         .map_err(|e| LabError::Io(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n")?;
+    publish::write_file(path, (text + "\n").as_bytes())?;
     Ok(())
 }
 
 /// The file a reproduction's report directory holds its JSON in.
 pub const REPRODUCTION_JSON: &str = "reproduction.json";
+
+/// The file a workload's report directory holds its JSON in.
+pub const REPORT_JSON: &str = "report.json";
+
+/// The page of every report directory.
+pub const INDEX_HTML: &str = "index.html";
 
 /// The agreement's CSS class.
 fn agreement_class(agreement: Agreement) -> &'static str {
@@ -363,9 +388,11 @@ fn verdict_html(verdict: &Verdict) -> String {
 
 /// Writes a reproduction's report into `dir` (created if missing): `index.html` with each
 /// panel's figures and tables beside what the paper reports and the verdicts, one PNG and
-/// one SVG per figure, and `reproduction.json`.
+/// one SVG per figure, and [`REPRODUCTION_JSON`]. Like [`write_report`], all at once or not
+/// at all.
 pub fn write_reproduction_report(dir: &Path, reproduction: &Reproduction) -> Result<(), LabError> {
-    std::fs::create_dir_all(dir)?;
+    let staging = Staging::new(dir)?;
+    let dir = staging.path();
     let runs: Vec<RunResult> = reproduction.points.iter().map(|p| p.run.clone()).collect();
     for over_time in reproduction.panels.iter().flat_map(|p| &p.time_series) {
         let metric = plot::metric(&over_time.metric).ok_or_else(|| {
@@ -473,7 +500,8 @@ pub fn write_reproduction_report(dir: &Path, reproduction: &Reproduction) -> Res
     );
     html.push_str(&configurations_html(&runs));
     html.push_str("</body>\n</html>\n");
-    std::fs::write(dir.join("index.html"), html)?;
+    std::fs::write(staging.path().join(INDEX_HTML), html)?;
+    staging.publish(INDEX_HTML)?;
     Ok(())
 }
 

@@ -263,7 +263,8 @@ fn bad_options_exit_non_zero_with_a_message() {
 /// Options a review of the command line found running anyway: sizes that overflowed (a
 /// panic in debug builds, a wrapped-around size in release), worker counts that panicked,
 /// combinations the engine refused only after the configurations before them had run,
-/// output paths refused only after the whole run, and YCSB's OLAP options that did
+/// output paths refused only after the whole run (a report directory holding a directory named
+/// `index.html` among them), and YCSB's OLAP options that did
 /// nothing. Each is now refused before any configuration starts, naming the option.
 #[test]
 fn regression_options_that_cannot_work_are_refused_before_anything_runs() {
@@ -273,6 +274,9 @@ fn regression_options_that_cannot_work_are_refused_before_anything_runs() {
     std::fs::write(&a_file, "").expect("write");
     let a_file = a_file.to_str().expect("utf-8 path").to_owned();
     let no_parent = format!("{a_dir}/missing/out.json");
+    let blocked_report = dir.path().join("blocked-report");
+    std::fs::create_dir_all(blocked_report.join("index.html")).expect("mkdir");
+    let blocked_report = blocked_report.to_str().expect("utf-8 path").to_owned();
     let cases: &[(&[&str], &str)] = &[
         (
             &["kv", "--tiny", "--scale", "18446744073709551615"],
@@ -323,6 +327,20 @@ fn regression_options_that_cannot_work_are_refused_before_anything_runs() {
         (
             &["reproduce", "steam-fig11", "--quick", "--report", &a_file],
             "exists and is not a directory",
+        ),
+        (
+            &["kv", "--tiny", "--report", &blocked_report],
+            "holds a directory named index.html",
+        ),
+        (
+            &[
+                "reproduce",
+                "steam-fig11",
+                "--quick",
+                "--report",
+                &blocked_report,
+            ],
+            "holds a directory named index.html",
         ),
         (
             &["ycsb", "--tiny", "--olap-workers", "1"],

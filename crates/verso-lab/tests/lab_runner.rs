@@ -244,6 +244,48 @@ fn report_writes_html_and_a_png_and_svg_per_metric() {
     assert_eq!(metrics_for(&report.runs).len(), METRICS.len());
 }
 
+/// A report whose `index.html` could not be written (a directory of that name in the way)
+/// left the plots and a new `report.json` in the directory beside the old page: half a
+/// report, mixed with the one before. Now the files appear together or not at all.
+#[test]
+fn regression_a_report_that_cannot_be_finished_leaves_its_directory_as_it_was() {
+    let workload = kv();
+    let report = report_of(
+        &workload,
+        vec![run(&workload, &timed(GarbageCollector::Steam, 300))],
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("index.html")).expect("mkdir");
+    std::fs::write(dir.path().join("report.json"), "the report before").expect("write");
+
+    let error = write_report(dir.path(), &report).expect_err("index.html is a directory");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["index.html", "report.json"],
+        "nothing new was left behind"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("report.json")).expect("read"),
+        "the report before"
+    );
+    assert!(matches!(error, LabError::Io(_)), "{error}");
+    assert!(error.to_string().contains("index.html"), "{error}");
+
+    // With the way clear, the same report replaces the old one whole.
+    std::fs::remove_dir(dir.path().join("index.html")).expect("rmdir");
+    write_report(dir.path(), &report).expect("report");
+    assert_eq!(
+        read_json(&dir.path().join("report.json")).expect("json"),
+        report
+    );
+    assert!(dir.path().join("index.html").is_file());
+}
+
 #[test]
 fn a_held_snapshot_pins_versions_under_watermark_only_but_not_under_steam() {
     let workload = kv();

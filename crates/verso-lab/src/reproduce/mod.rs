@@ -189,7 +189,11 @@ pub fn reproduce(
         .unwrap_or_else(|| default_report_dir(name));
     // A point's child process writes neither; its parent checked them.
     if !matches!(options.points, PointProcess::OnlyPoint { .. }) {
-        crate::report::check_outputs(options.json.as_deref(), Some(&dir))?;
+        crate::report::check_outputs(
+            options.json.as_deref(),
+            Some(&dir),
+            crate::report::REPRODUCTION_JSON,
+        )?;
     }
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -219,7 +223,7 @@ pub fn reproduce(
     writeln!(
         out,
         "report written to {}",
-        dir.join("index.html").display()
+        dir.join(crate::report::INDEX_HTML).display()
     )?;
     Ok(reproduction)
 }
