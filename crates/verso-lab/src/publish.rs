@@ -4,7 +4,8 @@
 //! - a *destination* is a file the user asked for (`--json FILE`) or a file of a report
 //!   directory (`--report DIR`: `index.html`, the JSON, a PNG and an SVG per figure);
 //! - a *staging directory* is a fresh directory inside the report directory
-//!   (`.verso-staging-<pid>-<n>`) that a report's files are written into first.
+//!   (`.verso-staging.<pid>-<n>.tmp`) that a report's files are written into first; a
+//!   *temporary file* is the same beside a single destination (`.out.json.<pid>-<n>.tmp`).
 //!
 //! Invariants:
 //! - every destination holds, at every moment, either what it held before or the whole new
@@ -15,7 +16,10 @@
 //!   over an existing name fail), so a report that fails to be written leaves its directory
 //!   as it was; `index.html`, which links the rest, is moved last;
 //! - a staging directory or temporary file that is not published is removed (on error and on
-//!   drop).
+//!   drop; a process killed while writing leaves it behind, hidden).
+//!
+//! Only a `rename` that fails after those checks passed could leave part of a report moved
+//! (it needs no space, so a full disk does not cause it); the error then says so.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,7 +32,7 @@ static NEXT_TEMPORARY: AtomicU64 = AtomicU64::new(0);
 /// A name no other writer in this or another process is using at the same time.
 fn temporary_name(stem: &str) -> String {
     let n = NEXT_TEMPORARY.fetch_add(1, Ordering::Relaxed);
-    format!(".{stem}.verso-{}-{n}.tmp", std::process::id())
+    format!(".{stem}.{}-{n}.tmp", std::process::id())
 }
 
 /// Writes `bytes` to `path` in one step: into a temporary file beside it, then renamed over
@@ -108,8 +112,19 @@ impl Staging {
         for name in &names {
             refuse_directory(&self.dir.join(name))?;
         }
-        for name in &names {
-            std::fs::rename(self.staging.join(name), self.dir.join(name))?;
+        for (moved, name) in names.iter().enumerate() {
+            std::fs::rename(self.staging.join(name), self.dir.join(name)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "moving {} into {}: {e} (the report is incomplete: {moved} of its {} \
+                         files were moved)",
+                        name.to_string_lossy(),
+                        self.dir.display(),
+                        names.len()
+                    ),
+                )
+            })?;
         }
         Ok(())
         // Dropping `self` removes the now empty staging directory.
