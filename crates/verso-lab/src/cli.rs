@@ -217,7 +217,7 @@ pub struct CommonArgs {
     /// OLTP worker threads [default: 1].
     #[arg(long)]
     pub workers: Option<usize>,
-    /// OLAP worker threads [default: 1 for ch, else 0].
+    /// OLAP worker threads [default: 1 for ch and for ycsb --read-only-operations, else 0].
     #[arg(long)]
     pub olap_workers: Option<usize>,
     /// Length of the run in seconds [default: 10, 1 with --tiny].

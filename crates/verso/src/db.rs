@@ -679,8 +679,8 @@ impl KeyRange {
     }
 }
 
-/// One engine per supported configuration (storage × collector × protocol), so the hot
-/// path is monomorphized; `on_engine!` / `on_txn!` dispatch once per call.
+/// One engine per supported storage × collector pair (the protocol is a run-time value of
+/// the engine), so the hot path is monomorphized; `on_engine!` / `on_txn!` dispatch once per call.
 // Named collector, then storage.
 #[allow(clippy::enum_variant_names)]
 enum AnyEngine {
