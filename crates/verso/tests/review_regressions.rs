@@ -2,7 +2,11 @@
 //! (pruning changed what it read), a scan callback deadlocking on its own row latch, and
 //! version bytes left counted by an insert its transaction rewrote before committing. The
 //! third, index entries leaked by update-then-delete, is in `index_entry_leaks.rs`: it
-//! measures heap bytes and needs a test binary of its own.
+//! measures heap bytes and needs a test binary of its own. At the end, two bugs an outside
+//! model-based test found through the public API (issue 36): a descending index scan that
+//! stopped early under physical pointers left its last row out of its validated read set,
+//! and an insert deleted in its own transaction left an index entry behind for ever once
+//! the key was inserted again.
 
 mod common;
 
@@ -451,4 +455,191 @@ fn regression_a_duplicate_key_is_a_read_validated_at_commit() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+// ----- found by an outside model-based test through the public API (issue 36) ------------
+
+/// The table of the scan regressions: `named(k U64 primary key, name Text)` indexed
+/// `by_name(name)` holding `(1, "a")`, `(2, "b")`, `(3, "c")`, and a counter `x` with row 1.
+fn named_and_counter(db: &Database) -> (TableId, TableId) {
+    let named = common::create_named(db);
+    common::commit_rows(
+        db,
+        named,
+        &[
+            vec![Value::U64(1), Value::from("a")],
+            vec![Value::U64(2), Value::from("b")],
+            vec![Value::U64(3), Value::from("c")],
+        ],
+    );
+    (named, common::create_counter(db, "x"))
+}
+
+/// How the second transaction of [`regression_a_descending_index_scan_that_stops_early_is_validated`]
+/// changes the row the scan stopped on.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    Delete,
+    /// A new value in the indexed column (the row leaves the scanned range).
+    RenameOut,
+    /// The same row with an unchanged index key (every column but the key is indexed, so
+    /// rewrite the name to itself).
+    Rewrite,
+}
+
+/// Under physical index pointers an index entry ends in its version's 8-byte tag. A scan
+/// that stopped early recorded the entry it stopped on, tag included, as the bound of what
+/// it read; commit records hold entries without tags, which sort just below that bound. So
+/// for a descending scan (whose recorded range starts at the stop) the stopped-on row fell
+/// outside the read range: T1 scans descending and stops on row 3; T2 reads `x`, changes
+/// row 3 and commits; T1 writes `x` and commits. T1 -rw-> T2 (row 3) and T2 -rw-> T1 (`x`):
+/// a cycle, and both committed (SI at `Serializable`, MVOCC and SSN over append-n2o and
+/// append-o2n with physical pointers). Over every configuration: one of the two must fail
+/// with a retryable error.
+#[test]
+fn regression_a_descending_index_scan_that_stops_early_is_validated() {
+    let mut failures = Vec::new();
+    for options in common::all_configurations() {
+        for change in [Change::Delete, Change::RenameOut, Change::Rewrite] {
+            let db = common::open(&options);
+            let (named, x) = named_and_counter(&db);
+            let mut t1 = db.begin(Isolation::Serializable);
+            let mut seen = Vec::new();
+            let scanned = t1.scan_index_with(
+                named,
+                "by_name",
+                verso::KeyRange::new(..).descending(),
+                |row| {
+                    seen.push(row.to_vec());
+                    false // stop on the first row: (3, "c")
+                },
+            );
+            let mut t2 = db.begin(Isolation::Serializable);
+            let second = (|| {
+                t2.get(x, &k(1))?;
+                let changed = match change {
+                    Change::Delete => t2.delete(named, &k(3))?,
+                    Change::RenameOut => t2.update(named, &k(3), &[(1, Value::from("0"))])?,
+                    Change::Rewrite => t2.update(named, &k(3), &[(1, Value::from("c"))])?,
+                };
+                assert!(changed, "{}: row 3 exists", db.design());
+                t2.commit()
+            })();
+            let first = scanned
+                .map(|()| {
+                    assert_eq!(
+                        seen,
+                        vec![vec![Value::U64(3), Value::from("c")]],
+                        "{}: the scan stopped on row 3",
+                        db.design()
+                    );
+                })
+                .and_then(|()| t1.update(x, &k(1), &[(1, Value::I64(1))]))
+                .and_then(|_| t1.commit());
+            for error in [&first, &second]
+                .into_iter()
+                .filter_map(|r| r.as_ref().err())
+            {
+                assert!(error.is_retryable(), "{} {change:?}: {error}", db.design());
+            }
+            if first.is_ok() && second.is_ok() {
+                failures.push(format!("{} {change:?}", db.design()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "both sides of a dependency cycle committed: {failures:#?}"
+    );
+}
+
+/// Control for the same schedule: an ascending scan that stops early on row 1, changed by
+/// T2, was caught before the fix too (the tagged bound is its upper end, above the untagged
+/// entry).
+#[test]
+fn an_ascending_index_scan_that_stops_early_is_validated() {
+    let mut failures = Vec::new();
+    for options in common::all_configurations() {
+        let db = common::open(&options);
+        let (named, x) = named_and_counter(&db);
+        let mut t1 = db.begin(Isolation::Serializable);
+        let scanned = t1.scan_index_with(named, "by_name", verso::KeyRange::new(..), |_| false);
+        let mut t2 = db.begin(Isolation::Serializable);
+        let second = t2
+            .get(x, &k(1))
+            .and_then(|_| t2.delete(named, &k(1)))
+            .and_then(|_| t2.commit());
+        let first = scanned
+            .and_then(|()| t1.update(x, &k(1), &[(1, Value::I64(1))]))
+            .and_then(|_| t1.commit());
+        if first.is_ok() && second.is_ok() {
+            failures.push(db.design());
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Keys re-inserted per configuration by
+/// [`regression_insert_delete_then_reinsert_leaks_no_index_entry`].
+const REINSERTED: u64 = 200;
+
+/// Under logical index pointers, a transaction that inserted a row and deleted it again
+/// left the inserted value's secondary entry in place: the delete (no indexed column
+/// written) dropped no entry, and the committed tombstone kept the value, whose entry only
+/// burying the row would remove. When a later transaction inserted the key again, with
+/// another indexed value, before the tombstone was buried, no version had the old value any
+/// more and the entry stayed for ever, keeping the dead row object alive. Every collector
+/// that collects (Steam and watermark-only only while an older snapshot holds the tombstone).
+/// Over every configuration, with and without such a snapshot: after the re-inserts one
+/// entry per live row; after deleting every row, none.
+#[test]
+fn regression_insert_delete_then_reinsert_leaks_no_index_entry() {
+    let mut failures = Vec::new();
+    for options in common::all_configurations() {
+        for hold in [false, true] {
+            let db = common::open(&options);
+            let named = common::create_named(&db);
+            let holder = hold.then(|| db.begin_read_only(Isolation::Snapshot));
+            for key in 0..REINSERTED {
+                let mut once = db.begin(Isolation::Snapshot);
+                once.insert(
+                    named,
+                    &[Value::U64(key), Value::from(format!("first-{key}"))],
+                )
+                .unwrap();
+                assert!(once.delete(named, &k(key)).unwrap());
+                once.commit().unwrap();
+                let mut again = db.begin(Isolation::Snapshot);
+                again
+                    .insert(
+                        named,
+                        &[Value::U64(key), Value::from(format!("again-{key}"))],
+                    )
+                    .unwrap();
+                again.commit().unwrap();
+            }
+            drop(holder);
+            db.collect_garbage();
+            let live = db.secondary_index_entries(named, "by_name").unwrap();
+            let mut delete = db.begin(Isolation::Snapshot);
+            for key in 0..REINSERTED {
+                assert!(delete.delete(named, &k(key)).unwrap());
+            }
+            delete.commit().unwrap();
+            db.collect_garbage();
+            let left = db.secondary_index_entries(named, "by_name").unwrap();
+            let design = format!("{} (older snapshot held: {hold})", db.design());
+            if !common::collects(&db) {
+                // Nothing is collected: every entry a committed version had stays.
+                assert!(live >= REINSERTED as usize, "{design}: {live}");
+                continue;
+            }
+            if live != REINSERTED as usize || left != 0 {
+                failures.push(format!(
+                    "{design}: {live} entries for {REINSERTED} rows, {left} after deleting them"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

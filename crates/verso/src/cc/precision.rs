@@ -33,7 +33,9 @@ use crate::sync::{Arc, AtomicU64};
 use crate::txn::state::{TxnOutcome, TxnShared};
 
 /// A range of encoded index keys a scan read, on the primary key (`index == None`) or on a
-/// secondary index.
+/// secondary index. Secondary bounds are entries without a physical pointer's version tag,
+/// as [`WrittenKey::entries`] are (`Table::untagged_entry`): both sides compare the
+/// indexed columns and the primary key only.
 #[derive(Debug)]
 pub(crate) struct RangeRead {
     pub(crate) table: u32,
@@ -126,7 +128,8 @@ pub(crate) struct WrittenKey {
     pub(crate) table: u32,
     pub(crate) primary: Key,
     /// `(secondary index, entry)` for the row before and after the write (each distinct
-    /// entry once; a deleted row has only before-entries, an inserted one only after).
+    /// entry once; a deleted row has only before-entries, an inserted one only after);
+    /// never with a physical pointer's version tag.
     pub(crate) entries: Vec<(u16, Vec<u8>)>,
 }
 

@@ -100,6 +100,9 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     pub(crate) background_rounds: std::sync::atomic::AtomicU64,
 }
 
+/// Bytes of the version tag that ends every secondary entry under physical pointers.
+const EXACT_TAG_BYTES: usize = std::mem::size_of::<u64>();
+
 impl<V: VersionStorage> Table<V> {
     /// Encodes the entry of `values` in secondary index `index`: the indexed columns and
     /// the primary key, then, under physical pointers, the `tag` of the version the values
@@ -120,6 +123,24 @@ impl<V: VersionStorage> Table<V> {
         );
         if let Some(tag) = tag {
             out.extend_from_slice(&tag.to_be_bytes());
+        }
+    }
+
+    /// A secondary entry as validation compares it: the indexed columns and the primary
+    /// key, without the version tag physical pointers append. Commit records hold entries
+    /// without tags (`WrittenKey::entries`), so a bound a scan records must be one too: a
+    /// tagged bound sorts just above the untagged entry of its own row, and a descending
+    /// scan that stopped on a row left that row out of what it read
+    /// (`regression_a_descending_index_scan_that_stops_early_is_validated`).
+    pub(crate) fn untagged_entry<'a>(&self, entry: &'a [u8]) -> &'a [u8] {
+        if self.physical_pointers {
+            debug_assert!(
+                entry.len() > EXACT_TAG_BYTES,
+                "a physical entry ends in a tag"
+            );
+            &entry[..entry.len() - EXACT_TAG_BYTES]
+        } else {
+            entry
         }
     }
 }

@@ -690,7 +690,8 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 self.local.slot.stats.record_scan_read(cost);
                 let go_on = seen.is_none_or(&mut outside);
                 if !go_on && recording {
-                    stopped_at = Some(entry.to_vec());
+                    // What validation compares: the entry without a physical pointer's tag.
+                    stopped_at = Some(table.untagged_entry(entry).to_vec());
                 }
                 go_on
             },
@@ -964,15 +965,22 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             owner: Some(&owner),
             obsolete_below: 0,
         };
+        let has_indexes = !table.schema.indexes.is_empty();
         // Physical pointers: every new version has entries of its own, whatever it changed.
-        let touches_index = match &intent {
-            _ if table.physical_pointers => !table.schema.indexes.is_empty(),
+        let adds_entries = match &intent {
+            _ if table.physical_pointers => has_indexes,
             WriteIntent::Update(mask, _) => {
                 !mask.intersection(table.schema.secondary_mask).is_empty()
             }
-            WriteIntent::Insert(_) => !table.schema.indexes.is_empty(),
+            WriteIntent::Insert(_) => has_indexes,
             WriteIntent::Delete => false,
         };
+        // A delete adds no entry, but when it replaces this transaction's own version (its
+        // insert or update) that version's entries may be needed by no version any more:
+        // the tombstone keeps its values, but a row that does not exist needs no entry,
+        // and once a later insert covers the tombstone nothing would remove them
+        // (`regression_insert_delete_then_reinsert_leaks_no_index_entry`).
+        let drops_replaced = adds_entries || (has_indexes && matches!(intent, WriteIntent::Delete));
         let written = {
             let _space = self.engine.allocate_in_memory_space();
             V::write(row, &snapshot, intent, &owner, table.non_inline)
@@ -987,16 +995,24 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 let stats = &self.local.slot.stats;
                 stats.add(Counter::VersionsCreated, created.records as u64);
                 stats.add(Counter::VersionBytesCreated, created.bytes as u64);
-                if touches_index {
+                if drops_replaced {
                     let mut entry = std::mem::take(&mut self.scratch.get_mut().entry);
-                    let values = chain.values().0;
-                    if table.physical_pointers {
-                        // A tombstone has no entries (its row is found by no key).
-                        if let Some(exact) = V::newest_exact(&chain) {
-                            add_secondary_entries(table, row, &values, Some(&exact), &mut entry);
+                    if adds_entries {
+                        let values = chain.values().0;
+                        if table.physical_pointers {
+                            // A tombstone has no entries (its row is found by no key).
+                            if let Some(exact) = V::newest_exact(&chain) {
+                                add_secondary_entries(
+                                    table,
+                                    row,
+                                    &values,
+                                    Some(&exact),
+                                    &mut entry,
+                                );
+                            }
+                        } else {
+                            add_secondary_entries(table, row, &values, None, &mut entry);
                         }
-                    } else {
-                        add_secondary_entries(table, row, &values, None, &mut entry);
                     }
                     if let Some(replaced) = replaced {
                         // This transaction's earlier version of the row is gone: drop the
