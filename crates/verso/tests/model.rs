@@ -3,9 +3,11 @@
 //! simple reference model.
 //!
 //! Operations: begin, get, insert, update (1 to 3 non-key columns), delete, primary-key
-//! range scan (prefix bounds), secondary-index range scan (NULL sorts first), commit,
-//! abort, `collect_garbage`, and requests the engine must refuse without harming the
-//! transaction (updating a key column, a wrong type, NULL in a key). The table has a
+//! range scan (prefix bounds), secondary-index range scan (NULL sorts first; ascending or
+//! descending, to the end or stopped after a few rows), commit, abort, `collect_garbage`,
+//! short transactions of one to three writes (among them insert-then-delete and
+//! insert-delete-insert of one key), and requests the engine must refuse without harming
+//! the transaction (updating a key column, a wrong type, NULL in a key). The table has a
 //! composite primary key `(a U64, b I64)` over 9 keys (one of them hot), so writes collide
 //! often.
 //!
@@ -23,9 +25,12 @@
 //! that eager pruning and the watermark collector both see long-lived snapshots (slot 0 is
 //! begun first and rarely ended) across many commits. Names and notes are sometimes long
 //! enough to be non-inline attributes, and the configurations take the three non-inline
-//! policies in turn (`non_inline_of`). At the end every transaction is ended, a fresh transaction
-//! must see exactly the model's committed table, and after `collect_garbage` with nothing
-//! open no version record may be left.
+//! policies in turn (`non_inline_of`); every other configuration over an append-only storage
+//! takes physical index pointers (`index_pointers_of`). At the end every transaction is
+//! ended, a fresh transaction must see exactly the model's committed table, and after
+//! `collect_garbage` with nothing open no version record may be left and the secondary
+//! index must hold exactly one entry per row (also at every `collect_garbage` step with
+//! nothing open).
 //!
 //! `PROPTEST_CASES` overrides the number of cases (256 by default).
 
@@ -36,8 +41,8 @@ use std::ops::Bound;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, Isolation, NonInline, Options, Schema, TableId,
-    Transaction, Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
+    ColumnType, Database, Error, GarbageCollector, IndexPointers, Isolation, KeyRange, NonInline,
+    Options, Schema, TableId, Transaction, Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
 };
 
 /// Transactions the generated operations keep open at once (slots `0..SLOTS`).
@@ -67,15 +72,25 @@ enum Op {
     Update(usize, Key, Vec<(usize, Value)>),
     Delete(usize, Key),
     Scan(usize, Range),
-    ScanIndex(usize, Range),
+    ScanIndex(usize, IndexScan),
     Commit(usize),
     Abort(usize),
     CollectGarbage,
     /// A request the engine must refuse without touching the transaction.
     Misuse(usize, Misuse, Key),
-    /// A short transaction in slot [`AUTO`]: this one write, then commit (so that long
+    /// A short transaction in slot [`AUTO`]: these writes, then commit (so that long
     /// snapshots see many commits within a few steps).
-    AutoCommit(Box<Op>),
+    AutoCommit(Vec<Op>),
+}
+
+/// A secondary-index scan: the range, the direction, and where the caller stops.
+#[derive(Clone, Debug)]
+struct IndexScan {
+    range: Range,
+    descending: bool,
+    /// Stop after this many rows (the visitor returns `false` on the last), or read to the
+    /// end.
+    limit: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -366,10 +381,15 @@ impl Model {
                         .collect(),
                 )
             }),
-            Op::ScanIndex(slot, range) => self.read(*slot, |txn| {
-                Outcome::Rows(index_order(txn.view().into_iter().filter(|(_, row)| {
-                    in_range(range, |p| cmp_score_prefix(score_of(row), p))
-                })))
+            Op::ScanIndex(slot, scan) => self.read(*slot, |txn| {
+                let mut rows = index_order(txn.view().into_iter().filter(|(_, row)| {
+                    in_range(&scan.range, |p| cmp_score_prefix(score_of(row), p))
+                }));
+                if scan.descending {
+                    rows.reverse();
+                }
+                rows.truncate(scan.limit.unwrap_or(usize::MAX));
+                Outcome::Rows(rows)
             }),
             Op::Commit(slot) => self.commit(*slot),
             Op::Abort(slot) => {
@@ -397,21 +417,40 @@ fn configurations() -> impl Iterator<Item = (VersionStorageKind, GarbageCollecto
     })
 }
 
+fn position_of(storage: VersionStorageKind, gc: GarbageCollector) -> usize {
+    configurations()
+        .position(|c| c == (storage, gc))
+        .expect("a listed configuration")
+}
+
 /// The way rows store long values for a configuration: the three policies in turn along
 /// [`configurations`], so each storage runs under each policy with some collector, at no
 /// extra cost per case.
 fn non_inline_of(storage: VersionStorageKind, gc: GarbageCollector) -> NonInline {
-    let position = configurations()
-        .position(|c| c == (storage, gc))
-        .expect("a listed configuration");
-    NonInline::ALL[position % NonInline::ALL.len()]
+    NonInline::ALL[position_of(storage, gc) % NonInline::ALL.len()]
+}
+
+/// What index entries point at: physical pointers (each exact version) on every other
+/// configuration whose storage has them (the append-only ones), so that both kinds meet
+/// every case at no extra cost per case.
+fn index_pointers_of(storage: VersionStorageKind, gc: GarbageCollector) -> IndexPointers {
+    let append_only = matches!(
+        storage,
+        VersionStorageKind::AppendNewestToOldest | VersionStorageKind::AppendOldestToNewest
+    );
+    if append_only && position_of(storage, gc) % 2 == 0 {
+        IndexPointers::Physical
+    } else {
+        IndexPointers::Logical
+    }
 }
 
 fn open(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, TableId) {
     let options = Options::default()
         .version_storage(storage)
         .garbage_collector(gc)
-        .non_inline(non_inline_of(storage, gc));
+        .non_inline(non_inline_of(storage, gc))
+        .index_pointers(index_pointers_of(storage, gc));
     let db = Database::open(options).expect("open");
     let table = db
         .create_table(
@@ -449,10 +488,19 @@ fn engine_apply(
         Op::Scan(slot, range) => {
             Outcome::from_result(open(*slot).scan(table, range.clone()), Outcome::Rows)
         }
-        Op::ScanIndex(slot, range) => Outcome::from_result(
-            open(*slot).scan_index(table, INDEX, range.clone()),
-            Outcome::Rows,
-        ),
+        Op::ScanIndex(slot, scan) => {
+            let mut range = KeyRange::new(scan.range.clone());
+            if scan.descending {
+                range = range.descending();
+            }
+            let limit = scan.limit.unwrap_or(usize::MAX);
+            let mut rows = Vec::new();
+            let scanned = open(*slot).scan_index_with(table, INDEX, range, |row| {
+                rows.push(row.to_vec());
+                rows.len() < limit
+            });
+            Outcome::from_result(scanned, |()| Outcome::Rows(rows))
+        }
         Op::Insert(slot, key, rest) => {
             let txn = txns[*slot].as_mut().expect("slot is open");
             Outcome::from_result(txn.insert(table, &full_row(*key, rest)), |()| Outcome::Done)
@@ -540,8 +588,10 @@ impl<'db> Harness<'db> {
     }
 
     fn run(&mut self, step: usize, op: &Op) -> Result<(), TestCaseError> {
-        if let Op::AutoCommit(write) = op {
-            self.run(step, write)?;
+        if let Op::AutoCommit(writes) = op {
+            for write in writes {
+                self.run(step, write)?;
+            }
             return self.run(step, &Op::Commit(AUTO));
         }
         if let Some((slot, ends)) = slot_of(op) {
@@ -584,7 +634,25 @@ impl<'db> Harness<'db> {
                 self.gc,
                 step
             );
+            self.check_one_entry_per_row(step)?;
         }
+        Ok(())
+    }
+
+    /// After collecting with nothing open (every row has one version, every deleted row is
+    /// buried): the secondary index holds one entry per row, under either kind of pointer.
+    /// An entry of a gone version stays invisible to reads (they re-check it), so only this
+    /// count shows a leak.
+    fn check_one_entry_per_row(&self, step: usize) -> Result<(), TestCaseError> {
+        prop_assert_eq!(
+            self.db
+                .secondary_index_entries(self.table, INDEX)
+                .expect("entries"),
+            self.model.committed().table.len(),
+            "{:?}: step {}: secondary entries after collecting with nothing open",
+            self.gc,
+            step
+        );
         Ok(())
     }
 
@@ -646,6 +714,7 @@ impl<'db> Harness<'db> {
             "{:?}: primary index entries after the final collection",
             gc
         );
+        self.check_one_entry_per_row(step)?;
         for key in committed.keys() {
             prop_assert_eq!(
                 db.version_chain_length(table, &key_values(*key))
@@ -773,6 +842,29 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (key(), changes()).prop_map(|(k, c)| Op::Update(AUTO, k, c)),
         2 => key().prop_map(|k| Op::Delete(AUTO, k)),
     ];
+    // One key inserted and deleted by one short transaction, and maybe inserted again
+    // (with other values): the tombstone's values then belong to no version.
+    let churn = (key(), score(), score(), any::<bool>()).prop_map(|(k, first, again, reinsert)| {
+        let mut writes = vec![
+            Op::Insert(AUTO, k, [Value::Null, first, Value::Null]),
+            Op::Delete(AUTO, k),
+        ];
+        if reinsert {
+            writes.push(Op::Insert(AUTO, k, [Value::Null, again, Value::Null]));
+        }
+        writes
+    });
+    let index_scan = (
+        bound(score_prefix()),
+        bound(score_prefix()),
+        any::<bool>(),
+        prop_oneof![2 => Just(None), 3 => (1usize..=3).prop_map(Some)],
+    )
+        .prop_map(|(lo, hi, descending, limit)| IndexScan {
+            range: (lo, hi),
+            descending,
+            limit,
+        });
     prop_oneof![
         1 => (0..SLOTS).prop_map(Op::Begin),
         4 => (read_slot(), key()).prop_map(|(s, k)| Op::Get(s, k)),
@@ -782,13 +874,14 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (write_slot(), key()).prop_map(|(s, k)| Op::Delete(s, k)),
         2 => (read_slot(), bound(key_prefix()), bound(key_prefix()))
             .prop_map(|(s, lo, hi)| Op::Scan(s, (lo, hi))),
-        2 => (read_slot(), bound(score_prefix()), bound(score_prefix()))
-            .prop_map(|(s, lo, hi)| Op::ScanIndex(s, (lo, hi))),
+        3 => (read_slot(), index_scan).prop_map(|(s, scan)| Op::ScanIndex(s, scan)),
         6 => end_slot().prop_map(Op::Commit),
         2 => end_slot().prop_map(Op::Abort),
         1 => Just(Op::CollectGarbage),
         1 => (read_slot(), misuse, key()).prop_map(|(s, m, k)| Op::Misuse(s, m, k)),
-        8 => auto_write.prop_map(|write| Op::AutoCommit(Box::new(write))),
+        6 => auto_write.clone().prop_map(|write| Op::AutoCommit(vec![write])),
+        1 => prop::collection::vec(auto_write, 2..=3).prop_map(Op::AutoCommit),
+        2 => churn.prop_map(Op::AutoCommit),
     ]
 }
 
@@ -823,8 +916,11 @@ proptest! {
     fn engine_matches_model(ops in ops()) {
         for (storage, gc) in configurations() {
             let non_inline = non_inline_of(storage, gc);
+            let pointers = index_pointers_of(storage, gc);
             run(storage, gc, &ops).map_err(|e| {
-                TestCaseError::fail(format!("{storage:?} storage, non-inline {non_inline}: {e}"))
+                TestCaseError::fail(format!(
+                    "{storage:?} storage, non-inline {non_inline}, {pointers:?} pointers: {e}"
+                ))
             })?;
         }
     }
