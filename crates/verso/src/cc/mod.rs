@@ -114,14 +114,21 @@ impl Protocol {
         }
     }
 
-    /// Whether the transaction validates against the commit records of [`precision`] (and
-    /// so registers as one that needs them from its start on).
-    pub(crate) fn uses_commit_records(&self, isolation: Isolation, read_only: bool) -> bool {
+    /// Whether the transaction registers its start in the slots' serializable horizon
+    /// (`TxnManager::begin_serializable`), so that what it validates against at commit is
+    /// kept from its start on: the commit records of [`precision`] for the protocols that
+    /// validate against them, under SSN the log's records whole, which only a transaction
+    /// that may write needs (one declared read-only needs far less; see [`ssn`]), and
+    /// under MVTO the younger transactions' predicate reads, which only writers check
+    /// ([`mvto::PredicateLog`]).
+    pub(crate) fn registers_for_validation(&self, isolation: Isolation, read_only: bool) -> bool {
         match self.kind {
             ConcurrencyControl::SnapshotIsolation
             | ConcurrencyControl::Mvocc
             | ConcurrencyControl::Mv2pl => self.recording(isolation, read_only) != Recording::Off,
-            ConcurrencyControl::Mvto | ConcurrencyControl::Ssn => false,
+            // MVTO: a predicate read is checked by the writers older than its reader,
+            // so it is kept while one of those that may write runs (`mvto.rs`).
+            ConcurrencyControl::Ssn | ConcurrencyControl::Mvto => !read_only,
         }
     }
 

@@ -40,6 +40,8 @@
 //! search finds the new row (locked: the reader aborts; committed: it is visible) or the
 //! check finds the predicate.
 
+use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
 use parking_lot::Mutex;
@@ -113,31 +115,35 @@ pub(crate) fn unlock(word: &AtomicU64, id: u64) {
     word.store((current & !LOCKED).max(id), Ordering::SeqCst);
 }
 
-/// A predicate read of one transaction.
-struct PredicateRead {
-    reader_id: u64,
-    reads: ReadSet,
-}
-
 /// The predicate reads (scans, point reads that found no row) of running and recently
-/// ended transactions.
+/// ended transactions, by reader id.
 ///
-/// Invariant: a predicate read of transaction `R` stays until every transaction with an id
-/// below `R` has ended (the watermark passed `R`): only those can still write what `R`
-/// should have seen.
+/// Invariant: a predicate read of transaction `R` stays while a transaction that may write
+/// with an id below `R` runs (the writers' horizon, which every transaction not declared
+/// read-only registers in, is at most `R`): only those can still write what `R` should
+/// have seen, since a writer checks only the predicates of younger readers. A declared
+/// read-only transaction, however old, holds none back.
+///
+/// Kept in id order, so that a writer looks only at the readers younger than itself and a
+/// publication trims from the front: a long transaction keeps every predicate published
+/// since it began, and a walk over all of them made every commit and every publication as
+/// slow as that transaction was old (issue 36).
 #[derive(Default)]
 pub(crate) struct PredicateLog {
-    reads: Mutex<Vec<PredicateRead>>,
+    reads: Mutex<BTreeMap<u64, Vec<ReadSet>>>,
 }
 
 impl PredicateLog {
-    /// Publishes a predicate read of transaction `reader_id`, before the index is searched.
-    pub(crate) fn publish(&self, reader_id: u64, mut reads: ReadSet, watermark: u64) {
+    /// Publishes a predicate read of transaction `reader_id`, before the index is searched;
+    /// drops those no running or future writer can check (of readers below `writers`).
+    pub(crate) fn publish(&self, reader_id: u64, mut reads: ReadSet, writers: u64) {
         reads.seal();
         {
             let mut log = self.reads.lock();
-            log.retain(|p| p.reader_id >= watermark);
-            log.push(PredicateRead { reader_id, reads });
+            while log.first_key_value().is_some_and(|(&id, _)| id < writers) {
+                log.pop_first();
+            }
+            log.entry(reader_id).or_default().push(reads);
         }
         crate::sync::fence_seq_cst(); // the publication before the search
     }
@@ -149,22 +155,25 @@ impl PredicateLog {
         crate::sync::fence_seq_cst(); // the insertions before the check
         self.reads
             .lock()
-            .iter()
-            .filter(|p| p.reader_id > writer_id)
-            .find_map(|p| p.reads.first_conflict(writes).map(|w| w.table))
+            .range((Bound::Excluded(writer_id), Bound::Unbounded))
+            .flat_map(|(_, reads)| reads)
+            .find_map(|reads| reads.first_conflict(writes).map(|w| w.table))
     }
 
     /// Whether any predicate read of a transaction younger than `writer_id` is published
     /// (a writer builds its written keys only then).
     pub(crate) fn any_younger_than(&self, writer_id: u64) -> bool {
         crate::sync::fence_seq_cst(); // the insertions before the check
-        self.reads.lock().iter().any(|p| p.reader_id > writer_id)
+        self.reads
+            .lock()
+            .last_key_value()
+            .is_some_and(|(&youngest, _)| youngest > writer_id)
     }
 
     /// Predicate reads published.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.reads.lock().len()
+        self.reads.lock().values().map(Vec::len).sum()
     }
 }
 
@@ -210,7 +219,11 @@ mod tests {
             "the reader is older"
         );
         log.publish(20, range(b"x", b"z"), 11);
-        assert_eq!(log.len(), 1, "the reader at 10 is below the watermark 11");
+        assert_eq!(
+            log.len(),
+            1,
+            "no writer older than the reader at 10 runs (the writers' horizon is 11)"
+        );
     }
 
     #[test]

@@ -100,8 +100,9 @@ pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector> {
     read_only: bool,
     /// What the protocol has this transaction record of its reads.
     recording: Recording,
-    /// Whether it validates against commit records (registered from its start on).
-    uses_commit_records: bool,
+    /// Whether it registered its start in the serializable horizon (what it validates
+    /// against is kept from its start on; `Protocol::registers_for_validation`).
+    registered_for_validation: bool,
     /// MV2PL: reads and writes take row locks and see the newest committed versions.
     locks_rows: bool,
     /// What the transaction read, for validation at commit; present iff `recording` is
@@ -134,12 +135,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         })?;
         let protocol = &engine.protocol;
         let recording = protocol.recording(isolation, read_only);
-        let uses_commit_records = protocol.uses_commit_records(isolation, read_only);
+        let registered_for_validation = protocol.registers_for_validation(isolation, read_only);
         let start_ts = engine.gc.begin(&engine.txns, &local, || {
-            if protocol.orders_by_start() {
+            let unique = protocol.orders_by_start();
+            if registered_for_validation {
+                engine.txns.begin_serializable(&local, unique)
+            } else if unique {
                 engine.txns.begin_unique(&local)
-            } else if uses_commit_records {
-                engine.txns.begin_serializable(&local)
             } else {
                 engine.txns.begin(&local)
             }
@@ -163,7 +165,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             isolation,
             read_only,
             recording,
-            uses_commit_records,
+            registered_for_validation,
             locks_rows: protocol.locks_rows(read_only),
             reads: keeps_reads.then(|| RefCell::new(ReadSet::default())),
             shared: None,
@@ -405,11 +407,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     /// MVTO: publishes a predicate read (before the index is searched).
     fn publish_predicate(&self, reads: ReadSet) {
-        let watermark = self.engine.txns.watermark();
+        // Every transaction that may write registered its id there.
+        let writers = self.engine.txns.serializable_horizon();
         self.engine
             .protocol
             .mvto
-            .publish(self.start_ts, reads, watermark);
+            .publish(self.start_ts, reads, writers);
     }
 
     fn owner(&mut self) -> Arc<TxnShared> {
@@ -1252,11 +1255,16 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             .map(|owner| self.commit_record(owner).writes)
             .unwrap_or_default();
         let txns = &self.engine.txns;
+        let horizons = crate::cc::ssn::Horizons {
+            watermark: txns.watermark(),
+            writers: txns.serializable_horizon(),
+            active: || txns.active_snapshots(&mut Vec::new()),
+        };
         let decided = self.engine.protocol.ssn.commit(
             self.start_ts,
             reads,
             writes,
-            txns.watermark(),
+            horizons,
             || {
                 if let Some(owner) = &owner {
                     owner.mark_committing();
@@ -1295,9 +1303,21 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     }
 
     /// Publishes a commit record in this thread's log (before the timestamp is drawn).
+    ///
+    /// A slot's log stays in commit order, every record but the newest drawn: only its
+    /// thread publishes there, one commit at a time, and that commit draws (or withdraws
+    /// its record) before the thread can publish again; the clock only grows. Validators
+    /// rely on it to stop at the first record their snapshot sees ([`Self::validate`]).
     fn publish(&self, record: &Arc<CommitRecord>) {
         let slot = &self.local.slot;
-        slot.validation_log.lock().push_back(Arc::clone(record));
+        let mut log = slot.validation_log.lock();
+        debug_assert!(
+            log.back()
+                .is_none_or(|newest| newest.commit_ts_if_drawn().is_some()),
+            "the previous commit on this thread drew before this one publishes"
+        );
+        log.push_back(Arc::clone(record));
+        drop(log);
         slot.stats.add(Counter::CommitRecordsPublished, 1);
     }
 
@@ -1315,12 +1335,19 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let mut others = Vec::new();
         for slot in self.engine.txns.slots() {
             let log = slot.validation_log.lock();
+            // Newest first, up to the first record drawn before our snapshot (visible to
+            // it, as is everything older in this log: a slot's log is in commit order).
+            // A long validating transaction keeps every record since its start, so a walk
+            // over the whole log made every writer's validation as slow as that
+            // transaction was old (issue 36). Records not drawn yet are kept (they may
+            // draw below us).
+            let window = log
+                .iter()
+                .rev()
+                .take_while(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= start));
             others.extend(
-                log.iter()
+                window
                     .filter(|r| own.is_none_or(|own| !Arc::ptr_eq(r, own)))
-                    // Records drawn before our snapshot are visible to it; those not drawn
-                    // yet are kept (they may draw below us).
-                    .filter(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= start))
                     .cloned(),
             );
         }
@@ -1481,7 +1508,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     fn finish(&self) {
         if self.phase.get() != Phase::Finished {
             self.release_locks();
-            if self.uses_commit_records {
+            if self.registered_for_validation {
                 self.engine
                     .txns
                     .end_serializable(&self.local, self.start_ts);

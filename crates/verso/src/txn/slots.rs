@@ -299,9 +299,12 @@ impl<R: Send + 'static> TxnManager<R> {
         ends.store(ends.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
-    /// Begins a serializable (validating) transaction: like [`TxnManager::begin`], and
-    /// publishes it as one whose validation needs the commit records from its start on.
-    pub(crate) fn begin_serializable(&self, local: &LocalSlot<R>) -> u64 {
+    /// Begins a transaction that validates at commit (a serializable one under SI, one
+    /// that may write under the other protocols: `Protocol::registers_for_validation`):
+    /// like [`TxnManager::begin`] (or [`TxnManager::begin_unique`] if `unique`), and
+    /// publishes it as one whose validation needs what committed (or was published) from
+    /// its start on: the serializable horizon.
+    pub(crate) fn begin_serializable(&self, local: &LocalSlot<R>, unique: bool) -> u64 {
         // A lower bound first: the start about to be taken is at least the clock now, and a
         // committer that draws a timestamp at or after that start must see this (its draw
         // follows our clock read, which follows this store).
@@ -311,7 +314,7 @@ impl<R: Send + 'static> TxnManager<R> {
             slot.serializable_oldest
                 .store(lower_bound, Ordering::SeqCst);
         }
-        let start_ts = self.begin(local);
+        let start_ts = self.begin_at(local, unique);
         debug_assert!(start_ts >= lower_bound);
         let mut running = local.serializable_running.borrow_mut();
         let at = running.partition_point(|&s| s <= start_ts);
