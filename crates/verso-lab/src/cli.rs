@@ -242,6 +242,11 @@ pub struct CommonArgs {
     /// end (a long-running reader).
     #[arg(long)]
     pub hold_snapshot: bool,
+    /// Begin that transaction declared read-only (`Database::begin_read_only`), as a
+    /// careful analytical reader would: under MVOCC and MV2PL it then records nothing and
+    /// holds back no commit records, under SSN it needs only what a reader can fail on.
+    #[arg(long, requires = "hold_snapshot")]
+    pub hold_read_only: bool,
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
@@ -605,6 +610,7 @@ impl Plan {
                     stop,
                     seed: common.seed,
                     hold_snapshot: common.hold_snapshot,
+                    hold_read_only: common.hold_read_only,
                     sample_interval: common.sampling.interval(),
                     show_progress: common.sampling.show_progress(),
                     ..RunConfig::with_options(gc.name(), options)
@@ -895,10 +901,10 @@ fn run_workload(
             crate::runner::isolation_name(config.isolation),
             config.oltp_workers,
             config.olap_workers,
-            if config.hold_snapshot {
-                ", holding a snapshot"
-            } else {
-                ""
+            match (config.hold_snapshot, config.hold_read_only) {
+                (true, true) => ", holding a read-only snapshot",
+                (true, false) => ", holding a snapshot",
+                (false, _) => "",
             },
             match config.stop {
                 StopAfter::Duration(d) => format!("{:.1} s", d.as_secs_f64()),

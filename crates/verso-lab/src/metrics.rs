@@ -105,6 +105,9 @@ pub struct Configuration {
     pub olap_workers: usize,
     /// Whether an idle transaction held its snapshot from the start to the end of the run.
     pub hold_snapshot: bool,
+    /// Whether that transaction was declared read-only.
+    #[serde(default)]
+    pub hold_read_only: bool,
     /// The seed of the data and of every worker's random stream.
     pub seed: u64,
     /// The run's planned length in seconds, if it was timed.

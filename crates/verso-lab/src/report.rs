@@ -32,7 +32,9 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
             let s = &run.summary;
             let c = &run.configuration;
             let mut label = c.label.clone();
-            if c.hold_snapshot {
+            if c.hold_read_only {
+                label.push_str(" +held read-only snapshot");
+            } else if c.hold_snapshot {
                 label.push_str(" +held snapshot");
             }
             let mut row = vec![
@@ -340,7 +342,11 @@ fn configurations_html(runs: &[RunResult]) -> String {
             escape(&c.isolation),
             c.oltp_workers,
             c.olap_workers,
-            if c.hold_snapshot { ", one snapshot held from start to end" } else { "" },
+            match (c.hold_snapshot, c.hold_read_only) {
+                (true, true) => ", one read-only snapshot held from start to end",
+                (true, false) => ", one snapshot held from start to end",
+                (false, _) => "",
+            },
             run.run_seconds,
             c.seed
         );

@@ -61,6 +61,8 @@ pub struct RunConfig {
     pub seed: u64,
     /// Whether an idle transaction holds its snapshot from the start to the end.
     pub hold_snapshot: bool,
+    /// Whether that transaction is begun declared read-only.
+    pub hold_read_only: bool,
     /// How often the sampler records a [`Sample`].
     pub sample_interval: Duration,
     /// Whether to draw progress bars (they only appear on a terminal anyway).
@@ -88,6 +90,7 @@ impl RunConfig {
             stop: StopAfter::Duration(Duration::from_secs(10)),
             seed: DEFAULT_SEED,
             hold_snapshot: false,
+            hold_read_only: false,
             sample_interval: Duration::from_secs(1),
             show_progress: false,
         }
@@ -201,6 +204,7 @@ pub fn run_configuration(
             oltp_workers: config.oltp_workers,
             olap_workers: config.olap_workers,
             hold_snapshot: config.hold_snapshot,
+            hold_read_only: config.hold_snapshot && config.hold_read_only,
             seed: config.seed,
             duration_seconds: match config.stop {
                 StopAfter::Duration(d) => Some(d.as_secs_f64()),
@@ -437,7 +441,12 @@ fn measure(
             stop: &shared.stop,
         };
         let holder = if config.hold_snapshot {
-            Some(SnapshotHolder::begin(scope, db, config.isolation)?)
+            Some(SnapshotHolder::begin(
+                scope,
+                db,
+                config.isolation,
+                config.hold_read_only,
+            )?)
         } else {
             None
         };
@@ -746,11 +755,17 @@ impl<'scope> SnapshotHolder<'scope> {
         scope: &'scope std::thread::Scope<'scope, 'env>,
         db: &'env Database,
         isolation: Isolation,
+        read_only: bool,
     ) -> Result<Self, LabError> {
         let (began_sender, began) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
         let thread = spawn_run_thread(scope, Self::THREAD_NAME.into(), move || {
-            let txn = match db.try_begin(isolation) {
+            let began = if read_only {
+                db.try_begin_read_only(isolation)
+            } else {
+                db.try_begin(isolation)
+            };
+            let txn = match began {
                 Ok(txn) => txn,
                 Err(e) => {
                     let _ = began_sender.send(Err(e.clone()));
@@ -1349,7 +1364,7 @@ mod tests {
         let (db, table) = one_row_database();
         std::thread::scope(|scope| {
             let before = voluntary_switches_of_threads_named(SnapshotHolder::THREAD_NAME);
-            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot).unwrap();
+            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot, false).unwrap();
             std::thread::sleep(Duration::from_millis(50));
             let settled = voluntary_switches_of_threads_named(SnapshotHolder::THREAD_NAME);
             std::thread::sleep(Duration::from_millis(400));
@@ -1373,12 +1388,53 @@ mod tests {
         });
     }
 
+    /// `--hold-read-only`: the holder's transaction is declared read-only. Under MVOCC an
+    /// undeclared one is a transaction that may still write and validate, so every writer's
+    /// commit record stays while it is held; a declared one needs none of them.
+    #[test]
+    fn a_read_only_holder_keeps_no_commit_records_under_mvocc() {
+        let db = Database::open(
+            Options::default().concurrency_control(verso::ConcurrencyControl::Mvocc),
+        )
+        .unwrap();
+        let schema = verso::Schema::new()
+            .column("id", verso::ColumnType::U64)
+            .column("n", verso::ColumnType::U64)
+            .primary_key(&["id"]);
+        let table = db.create_table("t", schema).unwrap();
+        let mut txn = db.begin(Isolation::Serializable);
+        txn.insert(table, &[verso::Value::U64(1), verso::Value::U64(0)])
+            .unwrap();
+        txn.commit().unwrap();
+        for read_only in [false, true] {
+            std::thread::scope(|scope| {
+                let before = db.stats().live_commit_records();
+                let holder =
+                    SnapshotHolder::begin(scope, &db, Isolation::Serializable, read_only).unwrap();
+                for n in 1..=10 {
+                    let mut txn = db.begin(Isolation::Serializable);
+                    assert!(txn
+                        .update(table, &[verso::Value::U64(1)], &[(1, verso::Value::U64(n))])
+                        .unwrap());
+                    txn.commit().unwrap();
+                }
+                let kept = db.stats().live_commit_records() - before;
+                assert_eq!(
+                    kept,
+                    if read_only { 0 } else { 10 },
+                    "read-only: {read_only}"
+                );
+                holder.release().unwrap();
+            });
+        }
+    }
+
     #[test]
     fn a_dropped_snapshot_holder_ends_its_transaction_and_thread() {
         let (db, table) = one_row_database();
         // If dropping did not wake the thread, the scope would wait for it forever.
         std::thread::scope(|scope| {
-            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot).unwrap();
+            let holder = SnapshotHolder::begin(scope, &db, Isolation::Snapshot, false).unwrap();
             assert!(versions_kept_after_two_updates(&db, table) >= 1);
             drop(holder);
         });

@@ -75,6 +75,34 @@ fn a_tiny_compared_run_prints_the_summary_and_writes_json_and_a_report() {
     assert!(report.join("oltp_commits_per_second.svg").exists());
 }
 
+/// `--hold-read-only` declares the held transaction read-only and says so in the JSON and
+/// the summary; without `--hold-snapshot` it is refused.
+#[test]
+fn hold_read_only_declares_the_held_snapshot_read_only() {
+    let parsed = run_to_json(
+        "hold read-only",
+        &[
+            "kv",
+            "--tiny",
+            "--duration",
+            "0.3",
+            "--protocol",
+            "ssn",
+            "--hold-snapshot",
+            "--hold-read-only",
+            "--in-process",
+            "--quiet",
+        ],
+    );
+    let configuration = &parsed["runs"][0]["configuration"];
+    assert_eq!(configuration["hold_snapshot"], true, "{configuration}");
+    assert_eq!(configuration["hold_read_only"], true, "{configuration}");
+    let refused = verso(&["kv", "--tiny", "--hold-read-only", "--quiet"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--hold-snapshot"), "{stderr}");
+}
+
 #[test]
 fn storage_selects_the_version_storage_of_every_compared_configuration() {
     let parsed = run_to_json(
