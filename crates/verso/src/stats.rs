@@ -52,9 +52,10 @@ pub(crate) enum Counter {
     RowsVacuumed,
     RowsRecordedForCleaning,
     RowsCleanedCooperatively,
+    ValidationRecordsExamined,
 }
 
-const COUNTERS: usize = Counter::RowsCleanedCooperatively as usize + 1;
+const COUNTERS: usize = Counter::ValidationRecordsExamined as usize + 1;
 
 /// A slot's counters and histograms.
 pub(crate) struct SlotStats {
@@ -225,6 +226,7 @@ impl SlotStats {
         stats.active_list_refreshes += get(Counter::ActiveListRefreshes);
         stats.commit_records_published += get(Counter::CommitRecordsPublished);
         stats.commit_records_dropped += get(Counter::CommitRecordsDropped);
+        stats.validation_records_examined += get(Counter::ValidationRecordsExamined);
         stats.rows_folded += get(Counter::RowsFolded);
         stats.insert_records_folded += get(Counter::InsertRecordsFolded);
         stats.versions_pruned_in_background += get(Counter::VersionsPrunedInBackground);
@@ -329,15 +331,21 @@ pub struct Stats {
     /// Nanoseconds spent rebuilding those lists (Steam Table 5's "fetch active txn-ids";
     /// part of `prune_nanos`).
     pub active_list_nanos: u64,
-    /// Commit records published for serializable validation (the keys a committing
-    /// transaction wrote, kept while a serializable transaction may validate against them).
+    /// Commit records published for validation: precision locking's (the keys a
+    /// committing transaction wrote, kept while a serializable transaction may validate
+    /// against them) and, under SSN, the log's (a committed transaction's reads, writes and
+    /// stamps, kept while a running transaction may need them).
     pub commit_records_published: u64,
+    /// Commit records and MVTO predicate reads that committing transactions looked at to
+    /// validate: the work validation costs. It grows with what committed (or was read)
+    /// while each validator ran, not with the age of the oldest running transaction.
+    pub validation_records_examined: u64,
     /// Row references moved while folding a thread's queue of committed transactions (the
     /// work a long snapshot costs the committers: it should grow with the commits, not with
     /// their square).
     pub rows_folded: u64,
-    /// Commit records dropped (no serializable transaction needed them any more, or their
-    /// transaction failed its own validation).
+    /// Commit records dropped (no running or future transaction needed them any more, or
+    /// their transaction failed its own validation).
     pub commit_records_dropped: u64,
     /// Version records removed from chains by a background collector's interval pruning
     /// ('Hana': versions no snapshot can see, in chains written after the oldest snapshot).

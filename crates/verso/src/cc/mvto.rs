@@ -47,6 +47,7 @@ use std::sync::atomic::Ordering;
 use parking_lot::Mutex;
 
 use super::precision::{ReadSet, WrittenKey};
+use crate::stats::{Counter, SlotStats};
 use crate::sync::AtomicU64;
 
 /// The protocol's name in configuration and reports.
@@ -149,25 +150,41 @@ impl PredicateLog {
     }
 
     /// The table of the first of `writes` (of the transaction with id `writer_id`) that a
-    /// younger transaction's predicate read covers, if any. Call after every written row
-    /// is in the indexes.
-    pub(crate) fn younger_reader_of(&self, writer_id: u64, writes: &[WrittenKey]) -> Option<u32> {
+    /// younger transaction's predicate read covers, if any; counts the predicate reads it
+    /// looked at in `stats`. Call after every written row is in the indexes.
+    pub(crate) fn younger_reader_of(
+        &self,
+        writer_id: u64,
+        writes: &[WrittenKey],
+        stats: &SlotStats,
+    ) -> Option<u32> {
         crate::sync::fence_seq_cst(); // the insertions before the check
-        self.reads
+        let mut examined = 0;
+        let found = self
+            .reads
             .lock()
             .range((Bound::Excluded(writer_id), Bound::Unbounded))
             .flat_map(|(_, reads)| reads)
-            .find_map(|reads| reads.first_conflict(writes).map(|w| w.table))
+            .find_map(|reads| {
+                examined += 1;
+                reads.first_conflict(writes).map(|w| w.table)
+            });
+        stats.add(Counter::ValidationRecordsExamined, examined);
+        found
     }
 
     /// Whether any predicate read of a transaction younger than `writer_id` is published
-    /// (a writer builds its written keys only then).
-    pub(crate) fn any_younger_than(&self, writer_id: u64) -> bool {
+    /// (a writer builds its written keys only then); counts the one it looks at (the
+    /// youngest) in `stats`.
+    pub(crate) fn any_younger_than(&self, writer_id: u64, stats: &SlotStats) -> bool {
         crate::sync::fence_seq_cst(); // the insertions before the check
-        self.reads
-            .lock()
-            .last_key_value()
-            .is_some_and(|(&youngest, _)| youngest > writer_id)
+        let log = self.reads.lock();
+        let youngest = log.last_key_value().map(|(&id, _)| id);
+        stats.add(
+            Counter::ValidationRecordsExamined,
+            u64::from(youngest.is_some()),
+        );
+        youngest.is_some_and(|youngest| youngest > writer_id)
     }
 
     /// Predicate reads published.
@@ -204,17 +221,22 @@ mod tests {
     #[test]
     fn only_younger_predicates_refuse_a_writer_and_old_ones_are_dropped() {
         let log = PredicateLog::default();
+        let stats = SlotStats::default();
         log.publish(10, range(b"b", b"d"), 0);
-        assert!(log.any_younger_than(9));
-        assert!(!log.any_younger_than(10));
+        assert!(log.any_younger_than(9, &stats));
+        assert!(!log.any_younger_than(10, &stats));
         assert_eq!(
-            log.younger_reader_of(9, &written(b"c")),
+            log.younger_reader_of(9, &written(b"c"), &stats),
             Some(0),
             "inside, younger"
         );
-        assert_eq!(log.younger_reader_of(9, &written(b"e")), None, "outside");
         assert_eq!(
-            log.younger_reader_of(11, &written(b"c")),
+            log.younger_reader_of(9, &written(b"e"), &stats),
+            None,
+            "outside"
+        );
+        assert_eq!(
+            log.younger_reader_of(11, &written(b"c"), &stats),
             None,
             "the reader is older"
         );

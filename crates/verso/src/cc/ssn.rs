@@ -54,6 +54,7 @@ use std::collections::VecDeque;
 use parking_lot::Mutex;
 
 use super::precision::{ReadSet, WrittenKey};
+use crate::stats::{Counter, SlotStats};
 use crate::version::ActiveSnapshots;
 
 /// The protocol's name in configuration and reports.
@@ -140,7 +141,9 @@ impl SsnLog {
     /// `writes`: under the log's mutex, `draw` marks it committing and draws its stamp, the
     /// exclusion test runs, and on success `publish` makes it visible (marks it committed)
     /// before its record joins the log. First drops what no transaction needs any more
-    /// (`horizons`; the module's header says what each needs).
+    /// (`horizons`; the module's header says what each needs). Counts the records it
+    /// looked at, kept and dropped in `stats` (as commit records).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit<A: FnOnce() -> ActiveSnapshots>(
         &self,
         start_ts: u64,
@@ -149,9 +152,12 @@ impl SsnLog {
         horizons: Horizons<A>,
         draw: impl FnOnce() -> u64,
         publish: impl FnOnce(u64),
+        stats: &SlotStats,
     ) -> Result<u64, Exclusion> {
         let mut log = self.records.lock();
-        log.trim(horizons);
+        let dropped = log.trim(horizons);
+        stats.add(Counter::CommitRecordsDropped, dropped);
+        let mut examined = 0;
         let commit_ts = draw();
         debug_assert!(log.recent.back().is_none_or(|r| r.commit_ts < commit_ts));
         let mut pi = commit_ts;
@@ -159,11 +165,10 @@ impl SsnLog {
         // Only the records committed since `start_ts` take part, found from the newest
         // back: a long transaction holds records since its start, and a walk over all of
         // them made every commit as slow as that transaction was old (issue 36).
-        let window = log
-            .recent
-            .iter()
-            .rev()
-            .take_while(|r| r.commit_ts >= start_ts);
+        let window = log.recent.iter().rev().take_while(|r| {
+            examined += 1;
+            r.commit_ts >= start_ts
+        });
         for record in window {
             if reads.first_conflict(&record.writes).is_some() {
                 pi = pi.min(record.pi);
@@ -174,11 +179,10 @@ impl SsnLog {
         }
         // Below the writers' horizon: nothing in the window of a transaction that writes
         // (it registered before it began), only `π` for one that does not.
-        let older = log
-            .for_readers
-            .iter()
-            .rev()
-            .take_while(|r| r.commit_ts >= start_ts);
+        let older = log.for_readers.iter().rev().take_while(|r| {
+            examined += 1;
+            r.commit_ts >= start_ts
+        });
         for record in older {
             debug_assert!(
                 writes.is_empty(),
@@ -188,6 +192,7 @@ impl SsnLog {
                 pi = pi.min(record.pi);
             }
         }
+        stats.add(Counter::ValidationRecordsExamined, examined);
         if pi <= eta {
             return Err(Exclusion { pi, eta });
         }
@@ -199,6 +204,7 @@ impl SsnLog {
                 reads,
                 writes,
             });
+            stats.add(Counter::CommitRecordsPublished, 1);
         }
         Ok(commit_ts)
     }
@@ -213,8 +219,9 @@ impl SsnLog {
 
 impl Records {
     /// Drops what no running or future transaction needs, and keeps of a record below the
-    /// writers' horizon only what one that writes nothing may need.
-    fn trim<A: FnOnce() -> ActiveSnapshots>(&mut self, horizons: Horizons<A>) {
+    /// writers' horizon only what one that writes nothing may need. Returns how many
+    /// records it dropped.
+    fn trim<A: FnOnce() -> ActiveSnapshots>(&mut self, horizons: Horizons<A>) -> u64 {
         let Horizons {
             watermark,
             writers,
@@ -222,6 +229,7 @@ impl Records {
         } = horizons;
         let mut active = Some(active);
         let mut snapshots = None;
+        let before = self.recent.len() + self.for_readers.len();
         while self.recent.front().is_some_and(|r| r.commit_ts < writers) {
             let record = self.recent.pop_front().expect("a front record");
             // A transaction that wrote nothing has nothing a reader can fail on, and one
@@ -255,6 +263,7 @@ impl Records {
             self.for_readers.retain(|r| r.needed(active));
             self.check_readers_at = 2 * self.for_readers.len();
         }
+        (before - self.recent.len() - self.for_readers.len()) as u64
     }
 }
 
@@ -324,6 +333,7 @@ mod tests {
             keep_all(),
             &mut draw,
             |_| {},
+            &SlotStats::default(),
         );
         assert_eq!(first, Ok(11));
         let second = log.commit(
@@ -333,6 +343,7 @@ mod tests {
             keep_all(),
             &mut draw,
             |_| panic!("refused commits publish nothing"),
+            &SlotStats::default(),
         );
         assert_eq!(second, Err(Exclusion { pi: 11, eta: 11 }));
         assert_eq!(log.len(), (1, 0));
@@ -353,6 +364,7 @@ mod tests {
                     keep_all(),
                     &mut draw,
                     |_| {},
+                    &SlotStats::default(),
                 )
             };
             let (a, b) = if reader_first {
@@ -380,6 +392,7 @@ mod tests {
             keep_all(),
             &mut draw,
             |_| {},
+            &SlotStats::default(),
         )
         .unwrap();
         assert_eq!(log.len(), (1, 0));
@@ -390,6 +403,7 @@ mod tests {
             horizons(12, 12, &[12]),
             &mut draw,
             |_| {},
+            &SlotStats::default(),
         )
         .unwrap();
         assert_eq!(
@@ -416,7 +430,8 @@ mod tests {
                 writes_of(&[b"x"]),
                 keep_all(),
                 &mut draw,
-                |_| {}
+                |_| {},
+                &SlotStats::default(),
             ),
             Ok(11)
         );
@@ -428,7 +443,8 @@ mod tests {
                 writes_of(&[b"y"]),
                 keep_all(),
                 &mut draw,
-                |_| {}
+                |_| {},
+                &SlotStats::default(),
             ),
             Ok(13),
             "W1 -rw-> W2 alone is no cycle"
@@ -442,7 +458,8 @@ mod tests {
                 writes_of(&[b"z"]),
                 horizons(12, 14, &[12, 14]),
                 &mut draw,
-                |_| {}
+                |_| {},
+                &SlotStats::default(),
             ),
             Ok(15)
         );
@@ -454,6 +471,7 @@ mod tests {
             horizons(12, 16, &[12]),
             &mut draw,
             |_| panic!("refused commits publish nothing"),
+            &SlotStats::default(),
         );
         assert_eq!(read_only, Err(Exclusion { pi: 11, eta: 11 }));
     }
@@ -482,6 +500,7 @@ mod tests {
             horizons(50, 1_000, &[50]),
             &mut draw,
             |_| {},
+            &SlotStats::default(),
         )
         .unwrap();
         assert_eq!(log.len(), (1, CHECK_READERS_FIRST - 1), "not checked yet");
@@ -500,6 +519,7 @@ mod tests {
             horizons(50, 1_002, &[50]),
             &mut draw,
             |_| {},
+            &SlotStats::default(),
         )
         .unwrap();
         assert_eq!(

@@ -1218,9 +1218,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             return self.commit_read_only();
         };
         let predicates = &self.engine.protocol.mvto;
-        if predicates.any_younger_than(self.start_ts) {
+        if predicates.any_younger_than(self.start_ts, &self.local.slot.stats) {
             let record = self.commit_record(&owner);
-            if let Some(table) = predicates.younger_reader_of(self.start_ts, &record.writes) {
+            let stats = &self.local.slot.stats;
+            if let Some(table) = predicates.younger_reader_of(self.start_ts, &record.writes, stats)
+            {
                 let error = Error::SerializationFailure {
                     reason: format!(
                         "MVTO: a younger transaction's scan or absent-key read covers a row \
@@ -1276,6 +1278,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     owner.mark_committed(commit_ts);
                 }
             },
+            &self.local.slot.stats,
         );
         match (decided, owner) {
             (Err(exclusion), owner) => {
@@ -1333,6 +1336,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         }
         let start = self.validation_start();
         let mut others = Vec::new();
+        let mut examined = 0;
         for slot in self.engine.txns.slots() {
             let log = slot.validation_log.lock();
             // Newest first, up to the first record drawn before our snapshot (visible to
@@ -1341,16 +1345,18 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             // over the whole log made every writer's validation as slow as that
             // transaction was old (issue 36). Records not drawn yet are kept (they may
             // draw below us).
-            let window = log
-                .iter()
-                .rev()
-                .take_while(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= start));
+            let window = log.iter().rev().take_while(|r| {
+                examined += 1;
+                r.commit_ts_if_drawn().is_none_or(|ts| ts >= start)
+            });
             others.extend(
                 window
                     .filter(|r| own.is_none_or(|own| !Arc::ptr_eq(r, own)))
                     .cloned(),
             );
         }
+        let stats = &self.local.slot.stats;
+        stats.add(Counter::ValidationRecordsExamined, examined);
         // The slots' locks are released: waiting for an owner to decide happens outside
         // them, so an owner can still lock them to validate.
         match crate::cc::precision::validate(reads, start, commit_ts, &others) {
