@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use verso::research::{NonInline, VersionRemoval};
 use verso::{
-    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, NonInline, Options,
-    VersionRemoval, VersionStorageKind,
+    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};

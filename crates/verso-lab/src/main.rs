@@ -8,8 +8,8 @@ use std::process::ExitCode;
 /// `--memory-spaces` (Wu et al. §4.4) and pass everything else to mimalloc. Only the binary
 /// chooses an allocator; the engine library never does.
 #[global_allocator]
-static ALLOCATOR: verso::MemorySpaces<mimalloc::MiMalloc> =
-    verso::MemorySpaces::new(mimalloc::MiMalloc);
+static ALLOCATOR: verso::research::MemorySpaces<mimalloc::MiMalloc> =
+    verso::research::MemorySpaces::new(mimalloc::MiMalloc);
 
 use clap::Parser;
 use verso_lab::cli::{execute, Cli};

@@ -14,8 +14,8 @@ use verso_lab::workload::LabError;
 /// As in the `verso` binary: the experiments run in this process, and `wu-fig16` opens
 /// databases with memory spaces, which need this allocator.
 #[global_allocator]
-static ALLOCATOR: verso::MemorySpaces<std::alloc::System> =
-    verso::MemorySpaces::new(std::alloc::System);
+static ALLOCATOR: verso::research::MemorySpaces<std::alloc::System> =
+    verso::research::MemorySpaces::new(std::alloc::System);
 
 /// Runs experiment `name` at its quick size into a temporary directory; checks what every
 /// experiment must produce, and returns the reproduction and what it printed.
@@ -678,7 +678,7 @@ fn wu_fig16_runs_the_storages_over_one_and_two_memory_spaces() {
         assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
     }
     assert!(
-        verso::memory_space_usage()[..2]
+        verso::research::memory_space_usage()[..2]
             .iter()
             .all(|s| s.chunks > 0),
         "both spaces grew"

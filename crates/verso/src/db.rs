@@ -446,13 +446,14 @@ pub struct Options {
     /// What secondary-index entries point at. Physical pointers need append-only storage
     /// (either order); `open` refuses them with any other.
     pub index_pointers: IndexPointers,
-    /// How rows store Text and Bytes values of [`crate::NON_INLINE_MIN_BYTES`] or more (Wu et al.
-    /// §4.1); every version storage supports each policy.
+    /// How rows store Text and Bytes values of [`crate::research::NON_INLINE_MIN_BYTES`] or
+    /// more (Wu et al. §4.1); every version storage supports each policy.
     pub non_inline: NonInline,
     /// How many separate memory spaces the version storage allocates from (Wu et al.
     /// §4.4): each thread takes its space by its number modulo this. `None` (the default):
-    /// the process's allocator. Needs [`crate::MemorySpaces`] as the global allocator and
-    /// at most [`crate::MAX_MEMORY_SPACES`]; `open` refuses otherwise.
+    /// the process's allocator. Needs [`crate::research::MemorySpaces`] as the global
+    /// allocator and at most [`crate::research::MAX_MEMORY_SPACES`]; `open` refuses
+    /// otherwise.
     pub memory_spaces: Option<usize>,
 }
 
@@ -531,7 +532,7 @@ impl Options {
     }
 
     /// Options with the version storage allocating from `spaces` separate memory spaces
-    /// (Wu et al. §4.4; needs [`crate::MemorySpaces`] as the global allocator).
+    /// (Wu et al. §4.4; needs [`crate::research::MemorySpaces`] as the global allocator).
     pub fn memory_spaces(mut self, spaces: usize) -> Self {
         self.memory_spaces = Some(spaces);
         self
@@ -572,10 +573,10 @@ impl Options {
             ));
         }
         if let Some(spaces) = self.memory_spaces {
-            if !(1..=crate::MAX_MEMORY_SPACES).contains(&spaces) {
+            if !(1..=crate::research::MAX_MEMORY_SPACES).contains(&spaces) {
                 return refuse(format!(
                     "memory spaces must number 1 to {}, not {spaces}",
-                    crate::MAX_MEMORY_SPACES
+                    crate::research::MAX_MEMORY_SPACES
                 ));
             }
             if !cfg!(target_os = "linux") {
@@ -585,7 +586,7 @@ impl Options {
                         .into(),
                 );
             }
-            if !crate::memory_spaces_installed() {
+            if !crate::research::memory_spaces_installed() {
                 return refuse(
                     "memory spaces need verso::MemorySpaces as the process's global allocator \
                      (#[global_allocator]); the version storage's allocations go through it"

@@ -51,6 +51,7 @@ mod index;
 mod key;
 mod memory_spaces;
 mod prefetch;
+pub mod research;
 mod row;
 mod schema;
 mod stats;
@@ -62,18 +63,16 @@ mod version;
 
 pub use db::{
     ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
-    TableId, Transaction, VersionRemoval, VersionStorageKind,
+    TableId, Transaction, VersionStorageKind,
 };
 pub use error::{Error, Result};
-pub use memory_spaces::{
-    memory_space_usage, memory_spaces_installed, MemorySpaceUsage, MemorySpaces, CHUNK_BYTES,
-    MAX_CLASS_BYTES, MAX_MEMORY_SPACES,
-};
-pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
-pub use schema::{ColumnMask, PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
-pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
+pub use row::{RowView, ValueRef};
+pub use schema::{PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
+pub use stats::Stats;
 pub use txn::slots::MAX_THREADS;
 pub use value::{ColumnType, Value};
+// The engine's own short paths to the research knobs (the public path is `research::`).
+use research::{NonInline, VersionRemoval};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

@@ -10,8 +10,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::create_counter;
+use verso::research::VersionRemoval;
 use verso::{
-    Database, Error, GarbageCollector, Isolation, Options, Stats, TableId, Value, VersionRemoval,
+    Database, Error, GarbageCollector, Isolation, Options, Stats, TableId, Value,
     VersionStorageKind,
 };
 
@@ -730,7 +731,7 @@ fn the_suites_run_the_configurations_the_docs_list() {
     assert_eq!(physical, 9 + 10 + 4 * 2 + 1);
     let out_of_line = all
         .iter()
-        .filter(|o| o.non_inline != verso::NonInline::Packed)
+        .filter(|o| o.non_inline != verso::research::NonInline::Packed)
         .count();
     assert_eq!(out_of_line, 2 * 4 + 1);
     for options in &all {

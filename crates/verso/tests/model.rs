@@ -35,9 +35,10 @@ use std::ops::Bound;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use verso::research::{NonInline, NON_INLINE_MIN_BYTES};
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, Isolation, NonInline, Options, Schema, TableId,
-    Transaction, Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
+    ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId,
+    Transaction, Value, VersionStorageKind,
 };
 
 /// Transactions the generated operations keep open at once (slots `0..SLOTS`).

@@ -8,9 +8,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use verso::research::{NonInline, NON_INLINE_MIN_BYTES};
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, Isolation, NonInline, Options, Schema, TableId,
-    Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
+    ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId, Value,
+    VersionStorageKind,
 };
 
 /// Every storage under every policy, with Steam and the idle janitor off (the tests

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use verso::VersionRemoval;
+use verso::research::VersionRemoval;
 
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;

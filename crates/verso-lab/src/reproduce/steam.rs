@@ -10,7 +10,8 @@
 use std::io::Write;
 use std::time::Duration;
 
-use verso::{GarbageCollector, Options, VersionRemoval};
+use verso::research::VersionRemoval;
+use verso::{GarbageCollector, Options};
 
 use super::{
     commits_per_second, cores, direction, max_chain, per_second, ratio_agreement, ratio_of, run_at,

@@ -6,9 +6,10 @@
 
 #![allow(dead_code)]
 
+use verso::research::NonInline;
 use verso::{
-    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
-    NonInline, Options, PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
+    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
@@ -128,7 +129,7 @@ pub fn si_configurations() -> Vec<Options> {
     all.push(
         Options::default()
             .garbage_collector(GarbageCollector::WatermarkOnly)
-            .version_removal(verso::VersionRemoval::OneVersionAtATime),
+            .version_removal(verso::research::VersionRemoval::OneVersionAtATime),
     );
     all
 }
@@ -312,7 +313,7 @@ pub fn item(region: &str, id: u64, score: i64, name: &str) -> Vec<Value> {
 /// out of line under [`NonInline::Copied`] and [`NonInline::Shared`].
 pub fn item_blob(id: u64) -> Value {
     let mut blob = vec![id as u8, 0, 0xFF];
-    blob.resize(verso::NON_INLINE_MIN_BYTES + 8, 0xB1);
+    blob.resize(verso::research::NON_INLINE_MIN_BYTES + 8, 0xB1);
     Value::Bytes(blob)
 }
 
