@@ -4,7 +4,9 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::engine::txn::EngineTxn;
+use std::collections::VecDeque;
+
+use crate::engine::txn::{End, EngineTxn, ScanCursor};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::gc::cooperative::Cooperative;
@@ -20,7 +22,8 @@ use crate::gc::watermark::WatermarkOnly;
 use crate::gc::{Collector, Finalizing, GcConfig};
 use crate::row::NonInline;
 use crate::row::RowView;
-use crate::schema::Schema;
+use crate::rows::Row;
+use crate::schema::{Schema, TableSchema};
 use crate::stats::Stats;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
@@ -680,6 +683,14 @@ impl KeyRange {
     }
 }
 
+/// Every scan takes any range of key prefixes (`..`, `a..b`, `a..=b`, `a..`, `..b`) as well
+/// as a [`KeyRange`].
+impl<R: RangeBounds<Vec<Value>>> From<R> for KeyRange {
+    fn from(range: R) -> Self {
+        KeyRange::new(range)
+    }
+}
+
 /// One engine per supported storage × collector pair (the protocol is a run-time value of
 /// the engine), so the hot path is monomorphized; `on_engine!` / `on_txn!` dispatch once per call.
 // Named collector, then storage.
@@ -1332,7 +1343,7 @@ pub struct Transaction<'db> {
     inner: AnyTxn<'db>,
 }
 
-impl Transaction<'_> {
+impl<'db> Transaction<'db> {
     /// The snapshot timestamp: the transaction sees commits with smaller timestamps.
     pub fn start_ts(&self) -> u64 {
         on_txn!(&self.inner, t => t.start_ts())
@@ -1348,9 +1359,22 @@ impl Transaction<'_> {
         on_txn!(&self.inner, t => t.is_read_only())
     }
 
-    /// The row with this primary key (values in key order), if this transaction sees one.
+    /// The row with this primary key (values in key order), if this transaction sees one:
+    /// its values in column order. [`Transaction::get_row`] reads the same row with its
+    /// column names.
     pub fn get(&self, table: TableId, key: &[Value]) -> Result<Option<Vec<Value>>> {
         on_txn!(&self.inner, t => t.get(table, key))
+    }
+
+    /// The row with this primary key, if this transaction sees one, as a [`Row`]: columns
+    /// by name or position (`row.get::<i64>("balance")?`), or the whole row as a type of
+    /// your own ([`Row::decode`]).
+    pub fn get_row(&self, table: TableId, key: &[Value]) -> Result<Option<Row<'db>>> {
+        on_txn!(&self.inner, t => {
+            let schema = t.schema(table)?;
+            let values = t.get(table, key)?;
+            Ok(values.map(|values| Row::new(schema, values)))
+        })
     }
 
     /// Lends the visible row under `key` to `reader` without copying or allocating: the
@@ -1358,7 +1382,7 @@ impl Transaction<'_> {
     ///
     /// `reader` runs while the row is latched for reading: it must not write, commit or
     /// collect garbage in this database (that can wait for the latch for ever); copy what
-    /// it needs instead. [`Transaction::get_with`] has no such rule.
+    /// it needs instead. [`Transaction::get_row`] has no such rule.
     pub fn get_view<R>(
         &self,
         table: TableId,
@@ -1380,19 +1404,6 @@ impl Transaction<'_> {
     /// the wrong arity or type, or when the transaction is no longer active.
     pub fn prefetch<K: AsRef<[Value]>>(&self, table: TableId, keys: &[K]) -> Result<()> {
         on_txn!(&self.inner, t => t.prefetch(table, keys))
-    }
-
-    /// Like [`Transaction::get`], but lends the row to `reader` as values, decoded into a
-    /// buffer the transaction reuses (so a hot loop allocates little). `reader` runs after
-    /// the row is released, so it may use the database freely. For no copy at all use
-    /// [`Transaction::get_view`].
-    pub fn get_with<R>(
-        &self,
-        table: TableId,
-        key: &[Value],
-        reader: impl FnOnce(&[Value]) -> R,
-    ) -> Result<Option<R>> {
-        on_txn!(&self.inner, t => t.get_with(table, key, reader))
     }
 
     /// Inserts a row (all columns, in schema order). Fails with [`Error::DuplicateKey`] if
@@ -1427,10 +1438,11 @@ impl Transaction<'_> {
     pub fn update_range(
         &mut self,
         table: TableId,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         changes: &[(usize, Value)],
         mut choose: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<usize> {
+        let range = range.into();
         on_txn!(&mut self.inner, t => t.update_range(table, &range, changes, &mut choose))
     }
 
@@ -1439,110 +1451,71 @@ impl Transaction<'_> {
         on_txn!(&mut self.inner, t => t.delete(table, key))
     }
 
-    /// The rows whose primary key lies in `range` (see [`KeyRange`] for prefix bounds), in
-    /// primary-key order. For large results prefer [`Transaction::scan_with`].
-    pub fn scan(
-        &self,
-        table: TableId,
-        range: impl RangeBounds<Vec<Value>>,
-    ) -> Result<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        on_txn!(&self.inner, t => t.scan(table, &KeyRange::new(range), |row| row.to_values(), |row| {
-            rows.push(row);
-            true
-        }))?;
-        Ok(rows)
-    }
-
     /// Streams the rows in `range` in primary-key order (descending if the range is
-    /// [`KeyRange::descending`]) to `visit` as values (decoded into
-    /// a reused buffer); `visit` returns `false` to stop. `visit` runs with no row latched,
-    /// so it may use the database freely.
-    pub fn scan_with(
-        &self,
-        table: TableId,
-        range: KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
-    ) -> Result<()> {
-        let values = std::cell::RefCell::new(Vec::new());
-        on_txn!(&self.inner, t => t.scan(
-            table,
-            &range,
-            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
-            |()| visit(&values.borrow()),
-        ))
-    }
-
-    /// Streams the rows in `range` in primary-key order (descending if the range is
-    /// [`KeyRange::descending`]) to `visit`, lent without copying;
-    /// `visit` returns `false` to stop. The fast path for analytical scans.
+    /// [`KeyRange::descending`]) to `visit`, lent without copying; `visit` returns `false`
+    /// to stop. The fast path for analytical scans: no allocation per row.
     ///
     /// `visit` runs while the row is latched for reading: it must not write, commit or
-    /// collect garbage in this database (that can wait for the latch for ever). Use
-    /// [`Transaction::scan_with`] for a visitor that does.
+    /// collect garbage in this database (that can wait for the latch for ever). Use the
+    /// iterator [`Transaction::scan`] to do more per row, or to stop and resume.
     pub fn scan_view(
         &self,
         table: TableId,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
+        let range = range.into();
         on_txn!(&self.inner, t => t.scan(table, &range, &mut visit, |keep_going| keep_going))
-    }
-
-    /// The rows whose key in secondary index `index` lies in `range` (prefixes of the
-    /// index's columns), in index order (ties in primary-key order).
-    pub fn scan_index(
-        &self,
-        table: TableId,
-        index: &str,
-        range: impl RangeBounds<Vec<Value>>,
-    ) -> Result<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        on_txn!(&self.inner, t => t.scan_index(
-            table,
-            index,
-            &KeyRange::new(range),
-            |row| row.to_values(),
-            |row| {
-                rows.push(row);
-                true
-            },
-        ))?;
-        Ok(rows)
-    }
-
-    /// Streams the rows of a secondary-index range in index order (descending if the range
-    /// is [`KeyRange::descending`]) to `visit` as values, until it returns
-    /// `false`. `visit` runs with no row latched, so it may use the database freely.
-    pub fn scan_index_with(
-        &self,
-        table: TableId,
-        index: &str,
-        range: KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
-    ) -> Result<()> {
-        let values = std::cell::RefCell::new(Vec::new());
-        on_txn!(&self.inner, t => t.scan_index(
-            table,
-            index,
-            &range,
-            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
-            |()| visit(&values.borrow()),
-        ))
     }
 
     /// Streams the rows of a secondary-index range in index order (descending if the range
     /// is [`KeyRange::descending`]) to `visit`, lent without copying, until it returns
-    /// `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the
-    /// row's read latch and must not write, commit or collect in this database.
+    /// `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the row's read
+    /// latch and must not write, commit or collect in this database.
     pub fn scan_index_view(
         &self,
         table: TableId,
         index: &str,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
+        let range = range.into();
         on_txn!(&self.inner, t => t.scan_index(table, index, &range, &mut visit, |keep_going| keep_going))
+    }
+
+    /// Begins a batched scan (the [`Scan`](crate::Scan) iterator): its cursor, the rows'
+    /// schema, and whether the rows it hands out are recorded as read.
+    pub(crate) fn open_scan(
+        &self,
+        table: TableId,
+        index: Option<&str>,
+        range: &KeyRange,
+    ) -> Result<(ScanCursor, &'db TableSchema, bool)> {
+        on_txn!(&self.inner, t => {
+            let (cursor, schema) = t.open_scan(table, index, range)?;
+            Ok((cursor, schema, t.records_scans()))
+        })
+    }
+
+    /// Fetches the next batch of a [`Scan`](crate::Scan) from one end: each row's values,
+    /// with its index key if `with_keys`.
+    pub(crate) fn scan_batch(
+        &self,
+        cursor: &mut ScanCursor,
+        from: End,
+        max_rows: usize,
+        with_keys: bool,
+        out: &mut VecDeque<(Option<Vec<u8>>, Vec<Value>)>,
+    ) -> Result<()> {
+        let decode =
+            |key: &[u8], row: RowView<'_>| (with_keys.then(|| key.to_vec()), row.to_values());
+        on_txn!(&self.inner, t => t.scan_batch(cursor, from, max_rows, decode, out))
+    }
+
+    /// Records that a [`Scan`](crate::Scan) handed out its rows up to index key `upto`
+    /// from one end (`None`: all of them).
+    pub(crate) fn record_scanned(&self, cursor: &mut ScanCursor, from: End, upto: Option<Vec<u8>>) {
+        on_txn!(&self.inner, t => t.record_scanned(cursor, from, upto))
     }
 
     /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.

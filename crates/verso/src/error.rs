@@ -66,6 +66,21 @@ pub enum Error {
         /// The column name or index asked for.
         column: String,
     },
+    /// A column's value read as a Rust type it does not convert to ([`Row::get`]): a NULL
+    /// read as anything but an `Option`, or a value of another type (Verso converts no
+    /// number to another).
+    ///
+    /// [`Row::get`]: crate::Row::get
+    ValueConversion {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The value the column holds.
+        value: String,
+        /// The type asked for.
+        target: String,
+    },
     /// The table has no secondary index with this name.
     UnknownIndex {
         /// The table.
@@ -172,9 +187,9 @@ impl fmt::Display for Error {
                 "lock conflict on a row of {table}: {reason}; the transaction was rolled \
                  back, retry it"
             ),
-            Error::TransactionAborted => {
-                f.write_str("the transaction was already rolled back by an earlier conflict; retry it")
-            }
+            Error::TransactionAborted => f.write_str(
+                "the transaction was already rolled back by an earlier conflict; retry it",
+            ),
             Error::DuplicateKey { table } => {
                 write!(f, "a row with this primary key already exists in {table}")
             }
@@ -182,6 +197,21 @@ impl fmt::Display for Error {
             Error::DuplicateTable { name } => write!(f, "a table named {name} already exists"),
             Error::UnknownColumn { table, column } => {
                 write!(f, "table {table} has no column {column}")
+            }
+            Error::ValueConversion {
+                table,
+                column,
+                value,
+                target,
+            } => {
+                write!(
+                    f,
+                    "cannot read {table}.{column} as {target}: it holds {value}"
+                )?;
+                if value == "NULL" {
+                    write!(f, " (read a column that may be NULL as Option<{target}>)")?;
+                }
+                Ok(())
             }
             Error::UnknownIndex { table, index } => {
                 write!(f, "table {table} has no secondary index {index}")

@@ -52,7 +52,10 @@ mod key;
 mod memory_spaces;
 mod prefetch;
 pub mod research;
+mod retry;
 mod row;
+mod rows;
+mod scan;
 mod schema;
 mod stats;
 mod sync;
@@ -66,7 +69,10 @@ pub use db::{
     TableId, Transaction, VersionStorageKind,
 };
 pub use error::{Error, Result};
+pub use retry::RetryPolicy;
 pub use row::{RowView, ValueRef};
+pub use rows::{ColumnIndex, FromRow, FromValue, IntoRow, Row};
+pub use scan::Scan;
 pub use schema::{PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
 pub use stats::Stats;
 pub use txn::slots::MAX_THREADS;

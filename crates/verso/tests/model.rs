@@ -29,10 +29,13 @@
 //!
 //! `PROPTEST_CASES` overrides the number of cases (256 by default).
 
+mod common;
+
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
+use common::ScanRows;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use verso::research::{NonInline, NON_INLINE_MIN_BYTES};
@@ -448,10 +451,10 @@ fn engine_apply(
             Outcome::from_result(open(*slot).get(table, &key_values(*key)), Outcome::Row)
         }
         Op::Scan(slot, range) => {
-            Outcome::from_result(open(*slot).scan(table, range.clone()), Outcome::Rows)
+            Outcome::from_result(open(*slot).scan(table, range.clone()).rows(), Outcome::Rows)
         }
         Op::ScanIndex(slot, range) => Outcome::from_result(
-            open(*slot).scan_index(table, INDEX, range.clone()),
+            open(*slot).scan_index(table, INDEX, range.clone()).rows(),
             Outcome::Rows,
         ),
         Op::Insert(slot, key, rest) => {
@@ -600,7 +603,7 @@ impl<'db> Harness<'db> {
         let (db, table) = (self.db, self.table);
         let committed = &self.model.committed().table;
         let fresh = db.begin(Isolation::Snapshot);
-        let rows = fresh.scan(table, ..).expect("final scan");
+        let rows = fresh.scan(table, ..).rows().expect("final scan");
         let expected_rows: Vec<Row> = committed.values().cloned().collect();
         prop_assert_eq!(&rows, &expected_rows, "{:?}: final state", gc);
         for key in all_keys() {
@@ -615,6 +618,7 @@ impl<'db> Harness<'db> {
         }
         let by_score = fresh
             .scan_index(table, INDEX, ..)
+            .rows()
             .expect("final index scan");
         let expected_by_score = index_order(committed.clone());
         prop_assert_eq!(&by_score, &expected_by_score, "{:?}: final index scan", gc);
@@ -870,7 +874,10 @@ fn regression_rolled_back_intermediate_index_entry_hides_reinserted_row() {
             "{gc:?}"
         );
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 2)],
             "{gc:?}"
         );
@@ -911,7 +918,10 @@ fn regression_committed_intermediate_index_entry_hides_reinserted_row() {
             "{gc:?}"
         );
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 1)],
             "{gc:?}"
         );
@@ -947,7 +957,10 @@ fn regression_reinsert_in_one_transaction_leaves_index_entry_behind() {
 
         let reader = db.begin(Isolation::Snapshot);
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 1)],
             "{gc:?}"
         );

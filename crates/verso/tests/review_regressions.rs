@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::ScanRows;
+
 use verso::{
     ColumnType, ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, Schema,
     TableId, Transaction, Value,
@@ -98,11 +100,14 @@ fn regression_active_list_misses_a_snapshot_moving_from_others_to_oldest() {
 // ----- a callback holding a row latch while another transaction on the thread writes --------
 
 /// The design allows several open transactions per thread. The scans and gets that lend
-/// rows as values (`scan_with`, `get_with`) used to call back under the row's shared latch,
-/// so a second transaction on the same thread that updated that row from the callback
-/// waited for the exclusive latch for ever. They now call back with the latch released.
-/// (`*_view` lend the latched row itself and document that their closures must not write.)
-/// Run in a child process, so that a regression fails instead of hanging the suite.
+/// rows as values (then `scan_with` and `get_with`) used to call back under the row's
+/// shared latch, so a second transaction on the same thread that updated that row from the
+/// callback waited for the exclusive latch for ever. They called back with the latch
+/// released since, and their successors, the scan iterator and `get_row`, hold no latch
+/// between calls: a loop over the iterator that writes each row in another transaction
+/// must finish. (`*_view` lend the latched row itself and document that their closures
+/// must not write.) Run in a child process, so that a regression fails instead of hanging
+/// the suite.
 #[test]
 fn regression_scan_callback_writing_the_row_in_another_transaction_deadlocks() {
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
@@ -147,20 +152,14 @@ fn scan_callback_deadlock_child() {
     txn.commit().unwrap();
     let reader = db.begin(Isolation::Snapshot);
     let mut writer = db.begin(Isolation::Snapshot);
-    reader
-        .scan_with(table, verso::KeyRange::new(..), |row| {
-            writer
-                .update(table, &row[..1], &[(1, Value::I64(5))])
-                .unwrap();
-            true
-        })
-        .unwrap();
-    reader
-        .get_with(table, &[Value::U64(1)], |row| {
-            writer
-                .update(table, &row[..1], &[(1, Value::I64(6))])
-                .unwrap();
-        })
+    for row in reader.scan(table, ..).unwrap() {
+        writer
+            .update(table, &row.unwrap()[..1], &[(1, Value::I64(5))])
+            .unwrap();
+    }
+    let row = reader.get_row(table, &[Value::U64(1)]).unwrap().unwrap();
+    writer
+        .update(table, &row[..1], &[(1, Value::I64(6))])
         .unwrap();
     writer.commit().unwrap();
     // The reader's snapshot is untouched; a new one sees the writer's last update.
@@ -379,6 +378,7 @@ fn update_absent(reader: &mut Transaction<'_>, t: TableId) {
 fn scan_absent(reader: &mut Transaction<'_>, t: TableId) {
     let rows = reader
         .scan(t, vec![Value::U64(1)]..=vec![Value::U64(1)])
+        .rows()
         .unwrap();
     assert!(rows.is_empty());
 }
