@@ -1152,7 +1152,10 @@ impl Database {
                 AnyTxn::TxnTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
             }
         };
-        Ok(Transaction { inner })
+        Ok(Transaction {
+            _thread: ThreadBound::default(),
+            inner,
+        })
     }
 
     /// The engine's counters, summed over all threads.
@@ -1333,13 +1336,88 @@ macro_rules! on_txn {
 
 /// A transaction. It sees the snapshot taken when it began plus its own writes.
 ///
-/// Errors: a conflict ([`Error::WriteConflict`]) rolls the transaction back at once and
-/// every later call returns [`Error::TransactionAborted`]; any other error (bad input, a
-/// duplicate key) leaves the transaction usable and changes nothing. Dropping a transaction
-/// without committing aborts it.
+/// # Reading
 ///
-/// A transaction belongs to the thread that began it (it is not `Send`).
+/// | to read | owned rows, columns by name | zero-copy, for hot loops |
+/// |---|---|---|
+/// | one row by primary key | [`get_row`](Transaction::get_row) → [`Row`]; [`get`](Transaction::get) → `Vec<Value>` | [`get_view`](Transaction::get_view) |
+/// | a primary-key range | [`scan`](Transaction::scan) → iterator of [`Row`] | [`scan_view`](Transaction::scan_view) |
+/// | a secondary-index range | [`scan_index`](Transaction::scan_index) → iterator of [`Row`] | [`scan_index_view`](Transaction::scan_index_view) |
+///
+/// The owned forms copy each row out and hold nothing between calls; the iterators are
+/// double-ended and fetch rows in batches. The view forms lend each row, packed as stored,
+/// to a closure that runs under the row's read latch (it must not write, commit or collect
+/// garbage in this database), and allocate nothing per row: what the lab and the
+/// benchmarks use.
+///
+/// # Errors
+///
+/// A conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`],
+/// [`Error::LockConflict`]) rolls the transaction back at once and every later call returns
+/// [`Error::TransactionAborted`]; all of them are [retryable](Error::is_retryable), and
+/// [`Database::run`] retries them for you. Any other error (bad input, a duplicate key)
+/// leaves the transaction usable and changes nothing. Dropping a transaction without
+/// committing aborts it.
+///
+/// # Threads
+///
+/// A transaction belongs to the thread that began it: it is neither `Send` nor `Sync`
+/// (the [`ThreadBound`] field says so), so the compiler refuses to move one into another
+/// thread or task ("`*const ()` cannot be sent between threads safely … required because
+/// it appears within the type `ThreadBound`").
+///
+/// Why: Verso's begin and commit take no lock. Each thread has a slot in the database where
+/// it publishes the start timestamps of its running transactions (the collector reads the
+/// slots to know which versions a snapshot may still need), and where it queues its
+/// committed transactions for collection; only the owning thread writes its slot, with
+/// plain stores. A transaction ending on another thread would write a slot its owner may be
+/// writing at the same moment, and a snapshot could vanish from the slot while it runs, so
+/// that the versions it reads could be freed under it. Making the slot safe for two
+/// writers would put a lock or an atomic read-modify-write into every begin and commit.
+///
+/// What to do instead: one transaction per task, begun on the thread that runs it. Share
+/// the [`Database`] (it is `Clone + Send + Sync`, and cheap to clone), and begin the
+/// transaction inside the thread, or inside the closure you give [`Database::run`]:
+///
+/// ```
+/// use verso::{ColumnType, Database, Isolation, Options, Schema, Value};
+///
+/// let db = Database::open(Options::default())?;
+/// let hits = db.create_table(
+///     "hits",
+///     Schema::new()
+///         .column("page", ColumnType::U64)
+///         .column("n", ColumnType::I64)
+///         .primary_key(&["page"]),
+/// )?;
+/// std::thread::scope(|scope| {
+///     for page in 0..4u64 {
+///         let db = &db;
+///         // The transaction is begun by the thread that uses it.
+///         scope.spawn(move || {
+///             db.run(Isolation::Snapshot, |txn| txn.insert(hits, &[page.into(), Value::I64(1)]))
+///         });
+///     }
+/// });
+/// # Ok::<(), verso::Error>(())
+/// ```
+///
+/// In async code, the same rule: begin, use and commit the transaction within one
+/// synchronous stretch (no `.await` while it is open), or run it on a blocking thread
+/// (`spawn_blocking`). Any number of transactions may be open on one thread at once.
+///
+/// ```compile_fail,E0277
+/// # use verso::{Database, Isolation, Options};
+/// let db = Database::open(Options::default()).unwrap();
+/// let txn = db.begin(Isolation::Snapshot);
+/// // error[E0277]: `*const ()` cannot be sent between threads safely
+/// std::thread::scope(|scope| {
+///     scope.spawn(move || txn.commit());
+/// });
+/// ```
 pub struct Transaction<'db> {
+    /// First, so that the compiler's "cannot be sent between threads safely" names it.
+    _thread: ThreadBound,
     inner: AnyTxn<'db>,
 }
 
@@ -1528,3 +1606,10 @@ impl<'db> Transaction<'db> {
         on_txn!(self.inner, t => t.abort())
     }
 }
+
+/// The reason a [`Transaction`] is neither `Send` nor `Sync`: it belongs to the thread
+/// that began it. If the compiler says that "`*const ()` cannot be sent between threads
+/// safely" and that this type is "required because it appears within the type
+/// `Transaction`", see [Threads](Transaction#threads).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ThreadBound(std::marker::PhantomData<*const ()>);

@@ -1,8 +1,8 @@
 //! Running a transaction until it commits: [`Database::run`] and [`RetryPolicy`].
 //!
 //! A conflict rolls a transaction back at once and says so with a retryable error
-//! ([`Error::is_retryable`](crate::Error::is_retryable)); the program's answer is to run the whole transaction again,
-//! from `begin`, on a fresh snapshot. These helpers do that, as the clients of FoundationDB
+//! ([`Error::is_retryable`](crate::Error::is_retryable)); the program's answer is to run
+//! the whole transaction again, from `begin`, on a fresh snapshot. These helpers do that, as the clients of FoundationDB
 //! (`db.run`) and CockroachDB (`ExecuteTx`) do: begin, call the program's closure, commit,
 //! and on a retryable error from either wait a little (exponential backoff with jitter, so
 //! that the transactions that collided do not collide again in step) and start over, at
@@ -108,8 +108,9 @@ fn jittered(backoff: Duration) -> Duration {
 impl Database {
     /// Runs `work` in a new transaction and commits it, and does it all again, on a fresh
     /// snapshot, when the transaction lost a race: returns what `work` returned once a run
-    /// commits. The transaction is begun on the calling thread. The default [`RetryPolicy`] (10 attempts, backoff from 100 µs to 10 ms);
-    /// [`Database::run_with`] takes another.
+    /// commits. The transaction is begun on the calling thread. Uses the default
+    /// [`RetryPolicy`] (10 attempts, backoff from 100 µs to 10 ms); [`Database::run_with`]
+    /// takes another.
     ///
     /// - `work` returns `Ok(value)`: the transaction commits; if the commit fails with a
     ///   retryable error (a serialization failure at validation), it runs again.

@@ -17,7 +17,8 @@
 //!
 //! impl FromRow for Account {
 //!     fn from_row(row: &Row<'_>) -> verso::Result<Self> {
-//!         Ok(Account { id: row.get("id")?, owner: row.get("owner")?, balance: row.get("balance")? })
+//!         let (id, owner, balance) = (row.get("id")?, row.get("owner")?, row.get("balance")?);
+//!         Ok(Account { id, owner, balance })
 //!     }
 //! }
 //!
