@@ -177,28 +177,23 @@ pub fn check_outputs(
         probe_writable(&dir.join(".verso-write-check"))
             .map_err(|e| bad("--report", dir, format!("cannot write in it: {e}")))?;
         for name in [INDEX_HTML, report_json] {
-            if dir.join(name).is_dir() {
+            let in_the_way =
+                std::fs::symlink_metadata(dir.join(name)).is_ok_and(|meta| !meta.is_file());
+            if in_the_way {
                 return Err(bad(
                     "--report",
                     dir,
-                    format!("holds a directory named {name}, where the report writes a file"),
+                    format!(
+                        "holds {name}, which is not a regular file (a directory, a link, a \
+                         device or a FIFO), where the report writes a file: move it away"
+                    ),
                 ));
             }
         }
     }
     if let Some(path) = json {
-        if path.is_dir() {
-            return Err(bad("--json", path, "is a directory".into()));
-        }
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if let Some(parent) = parent.filter(|p| !p.is_dir()) {
-            return Err(bad(
-                "--json",
-                path,
-                format!("{} is not an existing directory", parent.display()),
-            ));
-        }
-        probe_writable(path).map_err(|e| bad("--json", path, format!("cannot write it: {e}")))?;
+        // How the file will be written decides what is checked (`publish::destination`).
+        publish::destination(path).map_err(|e| bad("--json", path, e.to_string()))?;
     }
     Ok(())
 }
