@@ -368,6 +368,7 @@ fn agreement_class(agreement: Agreement) -> &'static str {
         Agreement::Weaker => "weaker",
         Agreement::Inconclusive => "inconclusive",
         Agreement::Differs => "differs",
+        Agreement::NotJudged => "not-judged",
     }
 }
 

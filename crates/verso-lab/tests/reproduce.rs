@@ -46,8 +46,22 @@ fn quick(name: &str) -> (Reproduction, String) {
     assert!(!reproduction.panels.is_empty());
     assert!(
         reproduction.verdicts().count() > 0,
-        "{name}: no verdict at all"
+        "{name}: no claim at all"
     );
+    // A quick run measures nothing: it judges no claim (it printed verdicts before).
+    for verdict in reproduction.verdicts() {
+        assert_eq!(
+            verdict.line(),
+            format!("{}: quick size: no verdict", verdict.ours),
+            "{name}"
+        );
+    }
+    for word in [": agrees", ": differs", "weaker", "inconclusive"] {
+        assert!(
+            !printed.contains(word),
+            "{name} printed a verdict: {printed}"
+        );
+    }
     for panel in &reproduction.panels {
         assert!(
             !panel.paper.is_empty(),

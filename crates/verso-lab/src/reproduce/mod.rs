@@ -347,6 +347,9 @@ pub enum Agreement {
     Inconclusive,
     /// The opposite of the paper's shape.
     Differs,
+    /// Not judged: a quick run (tiny data, sub-second runs) is a smoke test, and its
+    /// numbers say nothing about the paper's claims.
+    NotJudged,
 }
 
 impl Agreement {
@@ -357,6 +360,7 @@ impl Agreement {
             Agreement::Weaker => "same direction, weaker",
             Agreement::Inconclusive => "inconclusive (within noise)",
             Agreement::Differs => "differs",
+            Agreement::NotJudged => "quick size: no verdict",
         }
     }
 }
@@ -722,10 +726,16 @@ pub(crate) fn reproduction_of(
     options: &ReproduceOptions,
     paper_setup: &str,
     our_setup: &str,
-    panels: Vec<Panel>,
+    mut panels: Vec<Panel>,
     notes: Vec<String>,
     points: Vec<Point>,
 ) -> Reproduction {
+    if options.quick {
+        // Numbers of a smoke test judge nothing: the claims stay, with our numbers, unjudged.
+        for verdict in panels.iter_mut().flat_map(|panel| &mut panel.verdicts) {
+            verdict.agreement = Agreement::NotJudged;
+        }
+    }
     Reproduction {
         format_version: REPRODUCTION_FORMAT_VERSION,
         experiment: experiment.name.to_owned(),

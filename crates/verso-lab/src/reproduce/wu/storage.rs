@@ -762,6 +762,7 @@ fn worse_of(a: Agreement, b: Agreement) -> Agreement {
         Agreement::Weaker => 1,
         Agreement::Inconclusive => 2,
         Agreement::Differs => 3,
+        Agreement::NotJudged => 4,
     };
     if rank(&a) >= rank(&b) {
         a
