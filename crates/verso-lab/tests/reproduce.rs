@@ -17,6 +17,29 @@ use verso_lab::workload::LabError;
 static ALLOCATOR: verso::research::MemorySpaces<std::alloc::System> =
     verso::research::MemorySpaces::new(std::alloc::System);
 
+/// A sentence a person reads has no doubled apostrophe (`'Ermia''s`) and no run of spaces
+/// (a line continuation that kept the next line's indentation).
+fn assert_clean_text(name: &str, text: &str) {
+    assert!(
+        !text.contains("''") && !text.contains("  ") && text.trim() == text,
+        "{name}: {text:?}"
+    );
+}
+
+#[test]
+fn regression_experiment_texts_have_no_doubled_apostrophes_or_runs_of_spaces() {
+    for experiment in EXPERIMENTS {
+        for text in [
+            experiment.title,
+            experiment.paper_ref,
+            experiment.compares,
+            experiment.full_scale,
+        ] {
+            assert_clean_text(experiment.name, text);
+        }
+    }
+}
+
 /// Runs experiment `name` at its quick size into a temporary directory; checks what every
 /// experiment must produce, and returns the reproduction and what it printed.
 fn quick(name: &str) -> (Reproduction, String) {
@@ -61,6 +84,20 @@ fn quick(name: &str) -> (Reproduction, String) {
             !printed.contains(word),
             "{name} printed a verdict: {printed}"
         );
+    }
+    let mut texts = vec![
+        &reproduction.title,
+        &reproduction.paper_setup,
+        &reproduction.our_setup,
+    ];
+    texts.extend(&reproduction.notes);
+    for panel in &reproduction.panels {
+        texts.push(&panel.title);
+        texts.extend(&panel.paper);
+        texts.extend(panel.verdicts.iter().flat_map(|v| [&v.paper, &v.ours]));
+    }
+    for text in texts {
+        assert_clean_text(name, text);
     }
     for panel in &reproduction.panels {
         assert!(
