@@ -1,5 +1,6 @@
 //! `verso reproduce`: named experiments that redo a paper's figure or table on this
-//! machine and put the paper's reported shape next to ours (DESIGN.md §6).
+//! machine and put the paper's reported shape next to ours (`docs/lab.md`; the papers are
+//! listed in `docs/brief.md`).
 //!
 //! An experiment is a list of points (one [`RunConfig`] on one workload each: a collector at
 //! one value of the swept parameter), run one after the other by the ordinary runner
