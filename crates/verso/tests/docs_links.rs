@@ -14,16 +14,16 @@ fn repository() -> PathBuf {
         .expect("the repository root")
 }
 
-/// Every Markdown file of the repository (not the build's).
-fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every file under `dir` whose name ends with `ending` (not the build's, not hidden ones).
+fn files_ending(dir: &Path, ending: &str, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read dir") {
         let path = entry.expect("entry").path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() {
             if name != "target" && !name.starts_with('.') {
-                markdown_files(&path, out);
+                files_ending(&path, ending, out);
             }
-        } else if name.ends_with(".md") {
+        } else if name.ends_with(ending) {
             out.push(path);
         }
     }
@@ -103,7 +103,7 @@ fn quoted(line: &str) -> Vec<&str> {
 fn every_link_anchor_and_quoted_path_of_the_docs_holds() {
     let root = repository();
     let mut files = Vec::new();
-    markdown_files(&root, &mut files);
+    files_ending(&root, ".md", &mut files);
     assert!(files.len() > 10, "found the documents: {files:?}");
     let mut broken = Vec::new();
     for file in &files {
@@ -151,26 +151,11 @@ fn every_link_anchor_and_quoted_path_of_the_docs_holds() {
     assert!(broken.is_empty(), "{} broken:\n{}", broken.len(), broken.join("\n"));
 }
 
-/// Every Rust file of the repository, for the comments that cite documents.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("read dir") {
-        let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if path.is_dir() {
-            if name != "target" && !name.starts_with('.') {
-                rust_files(&path, out);
-            }
-        } else if name.ends_with(".rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn the_code_cites_nothing_outside_the_repository() {
     let root = repository();
     let mut files = Vec::new();
-    rust_files(&root.join("crates"), &mut files);
+    files_ending(&root.join("crates"), ".rs", &mut files);
     let this_file = Path::new(file!()).file_name().expect("a name");
     let mut citing = Vec::new();
     for file in files.iter().filter(|f| f.file_name() != Some(this_file)) {
