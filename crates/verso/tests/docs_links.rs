@@ -108,7 +108,11 @@ fn every_link_anchor_and_quoted_path_of_the_docs_holds() {
     let mut broken = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).expect("read");
-        let name = file.strip_prefix(&root).expect("inside").display().to_string();
+        let name = file
+            .strip_prefix(&root)
+            .expect("inside")
+            .display()
+            .to_string();
         for (number, line) in prose_lines(&text) {
             let at = format!("{name}:{number}");
             for target in link_targets(line) {
@@ -135,7 +139,9 @@ fn every_link_anchor_and_quoted_path_of_the_docs_holds() {
             for span in quoted(line) {
                 // `path::item` names an item of a file: the file must exist.
                 let span = span.trim().split("::").next().unwrap_or("");
-                let from_root = ["docs/", "crates/", ".ci/"].iter().any(|p| span.starts_with(p));
+                let from_root = ["docs/", "crates/", ".ci/"]
+                    .iter()
+                    .any(|p| span.starts_with(p));
                 let plain = !span.contains(['*', '<', '{', ' ', '…']);
                 if from_root && plain && !root.join(span.trim_end_matches('/')).exists() {
                     broken.push(format!("{at}: `{span}` does not exist"));
@@ -148,7 +154,12 @@ fn every_link_anchor_and_quoted_path_of_the_docs_holds() {
             }
         }
     }
-    assert!(broken.is_empty(), "{} broken:\n{}", broken.len(), broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "{} broken:\n{}",
+        broken.len(),
+        broken.join("\n")
+    );
 }
 
 #[test]
@@ -173,8 +184,17 @@ fn the_code_cites_nothing_outside_the_repository() {
 #[test]
 fn the_anchor_rules_are_githubs() {
     let anchors = anchors("# Verso\n## Reproducing the papers (Steam, Wu et al.)\n## A\n## A\n");
-    assert!(anchors.contains("reproducing-the-papers-steam-wu-et-al"), "{anchors:?}");
-    assert!(anchors.contains("a") && anchors.contains("a-1"), "{anchors:?}");
-    assert_eq!(link_targets("see [x](a.md#b) and [y](#c)"), ["a.md#b", "#c"]);
+    assert!(
+        anchors.contains("reproducing-the-papers-steam-wu-et-al"),
+        "{anchors:?}"
+    );
+    assert!(
+        anchors.contains("a") && anchors.contains("a-1"),
+        "{anchors:?}"
+    );
+    assert_eq!(
+        link_targets("see [x](a.md#b) and [y](#c)"),
+        ["a.md#b", "#c"]
+    );
     assert_eq!(quoted("a `b` c `d/e`"), ["b", "d/e"]);
 }

@@ -57,6 +57,9 @@ pub(crate) struct ScanCursor {
     published: bool,
     /// Nothing is left to fetch.
     exhausted: bool,
+    /// The range is empty by construction (`(a..a]`): there is nothing to read, nor to
+    /// record, as a one-shot scan of it records nothing.
+    empty: bool,
 }
 
 impl ScanCursor {
@@ -108,6 +111,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             back_record: None,
             published: false,
             exhausted,
+            empty: exhausted,
         };
         Ok((cursor, &table.schema))
     }
@@ -184,6 +188,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let Some(reads) = &self.reads else {
             return;
         };
+        if cursor.empty {
+            debug_assert!(upto.is_none(), "an empty range hands out no row");
+            return;
+        }
         let (lower, upper) = match (upto, from) {
             (None, _) => (cursor.start.clone(), cursor.end.clone()),
             (Some(key), End::Front) => (cursor.start.clone(), Bound::Included(key)),
