@@ -35,9 +35,12 @@ impl<'db> Transaction<'db> {
     /// transaction rolled back already); the iterator ends after it.
     ///
     /// Rows are read in batches, with no latch or pin held between two calls of `next`
-    /// (see [`Scan`]). What the iterator fetched counts as read for serializable
-    /// validation; rows it never fetched do not. For the fastest scans, with no copy of the
-    /// rows, see [`Transaction::scan_view`].
+    /// (see [`Scan`]). What the iterator has handed out counts as read for serializable
+    /// validation (and the whole range once it has said there is no more); rows a batch
+    /// fetched that the program never saw do not. Under MVTO and MV2PL, whose reads stamp
+    /// or lock rows, a row is read when its batch is fetched, a few rows ahead of the
+    /// program. For the fastest scans, with no copy of the rows, see
+    /// [`Transaction::scan_view`].
     pub fn scan<'t>(&'t self, table: TableId, range: impl Into<KeyRange>) -> Result<Scan<'t, 'db>> {
         Scan::open(self, table, None, range.into())
     }
