@@ -177,16 +177,13 @@ pub fn check_outputs(
         probe_writable(&dir.join(".verso-write-check"))
             .map_err(|e| bad("--report", dir, format!("cannot write in it: {e}")))?;
         for name in [INDEX_HTML, report_json] {
-            let in_the_way =
-                std::fs::symlink_metadata(dir.join(name)).is_ok_and(|meta| !meta.is_file());
-            if in_the_way {
+            // The report replaces regular files only (`publish`).
+            let meta = std::fs::symlink_metadata(dir.join(name));
+            if let Some(kind) = meta.ok().and_then(|meta| publish::not_regular(&meta)) {
                 return Err(bad(
                     "--report",
                     dir,
-                    format!(
-                        "holds {name}, which is not a regular file (a directory, a link, a \
-                         device or a FIFO), where the report writes a file: move it away"
-                    ),
+                    format!("holds {kind} named {name}, where the report writes a file"),
                 ));
             }
         }

@@ -129,3 +129,40 @@ fn json_that_cannot_be_written_is_refused_before_the_run() {
         "nothing ran: {all}"
     );
 }
+
+/// A report directory holding something that is not a regular file where the report
+/// writes one (a FIFO or a link named `index.html`) is refused before the run, and what is
+/// there stays as it was.
+#[test]
+fn a_report_over_a_special_file_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (kind, make) in [
+        (
+            "a FIFO",
+            &(|path: &Path| {
+                Command::new("mkfifo")
+                    .arg(path)
+                    .status()
+                    .expect("mkfifo")
+                    .success()
+            }) as &dyn Fn(&Path) -> bool,
+        ),
+        ("a symbolic link", &|path: &Path| {
+            std::os::unix::fs::symlink("elsewhere.html", path).is_ok()
+        }),
+    ] {
+        let report = dir.path().join(kind.replace(' ', "-"));
+        std::fs::create_dir(&report).expect("mkdir");
+        let page = report.join("index.html");
+        assert!(make(&page), "{kind}");
+        let output = verso(&["kv", "--tiny", "--report", report.to_str().expect("utf-8")]);
+        assert!(!output.status.success(), "{}", text(&output));
+        assert!(
+            text(&output).contains(&format!("holds {kind} named index.html")),
+            "{}",
+            text(&output)
+        );
+        let meta = std::fs::symlink_metadata(&page).expect("still there");
+        assert!(meta.file_type().is_fifo() || meta.file_type().is_symlink());
+    }
+}
