@@ -523,8 +523,8 @@ fn run_update(config: &Config) -> verso::Result<BenchResult> {
     checks.distinct_keys_in_sample = distinct(&mut sample);
     checks.ops_per_commit = ops_per_commit(&checks, &warmup, &runs);
     let txn = db.begin(Isolation::Snapshot);
-    checks.last_update_visible = txn.get_with(table, &[Value::U64(last.0)], |row| {
-        row[counter] == Value::U64(last.1)
+    checks.last_update_visible = txn.get_view(table, &[Value::U64(last.0)], |row| {
+        row.get(counter) == Value::U64(last.1)
     })? == Some(true);
     txn.commit()?;
     Ok(BenchResult {
@@ -694,8 +694,8 @@ fn run_ycsb(config: &Config, prefetch: bool) -> verso::Result<BenchResult> {
             let mut expected = vec![0; YCSB_FIELD_BYTES];
             fill_field(&mut expected, seed);
             let txn = db.begin(Isolation::Snapshot);
-            let seen = txn.get_with(table, &[Value::U64(key)], |row| {
-                row[column].as_bytes() == Some(&expected[..])
+            let seen = txn.get_view(table, &[Value::U64(key)], |row| {
+                row.get(column).as_bytes() == Some(&expected[..])
             })?;
             txn.commit()?;
             seen == Some(true)

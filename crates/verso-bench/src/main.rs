@@ -3,7 +3,8 @@
 //! [--isolation snapshot|serializable|both]
 //! [--read-ratio 0.9] [--tiny] [--json FILE]`
 
-/// mimalloc (v2: CRATES.md records that the default v3 crashes under threads). It backs
+/// mimalloc (v2: mimalloc 0.1.52's default, C mimalloc v3.3.2, segfaulted under threads
+/// when we measured the candidate crates). It backs
 /// its segments with transparent huge pages by itself: with millions of rows, TLB misses
 /// cost glibc's malloc on 4 KiB pages a third of YCSB's throughput on this kind of VM, which
 /// this benchmark used to work around by re-running itself with a glibc tunable. Side by

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use verso::research::{NonInline, VersionRemoval};
 use verso::{
-    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, NonInline, Options,
-    VersionRemoval, VersionStorageKind,
+    ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
@@ -308,7 +308,7 @@ pub struct YcsbArgs {
     /// Share of operations that read, 0 to 1 [default: 0.9].
     #[arg(long)]
     pub read_ratio: Option<f64>,
-    /// Zipf skew of the keys, strictly between 0 and 1 [default: 0.6].
+    /// Zipf skew of the keys, at least 0 (uniform) and below 1 [default: 0.6].
     #[arg(long)]
     pub theta: Option<f64>,
     /// Value fields per row [default: 10].

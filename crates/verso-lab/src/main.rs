@@ -3,13 +3,14 @@
 
 use std::process::ExitCode;
 
-/// mimalloc (v2: CRATES.md records that the default v3 crashes under threads), inside
+/// mimalloc (v2: mimalloc 0.1.52's default, C mimalloc v3.3.2, segfaulted under threads
+/// when we measured the candidate crates), inside
 /// Verso's memory spaces, which serve the version storage of a database opened with
 /// `--memory-spaces` (Wu et al. §4.4) and pass everything else to mimalloc. Only the binary
 /// chooses an allocator; the engine library never does.
 #[global_allocator]
-static ALLOCATOR: verso::MemorySpaces<mimalloc::MiMalloc> =
-    verso::MemorySpaces::new(mimalloc::MiMalloc);
+static ALLOCATOR: verso::research::MemorySpaces<mimalloc::MiMalloc> =
+    verso::research::MemorySpaces::new(mimalloc::MiMalloc);
 
 use clap::Parser;
 use verso_lab::cli::{execute, Cli};

@@ -179,28 +179,20 @@ pub fn check_outputs(
         probe_writable(&dir.join(".verso-write-check"))
             .map_err(|e| bad("--report", dir, format!("cannot write in it: {e}")))?;
         for name in [INDEX_HTML, report_json] {
-            if dir.join(name).is_dir() {
+            // The report replaces regular files only (`publish`).
+            let meta = std::fs::symlink_metadata(dir.join(name));
+            if let Some(kind) = meta.ok().and_then(|meta| publish::not_regular(&meta)) {
                 return Err(bad(
                     "--report",
                     dir,
-                    format!("holds a directory named {name}, where the report writes a file"),
+                    format!("holds {kind} named {name}, where the report writes a file"),
                 ));
             }
         }
     }
     if let Some(path) = json {
-        if path.is_dir() {
-            return Err(bad("--json", path, "is a directory".into()));
-        }
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if let Some(parent) = parent.filter(|p| !p.is_dir()) {
-            return Err(bad(
-                "--json",
-                path,
-                format!("{} is not an existing directory", parent.display()),
-            ));
-        }
-        probe_writable(path).map_err(|e| bad("--json", path, format!("cannot write it: {e}")))?;
+        // How the file will be written decides what is checked (`publish::destination`).
+        publish::destination(path).map_err(|e| bad("--json", path, e.to_string()))?;
     }
     Ok(())
 }
@@ -379,6 +371,7 @@ fn agreement_class(agreement: Agreement) -> &'static str {
         Agreement::Weaker => "weaker",
         Agreement::Inconclusive => "inconclusive",
         Agreement::Differs => "differs",
+        Agreement::NotJudged => "not-judged",
     }
 }
 

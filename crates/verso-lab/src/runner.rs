@@ -22,6 +22,7 @@ use std::sync::{mpsc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use verso::research::ChainHistogram;
 use verso::{Database, GarbageCollector, Isolation, Options, Stats};
 
 use crate::format::compact;
@@ -966,7 +967,7 @@ impl<'c> Sampler<'c> {
         let interval = now.at.duration_since(before.at).as_secs_f64().max(1e-9);
         let rate = |after: u64, before: u64| after.saturating_sub(before) as f64 / interval;
         let (s, p) = (&now.stats, &before.stats);
-        let chain_mean = |after: &verso::ChainHistogram, before: &verso::ChainHistogram| {
+        let chain_mean = |after: &ChainHistogram, before: &ChainHistogram| {
             let count = after.count().saturating_sub(before.count());
             if count == 0 {
                 0.0
@@ -1044,7 +1045,7 @@ impl<'c> Sampler<'c> {
             olap_scanned_tuples: c.scanned_tuples,
         };
         let (s, f) = (&self.previous.stats, &self.first_stats);
-        let chain_mean = |after: &verso::ChainHistogram, before: &verso::ChainHistogram| {
+        let chain_mean = |after: &ChainHistogram, before: &ChainHistogram| {
             let count = after.count().saturating_sub(before.count());
             if count == 0 {
                 0.0

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use verso::{Database, GarbageCollector, Isolation, KeyRange, Options, Value};
+use verso::{Database, GarbageCollector, Isolation, Options, Value};
 use verso_lab::metrics::RunResult;
 use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
 use verso_lab::workload::{LabError, NoProgress, TxnOutcome, Workload};
@@ -63,13 +63,10 @@ fn run_directly(workload: &dyn Workload, db: &Database, seed: u64, transactions:
 fn values(db: &Database, table: &str, column: usize) -> Vec<Value> {
     let table = db.table(table).expect("table");
     let txn = db.begin(Isolation::Snapshot);
-    let mut out = Vec::new();
-    txn.scan_with(table, KeyRange::new(..), |row| {
-        out.push(row[column].clone());
-        true
-    })
-    .expect("scan");
-    out
+    txn.scan(table, ..)
+        .expect("scan")
+        .map(|row| row.expect("scan")[column].clone())
+        .collect()
 }
 
 #[test]

@@ -14,8 +14,31 @@ use verso_lab::workload::LabError;
 /// As in the `verso` binary: the experiments run in this process, and `wu-fig16` opens
 /// databases with memory spaces, which need this allocator.
 #[global_allocator]
-static ALLOCATOR: verso::MemorySpaces<std::alloc::System> =
-    verso::MemorySpaces::new(std::alloc::System);
+static ALLOCATOR: verso::research::MemorySpaces<std::alloc::System> =
+    verso::research::MemorySpaces::new(std::alloc::System);
+
+/// A sentence a person reads has no doubled apostrophe (`'Ermia''s`) and no run of spaces
+/// (a line continuation that kept the next line's indentation).
+fn assert_clean_text(name: &str, text: &str) {
+    assert!(
+        !text.contains("''") && !text.contains("  ") && text.trim() == text,
+        "{name}: {text:?}"
+    );
+}
+
+#[test]
+fn regression_experiment_texts_have_no_doubled_apostrophes_or_runs_of_spaces() {
+    for experiment in EXPERIMENTS {
+        for text in [
+            experiment.title,
+            experiment.paper_ref,
+            experiment.compares,
+            experiment.full_scale,
+        ] {
+            assert_clean_text(experiment.name, text);
+        }
+    }
+}
 
 /// Runs experiment `name` at its quick size into a temporary directory; checks what every
 /// experiment must produce, and returns the reproduction and what it printed.
@@ -46,8 +69,36 @@ fn quick(name: &str) -> (Reproduction, String) {
     assert!(!reproduction.panels.is_empty());
     assert!(
         reproduction.verdicts().count() > 0,
-        "{name}: no verdict at all"
+        "{name}: no claim at all"
     );
+    // A quick run measures nothing: it judges no claim (it printed verdicts before).
+    for verdict in reproduction.verdicts() {
+        assert_eq!(
+            verdict.line(),
+            format!("{}: quick size: no verdict", verdict.ours),
+            "{name}"
+        );
+    }
+    for word in [": agrees", ": differs", "weaker", "inconclusive"] {
+        assert!(
+            !printed.contains(word),
+            "{name} printed a verdict: {printed}"
+        );
+    }
+    let mut texts = vec![
+        &reproduction.title,
+        &reproduction.paper_setup,
+        &reproduction.our_setup,
+    ];
+    texts.extend(&reproduction.notes);
+    for panel in &reproduction.panels {
+        texts.push(&panel.title);
+        texts.extend(&panel.paper);
+        texts.extend(panel.verdicts.iter().flat_map(|v| [&v.paper, &v.ours]));
+    }
+    for text in texts {
+        assert_clean_text(name, text);
+    }
     for panel in &reproduction.panels {
         assert!(
             !panel.paper.is_empty(),
@@ -678,7 +729,7 @@ fn wu_fig16_runs_the_storages_over_one_and_two_memory_spaces() {
         assert!(point.run.totals.oltp_commits > 0, "{}", point.series);
     }
     assert!(
-        verso::memory_space_usage()[..2]
+        verso::research::memory_space_usage()[..2]
             .iter()
             .all(|s| s.chunks > 0),
         "both spaces grew"

@@ -55,21 +55,16 @@ fn tiny_load_has_the_scaled_cardinalities() -> Result<(), LabError> {
     let txn = db.begin(Isolation::Snapshot);
     for number in 0..=config.last_name_max() {
         let name = verso_lab::workloads::tpcc::random::last_name(number);
-        let mut found = 0;
-        txn.scan_index_with(
+        let prefix = vec![Value::I64(1), Value::I64(1), Value::Text(name.clone())];
+        let mut customers = txn.scan_index(
             tables.customer,
             schema::customer::BY_NAME,
-            KeyRange::prefix(vec![
-                Value::I64(1),
-                Value::I64(1),
-                Value::Text(name.clone()),
-            ]),
-            |_| {
-                found += 1;
-                true
-            },
+            KeyRange::prefix(prefix),
         )?;
-        assert!(found > 0, "no customer named {name}");
+        assert!(
+            customers.next().transpose()?.is_some(),
+            "no customer named {name}"
+        );
     }
     Ok(())
 }

@@ -141,10 +141,9 @@ fn delivery_takes_the_oldest_new_order_of_every_district() -> Result<(), LabErro
         let order = txn.get(tables.orders, &key)?.expect("order stays");
         assert!(!order[orders::O_CARRIER_ID].is_null());
         let mut delivered_lines = 0;
-        txn.scan_with(tables.order_line, KeyRange::prefix(key.to_vec()), |line| {
-            delivered_lines += u32::from(!line[order_line::OL_DELIVERY_D].is_null());
-            true
-        })?;
+        for line in txn.scan(tables.order_line, KeyRange::prefix(key.to_vec()))? {
+            delivered_lines += u32::from(!line?[order_line::OL_DELIVERY_D].is_null());
+        }
         assert_eq!(Value::I64(delivered_lines.into()), order[orders::O_OL_CNT]);
     }
     drop(txn);

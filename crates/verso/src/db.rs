@@ -4,7 +4,9 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::engine::txn::EngineTxn;
+use std::collections::VecDeque;
+
+use crate::engine::txn::{End, EngineTxn, ScanCursor};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::gc::cooperative::Cooperative;
@@ -20,7 +22,8 @@ use crate::gc::watermark::WatermarkOnly;
 use crate::gc::{Collector, Finalizing, GcConfig};
 use crate::row::NonInline;
 use crate::row::RowView;
-use crate::schema::Schema;
+use crate::rows::Row;
+use crate::schema::{Schema, TableSchema};
 use crate::stats::Stats;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
@@ -446,13 +449,14 @@ pub struct Options {
     /// What secondary-index entries point at. Physical pointers need append-only storage
     /// (either order); `open` refuses them with any other.
     pub index_pointers: IndexPointers,
-    /// How rows store Text and Bytes values of [`crate::NON_INLINE_MIN_BYTES`] or more (Wu et al.
-    /// §4.1); every version storage supports each policy.
+    /// How rows store Text and Bytes values of [`crate::research::NON_INLINE_MIN_BYTES`] or
+    /// more (Wu et al. §4.1); every version storage supports each policy.
     pub non_inline: NonInline,
     /// How many separate memory spaces the version storage allocates from (Wu et al.
     /// §4.4): each thread takes its space by its number modulo this. `None` (the default):
-    /// the process's allocator. Needs [`crate::MemorySpaces`] as the global allocator and
-    /// at most [`crate::MAX_MEMORY_SPACES`]; `open` refuses otherwise.
+    /// the process's allocator. Needs [`crate::research::MemorySpaces`] as the global
+    /// allocator and at most [`crate::research::MAX_MEMORY_SPACES`]; `open` refuses
+    /// otherwise.
     pub memory_spaces: Option<usize>,
 }
 
@@ -531,7 +535,7 @@ impl Options {
     }
 
     /// Options with the version storage allocating from `spaces` separate memory spaces
-    /// (Wu et al. §4.4; needs [`crate::MemorySpaces`] as the global allocator).
+    /// (Wu et al. §4.4; needs [`crate::research::MemorySpaces`] as the global allocator).
     pub fn memory_spaces(mut self, spaces: usize) -> Self {
         self.memory_spaces = Some(spaces);
         self
@@ -572,10 +576,10 @@ impl Options {
             ));
         }
         if let Some(spaces) = self.memory_spaces {
-            if !(1..=crate::MAX_MEMORY_SPACES).contains(&spaces) {
+            if !(1..=crate::research::MAX_MEMORY_SPACES).contains(&spaces) {
                 return refuse(format!(
                     "memory spaces must number 1 to {}, not {spaces}",
-                    crate::MAX_MEMORY_SPACES
+                    crate::research::MAX_MEMORY_SPACES
                 ));
             }
             if !cfg!(target_os = "linux") {
@@ -585,7 +589,7 @@ impl Options {
                         .into(),
                 );
             }
-            if !crate::memory_spaces_installed() {
+            if !crate::research::memory_spaces_installed() {
                 return refuse(
                     "memory spaces need verso::MemorySpaces as the process's global allocator \
                      (#[global_allocator]); the version storage's allocations go through it"
@@ -676,6 +680,14 @@ impl KeyRange {
     /// Whether scans of this range visit keys from the largest down.
     pub fn is_descending(&self) -> bool {
         self.descending
+    }
+}
+
+/// Every scan takes any range of key prefixes (`..`, `a..b`, `a..=b`, `a..`, `..b`) as well
+/// as a [`KeyRange`].
+impl<R: RangeBounds<Vec<Value>>> From<R> for KeyRange {
+    fn from(range: R) -> Self {
+        KeyRange::new(range)
     }
 }
 
@@ -1140,7 +1152,10 @@ impl Database {
                 AnyTxn::TxnTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
             }
         };
-        Ok(Transaction { inner })
+        Ok(Transaction {
+            _thread: ThreadBound::default(),
+            inner,
+        })
     }
 
     /// The engine's counters, summed over all threads.
@@ -1321,17 +1336,92 @@ macro_rules! on_txn {
 
 /// A transaction. It sees the snapshot taken when it began plus its own writes.
 ///
-/// Errors: a conflict ([`Error::WriteConflict`]) rolls the transaction back at once and
-/// every later call returns [`Error::TransactionAborted`]; any other error (bad input, a
-/// duplicate key) leaves the transaction usable and changes nothing. Dropping a transaction
-/// without committing aborts it.
+/// # Reading
 ///
-/// A transaction belongs to the thread that began it (it is not `Send`).
+/// | to read | owned rows, columns by name | zero-copy, for hot loops |
+/// |---|---|---|
+/// | one row by primary key | [`get_row`](Transaction::get_row) → [`Row`]; [`get`](Transaction::get) → `Vec<Value>` | [`get_view`](Transaction::get_view) |
+/// | a primary-key range | [`scan`](Transaction::scan) → iterator of [`Row`] | [`scan_view`](Transaction::scan_view) |
+/// | a secondary-index range | [`scan_index`](Transaction::scan_index) → iterator of [`Row`] | [`scan_index_view`](Transaction::scan_index_view) |
+///
+/// The owned forms copy each row out and hold nothing between calls; the iterators are
+/// double-ended and fetch rows in batches. The view forms lend each row, packed as stored,
+/// to a closure that runs under the row's read latch (it must not write, commit or collect
+/// garbage in this database), and allocate nothing per row: what the lab and the
+/// benchmarks use.
+///
+/// # Errors
+///
+/// A conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`],
+/// [`Error::LockConflict`]) rolls the transaction back at once and every later call returns
+/// [`Error::TransactionAborted`]; all of them are [retryable](Error::is_retryable), and
+/// [`Database::run`] retries them for you. Any other error (bad input, a duplicate key)
+/// leaves the transaction usable and changes nothing. Dropping a transaction without
+/// committing aborts it.
+///
+/// # Threads
+///
+/// A transaction belongs to the thread that began it: it is neither `Send` nor `Sync`
+/// (the [`ThreadBound`] field says so), so the compiler refuses to move one into another
+/// thread or task ("`*const ()` cannot be sent between threads safely … required because
+/// it appears within the type `ThreadBound`").
+///
+/// Why: Verso's begin and commit take no lock. Each thread has a slot in the database where
+/// it publishes the start timestamps of its running transactions (the collector reads the
+/// slots to know which versions a snapshot may still need), and where it queues its
+/// committed transactions for collection; only the owning thread writes its slot, with
+/// plain stores. A transaction ending on another thread would write a slot its owner may be
+/// writing at the same moment, and a snapshot could vanish from the slot while it runs, so
+/// that the versions it reads could be freed under it. Making the slot safe for two
+/// writers would put a lock or an atomic read-modify-write into every begin and commit.
+///
+/// What to do instead: one transaction per task, begun on the thread that runs it. Share
+/// the [`Database`] (it is `Clone + Send + Sync`, and cheap to clone), and begin the
+/// transaction inside the thread, or inside the closure you give [`Database::run`]:
+///
+/// ```
+/// use verso::{ColumnType, Database, Isolation, Options, Schema, Value};
+///
+/// let db = Database::open(Options::default())?;
+/// let hits = db.create_table(
+///     "hits",
+///     Schema::new()
+///         .column("page", ColumnType::U64)
+///         .column("n", ColumnType::I64)
+///         .primary_key(&["page"]),
+/// )?;
+/// std::thread::scope(|scope| {
+///     for page in 0..4u64 {
+///         let db = &db;
+///         // The transaction is begun by the thread that uses it.
+///         scope.spawn(move || {
+///             db.run(Isolation::Snapshot, |txn| txn.insert(hits, &[page.into(), Value::I64(1)]))
+///         });
+///     }
+/// });
+/// # Ok::<(), verso::Error>(())
+/// ```
+///
+/// In async code, the same rule: begin, use and commit the transaction within one
+/// synchronous stretch (no `.await` while it is open), or run it on a blocking thread
+/// (`spawn_blocking`). Any number of transactions may be open on one thread at once.
+///
+/// ```compile_fail,E0277
+/// # use verso::{Database, Isolation, Options};
+/// let db = Database::open(Options::default()).unwrap();
+/// let txn = db.begin(Isolation::Snapshot);
+/// // error[E0277]: `*const ()` cannot be sent between threads safely
+/// std::thread::scope(|scope| {
+///     scope.spawn(move || txn.commit());
+/// });
+/// ```
 pub struct Transaction<'db> {
+    /// First, so that the compiler's "cannot be sent between threads safely" names it.
+    _thread: ThreadBound,
     inner: AnyTxn<'db>,
 }
 
-impl Transaction<'_> {
+impl<'db> Transaction<'db> {
     /// The snapshot timestamp: the transaction sees commits with smaller timestamps.
     pub fn start_ts(&self) -> u64 {
         on_txn!(&self.inner, t => t.start_ts())
@@ -1347,9 +1437,22 @@ impl Transaction<'_> {
         on_txn!(&self.inner, t => t.is_read_only())
     }
 
-    /// The row with this primary key (values in key order), if this transaction sees one.
+    /// The row with this primary key (values in key order), if this transaction sees one:
+    /// its values in column order. [`Transaction::get_row`] reads the same row with its
+    /// column names.
     pub fn get(&self, table: TableId, key: &[Value]) -> Result<Option<Vec<Value>>> {
         on_txn!(&self.inner, t => t.get(table, key))
+    }
+
+    /// The row with this primary key, if this transaction sees one, as a [`Row`]: columns
+    /// by name or position (`row.get::<i64>("balance")?`), or the whole row as a type of
+    /// your own ([`Row::decode`]).
+    pub fn get_row(&self, table: TableId, key: &[Value]) -> Result<Option<Row<'db>>> {
+        on_txn!(&self.inner, t => {
+            let schema = t.schema(table)?;
+            let values = t.get(table, key)?;
+            Ok(values.map(|values| Row::new(schema, values)))
+        })
     }
 
     /// Lends the visible row under `key` to `reader` without copying or allocating: the
@@ -1357,7 +1460,7 @@ impl Transaction<'_> {
     ///
     /// `reader` runs while the row is latched for reading: it must not write, commit or
     /// collect garbage in this database (that can wait for the latch for ever); copy what
-    /// it needs instead. [`Transaction::get_with`] has no such rule.
+    /// it needs instead. [`Transaction::get_row`] has no such rule.
     pub fn get_view<R>(
         &self,
         table: TableId,
@@ -1379,19 +1482,6 @@ impl Transaction<'_> {
     /// the wrong arity or type, or when the transaction is no longer active.
     pub fn prefetch<K: AsRef<[Value]>>(&self, table: TableId, keys: &[K]) -> Result<()> {
         on_txn!(&self.inner, t => t.prefetch(table, keys))
-    }
-
-    /// Like [`Transaction::get`], but lends the row to `reader` as values, decoded into a
-    /// buffer the transaction reuses (so a hot loop allocates little). `reader` runs after
-    /// the row is released, so it may use the database freely. For no copy at all use
-    /// [`Transaction::get_view`].
-    pub fn get_with<R>(
-        &self,
-        table: TableId,
-        key: &[Value],
-        reader: impl FnOnce(&[Value]) -> R,
-    ) -> Result<Option<R>> {
-        on_txn!(&self.inner, t => t.get_with(table, key, reader))
     }
 
     /// Inserts a row (all columns, in schema order). Fails with [`Error::DuplicateKey`] if
@@ -1426,10 +1516,11 @@ impl Transaction<'_> {
     pub fn update_range(
         &mut self,
         table: TableId,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         changes: &[(usize, Value)],
         mut choose: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<usize> {
+        let range = range.into();
         on_txn!(&mut self.inner, t => t.update_range(table, &range, changes, &mut choose))
     }
 
@@ -1438,110 +1529,71 @@ impl Transaction<'_> {
         on_txn!(&mut self.inner, t => t.delete(table, key))
     }
 
-    /// The rows whose primary key lies in `range` (see [`KeyRange`] for prefix bounds), in
-    /// primary-key order. For large results prefer [`Transaction::scan_with`].
-    pub fn scan(
-        &self,
-        table: TableId,
-        range: impl RangeBounds<Vec<Value>>,
-    ) -> Result<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        on_txn!(&self.inner, t => t.scan(table, &KeyRange::new(range), |row| row.to_values(), |row| {
-            rows.push(row);
-            true
-        }))?;
-        Ok(rows)
-    }
-
     /// Streams the rows in `range` in primary-key order (descending if the range is
-    /// [`KeyRange::descending`]) to `visit` as values (decoded into
-    /// a reused buffer); `visit` returns `false` to stop. `visit` runs with no row latched,
-    /// so it may use the database freely.
-    pub fn scan_with(
-        &self,
-        table: TableId,
-        range: KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
-    ) -> Result<()> {
-        let values = std::cell::RefCell::new(Vec::new());
-        on_txn!(&self.inner, t => t.scan(
-            table,
-            &range,
-            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
-            |()| visit(&values.borrow()),
-        ))
-    }
-
-    /// Streams the rows in `range` in primary-key order (descending if the range is
-    /// [`KeyRange::descending`]) to `visit`, lent without copying;
-    /// `visit` returns `false` to stop. The fast path for analytical scans.
+    /// [`KeyRange::descending`]) to `visit`, lent without copying; `visit` returns `false`
+    /// to stop. The fast path for analytical scans: no allocation per row.
     ///
     /// `visit` runs while the row is latched for reading: it must not write, commit or
-    /// collect garbage in this database (that can wait for the latch for ever). Use
-    /// [`Transaction::scan_with`] for a visitor that does.
+    /// collect garbage in this database (that can wait for the latch for ever). Use the
+    /// iterator [`Transaction::scan`] to do more per row, or to stop and resume.
     pub fn scan_view(
         &self,
         table: TableId,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
+        let range = range.into();
         on_txn!(&self.inner, t => t.scan(table, &range, &mut visit, |keep_going| keep_going))
-    }
-
-    /// The rows whose key in secondary index `index` lies in `range` (prefixes of the
-    /// index's columns), in index order (ties in primary-key order).
-    pub fn scan_index(
-        &self,
-        table: TableId,
-        index: &str,
-        range: impl RangeBounds<Vec<Value>>,
-    ) -> Result<Vec<Vec<Value>>> {
-        let mut rows = Vec::new();
-        on_txn!(&self.inner, t => t.scan_index(
-            table,
-            index,
-            &KeyRange::new(range),
-            |row| row.to_values(),
-            |row| {
-                rows.push(row);
-                true
-            },
-        ))?;
-        Ok(rows)
-    }
-
-    /// Streams the rows of a secondary-index range in index order (descending if the range
-    /// is [`KeyRange::descending`]) to `visit` as values, until it returns
-    /// `false`. `visit` runs with no row latched, so it may use the database freely.
-    pub fn scan_index_with(
-        &self,
-        table: TableId,
-        index: &str,
-        range: KeyRange,
-        mut visit: impl FnMut(&[Value]) -> bool,
-    ) -> Result<()> {
-        let values = std::cell::RefCell::new(Vec::new());
-        on_txn!(&self.inner, t => t.scan_index(
-            table,
-            index,
-            &range,
-            |row| crate::engine::txn::decode_into(&mut values.borrow_mut(), row),
-            |()| visit(&values.borrow()),
-        ))
     }
 
     /// Streams the rows of a secondary-index range in index order (descending if the range
     /// is [`KeyRange::descending`]) to `visit`, lent without copying, until it returns
-    /// `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the
-    /// row's read latch and must not write, commit or collect in this database.
+    /// `false`. Same rule as [`Transaction::scan_view`]: `visit` runs under the row's read
+    /// latch and must not write, commit or collect in this database.
     pub fn scan_index_view(
         &self,
         table: TableId,
         index: &str,
-        range: KeyRange,
+        range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
+        let range = range.into();
         on_txn!(&self.inner, t => t.scan_index(table, index, &range, &mut visit, |keep_going| keep_going))
+    }
+
+    /// Begins a batched scan (the [`Scan`](crate::Scan) iterator): its cursor, the rows'
+    /// schema, and whether the rows it hands out are recorded as read.
+    pub(crate) fn open_scan(
+        &self,
+        table: TableId,
+        index: Option<&str>,
+        range: &KeyRange,
+    ) -> Result<(ScanCursor, &'db TableSchema, bool)> {
+        on_txn!(&self.inner, t => {
+            let (cursor, schema) = t.open_scan(table, index, range)?;
+            Ok((cursor, schema, t.records_scans()))
+        })
+    }
+
+    /// Fetches the next batch of a [`Scan`](crate::Scan) from one end: each row's values,
+    /// with its index key if `with_keys`.
+    pub(crate) fn scan_batch(
+        &self,
+        cursor: &mut ScanCursor,
+        from: End,
+        max_rows: usize,
+        with_keys: bool,
+        out: &mut VecDeque<(Option<Vec<u8>>, Vec<Value>)>,
+    ) -> Result<()> {
+        let decode =
+            |key: &[u8], row: RowView<'_>| (with_keys.then(|| key.to_vec()), row.to_values());
+        on_txn!(&self.inner, t => t.scan_batch(cursor, from, max_rows, decode, out))
+    }
+
+    /// Records that a [`Scan`](crate::Scan) handed out its rows up to index key `upto`
+    /// from one end (`None`: all of them).
+    pub(crate) fn record_scanned(&self, cursor: &mut ScanCursor, from: End, upto: Option<Vec<u8>>) {
+        on_txn!(&self.inner, t => t.record_scanned(cursor, from, upto))
     }
 
     /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.
@@ -1554,3 +1606,10 @@ impl Transaction<'_> {
         on_txn!(self.inner, t => t.abort())
     }
 }
+
+/// The reason a [`Transaction`] is neither `Send` nor `Sync`: it belongs to the thread
+/// that began it. If the compiler says that "`*const ()` cannot be sent between threads
+/// safely" and that this type is "required because it appears within the type
+/// `Transaction`", see [Threads](Transaction#threads).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ThreadBound(std::marker::PhantomData<*const ()>);

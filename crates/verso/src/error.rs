@@ -12,9 +12,8 @@ use crate::value::ColumnType;
 ///
 /// What an error does to the transaction that returned it:
 /// - a conflict ([`Error::WriteConflict`], [`Error::SerializationFailure`],
-///   [`Error::LockConflict`]) rolls the
-///   transaction back on the spot; every later call on it returns
-///   [`Error::TransactionAborted`];
+///   [`Error::LockConflict`]) rolls the transaction back on the spot; every later call on
+///   it, `commit` included, returns [`Error::TransactionAborted`], which is retryable too;
 /// - any other error leaves the transaction usable: the failed call changed nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -40,7 +39,10 @@ pub enum Error {
         /// What refused the access.
         reason: &'static str,
     },
-    /// The transaction was already rolled back because of an earlier conflict.
+    /// The transaction was already rolled back because of an earlier conflict (a call that
+    /// returned [`Error::WriteConflict`], [`Error::SerializationFailure`] or
+    /// [`Error::LockConflict`]). Retry the whole transaction; [`Error::is_retryable`] says
+    /// so.
     TransactionAborted,
     /// An insert found a row with the same primary key visible to this transaction.
     DuplicateKey {
@@ -63,6 +65,21 @@ pub enum Error {
         table: String,
         /// The column name or index asked for.
         column: String,
+    },
+    /// A column's value read as a Rust type it does not convert to ([`Row::get`]): a NULL
+    /// read as anything but an `Option`, or a value of another type (Verso converts no
+    /// number to another).
+    ///
+    /// [`Row::get`]: crate::Row::get
+    ValueConversion {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// The value the column holds.
+        value: String,
+        /// The type asked for.
+        target: String,
     },
     /// The table has no secondary index with this name.
     UnknownIndex {
@@ -138,13 +155,17 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the transaction lost a race and running it again may succeed.
+    /// Whether the transaction lost a race and running it again may succeed: a conflict,
+    /// or [`Error::TransactionAborted`] (a call after a conflict rolled it back, which is
+    /// the only way a transaction ends up rolled back while its handle lives).
+    /// [`Database::run`](crate::Database::run) retries exactly these.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
             Error::WriteConflict { .. }
                 | Error::SerializationFailure { .. }
                 | Error::LockConflict { .. }
+                | Error::TransactionAborted
         )
     }
 }
@@ -166,9 +187,9 @@ impl fmt::Display for Error {
                 "lock conflict on a row of {table}: {reason}; the transaction was rolled \
                  back, retry it"
             ),
-            Error::TransactionAborted => {
-                f.write_str("the transaction was already rolled back by an earlier conflict")
-            }
+            Error::TransactionAborted => f.write_str(
+                "the transaction was already rolled back by an earlier conflict; retry it",
+            ),
             Error::DuplicateKey { table } => {
                 write!(f, "a row with this primary key already exists in {table}")
             }
@@ -176,6 +197,21 @@ impl fmt::Display for Error {
             Error::DuplicateTable { name } => write!(f, "a table named {name} already exists"),
             Error::UnknownColumn { table, column } => {
                 write!(f, "table {table} has no column {column}")
+            }
+            Error::ValueConversion {
+                table,
+                column,
+                value,
+                target,
+            } => {
+                write!(
+                    f,
+                    "cannot read {table}.{column} as {target}: it holds {value}"
+                )?;
+                if value == "NULL" {
+                    write!(f, " (read a column that may be NULL as Option<{target}>)")?;
+                }
+                Ok(())
             }
             Error::UnknownIndex { table, index } => {
                 write!(f, "table {table} has no secondary index {index}")

@@ -4,6 +4,11 @@
 //! short writes with long-running reads. Old versions are pruned the moment no running
 //! transaction can see them (Steam's eager pruning), not when the oldest transaction ends,
 //! so a long analytical read does not make writes slower or memory grow without bound.
+//! Verso keeps its data in memory only today: nothing survives the process.
+//!
+//! Start with [`Database`] (open one with [`Options`]), [`Schema`] (a table's columns,
+//! primary key and secondary indexes), [`Transaction`] (reads and writes at a snapshot),
+//! [`Value`] (one column's value) and [`Error`] (what went wrong, and whether to retry).
 //!
 //! ```
 //! use verso::{ColumnType, Database, Isolation, Options, Schema, Value};
@@ -21,22 +26,38 @@
 //!
 //! let mut txn = db.begin(Isolation::Snapshot);
 //! txn.insert(accounts, &[Value::U64(1), "ada".into(), Value::I64(100)])?;
+//! txn.insert(accounts, &[Value::U64(2), "bob".into(), Value::I64(20)])?;
 //! txn.commit()?;
 //!
 //! let reader = db.begin(Isolation::Snapshot); // a snapshot taken now
-//! let mut writer = db.begin(Isolation::Snapshot);
-//! writer.update(accounts, &[Value::U64(1)], &[(2, Value::I64(50))])?;
-//! writer.commit()?;
+//! // `run` begins, commits, and runs the closure again if the transaction loses a race.
+//! db.run(Isolation::Snapshot, |txn| {
+//!     txn.update(accounts, &[Value::U64(1)], &[(2, Value::I64(50))]).map(drop)
+//! })?;
 //!
-//! // The reader still sees its snapshot; a new transaction sees the update.
-//! assert_eq!(reader.get(accounts, &[Value::U64(1)])?.unwrap()[2], Value::I64(100));
+//! // The reader still sees its snapshot; scans are iterators of rows with named columns.
+//! let mut total = 0;
+//! for row in reader.scan(accounts, ..)? {
+//!     total += row?.get::<i64>("balance")?;
+//! }
+//! assert_eq!(total, 120);
 //! let fresh = db.begin(Isolation::Snapshot);
 //! assert_eq!(fresh.get(accounts, &[Value::U64(1)])?.unwrap()[2], Value::I64(50));
 //! # Ok::<(), verso::Error>(())
 //! ```
 //!
-//! Architecture: one engine, generic over four seams (version storage, concurrency
-//! control, garbage collection, index pointers); see `ARCHITECTURE.md`.
+//! Then: [`Row`] and [`FromRow`]/[`IntoRow`] to map rows to your own types, [`Scan`] for
+//! how range scans read, [`Database::run`] and [`RetryPolicy`] for conflicts, and
+//! [`Transaction`]'s sections on reading and on threads (a transaction belongs to the
+//! thread that began it).
+//!
+//! Every design the five MVCC papers behind Verso describe is a configuration of the same
+//! engine, chosen in [`Options`]: the version storage ([`VersionStorageKind`]), the
+//! concurrency-control protocol ([`ConcurrencyControl`]), the garbage collector
+//! ([`GarbageCollector`]) and what index entries point at ([`IndexPointers`]). The defaults
+//! are the ones to use. The knobs that only reproduce the papers' experiments are in
+//! [`research`]. Architecture: one engine, generic over those four seams; see
+//! `ARCHITECTURE.md`.
 
 #![warn(missing_docs)]
 // `unsafe` is allowed only where `docs/unsafe.md` lists it, with its invariant.
@@ -51,7 +72,11 @@ mod index;
 mod key;
 mod memory_spaces;
 mod prefetch;
+pub mod research;
+mod retry;
 mod row;
+mod rows;
+mod scan;
 mod schema;
 mod stats;
 mod sync;
@@ -62,18 +87,19 @@ mod version;
 
 pub use db::{
     ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
-    TableId, Transaction, VersionRemoval, VersionStorageKind,
+    TableId, ThreadBound, Transaction, VersionStorageKind,
 };
 pub use error::{Error, Result};
-pub use memory_spaces::{
-    memory_space_usage, memory_spaces_installed, MemorySpaceUsage, MemorySpaces, CHUNK_BYTES,
-    MAX_CLASS_BYTES, MAX_MEMORY_SPACES,
-};
-pub use row::{NonInline, RowView, ValueRef, NON_INLINE_MIN_BYTES};
-pub use schema::{ColumnMask, PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
-pub use stats::{chain_bucket, ChainHistogram, Stats, CHAIN_BUCKETS};
+pub use retry::RetryPolicy;
+pub use row::{RowView, ValueRef};
+pub use rows::{ColumnIndex, FromRow, FromValue, IntoRow, Row};
+pub use scan::Scan;
+pub use schema::{PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
+pub use stats::Stats;
 pub use txn::slots::MAX_THREADS;
 pub use value::{ColumnType, Value};
+// The engine's own short paths to the research knobs (the public path is `research::`).
+use research::{NonInline, VersionRemoval};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.
 #[cfg(doctest)]

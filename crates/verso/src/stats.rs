@@ -1,5 +1,5 @@
-//! What the engine measures about itself (DESIGN.md §7): cheap per-thread counters, summed
-//! when read.
+//! What the engine measures about itself (`docs/brief.md`): cheap per-thread counters,
+//! summed when read.
 //!
 //! Each counter lives in a thread slot and is written only by the thread that owns the slot
 //! (a plain load and store, no read-modify-write), so counting costs no shared traffic.

@@ -5,7 +5,8 @@
 //! Why not `Instant`: on a virtual machine a `clock_gettime` through the vDSO costs about
 //! 50 ns here, and timing a prune reads the clock twice, once per write of a row that has
 //! an older version. Behind a long snapshot that is nearly every write, and the two reads
-//! were about 3% of TPC-B's time (`docs/lab.md`). Reading the counter costs about 12 ns.
+//! were about 3% of TPC-B's time (`docs/lab-notebook.md`). Reading the counter costs about
+//! 12 ns.
 //!
 //! Definitions: a *tick* is one step of the counter. On x86_64 it is the TSC, which runs at
 //! a constant rate on every processor Linux uses it as a clock source on (`constant_tsc`);

@@ -147,3 +147,14 @@ impl From<Vec<u8>> for Value {
         Value::Bytes(v)
     }
 }
+impl From<&[u8]> for Value {
+    fn from(v: &[u8]) -> Self {
+        Value::Bytes(v.to_vec())
+    }
+}
+/// `None` is NULL.
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}

@@ -7,6 +7,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use common::ScanRows;
 use common::{all_databases, create_accounts, BALANCE};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -105,7 +106,10 @@ fn check_snapshot(
         assert!(e.is_retryable(), "{design}: {context}: {what}: {e}");
         e
     };
-    let scanned = txn.scan(table, ..).map_err(|e| retryable(e, "scan"))?;
+    let scanned = txn
+        .scan(table, ..)
+        .rows()
+        .map_err(|e| retryable(e, "scan"))?;
     let ids: Vec<u64> = scanned.iter().filter_map(|row| row[0].as_u64()).collect();
     assert_eq!(
         ids,

@@ -10,8 +10,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::create_counter;
+use common::ScanRows;
+use verso::research::VersionRemoval;
 use verso::{
-    Database, Error, GarbageCollector, Isolation, Options, Stats, TableId, Value, VersionRemoval,
+    Database, Error, GarbageCollector, Isolation, Options, Stats, TableId, Value,
     VersionStorageKind,
 };
 
@@ -150,7 +152,7 @@ fn a_held_snapshot_keeps_its_version_and_only_exact_collectors_prune_in_between(
             assert!(stats.version_retrieval_nanos > 0, "{gc:?}: {stats:?}");
         }
         assert_eq!(stats.scan_chain_lengths.count(), 0, "{gc:?}: no scans yet");
-        let scanned = held.scan(table, ..).expect("scan");
+        let scanned = held.scan(table, ..).rows().expect("scan");
         assert_eq!(scanned[0][1], Value::I64(-1), "{gc:?}: the scan's version");
         let stats = db.stats();
         assert_eq!(
@@ -730,7 +732,7 @@ fn the_suites_run_the_configurations_the_docs_list() {
     assert_eq!(physical, 9 + 10 + 4 * 2 + 1);
     let out_of_line = all
         .iter()
-        .filter(|o| o.non_inline != verso::NonInline::Packed)
+        .filter(|o| o.non_inline != verso::research::NonInline::Packed)
         .count();
     assert_eq!(out_of_line, 2 * 4 + 1);
     for options in &all {

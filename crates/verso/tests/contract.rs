@@ -7,12 +7,13 @@ mod common;
 use std::cmp::Ordering;
 use std::ops::Bound::{Excluded, Included, Unbounded};
 
+use common::ScanRows;
 use common::{
     all_configurations, all_databases, all_rows, assert_collected_everything, commit_rows,
     create_items, if_collected, index_rows, item, item_key, items, items_schema, open, ITEMS,
 };
 use verso::{
-    ColumnType, Database, Error, Isolation, KeyRange, PrimaryKeyIndex, Schema, TableId,
+    ColumnType, Database, Error, Isolation, KeyRange, PrimaryKeyIndex, RowView, Schema, TableId,
     Transaction, Value, MAX_COLUMNS,
 };
 
@@ -95,7 +96,7 @@ fn assert_items(
 ) {
     let by_key = sorted(expected, primary_order);
     assert_eq!(
-        ok!(design, txn.scan(table, ..)),
+        ok!(design, txn.scan(table, ..).rows()),
         by_key,
         "{design}: {context}: full scan"
     );
@@ -108,13 +109,13 @@ fn assert_items(
         );
     }
     assert_eq!(
-        ok!(design, txn.scan_index(table, items::BY_NAME, ..)),
+        ok!(design, txn.scan_index(table, items::BY_NAME, ..).rows()),
         sorted(expected, name_order),
         "{design}: {context}: full scan of {}",
         items::BY_NAME
     );
     assert_eq!(
-        ok!(design, txn.scan_index(table, items::BY_SCORE, ..)),
+        ok!(design, txn.scan_index(table, items::BY_SCORE, ..).rows()),
         sorted(expected, score_order),
         "{design}: {context}: full scan of {}",
         items::BY_SCORE
@@ -131,6 +132,7 @@ fn assert_items(
             ok!(
                 design,
                 txn.scan_index(table, items::BY_NAME, prefix.clone()..=prefix)
+                    .rows()
             ),
             want,
             "{design}: {context}: {} = {name}",
@@ -368,7 +370,11 @@ fn a_table_of_max_columns_works_up_to_its_last_column() {
         let old = vec![Value::I64(last as i64)];
         let new = vec![Value::I64(-1)];
         let by_last = |txn: &Transaction<'_>, k: &Vec<Value>| {
-            ok!(d, txn.scan_index(table, "by_last", k.clone()..=k.clone()))
+            ok!(
+                d,
+                txn.scan_index(table, "by_last", k.clone()..=k.clone())
+                    .rows()
+            )
         };
         assert_eq!(by_last(&before, &old), vec![row.clone()], "{d}");
         assert!(by_last(&before, &new).is_empty(), "{d}");
@@ -407,10 +413,10 @@ fn table_ids_of_another_database_are_unknown_tables() {
 
         let mut txn = db.begin(Isolation::Snapshot);
         assert_err!(d, txn.get(foreign, &key), Error::UnknownTable { .. });
-        assert_err!(d, txn.scan(foreign, ..), Error::UnknownTable { .. });
+        assert_err!(d, txn.scan(foreign, ..).rows(), Error::UnknownTable { .. });
         assert_err!(
             d,
-            txn.scan_index(foreign, items::BY_NAME, ..),
+            txn.scan_index(foreign, items::BY_NAME, ..).rows(),
             Error::UnknownTable { .. }
         );
         assert_err!(
@@ -592,7 +598,7 @@ fn insert_get_update_delete_scan_with_composite_keys_and_every_type() {
         }
         // Its own inserts, in primary-key order: "a" < "a\0b" < "ab" < "b".
         assert_eq!(
-            keys_of(&ok!(d, txn.scan(table, ..))),
+            keys_of(&ok!(d, txn.scan(table, ..).rows())),
             keys(&[
                 ("a", 2),
                 ("a", 3),
@@ -894,24 +900,24 @@ fn scan_bounds_are_key_prefixes() {
             let mut streamed = Vec::new();
             ok!(
                 d,
-                txn.scan_with(table, KeyRange::new(range.clone()), |row| {
-                    streamed.push(row.to_vec());
+                txn.scan_view(table, range.clone(), |row| {
+                    streamed.push(row.to_values());
                     true
                 })
             );
-            assert_eq!(keys_of(&streamed), keys(want), "{d}: scan_with {name}");
-            let collected = ok!(d, txn.scan(table, range.clone()));
+            assert_eq!(keys_of(&streamed), keys(want), "{d}: scan_view {name}");
+            let collected = ok!(d, txn.scan(table, range.clone()).rows());
             assert_eq!(
                 collected, streamed,
-                "{d}: scan and scan_with differ on {name}"
+                "{d}: scan and scan_view differ on {name}"
             );
         }
         for prefix in [t("a"), t("ab"), tk("a", 2), t("zz"), t("")] {
             let mut streamed = Vec::new();
             ok!(
                 d,
-                txn.scan_with(table, KeyRange::prefix(prefix.clone()), |row| {
-                    streamed.push(row.to_vec());
+                txn.scan_view(table, KeyRange::prefix(prefix.clone()), |row| {
+                    streamed.push(row.to_values());
                     true
                 })
             );
@@ -922,16 +928,16 @@ fn scan_bounds_are_key_prefixes() {
             assert_eq!(streamed, want, "{d}: KeyRange::prefix({prefix:?})");
         }
 
-        // scan_with stops when the visitor says so.
+        // scan_view stops when the visitor says so.
         let mut visited = 0;
         ok!(
             d,
-            txn.scan_with(table, KeyRange::new(..), |_| {
+            txn.scan_view(table, .., |_| {
                 visited += 1;
                 visited < 2
             })
         );
-        assert_eq!(visited, 2, "{d}: scan_with must stop after false");
+        assert_eq!(visited, 2, "{d}: scan_view must stop after false");
 
         // Bad bounds are typed errors.
         assert_err!(
@@ -939,26 +945,28 @@ fn scan_bounds_are_key_prefixes() {
             txn.scan(
                 table,
                 vec![Value::from("a"), Value::U64(1), Value::U64(2)]..
-            ),
+            )
+            .rows(),
             Error::WrongArity { .. }
         );
         assert_err!(
             d,
-            txn.scan(table, vec![Value::Null]..),
+            txn.scan(table, vec![Value::Null]..).rows(),
             Error::NullInPrimaryKey { .. }
         );
         assert_err!(
             d,
-            txn.scan(table, ..vec![Value::U64(1)]),
+            txn.scan(table, ..vec![Value::U64(1)]).rows(),
             Error::WrongType { .. }
         );
         assert_err!(
             d,
-            txn.scan(table, t("a")..vec![Value::from("b"), Value::I64(1)]),
+            txn.scan(table, t("a")..vec![Value::from("b"), Value::I64(1)])
+                .rows(),
             Error::WrongType { .. }
         );
         // The transaction is still usable after bad bounds.
-        assert_eq!(ok!(d, txn.scan(table, ..)).len(), all.len(), "{d}");
+        assert_eq!(ok!(d, txn.scan(table, ..).rows()).len(), all.len(), "{d}");
     }
 }
 
@@ -967,10 +975,13 @@ fn empty_tables_scan_empty() {
     for (db, table) in all_with_items(&[]) {
         let d = db.design();
         let txn = db.begin(Isolation::Snapshot);
-        assert!(ok!(d, txn.scan(table, ..)).is_empty(), "{d}");
-        assert!(ok!(d, txn.scan(table, t("a")..=t("z"))).is_empty(), "{d}");
+        assert!(ok!(d, txn.scan(table, ..).rows()).is_empty(), "{d}");
         assert!(
-            ok!(d, txn.scan_index(table, items::BY_NAME, ..)).is_empty(),
+            ok!(d, txn.scan(table, t("a")..=t("z")).rows()).is_empty(),
+            "{d}"
+        );
+        assert!(
+            ok!(d, txn.scan_index(table, items::BY_NAME, ..).rows()).is_empty(),
             "{d}"
         );
         assert_eq!(ok!(d, txn.get(table, &tk("a", 1))), None, "{d}");
@@ -1011,7 +1022,7 @@ fn long_scans_cross_batch_boundaries_in_order() {
         let mut visited = 0;
         ok!(
             d,
-            txn.scan_with(table, KeyRange::new(..), |_| {
+            txn.scan_view(table, .., |_| {
                 visited += 1;
                 visited < 300
             })
@@ -1020,7 +1031,7 @@ fn long_scans_cross_batch_boundaries_in_order() {
         let mut visited = 0;
         ok!(
             d,
-            txn.scan_index_with(
+            txn.scan_index_view(
                 table,
                 items::BY_NAME,
                 KeyRange::prefix(vec!["n1".into()]),
@@ -1044,13 +1055,13 @@ fn streamed(
     stop_after: usize,
 ) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
-    let mut take = |row: &[Value]| {
-        rows.push(row.to_vec());
+    let mut take = |row: RowView<'_>| {
+        rows.push(row.to_values());
         rows.len() < stop_after
     };
     match index {
-        None => txn.scan_with(table, range, &mut take),
-        Some(index) => txn.scan_index_with(table, index, range, &mut take),
+        None => txn.scan_view(table, range, &mut take),
+        Some(index) => txn.scan_index_view(table, index, range, &mut take),
     }
     .expect("the scan runs");
     rows
@@ -1177,8 +1188,8 @@ fn a_descending_scan_that_stopped_early_read_the_top_of_its_range() {
         // The ranger reads the latest "a" row, ("a", 3), and stops there.
         let mut latest = None;
         outcomes.push(
-            ranger.scan_with(table, KeyRange::prefix(t("a")).descending(), |row| {
-                latest = row[items::ID].as_u64();
+            ranger.scan_view(table, KeyRange::prefix(t("a")).descending(), |row| {
+                latest = row.get(items::ID).as_u64();
                 false
             }),
         );
@@ -1280,7 +1291,11 @@ fn update_range_updates_the_chosen_rows_it_sees() {
             item("b", 2, 2, "b"),
             item("c", 5, 5, "c"),
         ];
-        assert_eq!(ok!(d, txn.scan(table, ..)), expected, "{d}: own view");
+        assert_eq!(
+            ok!(d, txn.scan(table, ..).rows()),
+            expected,
+            "{d}: own view"
+        );
         // An empty range, and a range nothing is chosen from, update nothing.
         let none = ok!(
             d,
@@ -1570,7 +1585,7 @@ fn bad_input_gives_typed_errors_and_leaves_the_transaction_usable() {
         }
         errors.push(assert_err!(
             d,
-            txn.scan_index(table, "by_nothing", ..),
+            txn.scan_index(table, "by_nothing", ..).rows(),
             Error::UnknownIndex { .. }
         ));
 
@@ -1841,15 +1856,20 @@ fn after_op(op: Op, id: u64, before: Option<Vec<Value>>, score: i64) -> Option<V
 fn assert_dead(design: &str, mut txn: Transaction<'_>, table: TableId) {
     let key = tk("k", 1);
     assert_err!(design, txn.get(table, &key), Error::TransactionAborted);
+    assert_err!(design, txn.get_row(table, &key), Error::TransactionAborted);
     assert_err!(
         design,
-        txn.get_with(table, &key, |_| ()),
+        txn.get_view(table, &key, |_| ()),
         Error::TransactionAborted
     );
-    assert_err!(design, txn.scan(table, ..), Error::TransactionAborted);
     assert_err!(
         design,
-        txn.scan_index(table, items::BY_NAME, ..),
+        txn.scan(table, ..).rows(),
+        Error::TransactionAborted
+    );
+    assert_err!(
+        design,
+        txn.scan_index(table, items::BY_NAME, ..).rows(),
         Error::TransactionAborted
     );
     assert_err!(
@@ -2456,9 +2476,14 @@ fn scan_index_by_prefix_and_range_with_duplicate_keys() {
     for (db, table) in all_with_items(&rows) {
         let d = db.design();
         let txn = db.begin(Isolation::Snapshot);
-        let by_name = |range: Range| keys_of(&ok!(d, txn.scan_index(table, items::BY_NAME, range)));
-        let by_score =
-            |range: Range| keys_of(&ok!(d, txn.scan_index(table, items::BY_SCORE, range)));
+        let by_name =
+            |range: Range| keys_of(&ok!(d, txn.scan_index(table, items::BY_NAME, range).rows()));
+        let by_score = |range: Range| {
+            keys_of(&ok!(
+                d,
+                txn.scan_index(table, items::BY_SCORE, range).rows()
+            ))
+        };
         let x = vec![Value::from("x")];
         let y = vec![Value::from("y")];
         // Equality: non-unique keys come in primary-key order.
@@ -2537,11 +2562,11 @@ fn scan_index_by_prefix_and_range_with_duplicate_keys() {
             keys(&[]),
             "{d}: inverted"
         );
-        // scan_index_with stops early.
+        // scan_index_view stops early.
         let mut seen = 0;
         ok!(
             d,
-            txn.scan_index_with(table, items::BY_NAME, KeyRange::prefix(x.clone()), |_| {
+            txn.scan_index_view(table, items::BY_NAME, KeyRange::prefix(x.clone()), |_| {
                 seen += 1;
                 false
             })
@@ -2550,7 +2575,7 @@ fn scan_index_by_prefix_and_range_with_duplicate_keys() {
         // Bad index keys.
         assert_err!(
             d,
-            txn.scan_index(table, "nope", ..),
+            txn.scan_index(table, "nope", ..).rows(),
             Error::UnknownIndex { .. }
         );
         assert_err!(
@@ -2559,17 +2584,20 @@ fn scan_index_by_prefix_and_range_with_duplicate_keys() {
                 table,
                 items::BY_NAME,
                 vec![Value::from("x"), Value::from("y")]..
-            ),
+            )
+            .rows(),
             Error::WrongArity { .. }
         );
         assert_err!(
             d,
-            txn.scan_index(table, items::BY_NAME, vec![Value::U64(1)]..),
+            txn.scan_index(table, items::BY_NAME, vec![Value::U64(1)]..)
+                .rows(),
             Error::WrongType { .. }
         );
         assert_err!(
             d,
-            txn.scan_index(table, items::BY_SCORE, ..vec![Value::I64(1), Value::I64(1)]),
+            txn.scan_index(table, items::BY_SCORE, ..vec![Value::I64(1), Value::I64(1)])
+                .rows(),
             Error::WrongType { .. }
         );
         assert_items(&d, &txn, table, &rows, &["w", "z"], "index contents");
@@ -2817,7 +2845,7 @@ fn stats_count_commits_aborts_and_versions() {
 
         // Read-only commit, user abort, drop, a conflict.
         let reader = db.begin(Isolation::Snapshot);
-        assert_eq!(ok!(d, reader.scan(table, ..)).len(), 3, "{d}");
+        assert_eq!(ok!(d, reader.scan(table, ..).rows()).len(), 3, "{d}");
         ok!(d, reader.commit());
         let mut aborted = db.begin(Isolation::Snapshot);
         assert!(ok!(d, aborted.delete(table, &tk("k", 0))), "{d}");
@@ -3236,7 +3264,9 @@ fn mvto_an_older_insert_into_a_younger_scan_fails_at_commit() {
             if by_scan {
                 let rows = ok!(
                     d,
-                    younger.scan(table, vec![Value::from("b")]..=vec![Value::from("b")])
+                    younger
+                        .scan(table, vec![Value::from("b")]..=vec![Value::from("b")])
+                        .rows()
                 );
                 assert!(rows.is_empty(), "{d}");
             } else {
@@ -3338,7 +3368,9 @@ fn mv2pl_validates_scans_against_later_inserts() {
         assert!(
             ok!(
                 d,
-                scanner.scan(table, vec![Value::from("b")]..=vec![Value::from("b")])
+                scanner
+                    .scan(table, vec![Value::from("b")]..=vec![Value::from("b")])
+                    .rows()
             )
             .is_empty(),
             "{d}"
@@ -3356,6 +3388,7 @@ fn mv2pl_validates_scans_against_later_inserts() {
         let seen = ok!(
             d,
             late.scan(table, vec![Value::from("b")]..=vec![Value::from("b")])
+                .rows()
         );
         assert_eq!(seen.len(), 2, "{d}: the newest committed rows");
         assert!(ok!(d, set_score(&mut late, table, 1, 12)), "{d}");

@@ -546,11 +546,12 @@ fn scan_lists(
     }
     let limit = limit.unwrap_or(usize::MAX);
     let mut found: Vec<(u64, Vec<u64>)> = Vec::new();
-    txn.scan_index_with(table, BY_BUCKET, range, |row| {
-        let key = row[0].as_u64().expect("a u64 key");
-        found.push((key, decode(row)));
-        found.len() < limit
-    })?;
+    // The batched iterator: what it handed out (and no more) counts as read.
+    for row in txn.scan_index(table, BY_BUCKET, range)?.take(limit) {
+        let row = row?;
+        let key = row.values()[0].as_u64().expect("a u64 key");
+        found.push((key, decode(row.values())));
+    }
     // The keys the range holds, in the scan's order: by bucket, then key.
     let mut covered: Vec<u64> = (0..KEYS)
         .filter(|&key| only.is_none_or(|b| bucket(key) == b))

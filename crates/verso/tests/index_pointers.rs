@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::ScanRows;
 use common::{commit_rows, create_items, index_rows, item, item_key, items, open, ITEMS};
 use verso::{
     Database, Error, GarbageCollector, IndexPointers, Isolation, Options, Value, VersionStorageKind,
@@ -64,6 +65,7 @@ fn names_at(txn: &verso::Transaction<'_>, name: &str) -> Vec<u64> {
         items::BY_NAME,
         vec![Value::from(name)]..=vec![Value::from(name)],
     )
+    .rows()
     .unwrap()
     .iter()
     .map(|row| row[items::ID].as_u64().unwrap())

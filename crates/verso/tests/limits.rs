@@ -54,11 +54,11 @@ fn values_up_to_the_limit_round_trip_and_longer_ones_are_refused() {
     }
 }
 
-/// Memory spaces (Wu et al. §4.4) need `verso::MemorySpaces` as the global allocator, which
+/// Memory spaces (Wu et al. §4.4) need `verso::research::MemorySpaces` as the global allocator, which
 /// this test binary does not install: `open` says so (`tests/memory_spaces.rs` installs it).
 #[test]
 fn memory_spaces_are_refused_without_their_global_allocator() {
-    assert!(!verso::memory_spaces_installed());
+    assert!(!verso::research::memory_spaces_installed());
     match verso::Database::open(verso::Options::default().memory_spaces(2)) {
         Err(verso::Error::UnsupportedConfiguration { reason }) => {
             assert!(reason.contains("global allocator"), "{reason}")

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::ScanRows;
 use common::{create_counter, create_id_value_table};
 use verso::{Database, GarbageCollector, Isolation, Options, Value};
 
@@ -71,7 +72,7 @@ fn inserts_behind_a_held_snapshot_are_not_queued_for_finalizing() {
             0,
             "{gc:?}: inserts reached the queue"
         );
-        assert_eq!(held.scan(table, ..).expect("scan").len(), 0);
+        assert_eq!(held.scan(table, ..).rows().expect("scan").len(), 0);
         drop(held);
         // A row inserted and deleted later is still finalized and removed from the index.
         let mut delete = db.begin(Isolation::Snapshot);
@@ -113,11 +114,15 @@ fn regression_inserts_behind_a_held_snapshot_do_not_pin_version_records() {
             live <= 10,
             "{gc:?}: {live} version records behind the held snapshot"
         );
-        assert_eq!(held.scan(table, ..).expect("scan").len(), 0, "{gc:?}");
+        assert_eq!(
+            held.scan(table, ..).rows().expect("scan").len(),
+            0,
+            "{gc:?}"
+        );
         assert_eq!(held.get(table, &[Value::U64(0)]).expect("get"), None);
         let halfway = halfway.expect("taken");
         assert_eq!(
-            halfway.scan(table, ..).expect("scan").len() as u64,
+            halfway.scan(table, ..).rows().expect("scan").len() as u64,
             INSERTS / 2,
             "{gc:?}"
         );

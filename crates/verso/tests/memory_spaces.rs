@@ -1,19 +1,20 @@
-//! Wu et al. §4.4's separate memory spaces, with `verso::MemorySpaces` as this binary's
-//! global allocator: each writer thread's versions come from its own space, any thread's
-//! frees go back to the space a block came from, and the data read back is intact.
+//! Wu et al. §4.4's separate memory spaces, with `verso::research::MemorySpaces` as this
+//! binary's global allocator: each writer thread's versions come from its own space, any
+//! thread's frees go back to the space a block came from, and the data read back is intact.
 //!
 //! The spaces are process-wide, so everything runs in one test, one step after the other:
 //! counts of blocks in use are exact only with no other test allocating beside it.
 
 use std::alloc::System;
 
+use verso::research::memory_space_usage;
 use verso::{
-    memory_space_usage, ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema,
-    TableId, Value, VersionStorageKind,
+    ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId, Value,
+    VersionStorageKind,
 };
 
 #[global_allocator]
-static GLOBAL: verso::MemorySpaces<System> = verso::MemorySpaces::new(System);
+static GLOBAL: verso::research::MemorySpaces<System> = verso::research::MemorySpaces::new(System);
 
 const ROWS: u64 = 200;
 const UPDATES: u64 = 5;
@@ -63,7 +64,7 @@ fn write_rows(db: &Database, table: TableId, first: u64) {
 
 #[test]
 fn memory_spaces_serve_the_version_storage_of_each_writer_thread() {
-    for bad in [0, verso::MAX_MEMORY_SPACES + 1] {
+    for bad in [0, verso::research::MAX_MEMORY_SPACES + 1] {
         match Database::open(Options::default().memory_spaces(bad)) {
             Err(Error::UnsupportedConfiguration { reason }) => {
                 assert!(reason.contains("must number 1 to"), "{reason}")
@@ -71,7 +72,7 @@ fn memory_spaces_serve_the_version_storage_of_each_writer_thread() {
             other => panic!("{bad} spaces: {:?}", other.map(|db| db.design())),
         }
     }
-    assert!(verso::memory_spaces_installed());
+    assert!(verso::research::memory_spaces_installed());
     for storage in VersionStorageKind::ALL {
         for spaces in [1, 2] {
             let db = Database::open(

@@ -34,15 +34,19 @@
 //!
 //! `PROPTEST_CASES` overrides the number of cases (256 by default).
 
+mod common;
+
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
+use common::ScanRows;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use verso::research::{NonInline, NON_INLINE_MIN_BYTES};
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, IndexPointers, Isolation, KeyRange, NonInline,
-    Options, Schema, TableId, Transaction, Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
+    ColumnType, Database, Error, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
+    Schema, TableId, Transaction, Value, VersionStorageKind,
 };
 
 /// Transactions the generated operations keep open at once (slots `0..SLOTS`).
@@ -486,7 +490,7 @@ fn engine_apply(
             Outcome::from_result(open(*slot).get(table, &key_values(*key)), Outcome::Row)
         }
         Op::Scan(slot, range) => {
-            Outcome::from_result(open(*slot).scan(table, range.clone()), Outcome::Rows)
+            Outcome::from_result(open(*slot).scan(table, range.clone()).rows(), Outcome::Rows)
         }
         Op::ScanIndex(slot, scan) => {
             let mut range = KeyRange::new(scan.range.clone());
@@ -494,12 +498,25 @@ fn engine_apply(
                 range = range.descending();
             }
             let limit = scan.limit.unwrap_or(usize::MAX);
-            let mut rows = Vec::new();
-            let scanned = open(*slot).scan_index_with(table, INDEX, range, |row| {
-                rows.push(row.to_vec());
-                rows.len() < limit
-            });
-            Outcome::from_result(scanned, |()| Outcome::Rows(rows))
+            // Both read paths: the lent view (odd limits) and the batched iterator, whose
+            // cursor resumes after each batch and records what it handed out.
+            if limit % 2 == 1 {
+                let mut rows = Vec::new();
+                let scanned = open(*slot).scan_index_view(table, INDEX, range, |row| {
+                    rows.push(row.to_values());
+                    rows.len() < limit
+                });
+                Outcome::from_result(scanned, |()| Outcome::Rows(rows))
+            } else {
+                let scanned = open(*slot)
+                    .scan_index(table, INDEX, range)
+                    .and_then(|scan| {
+                        scan.take(limit)
+                            .map(|row| row.map(verso::Row::into_values))
+                            .collect()
+                    });
+                Outcome::from_result(scanned, Outcome::Rows)
+            }
         }
         Op::Insert(slot, key, rest) => {
             let txn = txns[*slot].as_mut().expect("slot is open");
@@ -667,7 +684,7 @@ impl<'db> Harness<'db> {
         let (db, table) = (self.db, self.table);
         let committed = &self.model.committed().table;
         let fresh = db.begin(Isolation::Snapshot);
-        let rows = fresh.scan(table, ..).expect("final scan");
+        let rows = fresh.scan(table, ..).rows().expect("final scan");
         let expected_rows: Vec<Row> = committed.values().cloned().collect();
         prop_assert_eq!(&rows, &expected_rows, "{:?}: final state", gc);
         for key in all_keys() {
@@ -682,6 +699,7 @@ impl<'db> Harness<'db> {
         }
         let by_score = fresh
             .scan_index(table, INDEX, ..)
+            .rows()
             .expect("final index scan");
         let expected_by_score = index_order(committed.clone());
         prop_assert_eq!(&by_score, &expected_by_score, "{:?}: final index scan", gc);
@@ -965,7 +983,10 @@ fn regression_rolled_back_intermediate_index_entry_hides_reinserted_row() {
             "{gc:?}"
         );
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 2)],
             "{gc:?}"
         );
@@ -1006,7 +1027,10 @@ fn regression_committed_intermediate_index_entry_hides_reinserted_row() {
             "{gc:?}"
         );
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 1)],
             "{gc:?}"
         );
@@ -1042,7 +1066,10 @@ fn regression_reinsert_in_one_transaction_leaves_index_entry_behind() {
 
         let reader = db.begin(Isolation::Snapshot);
         assert_eq!(
-            reader.scan_index(table, INDEX, ..).expect("index scan"),
+            reader
+                .scan_index(table, INDEX, ..)
+                .rows()
+                .expect("index scan"),
             vec![row_with_score(key, 1)],
             "{gc:?}"
         );

@@ -8,9 +8,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use verso::research::{NonInline, NON_INLINE_MIN_BYTES};
 use verso::{
-    ColumnType, Database, Error, GarbageCollector, Isolation, NonInline, Options, Schema, TableId,
-    Value, VersionStorageKind, NON_INLINE_MIN_BYTES,
+    ColumnType, Database, Error, GarbageCollector, Isolation, Options, Schema, TableId, Value,
+    VersionStorageKind,
 };
 
 /// Every storage under every policy, with Steam and the idle janitor off (the tests
@@ -170,8 +171,7 @@ fn long_values_read_back_at_every_snapshot_on_every_storage_and_policy() {
             let key = vec![Value::Text(title)];
             txn.scan_index(table, "by_title", key.clone()..=key)
                 .unwrap()
-                .iter()
-                .map(|row| row[0].as_u64().unwrap())
+                .map(|row| row.unwrap()[0].as_u64().unwrap())
                 .collect::<Vec<_>>()
         };
         assert_eq!(by_title(&now, title(1, 1)), vec![1], "{d}");
@@ -185,7 +185,11 @@ fn long_values_read_back_at_every_snapshot_on_every_storage_and_policy() {
         db.collect_garbage();
         assert_eq!(db.stats().live_versions(), 0, "{d}: {:?}", db.stats());
         let reader = db.begin(Isolation::Snapshot);
-        let rows: Vec<Vec<Value>> = reader.scan(table, ..).unwrap().into_iter().collect();
+        let rows: Vec<Vec<Value>> = reader
+            .scan(table, ..)
+            .unwrap()
+            .map(|row| row.unwrap().into_values())
+            .collect();
         assert_eq!(rows.len(), 4, "{d}");
         assert_eq!(rows[0], doc(0, 0), "{d}");
     }
@@ -273,7 +277,7 @@ fn concurrent_readers_see_whole_versions_while_writers_share_and_replace_long_va
                     while !stop.load(Ordering::Relaxed) || reads < 200 {
                         let txn = db.begin(Isolation::Snapshot);
                         for row in txn.scan(table, ..).unwrap() {
-                            version_of(&row);
+                            version_of(&row.unwrap());
                             reads += 1;
                         }
                     }
@@ -294,7 +298,7 @@ fn concurrent_readers_see_whole_versions_while_writers_share_and_replace_long_va
             });
             let txn = db.begin(Isolation::Snapshot);
             for row in txn.scan(table, ..).unwrap() {
-                assert_eq!(version_of(&row), 60, "{}", db.design());
+                assert_eq!(version_of(&row.unwrap()), 60, "{}", db.design());
             }
             drop(txn);
             db.collect_garbage();

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::ScanRows;
 use common::{all_configurations, assert_collected_everything, collects, open};
 use verso::{
     ColumnType, ConcurrencyControl, Database, Error, Isolation, PrimaryKeyIndex, Schema, TableId,
@@ -91,7 +92,7 @@ fn both_kinds_answer_every_operation_alike() {
                                 txn.update(table, &key(id), &[(2, Value::I64(-round))])
                             ),
                             4 => format!("{:?}", txn.delete(table, &key(id))),
-                            _ => format!("{:?}", txn.scan(table, key(id)..)),
+                            _ => format!("{:?}", txn.scan(table, key(id)..).rows()),
                         }
                         .replace(&format!("{kind:?}"), "T")
                     })
@@ -122,6 +123,7 @@ fn both_kinds_answer_every_operation_alike() {
         let txn = db.begin(Isolation::Snapshot);
         let [hashed, ordered] = tables.map(|table| {
             txn.scan(table, ..)
+                .rows()
                 .unwrap_or_else(|error| panic!("{d}: scan: {error}"))
         });
         assert!(!hashed.is_empty(), "{d}: the sequence leaves rows");
@@ -179,7 +181,7 @@ fn concurrent_inserts_of_one_key_commit_it_once_without_a_hash_index() {
             "{d}: each key committed once"
         );
         let txn = db.begin(Isolation::Snapshot);
-        let rows = txn.scan(table, ..).expect("scan");
+        let rows = txn.scan(table, ..).rows().expect("scan");
         assert_eq!(rows.len() as u64, KEYS, "{d}");
         assert_eq!(
             db.primary_index_entries(table).expect("entries"),
@@ -224,7 +226,7 @@ fn deleted_rows_leave_an_ordered_only_index_and_their_keys_come_back() {
             Some(row(7, 2)),
             "{d}"
         );
-        assert_eq!(txn.scan(table, ..).expect("scan").len(), 50, "{d}");
+        assert_eq!(txn.scan(table, ..).rows().expect("scan").len(), 50, "{d}");
     }
 }
 
@@ -299,6 +301,10 @@ fn an_insert_over_a_deleted_row_a_snapshot_still_sees_writes_over_it_without_a_h
             Some(row(4, 5)),
             "{d}"
         );
-        assert_eq!(txn.scan(table, ..).expect("scan").len() as u64, KEYS, "{d}");
+        assert_eq!(
+            txn.scan(table, ..).rows().expect("scan").len() as u64,
+            KEYS,
+            "{d}"
+        );
     }
 }

@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::ScanRows;
+
 use verso::{
     ColumnType, ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, Schema,
     TableId, Transaction, Value,
@@ -102,11 +104,14 @@ fn regression_active_list_misses_a_snapshot_moving_from_others_to_oldest() {
 // ----- a callback holding a row latch while another transaction on the thread writes --------
 
 /// The design allows several open transactions per thread. The scans and gets that lend
-/// rows as values (`scan_with`, `get_with`) used to call back under the row's shared latch,
-/// so a second transaction on the same thread that updated that row from the callback
-/// waited for the exclusive latch for ever. They now call back with the latch released.
-/// (`*_view` lend the latched row itself and document that their closures must not write.)
-/// Run in a child process, so that a regression fails instead of hanging the suite.
+/// rows as values (then `scan_with` and `get_with`) used to call back under the row's
+/// shared latch, so a second transaction on the same thread that updated that row from the
+/// callback waited for the exclusive latch for ever. They called back with the latch
+/// released since, and their successors, the scan iterator and `get_row`, hold no latch
+/// between calls: a loop over the iterator that writes each row in another transaction
+/// must finish. (`*_view` lend the latched row itself and document that their closures
+/// must not write.) Run in a child process, so that a regression fails instead of hanging
+/// the suite.
 #[test]
 fn regression_scan_callback_writing_the_row_in_another_transaction_deadlocks() {
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
@@ -151,20 +156,14 @@ fn scan_callback_deadlock_child() {
     txn.commit().unwrap();
     let reader = db.begin(Isolation::Snapshot);
     let mut writer = db.begin(Isolation::Snapshot);
-    reader
-        .scan_with(table, verso::KeyRange::new(..), |row| {
-            writer
-                .update(table, &row[..1], &[(1, Value::I64(5))])
-                .unwrap();
-            true
-        })
-        .unwrap();
-    reader
-        .get_with(table, &[Value::U64(1)], |row| {
-            writer
-                .update(table, &row[..1], &[(1, Value::I64(6))])
-                .unwrap();
-        })
+    for row in reader.scan(table, ..).unwrap() {
+        writer
+            .update(table, &row.unwrap()[..1], &[(1, Value::I64(5))])
+            .unwrap();
+    }
+    let row = reader.get_row(table, &[Value::U64(1)]).unwrap().unwrap();
+    writer
+        .update(table, &row[..1], &[(1, Value::I64(6))])
         .unwrap();
     writer.commit().unwrap();
     // The reader's snapshot is untouched; a new one sees the writer's last update.
@@ -383,6 +382,7 @@ fn update_absent(reader: &mut Transaction<'_>, t: TableId) {
 fn scan_absent(reader: &mut Transaction<'_>, t: TableId) {
     let rows = reader
         .scan(t, vec![Value::U64(1)]..=vec![Value::U64(1)])
+        .rows()
         .unwrap();
     assert!(rows.is_empty());
 }
@@ -500,20 +500,16 @@ enum Change {
 fn regression_a_descending_index_scan_that_stops_early_is_validated() {
     let mut failures = Vec::new();
     for options in common::all_configurations() {
-        for change in [Change::Delete, Change::RenameOut, Change::Rewrite] {
+        for (change, iterator) in [Change::Delete, Change::RenameOut, Change::Rewrite]
+            .into_iter()
+            .flat_map(|change| [(change, false), (change, true)])
+        {
             let db = common::open(&options);
             let (named, x) = named_and_counter(&db);
             let mut t1 = db.begin(Isolation::Serializable);
-            let mut seen = Vec::new();
-            let scanned = t1.scan_index_with(
-                named,
-                "by_name",
-                verso::KeyRange::new(..).descending(),
-                |row| {
-                    seen.push(row.to_vec());
-                    false // stop on the first row: (3, "c")
-                },
-            );
+            // Stop on the first row, (3, "c"): through the lent view, or by taking one row
+            // of the batched iterator (whose cursor records what it handed out).
+            let scanned = first_row_of_index(&t1, named, true, iterator);
             let mut t2 = db.begin(Isolation::Serializable);
             let second = (|| {
                 t2.get(x, &k(1))?;
@@ -526,7 +522,7 @@ fn regression_a_descending_index_scan_that_stops_early_is_validated() {
                 t2.commit()
             })();
             let first = scanned
-                .map(|()| {
+                .map(|seen| {
                     assert_eq!(
                         seen,
                         vec![vec![Value::U64(3), Value::from("c")]],
@@ -540,10 +536,14 @@ fn regression_a_descending_index_scan_that_stops_early_is_validated() {
                 .into_iter()
                 .filter_map(|r| r.as_ref().err())
             {
-                assert!(error.is_retryable(), "{} {change:?}: {error}", db.design());
+                assert!(
+                    error.is_retryable(),
+                    "{} {change:?} iterator={iterator}: {error}",
+                    db.design()
+                );
             }
             if first.is_ok() && second.is_ok() {
-                failures.push(format!("{} {change:?}", db.design()));
+                failures.push(format!("{} {change:?} iterator={iterator}", db.design()));
             }
         }
     }
@@ -553,27 +553,57 @@ fn regression_a_descending_index_scan_that_stops_early_is_validated() {
     );
 }
 
+/// The first row of index `by_name` in either direction, read through the lent view
+/// (`scan_index_view` stopped on it) or the batched iterator (`scan_index` taking one row).
+fn first_row_of_index(
+    txn: &verso::Transaction<'_>,
+    named: verso::TableId,
+    descending: bool,
+    iterator: bool,
+) -> verso::Result<Vec<Vec<Value>>> {
+    let mut range = verso::KeyRange::new(..);
+    if descending {
+        range = range.descending();
+    }
+    if iterator {
+        let first = txn
+            .scan_index(named, "by_name", range)?
+            .next()
+            .transpose()?;
+        return Ok(first.into_iter().map(verso::Row::into_values).collect());
+    }
+    let mut seen = Vec::new();
+    txn.scan_index_view(named, "by_name", range, |row| {
+        seen.push(row.to_values());
+        false
+    })?;
+    Ok(seen)
+}
+
 /// Control for the same schedule: an ascending scan that stops early on row 1, changed by
 /// T2, was caught before the fix too (the tagged bound is its upper end, above the untagged
 /// entry).
 #[test]
 fn an_ascending_index_scan_that_stops_early_is_validated() {
     let mut failures = Vec::new();
-    for options in common::all_configurations() {
+    for (options, iterator) in common::all_configurations()
+        .into_iter()
+        .flat_map(|options| [(options.clone(), false), (options, true)])
+    {
         let db = common::open(&options);
         let (named, x) = named_and_counter(&db);
         let mut t1 = db.begin(Isolation::Serializable);
-        let scanned = t1.scan_index_with(named, "by_name", verso::KeyRange::new(..), |_| false);
+        let scanned = first_row_of_index(&t1, named, false, iterator);
         let mut t2 = db.begin(Isolation::Serializable);
         let second = t2
             .get(x, &k(1))
             .and_then(|_| t2.delete(named, &k(1)))
             .and_then(|_| t2.commit());
         let first = scanned
-            .and_then(|()| t1.update(x, &k(1), &[(1, Value::I64(1))]))
+            .and_then(|_| t1.update(x, &k(1), &[(1, Value::I64(1))]))
             .and_then(|_| t1.commit());
         if first.is_ok() && second.is_ok() {
-            failures.push(db.design());
+            failures.push(format!("{} iterator={iterator}", db.design()));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::ScanRows;
 use common::{create_items, item, item_key, items, open, precision_configurations};
 use verso::{Error, GarbageCollector, Isolation, Options, Value};
 
@@ -72,7 +73,10 @@ fn failed_validation_leaves_no_trace() {
         v.commit().unwrap();
         // t's scan of region "a" happens after v's commit but at t's snapshot: it does not
         // see v's row, and validation must notice.
-        let seen = t.scan(table, vec!["a".into()]..=vec!["a".into()]).unwrap();
+        let seen = t
+            .scan(table, vec!["a".into()]..=vec!["a".into()])
+            .rows()
+            .unwrap();
         assert_eq!(seen.len(), 1, "{d}: t's snapshot");
         let error = t
             .commit()
@@ -93,6 +97,7 @@ fn failed_validation_leaves_no_trace() {
         for name in ["inserted", "renamed"] {
             let entries = check
                 .scan_index(table, items::BY_NAME, vec![name.into()]..=vec![name.into()])
+                .rows()
                 .unwrap();
             assert!(
                 entries.is_empty(),
@@ -128,7 +133,7 @@ fn commit_records_stay_bounded_unless_a_serializable_writer_needs_them() {
 
         let long_snapshot = db.begin(Isolation::Snapshot);
         let long_read_only = db.begin_read_only(Isolation::Serializable);
-        let read_only_view = long_read_only.scan(table, ..).unwrap();
+        let read_only_view = long_read_only.scan(table, ..).rows().unwrap();
         let mut max_live = 0;
         for round in 0..1000 {
             let mut writer = db.begin(Isolation::Serializable);
@@ -151,7 +156,7 @@ fn commit_records_stay_bounded_unless_a_serializable_writer_needs_them() {
             "{d}: {max_live} commit records behind long readers"
         );
         assert_eq!(
-            long_read_only.scan(table, ..).unwrap(),
+            long_read_only.scan(table, ..).rows().unwrap(),
             read_only_view,
             "{d}"
         );
@@ -194,6 +199,7 @@ fn commit_records_stay_bounded_unless_a_serializable_writer_needs_them() {
 /// The sum of every account's balance, as `txn` sees it.
 fn total_balance(txn: &verso::Transaction<'_>, table: verso::TableId) -> i64 {
     txn.scan(table, ..)
+        .rows()
         .unwrap()
         .iter()
         .map(|row| row[common::BALANCE].as_i64().unwrap())

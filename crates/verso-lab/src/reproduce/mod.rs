@@ -1,5 +1,6 @@
 //! `verso reproduce`: named experiments that redo a paper's figure or table on this
-//! machine and put the paper's reported shape next to ours (DESIGN.md §6).
+//! machine and put the paper's reported shape next to ours (`docs/lab.md`; the papers are
+//! listed in `docs/brief.md`).
 //!
 //! An experiment is a list of points (one [`RunConfig`] on one workload each: a collector at
 //! one value of the swept parameter), run one after the other by the ordinary runner
@@ -22,7 +23,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use verso::VersionRemoval;
+use verso::research::VersionRemoval;
 
 use crate::format::{compact, thousands};
 use crate::metrics::RunResult;
@@ -347,6 +348,9 @@ pub enum Agreement {
     Inconclusive,
     /// The opposite of the paper's shape.
     Differs,
+    /// Not judged: a quick run (tiny data, sub-second runs) is a smoke test, and its
+    /// numbers say nothing about the paper's claims.
+    NotJudged,
 }
 
 impl Agreement {
@@ -357,6 +361,7 @@ impl Agreement {
             Agreement::Weaker => "same direction, weaker",
             Agreement::Inconclusive => "inconclusive (within noise)",
             Agreement::Differs => "differs",
+            Agreement::NotJudged => "quick size: no verdict",
         }
     }
 }
@@ -722,10 +727,16 @@ pub(crate) fn reproduction_of(
     options: &ReproduceOptions,
     paper_setup: &str,
     our_setup: &str,
-    panels: Vec<Panel>,
+    mut panels: Vec<Panel>,
     notes: Vec<String>,
     points: Vec<Point>,
 ) -> Reproduction {
+    if options.quick {
+        // Numbers of a smoke test judge nothing: the claims stay, with our numbers, unjudged.
+        for verdict in panels.iter_mut().flat_map(|panel| &mut panel.verdicts) {
+            verdict.agreement = Agreement::NotJudged;
+        }
+    }
     Reproduction {
         format_version: REPRODUCTION_FORMAT_VERSION,
         experiment: experiment.name.to_owned(),

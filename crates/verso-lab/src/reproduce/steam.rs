@@ -10,7 +10,8 @@
 use std::io::Write;
 use std::time::Duration;
 
-use verso::{GarbageCollector, Options, VersionRemoval};
+use verso::research::VersionRemoval;
+use verso::{GarbageCollector, Options};
 
 use super::{
     commits_per_second, cores, direction, max_chain, per_second, ratio_agreement, ratio_of, run_at,
@@ -414,7 +415,7 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                 ratio_agreement(ratio_of(steam, second_commits), 3.0),
             ),
             verdict(
-                "steam about 13x 'Ermia''s throughput",
+                "steam about 13x the throughput of 'Ermia'",
                 format!(
                     "steam {} vs ermia {} commits/s ({})",
                     compact(steam),
@@ -1554,7 +1555,7 @@ fn fig11(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             direction(ratio_of(kept(STEAM), others_kept)),
         ),
         verdict(
-            "at theta 0, 'Hana''s global mutex costs throughput",
+            "at theta 0, the global mutex of 'Hana' costs throughput",
             format!(
                 "theta {low_theta}: steam {} vs hana {} commits/s",
                 compact(at(STEAM, low)),
@@ -1563,7 +1564,8 @@ fn fig11(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             direction(ratio_of(at(STEAM, low), at(HANA, low))),
         ),
         verdict(
-            "at theta 0, 'Ermia''s three-phase epochs scale better than 'Deuteronomy''s",
+            "at theta 0, the three-phase epochs of 'Ermia' scale better than the infinite epochs \
+             of 'Deuteronomy'",
             format!(
                 "theta {low_theta}: ermia {} vs deuteronomy {} commits/s",
                 compact(at(ERMIA, low)),

@@ -76,9 +76,21 @@ impl ReadSet {
         self.points.push((table, Key::from_bytes(key)));
     }
 
-    pub(crate) fn record_range(&mut self, range: RangeRead) {
+    /// Records a scanned range; returns its place, for [`ReadSet::widen_range`].
+    pub(crate) fn record_range(&mut self, range: RangeRead) -> usize {
         debug_assert!(!self.sealed);
         self.ranges.push(range);
+        self.ranges.len() - 1
+    }
+
+    /// Replaces the range recorded at `at` by `range`, which contains it: a scan that reads
+    /// its range a batch at a time (`Transaction::scan`'s iterator) widens one record per
+    /// direction instead of adding one per batch.
+    pub(crate) fn widen_range(&mut self, at: usize, range: RangeRead) {
+        debug_assert!(!self.sealed);
+        let recorded = &mut self.ranges[at];
+        debug_assert!(recorded.table == range.table && recorded.index == range.index);
+        *recorded = range;
     }
 
     pub(crate) fn is_empty(&self) -> bool {

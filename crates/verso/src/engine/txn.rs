@@ -24,6 +24,9 @@ use crate::value::Value;
 use crate::version::{ChainEdit, Refusal, Snapshot, VersionStorage, WriteIntent, WriteResult};
 use crate::{ConcurrencyControl, Isolation, KeyRange, TableId};
 
+mod cursor;
+pub(crate) use cursor::{End, ScanCursor};
+
 /// Rows read per pin of the index's epoch during a scan: long scans re-pin so that they
 /// never hold back the index's memory reclamation.
 const SCAN_BATCH: usize = 256;
@@ -84,7 +87,6 @@ impl Refused {
 #[derive(Default)]
 struct Scratch {
     key: Vec<u8>,
-    values: Vec<Value>,
     entry: Vec<u8>,
     /// The encoded keys of a prefetch, one after another, and where each ends.
     prefetch_keys: Vec<u8>,
@@ -426,6 +428,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         self.engine.table(id)
     }
 
+    /// The schema of a table (its rows' column names), for as long as the database lives.
+    pub(crate) fn schema(&self, id: TableId) -> Result<&'e TableSchema> {
+        Ok(&self.table(id)?.schema)
+    }
+
     // ----- reads -----------------------------------------------------------------------
 
     /// Calls `reader` with the visible row under `key`, lent without copying.
@@ -558,21 +565,6 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         found.transpose()
     }
 
-    /// Calls `reader` with the visible row under `key` as values, decoded into a buffer
-    /// that is reused from call to call.
-    pub(crate) fn get_with<R>(
-        &self,
-        id: TableId,
-        key_values: &[Value],
-        reader: impl FnOnce(&[Value]) -> R,
-    ) -> Result<Option<R>> {
-        let mut values = std::mem::take(&mut self.scratch.borrow_mut().values);
-        let found = self.get_view(id, key_values, |row| decode_into(&mut values, row))?;
-        let result = found.map(|()| reader(&values));
-        self.scratch.borrow_mut().values = values;
-        Ok(result)
-    }
-
     pub(crate) fn get(&self, id: TableId, key_values: &[Value]) -> Result<Option<Vec<Value>>> {
         self.get_view(id, key_values, |row| row.to_values())
     }
@@ -595,8 +587,8 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         &self,
         id: TableId,
         range: &KeyRange,
-        mut inside: impl FnMut(&[u8], &RowRef<V>, RowView<'_>) -> T,
-        mut outside: impl FnMut(T) -> bool,
+        inside: impl FnMut(&[u8], &RowRef<V>, RowView<'_>) -> T,
+        outside: impl FnMut(T) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -605,36 +597,48 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         };
         self.publish_range_predicate(id, None, &lower, &upper);
         let clock = self.predicate_clock();
-        let snapshot = self.snapshot();
+        let bounds = (&lower, &upper);
         let recording = self.reads.is_some();
-        let mut stopped_at = None;
-        let mut refused = None;
-        scan_in_batches(
-            &table.primary,
-            &lower,
-            &upper,
-            range.descending,
-            |key, row| {
-                if let Err(refusal) = self.before_read(row) {
-                    refused = Some(refusal);
-                    return false;
-                }
-                let (seen, cost) = V::read(row, &snapshot, |v| v.map(|v| inside(key, row, v)));
-                self.record_if_obsolete(table, row, cost.passed_obsolete);
-                self.local.slot.stats.record_scan_read(cost);
-                let go_on = seen.is_none_or(&mut outside);
-                if !go_on && recording {
-                    stopped_at = Some(key.to_vec());
-                }
-                go_on
-            },
-        );
-        if let Some(refused) = refused {
-            return Err(self.refuse(table, refused));
-        }
+        let stopped_at =
+            self.scan_primary(table, bounds, range.descending, recording, inside, outside)?;
         self.record_range(id, None, (lower, upper), range.descending, stopped_at);
         self.note_predicate(clock);
         Ok(())
+    }
+
+    /// Walks the primary index over encoded `bounds` (see [`Self::scan`] for `inside` and
+    /// `outside`). Returns the key of the row `outside` stopped at, if it stopped and
+    /// `want_stop` asks for it; rolls back on a refused read.
+    fn scan_primary<T>(
+        &self,
+        table: &Table<V>,
+        (lower, upper): (&EncodedBound, &EncodedBound),
+        descending: bool,
+        want_stop: bool,
+        mut inside: impl FnMut(&[u8], &RowRef<V>, RowView<'_>) -> T,
+        mut outside: impl FnMut(T) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let snapshot = self.snapshot();
+        let mut stopped_at = None;
+        let mut refused = None;
+        scan_in_batches(&table.primary, lower, upper, descending, |key, row| {
+            if let Err(refusal) = self.before_read(row) {
+                refused = Some(refusal);
+                return false;
+            }
+            let (seen, cost) = V::read(row, &snapshot, |v| v.map(|v| inside(key, row, v)));
+            self.record_if_obsolete(table, row, cost.passed_obsolete);
+            self.local.slot.stats.record_scan_read(cost);
+            let go_on = seen.is_none_or(&mut outside);
+            if !go_on && want_stop {
+                stopped_at = Some(key.to_vec());
+            }
+            go_on
+        });
+        match refused {
+            Some(refused) => Err(self.refuse(table, refused)),
+            None => Ok(stopped_at),
+        }
     }
 
     /// Like [`Self::scan`] over a secondary index: rows whose index key lies in `range`, in
@@ -645,7 +649,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         index_name: &str,
         range: &KeyRange,
         mut inside: impl FnMut(RowView<'_>) -> T,
-        mut outside: impl FnMut(T) -> bool,
+        outside: impl FnMut(T) -> bool,
     ) -> Result<()> {
         self.check_active()?;
         let table = self.table(id)?;
@@ -655,17 +659,54 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         };
         self.publish_range_predicate(id, Some(index), &lower, &upper);
         let clock = self.predicate_clock();
+        let bounds = (&lower, &upper);
+        let recording = self.reads.is_some();
+        let stopped_at = self.scan_secondary(
+            table,
+            index,
+            bounds,
+            range.descending,
+            recording,
+            |_, row| inside(row),
+            outside,
+        )?;
+        // What validation compares: the entry without a physical pointer's tag (commit
+        // records hold untagged entries, which sort just below the tagged one).
+        let stopped_at = stopped_at.map(|entry| table.untagged_entry(&entry).to_vec());
+        self.record_range(
+            id,
+            Some(index),
+            (lower, upper),
+            range.descending,
+            stopped_at,
+        );
+        self.note_predicate(clock);
+        Ok(())
+    }
+
+    /// Walks secondary index `index` over encoded `bounds`, like [`Self::scan_primary`]
+    /// (the stop key is the index entry's).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_secondary<T>(
+        &self,
+        table: &Table<V>,
+        index: usize,
+        (lower, upper): (&EncodedBound, &EncodedBound),
+        descending: bool,
+        want_stop: bool,
+        mut inside: impl FnMut(&[u8], RowView<'_>) -> T,
+        mut outside: impl FnMut(T) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
         let index_schema = &table.schema.indexes[index];
         let snapshot = self.snapshot();
         let mut visible_entry = Vec::new();
-        let recording = self.reads.is_some();
         let mut stopped_at = None;
         let mut refused = None;
         scan_in_batches(
             &table.secondary[index],
-            &lower,
-            &upper,
-            range.descending,
+            lower,
+            upper,
+            descending,
             |entry, target| {
                 let row = &target.row;
                 if let Err(refusal) = self.before_read(row) {
@@ -675,7 +716,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 let (seen, cost) = match &target.exact {
                     // Physical pointer: the entry's own version, if this snapshot reads
                     // exactly that one (no walk, no key to compare).
-                    Some(exact) => V::read_exact(row, exact, &snapshot, |v| v.map(&mut inside)),
+                    Some(exact) => {
+                        V::read_exact(row, exact, &snapshot, |v| v.map(|v| inside(entry, v)))
+                    }
                     None => V::read(row, &snapshot, |v| {
                         let v = v?;
                         // The entry is a hint: yield the row only if the version this snapshot
@@ -686,31 +729,24 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                             &index_schema.columns,
                             &table.schema.primary_key,
                         );
-                        (visible_entry.as_slice() == entry).then(|| inside(v))
+                        (visible_entry.as_slice() == entry).then(|| inside(entry, v))
                     }),
                 };
                 self.record_if_obsolete(table, row, cost.passed_obsolete);
                 self.local.slot.stats.record_scan_read(cost);
                 let go_on = seen.is_none_or(&mut outside);
-                if !go_on && recording {
-                    // What validation compares: the entry without a physical pointer's tag.
-                    stopped_at = Some(table.untagged_entry(entry).to_vec());
+                if !go_on && want_stop {
+                    // The entry as the index holds it (a cursor resumes past it); validation
+                    // compares it without a physical pointer's tag (`untagged_entry`).
+                    stopped_at = Some(entry.to_vec());
                 }
                 go_on
             },
         );
-        if let Some(refused) = refused {
-            return Err(self.refuse(table, refused));
+        match refused {
+            Some(refused) => Err(self.refuse(table, refused)),
+            None => Ok(stopped_at),
         }
-        self.record_range(
-            id,
-            Some(index),
-            (lower, upper),
-            range.descending,
-            stopped_at,
-        );
-        self.note_predicate(clock);
-        Ok(())
     }
 
     // ----- writes ----------------------------------------------------------------------
@@ -1699,22 +1735,4 @@ fn encode_range(
         },
     };
     Ok(Some((lower, upper)))
-}
-
-/// Decodes a row into `values`, reusing the buffers of text and bytes already there.
-pub(crate) fn decode_into(values: &mut Vec<Value>, row: RowView<'_>) {
-    values.resize(row.len(), Value::Null);
-    for (slot, value) in values.iter_mut().zip(row.iter()) {
-        match (slot, value) {
-            (Value::Text(text), ValueRef::Text(new)) => {
-                text.clear();
-                text.push_str(new);
-            }
-            (Value::Bytes(bytes), ValueRef::Bytes(new)) => {
-                bytes.clear();
-                bytes.extend_from_slice(new);
-            }
-            (slot, value) => *slot = value.to_value(),
-        }
-    }
 }

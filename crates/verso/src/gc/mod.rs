@@ -16,9 +16,9 @@
 //! thread, nobody) and whether in-between versions are pruned (Steam eagerly on write,
 //! 'Hana' in the background, the others never).
 //!
-//! Invariant of every collector (what makes reclamation safe, DESIGN.md §3): a reclaim
-//! bound is at most the start timestamp of every transaction running when the bound is
-//! used or beginning later. Each implementation proves it in its module header.
+//! Invariant of every collector (what makes reclamation safe; brief: safe reclamation): a
+//! reclaim bound is at most the start timestamp of every transaction running when the bound
+//! is used or beginning later. Each implementation proves it in its module header.
 //!
 //! Implementations, one file per design (Steam paper Table 4):
 //! [`steam::Steam`] (default), [`watermark::WatermarkOnly`] (HyPer), [`hana::Hana`],

@@ -5,8 +5,8 @@
 //! Why not a `HashSet`: behind a held snapshot every 1,024 commits fold a few thousand rows
 //! into a set of up to all the rows written (a million accounts in pgbench's TPC-B at scale
 //! 10, about 16 MiB of table). Each insert is a cold probe, and one after another they cost
-//! TPC-B 80 samples per million commits of 1,824 (`docs/lab.md`). A standard set exposes no
-//! slot address to prefetch; this one does ([`IdentitySet::prefetch`]).
+//! TPC-B 80 samples per million commits of 1,824 (`docs/lab-notebook.md`). A standard set
+//! exposes no slot address to prefetch; this one does ([`IdentitySet::prefetch`]).
 //!
 //! Definitions: `slots` has a power-of-two length; `0` marks an empty slot (no row lives at
 //! address 0). An identity's home is its hash's top bits; it sits at its home or after it,

@@ -29,7 +29,7 @@ pub(crate) enum TxnOutcome {
 /// COMMITTING is stored (SeqCst) *before* the commit timestamp is drawn from the clock, so a
 /// reader that began after the draw (its start timestamp is larger) can never see ACTIVE:
 /// it sees COMMITTING and waits, or the final timestamp. This makes a commit atomic for
-/// readers without a second shared counter (DESIGN.md §3, "commit must look atomic").
+/// readers without a second shared counter (brief: atomic commits, `docs/brief.md`).
 #[derive(Debug)]
 pub(crate) struct TxnShared {
     state: AtomicU64,

@@ -12,6 +12,7 @@ use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
 
+use crate::research::ColumnMask;
 use crate::row::NonInline;
 use crate::txn::state::TxnShared;
 use crate::value::Value;
@@ -22,7 +23,6 @@ use crate::version::time_travel::TimeTravelStorage;
 use crate::version::{
     ActiveSnapshots, ChainEdit, Snapshot, VersionStorage, WriteIntent, WriteResult,
 };
-use crate::ColumnMask;
 
 fn value_of<V: VersionStorage>(row: &V::Row, start_ts: u64) -> Option<i64> {
     let snapshot = Snapshot {

@@ -6,9 +6,10 @@
 
 #![allow(dead_code)]
 
+use verso::research::NonInline;
 use verso::{
-    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
-    NonInline, Options, PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
+    ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
+    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
@@ -128,7 +129,7 @@ pub fn si_configurations() -> Vec<Options> {
     all.push(
         Options::default()
             .garbage_collector(GarbageCollector::WatermarkOnly)
-            .version_removal(verso::VersionRemoval::OneVersionAtATime),
+            .version_removal(verso::research::VersionRemoval::OneVersionAtATime),
     );
     all
 }
@@ -312,7 +313,7 @@ pub fn item(region: &str, id: u64, score: i64, name: &str) -> Vec<Value> {
 /// out of line under [`NonInline::Copied`] and [`NonInline::Shared`].
 pub fn item_blob(id: u64) -> Value {
     let mut blob = vec![id as u8, 0, 0xFF];
-    blob.resize(verso::NON_INLINE_MIN_BYTES + 8, 0xB1);
+    blob.resize(verso::research::NON_INLINE_MIN_BYTES + 8, 0xB1);
     Value::Bytes(blob)
 }
 
@@ -353,6 +354,19 @@ pub fn create_accounts(db: &Database, count: u64, balance: i64) -> TableId {
 
 // ----- small conveniences ----------------------------------------------------------------
 
+/// A scan's rows collected as values, or its first error (opening the scan or reading it):
+/// `txn.scan(table, ..).rows()`, where a test compares whole results.
+pub trait ScanRows {
+    /// The rows in the scan's order.
+    fn rows(self) -> verso::Result<Vec<Vec<Value>>>;
+}
+
+impl ScanRows for verso::Result<verso::Scan<'_, '_>> {
+    fn rows(self) -> verso::Result<Vec<Vec<Value>>> {
+        self?.map(|row| row.map(verso::Row::into_values)).collect()
+    }
+}
+
 /// Inserts `rows` in one transaction and commits.
 pub fn commit_rows(db: &Database, table: TableId, rows: &[Vec<Value>]) {
     let mut txn = db.begin(Isolation::Snapshot);
@@ -367,6 +381,7 @@ pub fn commit_rows(db: &Database, table: TableId, rows: &[Vec<Value>]) {
 /// The sum of I64 column `column` over every row of `table` that `txn` sees.
 pub fn column_sum(txn: &Transaction<'_>, table: TableId, column: usize) -> i64 {
     txn.scan(table, ..)
+        .rows()
         .expect("scan")
         .iter()
         .map(|row| row[column].as_i64().expect("an i64 column"))
@@ -378,6 +393,7 @@ pub fn all_rows(db: &Database, table: TableId) -> Vec<Vec<Value>> {
     let txn = db.begin(Isolation::Snapshot);
     let rows = txn
         .scan(table, ..)
+        .rows()
         .unwrap_or_else(|error| panic!("{}: scan: {error}", db.design()));
     // Commit rather than drop, so that reading does not count as an abort.
     txn.commit()
@@ -390,6 +406,7 @@ pub fn index_rows(db: &Database, table: TableId, index: &str, prefix: &[Value]) 
     let txn = db.begin(Isolation::Snapshot);
     let rows = txn
         .scan_index(table, index, prefix.to_vec()..=prefix.to_vec())
+        .rows()
         .unwrap_or_else(|error| panic!("{}: scan_index {index}: {error}", db.design()));
     txn.commit()
         .unwrap_or_else(|error| panic!("{}: read-only commit: {error}", db.design()));

@@ -12,7 +12,8 @@
 
 use std::io::Write;
 
-use verso::{ConcurrencyControl, GarbageCollector, NonInline, Options, VersionStorageKind};
+use verso::research::NonInline;
+use verso::{ConcurrencyControl, GarbageCollector, Options, VersionStorageKind};
 
 use super::{rate_verdict, Size, FIG7_MIXES, THREADS};
 use crate::metrics::RunResult;

@@ -114,8 +114,11 @@ pub const FIG16: Experiment = Experiment {
     name: "wu-fig16",
     title: "Memory allocation: the storages as the separate memory spaces grow",
     paper_ref: "Wu et al. §7.3, Figure 16",
-    compares: "append-n2o, time-travel and delta allocating from 1 or 2 separate memory spaces                (512 KiB increments) on read- and update-intensive YCSB (theta 0.2, 10                attributes, 10 operations of one attribute each), MVTO, txn GC, 2 threads",
-    full_scale: "full: 1,000,000 rows, 1 and 2 spaces, 3 s per point, 12 points (about 1 min);                  quick: 2,000 rows",
+    compares: "append-n2o, time-travel and delta allocating from 1 or 2 separate memory spaces \
+               (512 KiB increments) on read- and update-intensive YCSB (theta 0.2, 10 \
+               attributes, 10 operations of one attribute each), MVTO, txn GC, 2 threads",
+    full_scale: "full: 1,000,000 rows, 1 and 2 spaces, 3 s per point, 12 points (about 1 min); \
+                 quick: 2,000 rows",
     run: fig16,
 };
 
@@ -762,6 +765,7 @@ fn worse_of(a: Agreement, b: Agreement) -> Agreement {
         Agreement::Weaker => 1,
         Agreement::Inconclusive => 2,
         Agreement::Differs => 3,
+        Agreement::NotJudged => 4,
     };
     if rank(&a) >= rank(&b) {
         a

@@ -97,8 +97,9 @@ struct Index<'t> {
 
 impl Table {
     fn read(txn: &Transaction<'_>, table: TableId) -> Result<Table, LabError> {
+        let rows = txn.scan(table, ..)?.map(|row| row.map(Vec::from));
         Ok(Table {
-            rows: txn.scan(table, ..)?,
+            rows: rows.collect::<verso::Result<_>>()?,
         })
     }
 

@@ -418,10 +418,12 @@ mod tests {
         let tables = Tables::open(&db)?;
         assert!(txn
             .scan_index(tables.customer, customer::BY_NAME, ..)?
-            .is_empty());
+            .next()
+            .is_none());
         assert!(txn
             .scan_index(tables.orders, orders::BY_CUSTOMER, ..)?
-            .is_empty());
+            .next()
+            .is_none());
         Ok(())
     }
 }
