@@ -15,6 +15,7 @@ use verso::{
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
+use crate::peers::{PeerKind, PeerSpec};
 use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
 use crate::reproduce::{self, PointProcess, ReproduceOptions, Reproduction};
 use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
@@ -242,6 +243,13 @@ pub struct CommonArgs {
     /// end (a long-running reader).
     #[arg(long)]
     pub hold_snapshot: bool,
+    /// With --hold-snapshot: run every configuration (and peer) also without it, right
+    /// after, as its baseline; the summary gives the held run's last 10 s as a share of it.
+    #[arg(long, requires = "hold_snapshot")]
+    pub baseline: bool,
+    /// `--peer`, `--postgres-url`, `--peer-dir`.
+    #[command(flatten)]
+    pub peers: PeerArgs,
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
@@ -251,6 +259,59 @@ pub struct CommonArgs {
     /// `--in-process`.
     #[command(flatten)]
     pub process: ProcessArgs,
+}
+
+/// Which peers run beside Verso, and where.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PeerArgs {
+    /// Also run the workload on this peer, after Verso's configurations, on the same data
+    /// and seed: postgres (a private server the lab starts, or --postgres-url), duckdb
+    /// (cargo feature `duckdb`) or sqlite. Repeat for several.
+    #[arg(long = "peer", value_name = "PEER", value_parser = parse_peer)]
+    pub peers: Vec<PeerKind>,
+    /// Run --peer postgres on this existing server (a libpq connection string or URL, e.g.
+    /// `host=/var/run/postgresql user=me dbname=lab`) instead of a private one; the lab
+    /// works in a fresh schema of its own and drops it at the end.
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
+    /// Where peers make their files (a private server's cluster, SQLite's database), each
+    /// in a fresh directory removed after the run [default: the system's temporary
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub peer_dir: Option<PathBuf>,
+}
+
+impl PeerArgs {
+    /// The peers asked for, as run specifications.
+    pub fn specs(&self) -> Result<Vec<PeerSpec>, LabError> {
+        if self.postgres_url.is_some() && !self.peers.contains(&PeerKind::Postgres) {
+            return Err(LabError::BadOption(
+                "--postgres-url is for --peer postgres, which is not asked for".into(),
+            ));
+        }
+        let mut specs = Vec::with_capacity(self.peers.len());
+        for (i, kind) in self.peers.iter().enumerate() {
+            if self.peers[..i].contains(kind) {
+                return Err(LabError::BadOption(format!(
+                    "--peer {} is given twice",
+                    kind.name()
+                )));
+            }
+            let mut spec = PeerSpec::new(*kind);
+            if *kind == PeerKind::Postgres {
+                spec.postgres_url.clone_from(&self.postgres_url);
+            }
+            if let Some(dir) = &self.peer_dir {
+                spec.dir.clone_from(dir);
+            }
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+}
+
+fn parse_peer(name: &str) -> Result<PeerKind, String> {
+    PeerKind::from_name(name)
 }
 
 /// How a run samples and shows progress (every workload and the demo).
@@ -582,9 +643,7 @@ impl Plan {
             }
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
-        let configs: Vec<RunConfig> = collectors
-            .into_iter()
-            .map(|gc| {
+        let verso_configs = collectors.into_iter().map(|gc| {
                 let mut options = Options::default()
                     .garbage_collector(gc)
                     .version_storage(common.storage)
@@ -609,8 +668,32 @@ impl Plan {
                     show_progress: common.sampling.show_progress(),
                     ..RunConfig::with_options(gc.name(), options)
                 }
-            })
-            .collect();
+            });
+        let peers = common.peers.specs()?;
+        let configs = with_baselines(
+            verso_configs
+                .chain(peers.into_iter().map(|peer| RunConfig {
+                    isolation: common.isolation.into(),
+                    oltp_workers: common.workers.unwrap_or(1),
+                    olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                    stop,
+                    seed: common.seed,
+                    hold_snapshot: common.hold_snapshot,
+                    sample_interval: common.sampling.interval(),
+                    show_progress: common.sampling.show_progress(),
+                    ..RunConfig::for_peer(peer)
+                }))
+                .collect(),
+            common.baseline,
+        );
+        if !common.peers.peers.is_empty() && common.protocol != ConcurrencyControl::SnapshotIsolation {
+            return Err(LabError::BadOption(format!(
+                "--protocol {} with --peer: a peer runs its own concurrency control; compare \
+                 peers with Verso's default protocol (si), at --isolation snapshot or \
+                 serializable",
+                common.protocol.name()
+            )));
+        }
         for config in &configs {
             config.validate(&*workload)?;
         }
@@ -622,6 +705,24 @@ impl Plan {
             process: common.process.clone(),
         })
     }
+}
+
+/// `configs`, each followed by itself without the held snapshot when `baseline` is set
+/// (labelled "<label> unheld").
+pub fn with_baselines(configs: Vec<RunConfig>, baseline: bool) -> Vec<RunConfig> {
+    if !baseline {
+        return configs;
+    }
+    configs
+        .into_iter()
+        .flat_map(|held| {
+            let unheld = RunConfig {
+                hold_snapshot: false,
+                ..held.clone()
+            };
+            [held, unheld]
+        })
+        .collect()
 }
 
 fn set<T>(target: &mut T, value: Option<T>) {
