@@ -90,8 +90,10 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// CH-benCHmark with one OLTP and one OLAP thread for a minute, on Steam and on
-    /// watermark-only side by side; writes a report to `verso-report/`.
+    /// Verso's promise in two minutes: TPC-B with one snapshot held for the whole run, on
+    /// Steam (Verso's default), on watermark-only and on every peer here (SQLite; DuckDB
+    /// with the `duckdb` feature; PostgreSQL when installed), each beside a run without the
+    /// snapshot; writes a report to `verso-report/`.
     #[command(allow_negative_numbers = true)]
     Demo(DemoArgs),
     /// Redo a paper's figure or table: runs the experiment, writes an HTML report with our
@@ -424,9 +426,28 @@ pub struct ScansArgs {
 /// The demo's options.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Length of each configuration's run in seconds [default: 60, 1 with --tiny].
+    /// Length of each run with the held snapshot, in seconds [default: 20, 1 with --tiny].
     #[arg(long, value_parser = parse_seconds)]
     pub duration: Option<f64>,
+    /// Length of each baseline run (the same system without the held snapshot), in
+    /// seconds [default: 10, 1 with --tiny].
+    #[arg(long, value_parser = parse_seconds)]
+    pub baseline_duration: Option<f64>,
+    /// Skip the baselines: each held run is then compared with its own first 10 seconds.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// TPC-B clients (OLTP threads) [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub workers: Option<u64>,
+    /// Run PostgreSQL on this existing server instead of a private one (see `tpcb --help`).
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
+    /// Where the peers make their files [default: the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub peer_dir: Option<PathBuf>,
+    /// Leave the peers out: Verso's two collectors only.
+    #[arg(long)]
+    pub no_peers: bool,
     /// Where to write the report.
     #[arg(long, value_name = "DIR", default_value = "verso-report")]
     pub report: PathBuf,
@@ -436,10 +457,10 @@ pub struct DemoArgs {
     /// Seed of the data and of every worker's random stream.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
-    /// Warehouses [default: 1].
+    /// pgbench's scale: 100,000 accounts each [default: 10].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub scale: Option<u64>,
-    /// Tiny sizes (for tests).
+    /// Tiny sizes and one-second runs (for tests).
     #[arg(long)]
     pub tiny: bool,
     /// `--sample-ms`, `--quiet`.
@@ -500,8 +521,14 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 pub const DEFAULT_DURATION_SECONDS: f64 = 10.0;
 /// The same with `--tiny`.
 pub const TINY_DURATION_SECONDS: f64 = 1.0;
-/// Seconds each configuration of `verso demo` runs.
-pub const DEMO_DURATION_SECONDS: f64 = 60.0;
+/// Seconds each held-snapshot run of `verso demo` lasts.
+pub const DEMO_DURATION_SECONDS: f64 = 20.0;
+/// Seconds each baseline run of `verso demo` lasts.
+pub const DEMO_BASELINE_SECONDS: f64 = 10.0;
+/// `verso demo`'s TPC-B scale (pgbench's: 100,000 accounts each).
+pub const DEMO_SCALE: u64 = 10;
+/// `verso demo`'s TPC-B clients.
+pub const DEMO_WORKERS: usize = 2;
 
 /// What an invocation will do: a workload, the configurations to run it under, outputs.
 pub struct Plan {
@@ -515,6 +542,8 @@ pub struct Plan {
     pub report: Option<PathBuf>,
     /// Where the configurations run.
     pub process: ProcessArgs,
+    /// Lines printed before anything runs (what the demo leaves out, and how to add it).
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -584,33 +613,7 @@ impl Plan {
                 let workload = ch_workload(common.tiny, common.scale, common.seed)?;
                 Plan::with(workload, common, 1)
             }
-            Command::Demo(demo) => {
-                let workload = ch_workload(demo.tiny, demo.scale, demo.seed)?;
-                let seconds = demo.duration.unwrap_or(if demo.tiny {
-                    TINY_DURATION_SECONDS
-                } else {
-                    DEMO_DURATION_SECONDS
-                });
-                let configs = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
-                    .into_iter()
-                    .map(|gc| RunConfig {
-                        oltp_workers: 1,
-                        olap_workers: 1,
-                        stop: StopAfter::Duration(Duration::from_secs_f64(seconds)),
-                        seed: demo.seed,
-                        sample_interval: demo.sampling.interval(),
-                        show_progress: demo.sampling.show_progress(),
-                        ..RunConfig::new(gc.name(), gc)
-                    })
-                    .collect();
-                Ok(Plan {
-                    workload,
-                    configs,
-                    json: demo.json.clone(),
-                    report: Some(demo.report.clone()),
-                    process: demo.process.clone(),
-                })
-            }
+            Command::Demo(demo) => demo_plan(demo),
             Command::Reproduce(_) => Err(LabError::BadOption(
                 "`reproduce` runs named experiments (crate::reproduce), not one workload".into(),
             )),
@@ -703,8 +706,95 @@ impl Plan {
             json: common.json.clone(),
             report: common.report.clone(),
             process: common.process.clone(),
+            notes: Vec::new(),
         })
     }
+}
+
+/// `verso demo`: TPC-B with one snapshot held for the whole run, on Verso's default
+/// collector (Steam), on watermark-only, and on every peer this machine has, each followed
+/// by a shorter run without the snapshot as its baseline. The peers that cannot run here
+/// become notes that say how to add them.
+fn demo_plan(demo: &DemoArgs) -> Result<Plan, LabError> {
+    let mut config = if demo.tiny {
+        TpcbConfig::tiny()
+    } else {
+        TpcbConfig::new(DEMO_SCALE)
+    };
+    set(&mut config.scale, demo.scale);
+    let workload = TpcbWorkload::new(config)?;
+    let (held_default, baseline_default) = if demo.tiny {
+        (TINY_DURATION_SECONDS, TINY_DURATION_SECONDS)
+    } else {
+        (DEMO_DURATION_SECONDS, DEMO_BASELINE_SECONDS)
+    };
+    let held_seconds = demo.duration.unwrap_or(held_default);
+    let baseline_seconds = demo.baseline_duration.unwrap_or(baseline_default);
+    let workers = demo.workers.map_or(DEMO_WORKERS, |w| w as usize);
+    let base = |config: RunConfig| RunConfig {
+        oltp_workers: workers,
+        olap_workers: 0,
+        stop: StopAfter::Duration(Duration::from_secs_f64(held_seconds)),
+        seed: demo.seed,
+        hold_snapshot: true,
+        sample_interval: demo.sampling.interval(),
+        show_progress: demo.sampling.show_progress(),
+        ..config
+    };
+    let mut held: Vec<RunConfig> = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
+        .into_iter()
+        .map(|gc| base(RunConfig::new(gc.name(), gc)))
+        .collect();
+    let mut notes = Vec::new();
+    if demo.postgres_url.is_some() && demo.no_peers {
+        return Err(LabError::BadOption(
+            "--postgres-url with --no-peers: PostgreSQL is a peer".into(),
+        ));
+    }
+    if !demo.no_peers {
+        for kind in PeerKind::ALL {
+            let mut spec = PeerSpec::new(kind);
+            if kind == PeerKind::Postgres {
+                spec.postgres_url.clone_from(&demo.postgres_url);
+            }
+            if let Some(dir) = &demo.peer_dir {
+                spec.dir.clone_from(dir);
+            }
+            match spec.validate(&workload) {
+                Ok(()) => held.push(base(RunConfig::for_peer(spec))),
+                // A peer the user asked for by URL must work; the others are optional.
+                Err(error) if demo.postgres_url.is_some() && kind == PeerKind::Postgres => {
+                    return Err(error)
+                }
+                Err(_) if kind == PeerKind::DuckDb => notes.push(format!(
+                    "duckdb: left out. {}",
+                    crate::peers::DUCKDB_FEATURE_HINT
+                )),
+                Err(_) if kind == PeerKind::Postgres => notes.push(format!(
+                    "postgres: left out, its server programs are not installed: {}",
+                    crate::peers::postgres::INSTALL_HINT
+                )),
+                Err(error) => notes.push(format!("{}: left out: {error}", kind.name())),
+            }
+        }
+    }
+    let mut configs = with_baselines(held, !demo.no_baseline);
+    for config in &mut configs {
+        if !config.hold_snapshot {
+            config.stop = StopAfter::Duration(Duration::from_secs_f64(baseline_seconds));
+        }
+    }
+    for config in &configs {
+        config.validate(&workload)?;
+    }
+    Ok(Plan {
+        workload: Box::new(workload),
+        configs,
+        json: demo.json.clone(),
+        report: Some(demo.report.clone()),
+        process: demo.process.clone(),
+        notes,
+    })
 }
 
 /// `configs`, each followed by itself without the held snapshot when `baseline` is set
@@ -917,6 +1007,7 @@ fn run_one_configuration_as_child(
         command_line,
         runs: vec![run],
         comparison: None,
+        conclusions: Vec::new(),
     })
 }
 
@@ -958,6 +1049,7 @@ fn report_finished_runs(
             command_line: command_line.to_vec(),
             runs: runs.to_vec(),
             comparison: None,
+            conclusions: Vec::new(),
         };
         write_json(path, &report)?;
         writeln!(out, "JSON of those written to {}", path.display())?;
@@ -984,6 +1076,9 @@ fn run_workload(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     writeln!(out, "workload: {}", plan.workload.describe())?;
+    for note in &plan.notes {
+        writeln!(out, "note: {note}")?;
+    }
     // Several configurations: each in a fresh child process unless told otherwise, so none
     // inherits the heap (and page faults already paid) or the resident memory of another.
     let in_children = plan.configs.len() > 1 && !plan.process.in_process;
@@ -1033,7 +1128,14 @@ fn run_workload(
         )?;
         runs.push(run);
     }
-    let comparison = comparison_line(&runs);
+    // With held snapshots the per-system lines say what differed; the pairwise line would
+    // compare every run with the first, held with unheld.
+    let conclusions = crate::report::held_snapshot_lines(&runs);
+    let comparison = if conclusions.is_empty() {
+        comparison_line(&runs)
+    } else {
+        None
+    };
     let report = LabReport {
         format_version: FORMAT_VERSION,
         workload: plan.workload.name().to_owned(),
@@ -1042,11 +1144,18 @@ fn run_workload(
         command_line,
         runs,
         comparison,
+        conclusions,
     };
     writeln!(out)?;
     write!(out, "{}", summary_table(&report.runs))?;
     if let Some(line) = &report.comparison {
         writeln!(out, "\n{line}")?;
+    }
+    if !report.conclusions.is_empty() {
+        writeln!(out)?;
+        for line in &report.conclusions {
+            writeln!(out, "{line}")?;
+        }
     }
     if let Some(path) = &plan.json {
         write_json(path, &report)?;

@@ -350,6 +350,10 @@ pub struct LabReport {
     pub runs: Vec<RunResult>,
     /// For several configurations, one line saying what differed.
     pub comparison: Option<String>,
+    /// With a held snapshot: one line per held run saying what it kept and how it grew,
+    /// then what to conclude and what is not compared (`report::held_snapshot_lines`).
+    #[serde(default)]
+    pub conclusions: Vec<String>,
 }
 
 /// The median of `values` (0 for none).

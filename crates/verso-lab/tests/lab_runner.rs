@@ -44,6 +44,7 @@ fn report_of(workload: &dyn Workload, runs: Vec<RunResult>) -> LabReport {
         started_unix_seconds: 1,
         command_line: vec!["verso".into(), "test".into()],
         comparison: comparison_line(&runs),
+        conclusions: Vec::new(),
         runs,
     }
 }
