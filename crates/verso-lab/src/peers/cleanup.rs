@@ -52,9 +52,15 @@ impl Cleanup {
     }
 }
 
-fn remove_dir(dir: &Path) {
-    if dir.exists() {
-        let _ = std::fs::remove_dir_all(dir);
+/// Removes `dir` and everything in it. A server's last processes may still be writing
+/// while it is removed (the removal then fails on a directory that is no longer empty):
+/// it is tried again for up to two seconds.
+pub fn remove_dir(dir: &Path) {
+    for _ in 0..20 {
+        if !dir.exists() || std::fs::remove_dir_all(dir).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
@@ -94,6 +100,7 @@ type Registry = Vec<(u64, Cleanup)>;
 static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
 static HANDLER: Once = Once::new();
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Exit status of a run ended by a signal after its cleanups ran (128 + SIGINT).
 pub const INTERRUPTED_EXIT_STATUS: i32 = 130;
@@ -119,6 +126,7 @@ pub fn register(cleanup: Cleanup) -> Registration {
         // Another handler may already be installed (a program embedding the lab); its
         // owner then decides what an interrupt does, and the `Drop`s still clean up.
         let _ = ctrlc::set_handler(|| {
+            INTERRUPTED.store(true, Ordering::SeqCst);
             let pending: Registry = std::mem::take(&mut *registry());
             for (_, cleanup) in pending.iter().rev() {
                 cleanup.run();
@@ -133,6 +141,21 @@ pub fn register(cleanup: Cleanup) -> Registration {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     registry().push((id, cleanup));
     Registration(id)
+}
+
+/// Whether an interrupt's cleanup has begun. The run it interrupted may fail at the same
+/// time (its server vanished under it); [`wait_if_interrupted`] then lets the handler finish
+/// and end the process with its own status.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// If an interrupt's cleanup has begun, waits for it: the handler ends the process (status
+/// [`INTERRUPTED_EXIT_STATUS`]) when it is done. Returns at once otherwise.
+pub fn wait_if_interrupted() {
+    while interrupted() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// A fresh directory for a peer's files: `parent/verso-<what>-<pid>-<n>`, created (never

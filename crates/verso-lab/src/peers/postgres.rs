@@ -85,7 +85,7 @@ impl Binaries {
                 Ok(Binaries { bin_dir: dir })
             } else {
                 Err(LabError::Peer(format!(
-                    "postgres: VERSO_PG_BIN={} has no initdb and pg_ctl",
+                    "postgres: VERSO_PG_BIN={} has no initdb and pg_ctl: {INSTALL_HINT}",
                     dir.display()
                 )))
             };
@@ -152,6 +152,23 @@ fn server_user() -> Result<Option<(u32, u32)>, LabError> {
         })
 }
 
+/// The first directory on the way to `dir` (itself included) that user `uid` may not enter:
+/// neither its owner with the owner's search bit nor anyone with the others' one. (Group
+/// permissions are not looked at: the postgres user's groups would have to be read too.)
+fn unreachable_ancestor(dir: &Path, uid: u32) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|ancestor| {
+            std::fs::metadata(ancestor).is_ok_and(|m| {
+                let mode = m.mode();
+                let by_owner = m.uid() == uid && mode & 0o100 != 0;
+                !(by_owner || mode & 0o001 != 0)
+            })
+        })
+        .map(Path::to_path_buf)
+}
+
 /// A PostgreSQL cluster the lab made for one run: `initdb` into a fresh directory, the
 /// settings of [`PRIVATE_SETTINGS`], `pg_ctl start` on a Unix socket in that directory.
 ///
@@ -188,6 +205,15 @@ impl PrivateServer {
             run_as,
         };
         // From here on, an early return drops `server`, which removes the directory.
+        if let Some((uid, _)) = run_as {
+            if let Some(blocked) = unreachable_ancestor(parent, uid) {
+                return Err(server.failed(format!(
+                    "the server runs as the postgres user, which cannot enter {} (no search \
+                     permission for others); give a --peer-dir it can reach, such as /tmp",
+                    blocked.display()
+                )));
+            }
+        }
         if let Some((uid, gid)) = run_as {
             std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
                 .map_err(|e| server.failed(format!("cannot give its directory to the postgres user: {e}")))?;
@@ -292,7 +318,7 @@ impl PrivateServer {
 impl Drop for PrivateServer {
     fn drop(&mut self) {
         cleanup::stop_postgres(&self.binaries.program("pg_ctl"), &self.data, self.run_as);
-        let _ = std::fs::remove_dir_all(&self.dir);
+        cleanup::remove_dir(&self.dir);
     }
 }
 

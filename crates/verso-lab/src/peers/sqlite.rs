@@ -106,7 +106,7 @@ impl SqlitePeer {
 
 impl Drop for SqlitePeer {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        cleanup::remove_dir(&self.dir);
     }
 }
 
