@@ -778,6 +778,77 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{Configuration, RunResult, Sample, Summary};
+
+    fn run(label: &str, system: &str, held: bool, commits: &[f64], growth: &[u64]) -> RunResult {
+        let samples: Vec<Sample> = commits
+            .iter()
+            .zip(growth)
+            .enumerate()
+            .map(|(i, (&c, &g))| Sample {
+                t_seconds: (i + 1) as f64,
+                interval_seconds: 1.0,
+                oltp_commits_per_second: c,
+                growth_bytes: g,
+                ..Sample::default()
+            })
+            .collect();
+        RunResult {
+            configuration: Configuration {
+                label: label.into(),
+                garbage_collector: String::new(),
+                background_gc_period_ms: None,
+                epoch_advance_threshold: None,
+                isolation: "snapshot".into(),
+                design: String::new(),
+                workload_parameters: String::new(),
+                oltp_workers: 2,
+                olap_workers: 0,
+                hold_snapshot: held,
+                seed: 1,
+                duration_seconds: Some(commits.len() as f64),
+                system: system.into(),
+                system_version: String::new(),
+                system_isolation: String::new(),
+                settings: String::new(),
+                durability: "WAL; not synced".into(),
+                growth_measure: String::new(),
+                transactions: None,
+                sample_interval_seconds: 1.0,
+            },
+            load_seconds: 0.0,
+            run_seconds: commits.len() as f64,
+            consistent: true,
+            totals: Default::default(),
+            engine: Default::default(),
+            summary: Summary::of(&samples, 1.0),
+            samples,
+        }
+    }
+
+    #[test]
+    fn held_snapshot_lines_compare_with_the_baseline_or_the_start() {
+        let runs = [
+            run("steam", "verso", true, &[100.0; 20], &[1000; 20]),
+            run("steam", "verso", false, &[100.0; 10], &[1000; 10]),
+            // No baseline: compared with its own first 10 s, which ran at 100.
+            run(
+                "postgres",
+                "postgres",
+                true,
+                &[[100.0; 10], [10.0; 10]].concat(),
+                &(1..=20).map(|i| i * 100).collect::<Vec<_>>(),
+            ),
+        ];
+        let lines = held_snapshot_lines(&runs);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[0].starts_with("steam: with one snapshot held, its last 10 s ran 100 commits/s, 100% of its run without the snapshot"), "{}", lines[0]);
+        assert!(lines[1].contains("10%") && lines[1].contains("of its first 10 s"), "{}", lines[1]);
+        assert!(lines[1].contains("tables and indexes grew 100 B -> 2.0 KiB (20.0x)"), "{}", lines[1]);
+        assert!(lines[2].contains("steam (100%) kept 90% or more") && lines[2].contains("postgres (10%) fell below 90%"), "{}", lines[2]);
+        assert!(lines[3].starts_with("Not a durability comparison") && lines[3].contains("postgres: WAL"), "{}", lines[3]);
+        assert!(held_snapshot_lines(&runs[1..2]).is_empty());
+    }
 
     #[test]
     fn escape_neutralizes_markup() {

@@ -1031,12 +1031,20 @@ impl<'c> Sampler<'c> {
             self.previous.growth_bytes,
         );
         let sample = self.difference(&now);
-        self.bar.set_message(format!(
-            "{} commits/s, {} live versions, max chain {}",
-            compact(sample.oltp_commits_per_second),
-            compact(sample.live_versions as f64),
-            sample.read_chain_max.max(sample.write_chain_max),
-        ));
+        self.bar.set_message(if self.config.peer.is_some() {
+            format!(
+                "{} commits/s, growth {}",
+                compact(sample.oltp_commits_per_second),
+                crate::format::bytes(sample.growth_bytes as f64),
+            )
+        } else {
+            format!(
+                "{} commits/s, {} live versions, max chain {}",
+                compact(sample.oltp_commits_per_second),
+                compact(sample.live_versions as f64),
+                sample.read_chain_max.max(sample.write_chain_max),
+            )
+        });
         self.samples.push(sample);
         self.previous = now;
     }

@@ -254,16 +254,31 @@ impl TableDef {
         self
     }
 
-    /// `CREATE TABLE`, with the primary key declared in it when `with_key`.
+    /// `CREATE TABLE`, with the primary key declared in it when `with_key`. In SQLite a
+    /// single integer key is declared `INTEGER PRIMARY KEY`, SQLite's way of keying a table
+    /// by an integer (the key is then the row id; any other declaration adds a separate
+    /// index beside the table).
     pub fn create_sql(&self, dialect: Dialect, with_key: bool) -> String {
+        let row_id_key = match (dialect, self.primary_key.as_slice()) {
+            (Dialect::Sqlite, [key]) if with_key => self
+                .columns
+                .iter()
+                .any(|(column, t)| column == key && *t == SqlType::BigInt)
+                .then_some(key.as_str()),
+            _ => None,
+        };
         let mut sql = format!("CREATE TABLE {} (", self.name);
         for (i, (column, column_type)) in self.columns.iter().enumerate() {
             if i > 0 {
                 sql.push_str(", ");
             }
-            let _ = write!(sql, "{column} {}", dialect.type_name(*column_type));
+            if row_id_key == Some(column.as_str()) {
+                let _ = write!(sql, "{column} INTEGER PRIMARY KEY");
+            } else {
+                let _ = write!(sql, "{column} {}", dialect.type_name(*column_type));
+            }
         }
-        if with_key && !self.primary_key.is_empty() {
+        if with_key && !self.primary_key.is_empty() && row_id_key.is_none() {
             let _ = write!(sql, ", PRIMARY KEY ({})", self.primary_key.join(", "));
         }
         sql.push(')');
@@ -351,7 +366,11 @@ mod tests {
         );
         assert_eq!(
             t.create_sql(Dialect::Sqlite, true),
-            "CREATE TABLE t (id BIGINT, x REAL, PRIMARY KEY (id))"
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, x REAL)"
+        );
+        assert_eq!(
+            t.create_sql(Dialect::DuckDb, true),
+            "CREATE TABLE t (id BIGINT, x DOUBLE, PRIMARY KEY (id))"
         );
         assert_eq!(t.index_sql(), ["CREATE INDEX t_by_x ON t (x)"]);
         assert_eq!(t.insert_sql(), "INSERT INTO t VALUES ($1, $2)");
