@@ -647,31 +647,31 @@ impl Plan {
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
         let verso_configs = collectors.into_iter().map(|gc| {
-                let mut options = Options::default()
-                    .garbage_collector(gc)
-                    .version_storage(common.storage)
-                    .concurrency_control(common.protocol)
-                    .index_pointers(common.index_pointers)
-                    .non_inline(common.non_inline);
-                options.memory_spaces = common.memory_spaces;
-                RunConfig {
-                    // Under every protocol but SI each transaction is serializable, whatever
-                    // it asks for; the reports say what it gets.
-                    isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
-                        common.isolation.into()
-                    } else {
-                        Isolation::Serializable
-                    },
-                    oltp_workers: common.workers.unwrap_or(1),
-                    olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
-                    stop,
-                    seed: common.seed,
-                    hold_snapshot: common.hold_snapshot,
-                    sample_interval: common.sampling.interval(),
-                    show_progress: common.sampling.show_progress(),
-                    ..RunConfig::with_options(gc.name(), options)
-                }
-            });
+            let mut options = Options::default()
+                .garbage_collector(gc)
+                .version_storage(common.storage)
+                .concurrency_control(common.protocol)
+                .index_pointers(common.index_pointers)
+                .non_inline(common.non_inline);
+            options.memory_spaces = common.memory_spaces;
+            RunConfig {
+                // Under every protocol but SI each transaction is serializable, whatever
+                // it asks for; the reports say what it gets.
+                isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
+                    common.isolation.into()
+                } else {
+                    Isolation::Serializable
+                },
+                oltp_workers: common.workers.unwrap_or(1),
+                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                stop,
+                seed: common.seed,
+                hold_snapshot: common.hold_snapshot,
+                sample_interval: common.sampling.interval(),
+                show_progress: common.sampling.show_progress(),
+                ..RunConfig::with_options(gc.name(), options)
+            }
+        });
         let peers = common.peers.specs()?;
         let configs = with_baselines(
             verso_configs
@@ -689,7 +689,9 @@ impl Plan {
                 .collect(),
             common.baseline,
         );
-        if !common.peers.peers.is_empty() && common.protocol != ConcurrencyControl::SnapshotIsolation {
+        if !common.peers.peers.is_empty()
+            && common.protocol != ConcurrencyControl::SnapshotIsolation
+        {
             return Err(LabError::BadOption(format!(
                 "--protocol {} with --peer: a peer runs its own concurrency control; compare \
                  peers with Verso's default protocol (si), at --isolation snapshot or \

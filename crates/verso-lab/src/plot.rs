@@ -480,7 +480,9 @@ fn draw<DB: DrawingBackend>(
         // A run without a held snapshot beside the same system's held run: its baseline,
         // drawn lighter and thinner in the same color.
         let baseline = !line.label.ends_with("+held snapshot")
-            && lines.iter().any(|other| other.label == format!("{} +held snapshot", line.label));
+            && lines
+                .iter()
+                .any(|other| other.label == format!("{} +held snapshot", line.label));
         let (color, width) = if baseline {
             (base.mix(0.45), 1)
         } else {

@@ -202,7 +202,13 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
     let durabilities: Vec<String> = runs
         .iter()
         .filter(|r| r.configuration.system != "verso" && r.configuration.hold_snapshot)
-        .map(|r| format!("{}: {}", r.configuration.label, first_clause(&r.configuration.durability)))
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r.configuration.label,
+                first_clause(&r.configuration.durability)
+            )
+        })
         .collect();
     if !durabilities.is_empty() {
         lines.push(format!(
@@ -517,7 +523,11 @@ fn configurations_html(runs: &[RunResult]) -> String {
                 escape(&c.settings),
                 escape(&c.durability),
                 escape(&c.growth_measure),
-                escape(if c.garbage_collector.is_empty() { "-" } else { &c.garbage_collector }),
+                escape(if c.garbage_collector.is_empty() {
+                    "-"
+                } else {
+                    &c.garbage_collector
+                }),
             );
         }
         html.push_str("</li>\n");
@@ -843,10 +853,28 @@ mod tests {
         let lines = held_snapshot_lines(&runs);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert!(lines[0].starts_with("steam: with one snapshot held, its last 10 s ran 100 commits/s, 100% of its run without the snapshot"), "{}", lines[0]);
-        assert!(lines[1].contains("10%") && lines[1].contains("of its first 10 s"), "{}", lines[1]);
-        assert!(lines[1].contains("tables and indexes grew 100 B -> 2.0 KiB (20.0x)"), "{}", lines[1]);
-        assert!(lines[2].contains("steam (100%) kept 90% or more") && lines[2].contains("postgres (10%) fell below 90%"), "{}", lines[2]);
-        assert!(lines[3].starts_with("Not a durability comparison") && lines[3].contains("postgres: WAL"), "{}", lines[3]);
+        assert!(
+            lines[1].contains("10%") && lines[1].contains("of its first 10 s"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains("tables and indexes grew 100 B -> 2.0 KiB (20.0x)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].contains("steam (100%) kept 90% or more")
+                && lines[2].contains("postgres (10%) fell below 90%"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("Not a durability comparison")
+                && lines[3].contains("postgres: WAL"),
+            "{}",
+            lines[3]
+        );
         assert!(held_snapshot_lines(&runs[1..2]).is_empty());
     }
 

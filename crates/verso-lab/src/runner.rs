@@ -236,37 +236,37 @@ pub fn run_configuration(
 /// (`design`, versions, settings, durability) are left for the caller to fill in.
 pub(crate) fn configuration_of(workload: &dyn Workload, config: &RunConfig) -> Configuration {
     Configuration {
-            label: config.label.clone(),
-            garbage_collector: String::new(),
-            background_gc_period_ms: None,
-            epoch_advance_threshold: None,
-            isolation: isolation_name(config.isolation).to_owned(),
-            design: String::new(),
-            system: config
-                .peer
-                .as_ref()
-                .map_or("verso", |peer| peer.kind.name())
-                .to_owned(),
-            system_version: String::new(),
-            system_isolation: String::new(),
-            settings: String::new(),
-            durability: String::new(),
-            growth_measure: String::new(),
-            workload_parameters: workload.describe(),
-            oltp_workers: config.oltp_workers,
-            olap_workers: config.olap_workers,
-            hold_snapshot: config.hold_snapshot,
-            seed: config.seed,
-            duration_seconds: match config.stop {
-                StopAfter::Duration(d) => Some(d.as_secs_f64()),
-                StopAfter::Transactions(_) => None,
-            },
-            transactions: match config.stop {
-                StopAfter::Transactions(n) => Some(n),
-                StopAfter::Duration(_) => None,
-            },
-            sample_interval_seconds: config.sample_interval.as_secs_f64(),
-        }
+        label: config.label.clone(),
+        garbage_collector: String::new(),
+        background_gc_period_ms: None,
+        epoch_advance_threshold: None,
+        isolation: isolation_name(config.isolation).to_owned(),
+        design: String::new(),
+        system: config
+            .peer
+            .as_ref()
+            .map_or("verso", |peer| peer.kind.name())
+            .to_owned(),
+        system_version: String::new(),
+        system_isolation: String::new(),
+        settings: String::new(),
+        durability: String::new(),
+        growth_measure: String::new(),
+        workload_parameters: workload.describe(),
+        oltp_workers: config.oltp_workers,
+        olap_workers: config.olap_workers,
+        hold_snapshot: config.hold_snapshot,
+        seed: config.seed,
+        duration_seconds: match config.stop {
+            StopAfter::Duration(d) => Some(d.as_secs_f64()),
+            StopAfter::Transactions(_) => None,
+        },
+        transactions: match config.stop {
+            StopAfter::Transactions(n) => Some(n),
+            StopAfter::Duration(_) => None,
+        },
+        sample_interval_seconds: config.sample_interval.as_secs_f64(),
+    }
 }
 
 /// A run's result from what it measured.

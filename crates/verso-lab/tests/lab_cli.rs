@@ -489,7 +489,9 @@ fn the_demo_holds_a_snapshot_on_verso_and_every_peer_and_writes_its_report() {
     }
     for system in &systems {
         assert!(
-            stdout.contains(&format!("{system}: with one snapshot held, its last 10 s ran")),
+            stdout.contains(&format!(
+                "{system}: with one snapshot held, its last 10 s ran"
+            )),
             "{system}: {stdout}"
         );
     }
@@ -502,19 +504,34 @@ fn the_demo_holds_a_snapshot_on_verso_and_every_peer_and_writes_its_report() {
     )
     .expect("valid JSON");
     let runs = json["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 2 * systems.len(), "a held run and its baseline each");
+    assert_eq!(
+        runs.len(),
+        2 * systems.len(),
+        "a held run and its baseline each"
+    );
     for pair in runs.chunks(2) {
         assert_eq!(pair[0]["configuration"]["hold_snapshot"], true);
         assert_eq!(pair[1]["configuration"]["hold_snapshot"], false);
-        assert_eq!(pair[0]["configuration"]["label"], pair[1]["configuration"]["label"]);
+        assert_eq!(
+            pair[0]["configuration"]["label"],
+            pair[1]["configuration"]["label"]
+        );
         for run in pair {
             assert_eq!(run["configuration"]["oltp_workers"], 2);
             assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
-            assert!(run["summary"]["last_growth_bytes"].as_u64() > Some(0), "{run}");
+            assert!(
+                run["summary"]["last_growth_bytes"].as_u64() > Some(0),
+                "{run}"
+            );
         }
     }
     // Nothing of the peers is left behind.
-    assert_eq!(std::fs::read_dir(peer_dir.path()).expect("peer dir").count(), 0);
+    assert_eq!(
+        std::fs::read_dir(peer_dir.path())
+            .expect("peer dir")
+            .count(),
+        0
+    );
 }
 
 /// Compared configurations run each in a child process by default, in this one with

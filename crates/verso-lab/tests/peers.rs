@@ -89,8 +89,14 @@ fn tiny_run(workload: &str, peer: PeerKind, extra: &[&str]) -> serde_json::Value
     assert_eq!(run["consistent"], true);
     assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
     assert!(
-        !run["configuration"]["system_version"].as_str().unwrap_or("").is_empty()
-            && !run["configuration"]["durability"].as_str().unwrap_or("").is_empty(),
+        !run["configuration"]["system_version"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+            && !run["configuration"]["durability"]
+                .as_str()
+                .unwrap_or("")
+                .is_empty(),
         "{run}"
     );
     assert!(
@@ -126,7 +132,13 @@ fn each_peer_runs_ycsb_in_tiny_mode() {
 fn each_peer_runs_all_five_tpcc_transactions_in_tiny_mode() {
     for peer in peers() {
         let run = tiny_run("tpcc", peer, &["--transactions", "400"]);
-        for kind in ["NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"] {
+        for kind in [
+            "NewOrder",
+            "Payment",
+            "OrderStatus",
+            "Delivery",
+            "StockLevel",
+        ] {
             assert!(
                 run["totals"]["oltp_commits_by_kind"][kind].as_u64() > Some(0),
                 "{} ran no {kind}: {run}",
@@ -145,7 +157,10 @@ fn postgres_and_duckdb_run_ch_in_tiny_mode_and_sqlite_is_refused() {
     let output = verso(&["ch", "--tiny", "--peer", "sqlite"]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("SQLite runs tpcb, ycsb and tpcc"), "{stderr}");
+    assert!(
+        stderr.contains("SQLite runs tpcb, ycsb and tpcc"),
+        "{stderr}"
+    );
 }
 
 /// The peers' TPC-C consistency check finds a broken row: it is not a check that cannot
@@ -176,8 +191,7 @@ fn tpcc_consistency_conditions_hold_after_a_run_on_every_peer_and_catch_a_broken
         .expect("worker");
         let mut committed = 0;
         while committed < 300 {
-            if let TxnOutcome::Committed { .. } =
-                worker.run_one(Isolation::Snapshot).expect("runs")
+            if let TxnOutcome::Committed { .. } = worker.run_one(Isolation::Snapshot).expect("runs")
             {
                 committed += 1;
             }
@@ -276,12 +290,17 @@ fn the_22_ch_queries_agree_between_verso_postgres_and_duckdb() {
     let mut committed = 0;
     while committed < 600 {
         let kind = terminal.next_kind();
-        if let TxnOutcome::Committed { .. } = terminal.run(kind, Isolation::Snapshot).expect("tpcc") {
+        if let TxnOutcome::Committed { .. } = terminal.run(kind, Isolation::Snapshot).expect("tpcc")
+        {
             committed += 1;
         }
     }
     let verso_results: Vec<QueryResult> = (0..22)
-        .map(|q| verso_lab::workloads::ch::run_query(&db, q).expect("verso query").0)
+        .map(|q| {
+            verso_lab::workloads::ch::run_query(&db, q)
+                .expect("verso query")
+                .0
+        })
         .collect();
     let with_data = verso_results.iter().filter(|r| r.has_data()).count();
     assert!(with_data >= 18, "only {with_data} queries returned data");
@@ -303,7 +322,8 @@ fn the_22_ch_queries_agree_between_verso_postgres_and_duckdb() {
         for (q, verso_result) in verso_results.iter().enumerate() {
             let rows = ch_sql::run_query(&mut *session, kind, &texts, q)
                 .unwrap_or_else(|e| panic!("{} Q{}: {e}", kind.name(), q + 1));
-            let peer_rows: Vec<Vec<Cell>> = rows.iter().map(|r| r.iter().map(cell).collect()).collect();
+            let peer_rows: Vec<Vec<Cell>> =
+                rows.iter().map(|r| r.iter().map(cell).collect()).collect();
             assert!(
                 in_key_order(&peer_rows, ORDER_KEYS[q]),
                 "{} Q{}: rows out of the query's order",
@@ -369,14 +389,21 @@ fn a_private_postgres_is_stopped_and_removed_after_a_failed_run() {
         .output()
         .expect("verso runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "the planted failure fails the run");
+    assert!(
+        !output.status.success(),
+        "the planted failure fails the run"
+    );
     assert!(stderr.contains("a failure planted by"), "{stderr}");
     assert_eq!(
         std::fs::read_dir(peer_dir.path()).expect("dir").count(),
         0,
         "the server's directory is gone"
     );
-    assert!(servers_in(peer_dir.path()).is_empty(), "{:?}", servers_in(peer_dir.path()));
+    assert!(
+        servers_in(peer_dir.path()).is_empty(),
+        "{:?}",
+        servers_in(peer_dir.path())
+    );
 }
 
 /// Ctrl-C (SIGINT) during a run with a private server: the server is stopped, its
@@ -416,7 +443,10 @@ fn a_private_postgres_is_stopped_and_removed_when_the_run_is_interrupted() {
             })
     };
     while !server_up() {
-        assert!(started.elapsed().as_secs() < 120, "the server never came up");
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the server never came up"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(!servers_in(peer_dir.path()).is_empty(), "a server runs");
@@ -434,8 +464,16 @@ fn a_private_postgres_is_stopped_and_removed_when_the_run_is_interrupted() {
         String::from_utf8_lossy(&output.stderr)
     );
     let left: Vec<_> = walk(peer_dir.path());
-    assert!(left.is_empty(), "left behind: {left:?}; the lab said: {}", String::from_utf8_lossy(&output.stderr));
-    assert!(servers_in(peer_dir.path()).is_empty(), "{:?}", servers_in(peer_dir.path()));
+    assert!(
+        left.is_empty(),
+        "left behind: {left:?}; the lab said: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        servers_in(peer_dir.path()).is_empty(),
+        "{:?}",
+        servers_in(peer_dir.path())
+    );
 }
 
 /// Every path under `dir`.
@@ -460,12 +498,26 @@ fn bad_peer_options_fail_before_anything_runs() {
     let empty_bin = tempfile::tempdir().expect("empty dir");
     let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
         (
-            vec!["tpcb", "--tiny", "--peer", "postgres", "--postgres-url", "host=/nonexistent-dir port=5999 user=x"],
+            vec![
+                "tpcb",
+                "--tiny",
+                "--peer",
+                "postgres",
+                "--postgres-url",
+                "host=/nonexistent-dir port=5999 user=x",
+            ],
             vec![],
             "cannot connect to --postgres-url",
         ),
         (
-            vec!["tpcb", "--tiny", "--peer", "postgres", "--postgres-url", "not a = connection = string"],
+            vec![
+                "tpcb",
+                "--tiny",
+                "--peer",
+                "postgres",
+                "--postgres-url",
+                "not a = connection = string",
+            ],
             vec![],
             "--postgres-url",
         ),
@@ -475,18 +527,44 @@ fn bad_peer_options_fail_before_anything_runs() {
             "apt-get install postgresql",
         ),
         (
-            vec!["tpcb", "--tiny", "--peer", "sqlite", "--peer-dir", a_file.to_str().expect("utf-8")],
+            vec![
+                "tpcb",
+                "--tiny",
+                "--peer",
+                "sqlite",
+                "--peer-dir",
+                a_file.to_str().expect("utf-8"),
+            ],
             vec![],
             "--peer-dir",
         ),
-        (vec!["kv", "--tiny", "--peer", "sqlite"], vec![], "no SQL form"),
-        (vec!["tpcb", "--tiny", "--peer", "sqlite", "--peer", "sqlite"], vec![], "given twice"),
         (
-            vec!["tpcb", "--tiny", "--peer", "sqlite", "--postgres-url", "host=/tmp"],
+            vec!["kv", "--tiny", "--peer", "sqlite"],
+            vec![],
+            "no SQL form",
+        ),
+        (
+            vec!["tpcb", "--tiny", "--peer", "sqlite", "--peer", "sqlite"],
+            vec![],
+            "given twice",
+        ),
+        (
+            vec![
+                "tpcb",
+                "--tiny",
+                "--peer",
+                "sqlite",
+                "--postgres-url",
+                "host=/tmp",
+            ],
             vec![],
             "--postgres-url is for --peer postgres",
         ),
-        (vec!["tpcb", "--tiny", "--peer", "oracle"], vec![], "unknown peer"),
+        (
+            vec!["tpcb", "--tiny", "--peer", "oracle"],
+            vec![],
+            "unknown peer",
+        ),
         (
             vec!["tpcb", "--tiny", "--peer", "sqlite", "--protocol", "mvto"],
             vec![],

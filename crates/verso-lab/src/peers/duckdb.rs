@@ -185,9 +185,7 @@ fn value_of(value: ValueRef<'_>) -> SqlValue {
         ValueRef::SmallInt(i) => SqlValue::Int(i64::from(i)),
         ValueRef::Int(i) => SqlValue::Int(i64::from(i)),
         ValueRef::BigInt(i) => SqlValue::Int(i),
-        ValueRef::HugeInt(i) => {
-            i64::try_from(i).map_or(SqlValue::Float(i as f64), SqlValue::Int)
-        }
+        ValueRef::HugeInt(i) => i64::try_from(i).map_or(SqlValue::Float(i as f64), SqlValue::Int),
         ValueRef::UTinyInt(i) => SqlValue::Int(i64::from(i)),
         ValueRef::USmallInt(i) => SqlValue::Int(i64::from(i)),
         ValueRef::UInt(i) => SqlValue::Int(i64::from(i)),
@@ -199,7 +197,8 @@ fn value_of(value: ValueRef<'_>) -> SqlValue {
             if text.contains('.') {
                 SqlValue::Float(text.parse().unwrap_or(f64::NAN))
             } else {
-                text.parse().map_or(SqlValue::Float(f64::NAN), SqlValue::Int)
+                text.parse()
+                    .map_or(SqlValue::Float(f64::NAN), SqlValue::Int)
             }
         }
         ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),

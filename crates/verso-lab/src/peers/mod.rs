@@ -296,7 +296,8 @@ impl DrivenSystem for PeerSystem<'_> {
         seed: u64,
     ) -> Result<Option<Box<dyn OlapWorker + '_>>, LabError> {
         let session = self.peer.connect()?;
-        self.sql.olap_worker(session, self.peer.kind(), worker, seed)
+        self.sql
+            .olap_worker(session, self.peer.kind(), worker, seed)
     }
 
     fn gauges(&self) -> Gauges {

@@ -215,8 +215,11 @@ impl PrivateServer {
             }
         }
         if let Some((uid, gid)) = run_as {
-            std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
-                .map_err(|e| server.failed(format!("cannot give its directory to the postgres user: {e}")))?;
+            std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid)).map_err(|e| {
+                server.failed(format!(
+                    "cannot give its directory to the postgres user: {e}"
+                ))
+            })?;
         }
         server.run(
             "initdb",
@@ -232,7 +235,8 @@ impl PrivateServer {
                 "--no-instructions",
             ],
         )?;
-        let mut conf = String::from("\n# Written by the Verso lab (crates/verso-lab/src/peers/postgres.rs)\n");
+        let mut conf =
+            String::from("\n# Written by the Verso lab (crates/verso-lab/src/peers/postgres.rs)\n");
         for (name, value) in PRIVATE_SETTINGS {
             let _ = writeln!(conf, "{name} = {value}");
         }
@@ -271,7 +275,10 @@ impl PrivateServer {
     }
 
     fn failed(&self, what: String) -> LabError {
-        LabError::Peer(format!("postgres: the private server in {}: {what}", self.dir.display()))
+        LabError::Peer(format!(
+            "postgres: the private server in {}: {what}",
+            self.dir.display()
+        ))
     }
 
     /// Runs one of the server's programs as the server's user; its output becomes the
@@ -363,8 +370,10 @@ impl PostgresPeer {
             description: PeerDescription::default(),
             home: Home::Private { _server: server },
         };
-        peer.describe("a private server the lab started for this run (initdb into a fresh \
-                       directory, Unix socket only), stopped and removed after it")?;
+        peer.describe(
+            "a private server the lab started for this run (initdb into a fresh \
+                       directory, Unix socket only), stopped and removed after it",
+        )?;
         Ok(peer)
     }
 
@@ -372,7 +381,9 @@ impl PostgresPeer {
     /// fresh schema for the run. Fails at once if the server cannot be reached.
     pub fn connect_existing(url: &str) -> Result<PostgresPeer, LabError> {
         let mut config: postgres::Config = url.parse().map_err(|e| {
-            LabError::BadOption(format!("--postgres-url {url:?} is not a connection string: {e}"))
+            LabError::BadOption(format!(
+                "--postgres-url {url:?} is not a connection string: {e}"
+            ))
         })?;
         config.connect_timeout(std::time::Duration::from_secs(10));
         let mut monitor = config
@@ -386,7 +397,9 @@ impl PostgresPeer {
                 .map_or(0, |d| d.as_micros())
         );
         monitor
-            .batch_execute(&format!("CREATE SCHEMA {schema}; SET search_path TO {schema}"))
+            .batch_execute(&format!(
+                "CREATE SCHEMA {schema}; SET search_path TO {schema}"
+            ))
             .map_err(|e| LabError::Peer(format!("postgres: cannot create schema {schema}: {e}")))?;
         config.options(&format!("-c search_path={schema}"));
         let mut peer = PostgresPeer {
@@ -415,7 +428,11 @@ impl PostgresPeer {
                 .query_one(&format!("SHOW {name}"), &[])
                 .and_then(|row| row.try_get(0))
                 .map_err(|e| LabError::Peer(format!("postgres: SHOW {name}: {e}")))?;
-            let _ = write!(settings, "{}{name}={value}", if settings.is_empty() { "" } else { ", " });
+            let _ = write!(
+                settings,
+                "{}{name}={value}",
+                if settings.is_empty() { "" } else { ", " }
+            );
         }
         let synchronous_commit_off = settings.contains("synchronous_commit=off");
         let _ = write!(settings, "; {where_it_runs}");
@@ -524,14 +541,19 @@ impl Peer for PostgresPeer {
         progress: &dyn LoadProgress,
     ) -> Result<(), LabError> {
         let mut client = self.monitor.lock().map_err(|_| poisoned())?;
-        let fail = |doing: String, e: postgres::Error| LabError::Peer(format!("postgres: {doing}: {e}"));
+        let fail =
+            |doing: String, e: postgres::Error| LabError::Peer(format!("postgres: {doing}: {e}"));
         for table in tables {
             client
                 .batch_execute(&table.create_sql(super::sql::Dialect::Postgres, false))
                 .map_err(|e| fail(format!("CREATE TABLE {}", table.name), e))?;
             let columns: Vec<&str> = table.columns.iter().map(|(c, _)| c.as_str()).collect();
             let mut writer = client
-                .copy_in(&format!("COPY {} ({}) FROM STDIN", table.name, columns.join(", ")))
+                .copy_in(&format!(
+                    "COPY {} ({}) FROM STDIN",
+                    table.name,
+                    columns.join(", ")
+                ))
                 .map_err(|e| fail(format!("COPY {}", table.name), e))?;
             let mut line = String::new();
             let mut write_error = None;
@@ -553,7 +575,10 @@ impl Peer for PostgresPeer {
                 }
             })?;
             if let Some(e) = write_error {
-                return Err(LabError::Peer(format!("postgres: COPY {}: {e}", table.name)));
+                return Err(LabError::Peer(format!(
+                    "postgres: COPY {}: {e}",
+                    table.name
+                )));
             }
             writer
                 .finish()
@@ -810,11 +835,23 @@ mod tests {
     #[test]
     fn numerics_decode_to_integers_or_floats() {
         // 123456789 = 1 | 2345 | 6789, weight 2.
-        assert_eq!(numeric(&encode(&[1, 2345, 6789], 2, false, 0)).unwrap(), SqlValue::Int(123_456_789));
-        assert_eq!(numeric(&encode(&[42], 0, true, 0)).unwrap(), SqlValue::Int(-42));
+        assert_eq!(
+            numeric(&encode(&[1, 2345, 6789], 2, false, 0)).unwrap(),
+            SqlValue::Int(123_456_789)
+        );
+        assert_eq!(
+            numeric(&encode(&[42], 0, true, 0)).unwrap(),
+            SqlValue::Int(-42)
+        );
         // 12.5 = 12 | 5000, weight 0, scale 1.
-        assert_eq!(numeric(&encode(&[12, 5000], 0, false, 1)).unwrap(), SqlValue::Float(12.5));
-        assert_eq!(numeric(&encode(&[], 0, false, 0)).unwrap(), SqlValue::Int(0));
+        assert_eq!(
+            numeric(&encode(&[12, 5000], 0, false, 1)).unwrap(),
+            SqlValue::Float(12.5)
+        );
+        assert_eq!(
+            numeric(&encode(&[], 0, false, 0)).unwrap(),
+            SqlValue::Int(0)
+        );
     }
 
     #[test]

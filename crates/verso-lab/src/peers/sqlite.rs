@@ -19,7 +19,9 @@ use rusqlite::{Connection, ErrorCode};
 use verso::{Database, Isolation};
 
 use super::cleanup::{self, Cleanup, Registration};
-use super::sql::{numbered_placeholders, Dialect, Session, SqlError, SqlRow, SqlValue, TableDef, TxnMode};
+use super::sql::{
+    numbered_placeholders, Dialect, Session, SqlError, SqlRow, SqlValue, TableDef, TxnMode,
+};
 use super::{Peer, PeerDescription, PeerKind};
 use crate::workload::{AbortReason, LabError, LoadProgress};
 
@@ -67,22 +69,22 @@ impl SqlitePeer {
             .map_err(|e| failed("PRAGMA cache_size", e))?;
         drop(connection);
         peer.description = PeerDescription {
-                version: format!("SQLite {version}"),
-                settings: format!(
-                    "journal_mode=WAL, synchronous=NORMAL, wal_autocheckpoint={autocheckpoint} \
+            version: format!("SQLite {version}"),
+            settings: format!(
+                "journal_mode=WAL, synchronous=NORMAL, wal_autocheckpoint={autocheckpoint} \
                      pages, cache_size={cache}, busy_timeout={} ms; writers BEGIN IMMEDIATE; \
                      a database file in {}, removed after the run",
-                    BUSY_TIMEOUT.as_millis(),
-                    peer.dir.display()
-                ),
-                durability: "WAL with synchronous=NORMAL: a commit is in the WAL file but not \
+                BUSY_TIMEOUT.as_millis(),
+                peer.dir.display()
+            ),
+            durability: "WAL with synchronous=NORMAL: a commit is in the WAL file but not \
                              synced; a crash of the process loses nothing, a power loss may \
                              lose the last commits. Verso keeps nothing across a crash: not a \
                              durability comparison"
-                    .to_owned(),
-                growth_measure: "the database file plus its WAL file (a long reader keeps \
+                .to_owned(),
+            growth_measure: "the database file plus its WAL file (a long reader keeps \
                                  checkpoints from resetting the WAL)"
-                    .to_owned(),
+                .to_owned(),
         };
         Ok(peer)
     }
@@ -138,9 +140,7 @@ impl Peer for SqlitePeer {
         progress: &dyn LoadProgress,
     ) -> Result<(), LabError> {
         let mut connection = self.open()?;
-        let txn = connection
-            .transaction()
-            .map_err(|e| failed("BEGIN", e))?;
+        let txn = connection.transaction().map_err(|e| failed("BEGIN", e))?;
         for table in tables {
             txn.execute_batch(&table.create_sql(Dialect::Sqlite, true))
                 .map_err(|e| failed(&format!("CREATE TABLE {}", table.name), e))?;

@@ -14,7 +14,9 @@ use crate::peers::sql::{Dialect, Session, SqlRow, SqlType, TableDef};
 use crate::peers::workloads::{at_one_snapshot, SqlWorkload};
 use crate::peers::PeerKind;
 use crate::workload::{LabError, OlapWorker, OltpWorker, QueryOutcome};
-use crate::workloads::ch::queries::{FAR_FUTURE, JAN_1_1999, JAN_2_2007, MAY_23_2010_NOON, QUERY_NAMES};
+use crate::workloads::ch::queries::{
+    FAR_FUTURE, JAN_1_1999, JAN_2_2007, MAY_23_2010_NOON, QUERY_NAMES,
+};
 use crate::workloads::ch::schema::{nation, region, supplier, NATIONS, REGIONS, SUPPLIER_COUNT};
 use crate::workloads::ch::Ch;
 
@@ -272,11 +274,23 @@ impl SqlWorkload for Ch {
         use SqlType::{BigInt, Double, Text};
         let mut tables = super::tpcc::tables();
         let columns = |names: &[&str], types: &[SqlType]| -> Vec<(String, SqlType)> {
-            names.iter().map(|n| (*n).to_owned()).zip(types.iter().copied()).collect()
+            names
+                .iter()
+                .map(|n| (*n).to_owned())
+                .zip(types.iter().copied())
+                .collect()
         };
         for (name, names, types) in [
-            (region::TABLE, &region::COLUMNS[..], &[BigInt, Text, Text][..]),
-            (nation::TABLE, &nation::COLUMNS[..], &[BigInt, Text, BigInt, Text][..]),
+            (
+                region::TABLE,
+                &region::COLUMNS[..],
+                &[BigInt, Text, Text][..],
+            ),
+            (
+                nation::TABLE,
+                &nation::COLUMNS[..],
+                &[BigInt, Text, BigInt, Text][..],
+            ),
             (
                 supplier::TABLE,
                 &supplier::COLUMNS[..],
@@ -392,11 +406,15 @@ mod tests {
     #[test]
     fn calls_are_replaced_as_whole_words() {
         assert_eq!(
-            replace_calls("sum(MONEY(a)) + avg(b) + XMONEY(c)", "MONEY", |c| format!("m[{c}]")),
+            replace_calls("sum(MONEY(a)) + avg(b) + XMONEY(c)", "MONEY", |c| format!(
+                "m[{c}]"
+            )),
             "sum(m[a]) + avg(b) + XMONEY(c)"
         );
         let texts = query_texts(Dialect::DuckDb);
-        assert!(texts.iter().all(|t| !t.contains("MONEY(") && !t.contains("YEAR(")));
+        assert!(texts
+            .iter()
+            .all(|t| !t.contains("MONEY(") && !t.contains("YEAR(")));
         assert!(texts.iter().all(|t| !t.contains('{')));
         assert!(texts[6].contains("year(make_timestamp(o_entry_d))"));
     }

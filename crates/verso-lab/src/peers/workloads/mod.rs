@@ -134,9 +134,7 @@ pub fn at_one_snapshot<T>(
         .map_err(|e| e.in_peer(peer.name(), what))?;
     match check(session) {
         Ok(value) => {
-            session
-                .commit()
-                .map_err(|e| e.in_peer(peer.name(), what))?;
+            session.commit().map_err(|e| e.in_peer(peer.name(), what))?;
             Ok(value)
         }
         Err(e) => {

@@ -116,7 +116,9 @@ impl SqlWorkload for TpcbWorkload {
             delta: int(7),
         })
         .map_err(|e| match e {
-            LabError::Inconsistent(what) => LabError::Inconsistent(format!("{}: {what}", peer.name())),
+            LabError::Inconsistent(what) => {
+                LabError::Inconsistent(format!("{}: {what}", peer.name()))
+            }
             other => other,
         })
     }

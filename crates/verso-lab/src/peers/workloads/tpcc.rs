@@ -16,13 +16,15 @@ use crate::peers::workloads::{attempt, one_row, BodyError, Flow, SqlWorkload};
 use crate::peers::PeerKind;
 use crate::workload::{LabError, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome};
 use crate::workloads::tpcc::schema::{
-    customer, district, from_cents, history, item, new_order, order_line, orders, stock,
-    to_cents, warehouse,
+    customer, district, from_cents, history, item, new_order, order_line, orders, stock, to_cents,
+    warehouse,
 };
 use crate::workloads::tpcc::terminal::{
     CustomerChoice, NewOrderInput, OrderItem, PaymentInput, Terminal,
 };
-use crate::workloads::tpcc::transactions::{DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL};
+use crate::workloads::tpcc::transactions::{
+    DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL,
+};
 use crate::workloads::tpcc::{Tpcc, TpccConfig};
 
 /// The nine tables as Verso's: the same columns, keys and secondary indexes.
@@ -36,7 +38,11 @@ pub fn tables() -> Vec<TableDef> {
         TableDef::of_verso(new_order::TABLE, new_order::COLUMNS, new_order::PRIMARY_KEY),
         TableDef::of_verso(orders::TABLE, orders::COLUMNS, orders::PRIMARY_KEY)
             .index(orders::BY_CUSTOMER, orders::BY_CUSTOMER_COLUMNS),
-        TableDef::of_verso(order_line::TABLE, order_line::COLUMNS, order_line::PRIMARY_KEY),
+        TableDef::of_verso(
+            order_line::TABLE,
+            order_line::COLUMNS,
+            order_line::PRIMARY_KEY,
+        ),
         TableDef::of_verso(item::TABLE, item::COLUMNS, item::PRIMARY_KEY),
         TableDef::of_verso(stock::TABLE, stock::COLUMNS, stock::PRIMARY_KEY),
     ]
@@ -126,7 +132,10 @@ fn money(cents: i64) -> SqlValue {
 }
 
 /// The one row a lookup by key must find, or the inconsistency that names it.
-fn the_row(mut rows: Vec<Vec<SqlValue>>, what: impl FnOnce() -> String) -> Result<Vec<SqlValue>, BodyError> {
+fn the_row(
+    mut rows: Vec<Vec<SqlValue>>,
+    what: impl FnOnce() -> String,
+) -> Result<Vec<SqlValue>, BodyError> {
     match rows.len() {
         1 => Ok(rows.swap_remove(0)),
         n => Err(BodyError::Lab(LabError::Inconsistent(format!(
@@ -148,12 +157,15 @@ fn int_at(row: &[SqlValue], i: usize, what: &str) -> Result<i64, BodyError> {
 
 /// Column `i` of `row` as money in cents.
 fn cents_at(row: &[SqlValue], i: usize, what: &str) -> Result<i64, BodyError> {
-    row.get(i).and_then(SqlValue::as_f64).map(to_cents).ok_or_else(|| {
-        BodyError::Lab(LabError::Inconsistent(format!(
-            "{what}: column {i} is {:?}, not a number",
-            row.get(i)
-        )))
-    })
+    row.get(i)
+        .and_then(SqlValue::as_f64)
+        .map(to_cents)
+        .ok_or_else(|| {
+            BodyError::Lab(LabError::Inconsistent(format!(
+                "{what}: column {i} is {:?}, not a number",
+                row.get(i)
+            )))
+        })
 }
 
 /// Column `i` of `row` as text.
@@ -276,11 +288,19 @@ impl TpccSqlWorker {
         match kind {
             NEW_ORDER => {
                 let input = self.terminal.new_order(&mut self.lines);
-                let (lines, stock_queries, items) =
-                    (&self.lines, &self.stock_queries, i64::from(self.config.items));
-                attempt(&mut *self.session, peer, "New-Order", read_write, kind, |s| {
-                    new_order(s, input, lines, stock_queries, items)
-                })
+                let (lines, stock_queries, items) = (
+                    &self.lines,
+                    &self.stock_queries,
+                    i64::from(self.config.items),
+                );
+                attempt(
+                    &mut *self.session,
+                    peer,
+                    "New-Order",
+                    read_write,
+                    kind,
+                    |s| new_order(s, input, lines, stock_queries, items),
+                )
             }
             PAYMENT => {
                 let input = self.terminal.payment();
@@ -292,24 +312,41 @@ impl TpccSqlWorker {
             ORDER_STATUS => {
                 let (w_id, d_id, customer) = self.terminal.order_status();
                 let last_name = self.terminal.last_name().to_owned();
-                attempt(&mut *self.session, peer, "Order-Status", read_only, kind, |s| {
-                    order_status(s, w_id, d_id, customer, &last_name)
-                })
+                attempt(
+                    &mut *self.session,
+                    peer,
+                    "Order-Status",
+                    read_only,
+                    kind,
+                    |s| order_status(s, w_id, d_id, customer, &last_name),
+                )
             }
             DELIVERY => {
                 let (w_id, carrier) = self.terminal.delivery();
                 let districts = i64::from(self.config.districts_per_warehouse);
-                attempt(&mut *self.session, peer, "Delivery", read_write, kind, |s| {
-                    delivery(s, w_id, carrier, districts)
-                })
+                attempt(
+                    &mut *self.session,
+                    peer,
+                    "Delivery",
+                    read_write,
+                    kind,
+                    |s| delivery(s, w_id, carrier, districts),
+                )
             }
             STOCK_LEVEL => {
                 let (w_id, d_id, threshold) = self.terminal.stock_level();
-                attempt(&mut *self.session, peer, "Stock-Level", read_only, kind, |s| {
-                    stock_level(s, w_id, d_id, threshold)
-                })
+                attempt(
+                    &mut *self.session,
+                    peer,
+                    "Stock-Level",
+                    read_only,
+                    kind,
+                    |s| stock_level(s, w_id, d_id, threshold),
+                )
             }
-            _ => Err(LabError::BadOption(format!("tpcc: no transaction kind {kind}"))),
+            _ => Err(LabError::BadOption(format!(
+                "tpcc: no transaction kind {kind}"
+            ))),
         }
     }
 }
@@ -335,18 +372,22 @@ fn new_order(
 ) -> Result<Flow, BodyError> {
     let NewOrderInput { w_id, d_id, c_id } = input;
     let all_local = lines.iter().all(|l| l.supply_warehouse == w_id);
-    let warehouse_row = the_row(s.query(WAREHOUSE_TAX, &[int(w_id)])?, || format!("warehouse {w_id}"))?;
-    let district_row = the_row(s.query(DISTRICT_FOR_ORDER, &[int(w_id), int(d_id)])?, || {
-        format!("district ({w_id}, {d_id})")
+    let warehouse_row = the_row(s.query(WAREHOUSE_TAX, &[int(w_id)])?, || {
+        format!("warehouse {w_id}")
     })?;
+    let district_row = the_row(
+        s.query(DISTRICT_FOR_ORDER, &[int(w_id), int(d_id)])?,
+        || format!("district ({w_id}, {d_id})"),
+    )?;
     let o_id = int_at(&district_row, 1, "district")?;
     one_row(
         s.execute(DISTRICT_NEXT_ORDER, &[int(o_id + 1), int(w_id), int(d_id)])?,
         || format!("district ({w_id}, {d_id})"),
     )?;
-    let customer_row = the_row(s.query(CUSTOMER_FOR_ORDER, &[int(w_id), int(d_id), int(c_id)])?, || {
-        format!("customer ({w_id}, {d_id}, {c_id})")
-    })?;
+    let customer_row = the_row(
+        s.query(CUSTOMER_FOR_ORDER, &[int(w_id), int(d_id), int(c_id)])?,
+        || format!("customer ({w_id}, {d_id}, {c_id})"),
+    )?;
     std::hint::black_box((&warehouse_row, &customer_row));
     one_row(
         s.execute(
@@ -382,7 +423,10 @@ fn new_order(
         };
         let price_cents = cents_at(item_row, 0, "item")?;
         let stock_row = the_row(
-            s.query(stock_query, &[int(line.supply_warehouse), int(line.item_id)])?,
+            s.query(
+                stock_query,
+                &[int(line.supply_warehouse), int(line.item_id)],
+            )?,
             || format!("stock ({}, {})", line.supply_warehouse, line.item_id),
         )?;
         let quantity = int_at(&stock_row, 0, "stock")?;
@@ -433,7 +477,12 @@ fn new_order(
 
 /// Clause 2.5.2.2's customer by last name: of those in the district, by first name, the
 /// one at position ceil(n / 2).
-fn customer_by_name(s: &mut dyn Session, w_id: i64, d_id: i64, last_name: &str) -> Result<i64, BodyError> {
+fn customer_by_name(
+    s: &mut dyn Session,
+    w_id: i64,
+    d_id: i64,
+    last_name: &str,
+) -> Result<i64, BodyError> {
     let rows = s.query(
         CUSTOMERS_BY_NAME,
         &[int(w_id), int(d_id), SqlValue::Text(last_name.to_owned())],
@@ -477,14 +526,18 @@ fn payment(s: &mut dyn Session, input: PaymentInput, last_name: &str) -> Result<
         s.execute(WAREHOUSE_YTD, &[money(w_ytd + amount_cents), int(w_id)])?,
         || format!("warehouse {w_id}"),
     )?;
-    let district_row = the_row(s.query(DISTRICT_FOR_PAYMENT, &[int(w_id), int(d_id)])?, || {
-        format!("district ({w_id}, {d_id})")
-    })?;
+    let district_row = the_row(
+        s.query(DISTRICT_FOR_PAYMENT, &[int(w_id), int(d_id)])?,
+        || format!("district ({w_id}, {d_id})"),
+    )?;
     history_data.push_str("    ");
     history_data.push_str(text_at(&district_row, 0, "district")?);
     let d_ytd = cents_at(&district_row, 1, "district")?;
     one_row(
-        s.execute(DISTRICT_YTD, &[money(d_ytd + amount_cents), int(w_id), int(d_id)])?,
+        s.execute(
+            DISTRICT_YTD,
+            &[money(d_ytd + amount_cents), int(w_id), int(d_id)],
+        )?,
         || format!("district ({w_id}, {d_id})"),
     )?;
     let c_id = customer_id(s, c_w_id, c_d_id, customer, last_name)?;
@@ -561,12 +614,14 @@ fn order_status(
     last_name: &str,
 ) -> Result<Flow, BodyError> {
     let c_id = customer_id(s, w_id, d_id, customer, last_name)?;
-    let customer_row = the_row(s.query(CUSTOMER_FOR_STATUS, &[int(w_id), int(d_id), int(c_id)])?, || {
-        format!("customer ({w_id}, {d_id}, {c_id})")
-    })?;
-    let order = the_row(s.query(LATEST_ORDER, &[int(w_id), int(d_id), int(c_id)])?, || {
-        format!("the latest order of customer ({w_id}, {d_id}, {c_id})")
-    })?;
+    let customer_row = the_row(
+        s.query(CUSTOMER_FOR_STATUS, &[int(w_id), int(d_id), int(c_id)])?,
+        || format!("customer ({w_id}, {d_id}, {c_id})"),
+    )?;
+    let order = the_row(
+        s.query(LATEST_ORDER, &[int(w_id), int(d_id), int(c_id)])?,
+        || format!("the latest order of customer ({w_id}, {d_id}, {c_id})"),
+    )?;
     let o_id = int_at(&order, 0, "order")?;
     let lines = s.query(ORDER_LINES, &[int(w_id), int(d_id), int(o_id)])?;
     if !(1..=15).contains(&lines.len()) {
@@ -579,7 +634,12 @@ fn order_status(
     Ok(Flow::Commit)
 }
 
-fn delivery(s: &mut dyn Session, w_id: i64, carrier: i64, districts: i64) -> Result<Flow, BodyError> {
+fn delivery(
+    s: &mut dyn Session,
+    w_id: i64,
+    carrier: i64,
+    districts: i64,
+) -> Result<Flow, BodyError> {
     let delivery_d = now();
     for d_id in 1..=districts {
         let oldest = s.query(OLDEST_NEW_ORDER, &[int(w_id), int(d_id)])?;
@@ -596,7 +656,10 @@ fn delivery(s: &mut dyn Session, w_id: i64, carrier: i64, districts: i64) -> Res
         })?;
         let c_id = int_at(&order, 0, "order")?;
         one_row(
-            s.execute(ORDER_CARRIER, &[int(carrier), int(w_id), int(d_id), int(o_id)])?,
+            s.execute(
+                ORDER_CARRIER,
+                &[int(carrier), int(w_id), int(d_id), int(o_id)],
+            )?,
             || format!("order ({w_id}, {d_id}, {o_id})"),
         )?;
         let amounts = s.query(ORDER_LINE_AMOUNTS, &key)?;
@@ -637,14 +700,26 @@ fn delivery(s: &mut dyn Session, w_id: i64, carrier: i64, districts: i64) -> Res
     Ok(Flow::Commit)
 }
 
-fn stock_level(s: &mut dyn Session, w_id: i64, d_id: i64, threshold: i64) -> Result<Flow, BodyError> {
-    let district_row = the_row(s.query(DISTRICT_NEXT_ORDER_ID, &[int(w_id), int(d_id)])?, || {
-        format!("district ({w_id}, {d_id})")
-    })?;
+fn stock_level(
+    s: &mut dyn Session,
+    w_id: i64,
+    d_id: i64,
+    threshold: i64,
+) -> Result<Flow, BodyError> {
+    let district_row = the_row(
+        s.query(DISTRICT_NEXT_ORDER_ID, &[int(w_id), int(d_id)])?,
+        || format!("district ({w_id}, {d_id})"),
+    )?;
     let next_o_id = int_at(&district_row, 0, "district")?;
     let low = s.query(
         LOW_STOCK,
-        &[int(w_id), int(d_id), int(next_o_id), int(next_o_id - 20), int(threshold)],
+        &[
+            int(w_id),
+            int(d_id),
+            int(next_o_id),
+            int(next_o_id - 20),
+            int(threshold),
+        ],
     )?;
     std::hint::black_box(low);
     Ok(Flow::Commit)

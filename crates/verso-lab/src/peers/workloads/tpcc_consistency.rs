@@ -84,7 +84,10 @@ pub struct SqlViolation {
 }
 
 /// Every failed condition, at one snapshot, lowest number first.
-pub fn violations(session: &mut dyn Session, peer: PeerKind) -> Result<Vec<SqlViolation>, LabError> {
+pub fn violations(
+    session: &mut dyn Session,
+    peer: PeerKind,
+) -> Result<Vec<SqlViolation>, LabError> {
     at_one_snapshot(session, peer, "TPC-C's consistency conditions", |s| {
         let mut found = Vec::new();
         for (i, sql) in CONDITIONS.iter().enumerate() {

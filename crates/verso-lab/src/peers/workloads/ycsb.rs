@@ -143,7 +143,12 @@ impl SqlWorkload for YcsbWorkload {
     fn check_consistency(&self, session: &mut dyn Session, peer: PeerKind) -> Result<(), LabError> {
         let config = self.config();
         let wrong: Vec<String> = (0..config.fields)
-            .map(|f| format!("octet_length(field{f}) IS DISTINCT FROM {}", config.field_bytes))
+            .map(|f| {
+                format!(
+                    "octet_length(field{f}) IS DISTINCT FROM {}",
+                    config.field_bytes
+                )
+            })
             .collect();
         let sql = format!(
             "SELECT count(*), coalesce(min(ycsb_key), 0), coalesce(max(ycsb_key), -1), \
@@ -159,7 +164,9 @@ impl SqlWorkload for YcsbWorkload {
         let keys_in_place = int(1) == 0 && int(2) == rows as i64 - 1;
         let bad_rows = u64::try_from(int(3)).unwrap_or(u64::MAX) + u64::from(!keys_in_place);
         self.judge(rows, bad_rows).map_err(|e| match e {
-            LabError::Inconsistent(what) => LabError::Inconsistent(format!("{}: {what}", peer.name())),
+            LabError::Inconsistent(what) => {
+                LabError::Inconsistent(format!("{}: {what}", peer.name()))
+            }
             other => other,
         })
     }
@@ -186,7 +193,8 @@ impl OltpWorker for YcsbSqlWorker<'_> {
                 .draw_operations(&mut self.rng, &mut self.operations);
         }
         let config = self.workload.config();
-        let (statements, operations, values) = (&self.statements, &self.operations, &mut self.values);
+        let (statements, operations, values) =
+            (&self.statements, &self.operations, &mut self.values);
         let checksum = &mut self.checksum;
         let outcome = attempt(
             &mut *self.session,
@@ -202,7 +210,8 @@ impl OltpWorker for YcsbSqlWorker<'_> {
                             *checksum = checksum.wrapping_add(folded);
                         }
                         Operation::Update { key, first, seed } => {
-                            for (i, value) in values[..config.update_columns].iter_mut().enumerate() {
+                            for (i, value) in values[..config.update_columns].iter_mut().enumerate()
+                            {
                                 let mut bytes = vec![0u8; config.field_bytes];
                                 fill(&mut bytes, seed.wrapping_add(i as u64));
                                 *value = SqlValue::Bytes(bytes);
@@ -254,13 +263,20 @@ impl OlapWorker for YcsbSqlReader<'_> {
                 .collect();
             let (keys, statements) = (&self.keys, &self.statements);
             let checksum = &mut self.checksum;
-            let outcome = attempt(&mut *self.session, self.peer, "ycsb read-only", mode, 0, |s| {
-                for (key, first) in keys.iter().zip(&firsts) {
-                    let folded = read_row(s, &statements.reads[*first], *key)?;
-                    *checksum = checksum.wrapping_add(folded);
-                }
-                Ok(Flow::Commit)
-            })?;
+            let outcome = attempt(
+                &mut *self.session,
+                self.peer,
+                "ycsb read-only",
+                mode,
+                0,
+                |s| {
+                    for (key, first) in keys.iter().zip(&firsts) {
+                        let folded = read_row(s, &statements.reads[*first], *key)?;
+                        *checksum = checksum.wrapping_add(folded);
+                    }
+                    Ok(Flow::Commit)
+                },
+            )?;
             if matches!(outcome, TxnOutcome::Committed { .. }) {
                 break;
             }

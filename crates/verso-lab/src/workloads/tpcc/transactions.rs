@@ -14,11 +14,11 @@ use std::ops::Bound;
 use verso::{Database, Isolation, KeyRange, RowView, TableId, Transaction, Value};
 
 use super::random::ORIGINAL;
-use super::terminal::{CustomerChoice, NewOrderInput, OrderItem, PaymentInput, Terminal};
 use super::schema::{
     customer, district, from_cents, item, new_order, order_line, orders, stock, to_cents,
     warehouse, Tables,
 };
+use super::terminal::{CustomerChoice, NewOrderInput, OrderItem, PaymentInput, Terminal};
 use super::{TpccConfig, LOAD_TIME_MICROS};
 use crate::workload::{AbortReason, LabError, OltpWorker, TxnOutcome};
 
@@ -40,7 +40,6 @@ enum Flow {
     /// New-Order's deliberate rollback on an unused item id (clause 2.4.2.3).
     RolledBack,
 }
-
 
 /// What the terminal would display after the last New-Order: kept so the work that
 /// computes it is not optimized away, and for tests.
