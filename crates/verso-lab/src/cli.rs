@@ -252,6 +252,11 @@ pub struct CommonArgs {
     /// `--peer`, `--postgres-url`, `--peer-dir`.
     #[command(flatten)]
     pub peers: PeerArgs,
+    /// Stop a configuration's run early, keeping what it measured, once the process's
+    /// resident memory passes this many GiB (a collector that lets versions pile up behind
+    /// a held snapshot would otherwise be killed by the kernel) [default: no limit].
+    #[arg(long, value_name = "GIB", value_parser = parse_gib)]
+    pub memory_limit: Option<u64>,
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
@@ -504,6 +509,17 @@ fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
     GarbageCollector::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_gib(text: &str) -> Result<u64, String> {
+    let gib: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of GiB"))?;
+    if gib.is_finite() && gib > 0.0 && gib <= 1024.0 * 1024.0 {
+        Ok((gib * (1u64 << 30) as f64) as u64)
+    } else {
+        Err(format!("{text}: the limit must be above 0 GiB"))
+    }
+}
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
     let seconds: f64 = text
         .parse()
@@ -669,6 +685,7 @@ impl Plan {
                 hold_snapshot: common.hold_snapshot,
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
+                memory_limit_bytes: common.memory_limit,
                 ..RunConfig::with_options(gc.name(), options)
             }
         });
@@ -684,6 +701,7 @@ impl Plan {
                     hold_snapshot: common.hold_snapshot,
                     sample_interval: common.sampling.interval(),
                     show_progress: common.sampling.show_progress(),
+                    memory_limit_bytes: common.memory_limit,
                     ..RunConfig::for_peer(peer)
                 }))
                 .collect(),
@@ -1128,6 +1146,9 @@ fn run_workload(
             run.totals.oltp_aborts,
             run.totals.olap_queries,
         )?;
+        if let Some(why) = &run.stopped_early {
+            writeln!(out, "   {why}")?;
+        }
         runs.push(run);
     }
     // With held snapshots the per-system lines say what differed; the pairwise line would

@@ -320,6 +320,10 @@ pub struct RunResult {
     pub load_seconds: f64,
     /// Seconds the measured run took (from the workers' start to their end).
     pub run_seconds: f64,
+    /// Why the run ended before its planned end, if it did: `--memory-limit` stops a run
+    /// whose resident memory passes the limit.
+    #[serde(default)]
+    pub stopped_early: Option<String>,
     /// Whether the workload's consistency checks passed after load and after the run (a
     /// failure stops the lab with an error, so a written result always says `true`).
     pub consistent: bool,

@@ -164,6 +164,11 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
             },
             compact(reference),
         ));
+        if let Some(why) = &held.stopped_early {
+            if let Some(line) = lines.last_mut() {
+                line.push_str(&format!("; {why}"));
+            }
+        }
         kept_by_run.push((c.label.clone(), kept));
     }
     if kept_by_run.is_empty() {
@@ -827,6 +832,7 @@ mod tests {
                 sample_interval_seconds: 1.0,
             },
             load_seconds: 0.0,
+            stopped_early: None,
             run_seconds: commits.len() as f64,
             consistent: true,
             totals: Default::default(),

@@ -71,6 +71,11 @@ pub struct RunConfig {
     /// The peer this configuration runs on instead of Verso (`--peer`); `options` are then
     /// not used.
     pub peer: Option<PeerSpec>,
+    /// Stop the run early, as a finished one, once the process's resident memory passes
+    /// this many bytes (`--memory-limit`): a configuration that grows without bound then
+    /// ends with what it measured instead of being killed by the kernel, taking the
+    /// configurations after it (and other programs) with it.
+    pub memory_limit_bytes: Option<u64>,
 }
 
 impl RunConfig {
@@ -97,6 +102,7 @@ impl RunConfig {
             sample_interval: Duration::from_secs(1),
             show_progress: false,
             peer: None,
+            memory_limit_bytes: None,
         }
     }
 
@@ -280,6 +286,7 @@ pub(crate) fn result_of(
     RunResult {
         configuration,
         load_seconds,
+        stopped_early: measured.stopped_early,
         run_seconds: measured.run_seconds,
         consistent: true,
         totals: measured.totals,
@@ -470,6 +477,7 @@ pub(crate) struct Measured {
     samples: Vec<Sample>,
     totals: Totals,
     engine: EngineTotals,
+    stopped_early: Option<String>,
 }
 
 /// A seed for worker `index` of a `role`, derived from the run's seed so that every
@@ -960,6 +968,8 @@ struct Sampler<'c> {
     previous: Reading,
     samples: Vec<Sample>,
     bar: ProgressBar,
+    /// Why the run ended before its stop condition, if it did (`memory_limit_bytes`).
+    stopped_early: Option<String>,
 }
 
 impl<'c> Sampler<'c> {
@@ -983,6 +993,7 @@ impl<'c> Sampler<'c> {
             previous: first,
             samples: Vec::new(),
             bar,
+            stopped_early: None,
         }
     }
 
@@ -1001,6 +1012,18 @@ impl<'c> Sampler<'c> {
                 };
             if done {
                 return;
+            }
+            if let Some(limit) = self.config.memory_limit_bytes {
+                let resident = self.previous.rss_bytes;
+                if resident > limit {
+                    self.stopped_early = Some(format!(
+                        "stopped at {:.0} s: resident memory {} passed --memory-limit {}",
+                        elapsed.as_secs_f64(),
+                        crate::format::bytes(resident as f64),
+                        crate::format::bytes(limit as f64)
+                    ));
+                    return;
+                }
             }
             if now >= next_sample {
                 self.take_sample(system, shared);
@@ -1215,6 +1238,7 @@ impl<'c> Sampler<'c> {
                 .saturating_sub(f.rows_cleaned_cooperatively),
         };
         Measured {
+            stopped_early: self.stopped_early,
             run_seconds,
             samples: self.samples,
             totals,
