@@ -1013,21 +1013,22 @@ impl<'c> Sampler<'c> {
             if done {
                 return;
             }
-            if let Some(limit) = self.config.memory_limit_bytes {
-                let resident = self.previous.rss_bytes;
-                if resident > limit {
-                    self.stopped_early = Some(format!(
-                        "stopped at {:.0} s: resident memory {} passed --memory-limit {}",
-                        elapsed.as_secs_f64(),
-                        crate::format::bytes(resident as f64),
-                        crate::format::bytes(limit as f64)
-                    ));
-                    return;
-                }
-            }
             if now >= next_sample {
                 self.take_sample(system, shared);
                 next_sample += self.config.sample_interval;
+                // Checked after a sample, so that a stopped run has measured something.
+                if let Some(limit) = self.config.memory_limit_bytes {
+                    let resident = self.previous.rss_bytes;
+                    if resident > limit {
+                        self.stopped_early = Some(format!(
+                            "stopped at {:.0} s: resident memory {} passed --memory-limit {}",
+                            elapsed.as_secs_f64(),
+                            crate::format::bytes(resident as f64),
+                            crate::format::bytes(limit as f64)
+                        ));
+                        return;
+                    }
+                }
             }
             match self.config.stop {
                 StopAfter::Duration(_) => self.bar.set_position(elapsed.as_secs()),

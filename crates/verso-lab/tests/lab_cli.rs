@@ -663,3 +663,47 @@ fn a_child_killed_by_sigkill_is_said_to_be_probably_out_of_memory() {
          check failed: x"
     );
 }
+
+/// `--memory-limit`: a run whose resident memory passes the limit stops at the next sample,
+/// keeps what it measured, and says why; the configurations after it still run.
+#[test]
+fn a_run_past_its_memory_limit_stops_early_and_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = verso(&[
+        "kv",
+        "--tiny",
+        "--compare",
+        "steam,watermark",
+        "--duration",
+        "30",
+        "--sample-ms",
+        "100",
+        "--memory-limit",
+        "0.001",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("passed --memory-limit"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert!(run["run_seconds"].as_f64() < Some(5.0), "{run}");
+        assert!(
+            run["stopped_early"]
+                .as_str()
+                .is_some_and(|why| why.contains("resident memory")),
+            "{run}"
+        );
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
+}
