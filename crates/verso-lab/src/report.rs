@@ -181,7 +181,7 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
         .collect();
     let lost: Vec<String> = kept_by_run
         .iter()
-        .filter(|(_, kept)| !(*kept >= 0.9))
+        .filter(|(_, kept)| kept.partial_cmp(&0.9).is_none_or(|o| o.is_lt()))
         .map(|(label, kept)| format!("{label} ({:.0}%)", 100.0 * kept))
         .collect();
     let mut conclusion = String::from("What to conclude: ");

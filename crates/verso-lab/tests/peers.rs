@@ -496,7 +496,9 @@ fn bad_peer_options_fail_before_anything_runs() {
     let a_file = peer_dir.path().join("a-file");
     std::fs::write(&a_file, "x").expect("file");
     let empty_bin = tempfile::tempdir().expect("empty dir");
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    // Arguments, environment, and what the error must say.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             vec![
                 "tpcb",
