@@ -1151,13 +1151,18 @@ fn run_workload(
         }
         runs.push(run);
     }
-    // With held snapshots the per-system lines say what differed; the pairwise line would
-    // compare every run with the first, held with unheld.
+    // With held snapshots, the per-system lines say what the snapshot cost each system;
+    // the pairwise line compares the held runs with one another (not with baselines).
     let conclusions = crate::report::held_snapshot_lines(&runs);
-    let comparison = if conclusions.is_empty() {
-        comparison_line(&runs)
+    let comparison = if runs.iter().any(|r| r.configuration.hold_snapshot) {
+        let held: Vec<_> = runs
+            .iter()
+            .filter(|r| r.configuration.hold_snapshot)
+            .cloned()
+            .collect();
+        comparison_line(&held)
     } else {
-        None
+        comparison_line(&runs)
     };
     let report = LabReport {
         format_version: FORMAT_VERSION,
