@@ -15,6 +15,7 @@ use verso::{
 };
 
 use crate::metrics::{LabReport, FORMAT_VERSION};
+use crate::peers::{PeerKind, PeerSpec};
 use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
 use crate::reproduce::{self, PointProcess, ReproduceOptions, Reproduction};
 use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
@@ -89,8 +90,10 @@ pub enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// CH-benCHmark with one OLTP and one OLAP thread for a minute, on Steam and on
-    /// watermark-only side by side; writes a report to `verso-report/`.
+    /// Verso's promise in two minutes: TPC-B with one snapshot held for the whole run, on
+    /// Steam (Verso's default), on watermark-only and on every peer here (SQLite; DuckDB
+    /// with the `duckdb` feature; PostgreSQL when installed), each beside a run without the
+    /// snapshot; writes a report to `verso-report/`.
     #[command(allow_negative_numbers = true)]
     Demo(DemoArgs),
     /// Redo a paper's figure or table: runs the experiment, writes an HTML report with our
@@ -247,6 +250,18 @@ pub struct CommonArgs {
     /// holds back no commit records, under SSN it needs only what a reader can fail on.
     #[arg(long, requires = "hold_snapshot")]
     pub hold_read_only: bool,
+    /// With --hold-snapshot: run every configuration (and peer) also without it, right
+    /// after, as its baseline; the summary gives the held run's last 10 s as a share of it.
+    #[arg(long, requires = "hold_snapshot")]
+    pub baseline: bool,
+    /// `--peer`, `--postgres-url`, `--peer-dir`.
+    #[command(flatten)]
+    pub peers: PeerArgs,
+    /// Stop a configuration's run early, keeping what it measured, once the process's
+    /// resident memory passes this many GiB (a collector that lets versions pile up behind
+    /// a held snapshot would otherwise be killed by the kernel) [default: no limit].
+    #[arg(long, value_name = "GIB", value_parser = parse_gib)]
+    pub memory_limit: Option<u64>,
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
@@ -256,6 +271,59 @@ pub struct CommonArgs {
     /// `--in-process`.
     #[command(flatten)]
     pub process: ProcessArgs,
+}
+
+/// Which peers run beside Verso, and where.
+#[derive(Args, Debug, Clone, Default)]
+pub struct PeerArgs {
+    /// Also run the workload on this peer, after Verso's configurations, on the same data
+    /// and seed: postgres (a private server the lab starts, or --postgres-url), duckdb
+    /// (cargo feature `duckdb`) or sqlite. Repeat for several.
+    #[arg(long = "peer", value_name = "PEER", value_parser = parse_peer)]
+    pub peers: Vec<PeerKind>,
+    /// Run --peer postgres on this existing server (a libpq connection string or URL, e.g.
+    /// `host=/var/run/postgresql user=me dbname=lab`) instead of a private one; the lab
+    /// works in a fresh schema of its own and drops it at the end.
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
+    /// Where peers make their files (a private server's cluster, SQLite's database), each
+    /// in a fresh directory removed after the run [default: the system's temporary
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub peer_dir: Option<PathBuf>,
+}
+
+impl PeerArgs {
+    /// The peers asked for, as run specifications.
+    pub fn specs(&self) -> Result<Vec<PeerSpec>, LabError> {
+        if self.postgres_url.is_some() && !self.peers.contains(&PeerKind::Postgres) {
+            return Err(LabError::BadOption(
+                "--postgres-url is for --peer postgres, which is not asked for".into(),
+            ));
+        }
+        let mut specs = Vec::with_capacity(self.peers.len());
+        for (i, kind) in self.peers.iter().enumerate() {
+            if self.peers[..i].contains(kind) {
+                return Err(LabError::BadOption(format!(
+                    "--peer {} is given twice",
+                    kind.name()
+                )));
+            }
+            let mut spec = PeerSpec::new(*kind);
+            if *kind == PeerKind::Postgres {
+                spec.postgres_url.clone_from(&self.postgres_url);
+            }
+            if let Some(dir) = &self.peer_dir {
+                spec.dir.clone_from(dir);
+            }
+            specs.push(spec);
+        }
+        Ok(specs)
+    }
+}
+
+fn parse_peer(name: &str) -> Result<PeerKind, String> {
+    PeerKind::from_name(name)
 }
 
 /// How a run samples and shows progress (every workload and the demo).
@@ -368,9 +436,28 @@ pub struct ScansArgs {
 /// The demo's options.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
-    /// Length of each configuration's run in seconds [default: 60, 1 with --tiny].
+    /// Length of each run with the held snapshot, in seconds [default: 20, 1 with --tiny].
     #[arg(long, value_parser = parse_seconds)]
     pub duration: Option<f64>,
+    /// Length of each baseline run (the same system without the held snapshot), in
+    /// seconds [default: 10, 1 with --tiny].
+    #[arg(long, value_parser = parse_seconds)]
+    pub baseline_duration: Option<f64>,
+    /// Skip the baselines: each held run is then compared with its own first 10 seconds.
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// TPC-B clients (OLTP threads) [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub workers: Option<u64>,
+    /// Run PostgreSQL on this existing server instead of a private one (see `tpcb --help`).
+    #[arg(long, value_name = "URL")]
+    pub postgres_url: Option<String>,
+    /// Where the peers make their files [default: the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub peer_dir: Option<PathBuf>,
+    /// Leave the peers out: Verso's two collectors only.
+    #[arg(long)]
+    pub no_peers: bool,
     /// Where to write the report.
     #[arg(long, value_name = "DIR", default_value = "verso-report")]
     pub report: PathBuf,
@@ -380,10 +467,10 @@ pub struct DemoArgs {
     /// Seed of the data and of every worker's random stream.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
-    /// Warehouses [default: 1].
+    /// pgbench's scale: 100,000 accounts each [default: 10].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub scale: Option<u64>,
-    /// Tiny sizes (for tests).
+    /// Tiny sizes and one-second runs (for tests).
     #[arg(long)]
     pub tiny: bool,
     /// `--sample-ms`, `--quiet`.
@@ -427,6 +514,17 @@ fn parse_gc(name: &str) -> Result<GarbageCollector, String> {
     GarbageCollector::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_gib(text: &str) -> Result<u64, String> {
+    let gib: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of GiB"))?;
+    if gib.is_finite() && gib > 0.0 && gib <= 1024.0 * 1024.0 {
+        Ok((gib * (1u64 << 30) as f64) as u64)
+    } else {
+        Err(format!("{text}: the limit must be above 0 GiB"))
+    }
+}
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
     let seconds: f64 = text
         .parse()
@@ -444,8 +542,14 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 pub const DEFAULT_DURATION_SECONDS: f64 = 10.0;
 /// The same with `--tiny`.
 pub const TINY_DURATION_SECONDS: f64 = 1.0;
-/// Seconds each configuration of `verso demo` runs.
-pub const DEMO_DURATION_SECONDS: f64 = 60.0;
+/// Seconds each held-snapshot run of `verso demo` lasts.
+pub const DEMO_DURATION_SECONDS: f64 = 20.0;
+/// Seconds each baseline run of `verso demo` lasts.
+pub const DEMO_BASELINE_SECONDS: f64 = 10.0;
+/// `verso demo`'s TPC-B scale (pgbench's: 100,000 accounts each).
+pub const DEMO_SCALE: u64 = 10;
+/// `verso demo`'s TPC-B clients.
+pub const DEMO_WORKERS: usize = 2;
 
 /// What an invocation will do: a workload, the configurations to run it under, outputs.
 pub struct Plan {
@@ -459,6 +563,8 @@ pub struct Plan {
     pub report: Option<PathBuf>,
     /// Where the configurations run.
     pub process: ProcessArgs,
+    /// Lines printed before anything runs (what the demo leaves out, and how to add it).
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -528,33 +634,7 @@ impl Plan {
                 let workload = ch_workload(common.tiny, common.scale, common.seed)?;
                 Plan::with(workload, common, 1)
             }
-            Command::Demo(demo) => {
-                let workload = ch_workload(demo.tiny, demo.scale, demo.seed)?;
-                let seconds = demo.duration.unwrap_or(if demo.tiny {
-                    TINY_DURATION_SECONDS
-                } else {
-                    DEMO_DURATION_SECONDS
-                });
-                let configs = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
-                    .into_iter()
-                    .map(|gc| RunConfig {
-                        oltp_workers: 1,
-                        olap_workers: 1,
-                        stop: StopAfter::Duration(Duration::from_secs_f64(seconds)),
-                        seed: demo.seed,
-                        sample_interval: demo.sampling.interval(),
-                        show_progress: demo.sampling.show_progress(),
-                        ..RunConfig::new(gc.name(), gc)
-                    })
-                    .collect();
-                Ok(Plan {
-                    workload,
-                    configs,
-                    json: demo.json.clone(),
-                    report: Some(demo.report.clone()),
-                    process: demo.process.clone(),
-                })
-            }
+            Command::Demo(demo) => demo_plan(demo),
             Command::Reproduce(_) => Err(LabError::BadOption(
                 "`reproduce` runs named experiments (crate::reproduce), not one workload".into(),
             )),
@@ -587,24 +667,38 @@ impl Plan {
             }
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
-        let configs: Vec<RunConfig> = collectors
-            .into_iter()
-            .map(|gc| {
-                let mut options = Options::default()
-                    .garbage_collector(gc)
-                    .version_storage(common.storage)
-                    .concurrency_control(common.protocol)
-                    .index_pointers(common.index_pointers)
-                    .non_inline(common.non_inline);
-                options.memory_spaces = common.memory_spaces;
-                RunConfig {
-                    // Under every protocol but SI each transaction is serializable, whatever
-                    // it asks for; the reports say what it gets.
-                    isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
-                        common.isolation.into()
-                    } else {
-                        Isolation::Serializable
-                    },
+        let verso_configs = collectors.into_iter().map(|gc| {
+            let mut options = Options::default()
+                .garbage_collector(gc)
+                .version_storage(common.storage)
+                .concurrency_control(common.protocol)
+                .index_pointers(common.index_pointers)
+                .non_inline(common.non_inline);
+            options.memory_spaces = common.memory_spaces;
+            RunConfig {
+                // Under every protocol but SI each transaction is serializable, whatever
+                // it asks for; the reports say what it gets.
+                isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
+                    common.isolation.into()
+                } else {
+                    Isolation::Serializable
+                },
+                oltp_workers: common.workers.unwrap_or(1),
+                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                stop,
+                seed: common.seed,
+                hold_snapshot: common.hold_snapshot,
+                sample_interval: common.sampling.interval(),
+                show_progress: common.sampling.show_progress(),
+                memory_limit_bytes: common.memory_limit,
+                ..RunConfig::with_options(gc.name(), options)
+            }
+        });
+        let peers = common.peers.specs()?;
+        let configs = with_baselines(
+            verso_configs
+                .chain(peers.into_iter().map(|peer| RunConfig {
+                    isolation: common.isolation.into(),
                     oltp_workers: common.workers.unwrap_or(1),
                     olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
                     stop,
@@ -613,10 +707,22 @@ impl Plan {
                     hold_read_only: common.hold_read_only,
                     sample_interval: common.sampling.interval(),
                     show_progress: common.sampling.show_progress(),
-                    ..RunConfig::with_options(gc.name(), options)
-                }
-            })
-            .collect();
+                    memory_limit_bytes: common.memory_limit,
+                    ..RunConfig::for_peer(peer)
+                }))
+                .collect(),
+            common.baseline,
+        );
+        if !common.peers.peers.is_empty()
+            && common.protocol != ConcurrencyControl::SnapshotIsolation
+        {
+            return Err(LabError::BadOption(format!(
+                "--protocol {} with --peer: a peer runs its own concurrency control; compare \
+                 peers with Verso's default protocol (si), at --isolation snapshot or \
+                 serializable",
+                common.protocol.name()
+            )));
+        }
         for config in &configs {
             config.validate(&*workload)?;
         }
@@ -626,8 +732,113 @@ impl Plan {
             json: common.json.clone(),
             report: common.report.clone(),
             process: common.process.clone(),
+            notes: Vec::new(),
         })
     }
+}
+
+/// `verso demo`: TPC-B with one snapshot held for the whole run, on Verso's default
+/// collector (Steam), on watermark-only, and on every peer this machine has, each followed
+/// by a shorter run without the snapshot as its baseline. The peers that cannot run here
+/// become notes that say how to add them.
+fn demo_plan(demo: &DemoArgs) -> Result<Plan, LabError> {
+    let mut config = if demo.tiny {
+        TpcbConfig::tiny()
+    } else {
+        TpcbConfig::new(DEMO_SCALE)
+    };
+    set(&mut config.scale, demo.scale);
+    let workload = TpcbWorkload::new(config)?;
+    let (held_default, baseline_default) = if demo.tiny {
+        (TINY_DURATION_SECONDS, TINY_DURATION_SECONDS)
+    } else {
+        (DEMO_DURATION_SECONDS, DEMO_BASELINE_SECONDS)
+    };
+    let held_seconds = demo.duration.unwrap_or(held_default);
+    let baseline_seconds = demo.baseline_duration.unwrap_or(baseline_default);
+    let workers = demo.workers.map_or(DEMO_WORKERS, |w| w as usize);
+    let base = |config: RunConfig| RunConfig {
+        oltp_workers: workers,
+        olap_workers: 0,
+        stop: StopAfter::Duration(Duration::from_secs_f64(held_seconds)),
+        seed: demo.seed,
+        hold_snapshot: true,
+        sample_interval: demo.sampling.interval(),
+        show_progress: demo.sampling.show_progress(),
+        ..config
+    };
+    let mut held: Vec<RunConfig> = [GarbageCollector::Steam, GarbageCollector::WatermarkOnly]
+        .into_iter()
+        .map(|gc| base(RunConfig::new(gc.name(), gc)))
+        .collect();
+    let mut notes = Vec::new();
+    if demo.postgres_url.is_some() && demo.no_peers {
+        return Err(LabError::BadOption(
+            "--postgres-url with --no-peers: PostgreSQL is a peer".into(),
+        ));
+    }
+    if !demo.no_peers {
+        for kind in PeerKind::ALL {
+            let mut spec = PeerSpec::new(kind);
+            if kind == PeerKind::Postgres {
+                spec.postgres_url.clone_from(&demo.postgres_url);
+            }
+            if let Some(dir) = &demo.peer_dir {
+                spec.dir.clone_from(dir);
+            }
+            match spec.validate(&workload) {
+                Ok(()) => held.push(base(RunConfig::for_peer(spec))),
+                // A peer the user asked for by URL must work; the others are optional.
+                Err(error) if demo.postgres_url.is_some() && kind == PeerKind::Postgres => {
+                    return Err(error)
+                }
+                Err(_) if kind == PeerKind::DuckDb => notes.push(format!(
+                    "duckdb: left out. {}",
+                    crate::peers::DUCKDB_FEATURE_HINT
+                )),
+                Err(_) if kind == PeerKind::Postgres => notes.push(format!(
+                    "postgres: left out, its server programs are not installed: {}",
+                    crate::peers::postgres::INSTALL_HINT
+                )),
+                Err(error) => notes.push(format!("{}: left out: {error}", kind.name())),
+            }
+        }
+    }
+    let mut configs = with_baselines(held, !demo.no_baseline);
+    for config in &mut configs {
+        if !config.hold_snapshot {
+            config.stop = StopAfter::Duration(Duration::from_secs_f64(baseline_seconds));
+        }
+    }
+    for config in &configs {
+        config.validate(&workload)?;
+    }
+    Ok(Plan {
+        workload: Box::new(workload),
+        configs,
+        json: demo.json.clone(),
+        report: Some(demo.report.clone()),
+        process: demo.process.clone(),
+        notes,
+    })
+}
+
+/// `configs`, each followed by itself without the held snapshot when `baseline` is set
+/// (labelled "<label> unheld").
+pub fn with_baselines(configs: Vec<RunConfig>, baseline: bool) -> Vec<RunConfig> {
+    if !baseline {
+        return configs;
+    }
+    configs
+        .into_iter()
+        .flat_map(|held| {
+            let unheld = RunConfig {
+                hold_snapshot: false,
+                ..held.clone()
+            };
+            [held, unheld]
+        })
+        .collect()
 }
 
 fn set<T>(target: &mut T, value: Option<T>) {
@@ -822,6 +1033,7 @@ fn run_one_configuration_as_child(
         command_line,
         runs: vec![run],
         comparison: None,
+        conclusions: Vec::new(),
     })
 }
 
@@ -863,6 +1075,7 @@ fn report_finished_runs(
             command_line: command_line.to_vec(),
             runs: runs.to_vec(),
             comparison: None,
+            conclusions: Vec::new(),
         };
         write_json(path, &report)?;
         writeln!(out, "JSON of those written to {}", path.display())?;
@@ -889,6 +1102,9 @@ fn run_workload(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     writeln!(out, "workload: {}", plan.workload.describe())?;
+    for note in &plan.notes {
+        writeln!(out, "note: {note}")?;
+    }
     // Several configurations: each in a fresh child process unless told otherwise, so none
     // inherits the heap (and page faults already paid) or the resident memory of another.
     let in_children = plan.configs.len() > 1 && !plan.process.in_process;
@@ -936,9 +1152,24 @@ fn run_workload(
             run.totals.oltp_aborts,
             run.totals.olap_queries,
         )?;
+        if let Some(why) = &run.stopped_early {
+            writeln!(out, "   {why}")?;
+        }
         runs.push(run);
     }
-    let comparison = comparison_line(&runs);
+    // With held snapshots, the per-system lines say what the snapshot cost each system;
+    // the pairwise line compares the held runs with one another (not with baselines).
+    let conclusions = crate::report::held_snapshot_lines(&runs);
+    let comparison = if runs.iter().any(|r| r.configuration.hold_snapshot) {
+        let held: Vec<_> = runs
+            .iter()
+            .filter(|r| r.configuration.hold_snapshot)
+            .cloned()
+            .collect();
+        comparison_line(&held)
+    } else {
+        comparison_line(&runs)
+    };
     let report = LabReport {
         format_version: FORMAT_VERSION,
         workload: plan.workload.name().to_owned(),
@@ -947,11 +1178,18 @@ fn run_workload(
         command_line,
         runs,
         comparison,
+        conclusions,
     };
     writeln!(out)?;
     write!(out, "{}", summary_table(&report.runs))?;
     if let Some(line) = &report.comparison {
         writeln!(out, "\n{line}")?;
+    }
+    if !report.conclusions.is_empty() {
+        writeln!(out)?;
+        for line in &report.conclusions {
+            writeln!(out, "{line}")?;
+        }
     }
     if let Some(path) = &plan.json {
         write_json(path, &report)?;

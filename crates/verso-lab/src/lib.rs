@@ -1,6 +1,8 @@
 //! The Verso lab: the papers' workloads run against the engine, measured over time.
 //!
 //! - [`workload`]: the seam between the runner and the workloads;
+//! - [`system`]: the seam between the runner and what it drives: Verso, or a peer;
+//! - [`peers`]: PostgreSQL, DuckDB and SQLite running the same workloads in SQL;
 //! - `workloads/`: one module per workload (YCSB, key-value updates, scans with updates,
 //!   TPC-B, TPC-C, CH-benCHmark);
 //! - [`runner`]: loads a database, runs OLTP and OLAP workers side by side, samples the
@@ -23,12 +25,14 @@ pub mod format;
 pub mod load;
 pub mod memory;
 pub mod metrics;
+pub mod peers;
 pub mod plot;
 pub mod publish;
 pub mod report;
 pub mod reproduce;
 pub mod rng;
 pub mod runner;
+pub mod system;
 pub mod workload;
 pub mod workloads;
 pub mod zipf;

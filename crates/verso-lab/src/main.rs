@@ -21,7 +21,11 @@ fn main() -> ExitCode {
     let command_line: Vec<String> = std::env::args().collect();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match execute(&cli, command_line, &mut out) {
+    let result = execute(&cli, command_line, &mut out);
+    // An interrupt may have removed a peer under the run: let its cleanup finish and end
+    // the process with its own status rather than report the failure it caused.
+    verso_lab::peers::cleanup::wait_if_interrupted();
+    match result {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("verso: {error}");

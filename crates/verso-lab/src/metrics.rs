@@ -64,6 +64,12 @@ pub struct Sample {
     pub versions_pruned_per_second: f64,
     /// Version records freed below the watermark per second.
     pub versions_reclaimed_per_second: f64,
+    /// The system's own measure of growth at the end of the interval, in bytes
+    /// ([`Configuration::growth_measure`] says what it is): Verso's resident memory,
+    /// PostgreSQL's `pg_total_relation_size` of the workload's tables, SQLite's database and
+    /// WAL files, DuckDB's `duckdb_memory()`.
+    #[serde(default)]
+    pub growth_bytes: u64,
 }
 
 impl Sample {
@@ -112,10 +118,35 @@ pub struct Configuration {
     pub seed: u64,
     /// The run's planned length in seconds, if it was timed.
     pub duration_seconds: Option<f64>,
+    /// The system driven: `verso`, or a peer: `postgres`, `duckdb`, `sqlite`.
+    #[serde(default = "verso_system")]
+    pub system: String,
+    /// The system's name and version, e.g. `PostgreSQL 15.14`, `SQLite 3.50.4`.
+    #[serde(default)]
+    pub system_version: String,
+    /// The isolation level the system ran the OLTP transactions at, in its own words
+    /// (`REPEATABLE READ` for PostgreSQL at `snapshot`, ...).
+    #[serde(default)]
+    pub system_isolation: String,
+    /// The settings that matter for the numbers, in words (a peer's memory, commit and
+    /// vacuum settings; Verso's are in `design`).
+    #[serde(default)]
+    pub settings: String,
+    /// What survives a crash, in words: Verso today keeps everything in memory, a peer may
+    /// write a log (and may or may not wait for it at commit).
+    #[serde(default)]
+    pub durability: String,
+    /// What [`Sample::growth_bytes`] measures for this system.
+    #[serde(default)]
+    pub growth_measure: String,
     /// The committed OLTP transactions planned, if the run was counted.
     pub transactions: Option<u64>,
     /// The sampling interval in seconds.
     pub sample_interval_seconds: f64,
+}
+
+fn verso_system() -> String {
+    "verso".to_owned()
 }
 
 /// Counts over the whole run.
@@ -270,6 +301,17 @@ pub struct Summary {
     pub max_gc_chain: u64,
     /// Median GC milliseconds per second.
     pub gc_ms_per_second: f64,
+    /// Mean OLTP commits per second over the first ten seconds of full samples (or fewer,
+    /// if the run was shorter): where a run started, before a held snapshot could cost it
+    /// anything.
+    #[serde(default)]
+    pub head_oltp_commits_per_second: f64,
+    /// [`Sample::growth_bytes`] at the first sample.
+    #[serde(default)]
+    pub first_growth_bytes: u64,
+    /// [`Sample::growth_bytes`] at the last sample.
+    #[serde(default)]
+    pub last_growth_bytes: u64,
 }
 
 /// One configuration's run.
@@ -281,6 +323,10 @@ pub struct RunResult {
     pub load_seconds: f64,
     /// Seconds the measured run took (from the workers' start to their end).
     pub run_seconds: f64,
+    /// Why the run ended before its planned end, if it did: `--memory-limit` stops a run
+    /// whose resident memory passes the limit.
+    #[serde(default)]
+    pub stopped_early: Option<String>,
     /// Whether the workload's consistency checks passed after load and after the run (a
     /// failure stops the lab with an error, so a written result always says `true`).
     pub consistent: bool,
@@ -311,6 +357,10 @@ pub struct LabReport {
     pub runs: Vec<RunResult>,
     /// For several configurations, one line saying what differed.
     pub comparison: Option<String>,
+    /// With a held snapshot: one line per held run saying what it kept and how it grew,
+    /// then what to conclude and what is not compared (`report::held_snapshot_lines`).
+    #[serde(default)]
+    pub conclusions: Vec<String>,
 }
 
 /// The median of `values` (0 for none).
@@ -352,18 +402,17 @@ impl Summary {
             .iter()
             .filter(|s| s.t_seconds - s.interval_seconds >= end - TAIL_SECONDS - 1e-9)
             .collect();
-        let tail_seconds: f64 = tail.iter().map(|s| s.interval_seconds).sum();
-        let tail_commits: f64 = tail
+        // The samples whose whole interval lies in the first TAIL_SECONDS.
+        let head: Vec<&&Sample> = full
             .iter()
-            .map(|s| s.oltp_commits_per_second * s.interval_seconds)
-            .sum();
+            .filter(|s| s.t_seconds <= TAIL_SECONDS + 1e-9)
+            .collect();
         Summary {
             oltp_commits_per_second: med(|s| s.oltp_commits_per_second),
-            tail_oltp_commits_per_second: if tail_seconds > 0.0 {
-                tail_commits / tail_seconds
-            } else {
-                0.0
-            },
+            tail_oltp_commits_per_second: mean_commit_rate(&tail),
+            head_oltp_commits_per_second: mean_commit_rate(&head),
+            first_growth_bytes: samples.first().map_or(0, |s| s.growth_bytes),
+            last_growth_bytes: samples.last().map_or(0, |s| s.growth_bytes),
             oltp_aborts_per_second: med(|s| s.oltp_aborts_per_second),
             olap_queries_per_second: med(|s| s.olap_queries_per_second),
             olap_scanned_tuples_per_second: med(|s| s.olap_scanned_tuples_per_second),
@@ -379,6 +428,20 @@ impl Summary {
             max_gc_chain: max(|s| s.gc_chain_max),
             gc_ms_per_second: med(|s| s.gc_ms_per_second),
         }
+    }
+}
+
+/// Commits per second over the time `samples` cover (0 for none).
+fn mean_commit_rate(samples: &[&&Sample]) -> f64 {
+    let seconds: f64 = samples.iter().map(|s| s.interval_seconds).sum();
+    let commits: f64 = samples
+        .iter()
+        .map(|s| s.oltp_commits_per_second * s.interval_seconds)
+        .sum();
+    if seconds > 0.0 {
+        commits / seconds
+    } else {
+        0.0
     }
 }
 
@@ -442,6 +505,7 @@ mod tests {
             .collect();
         let summary = Summary::of(&samples, 1.0);
         assert!((summary.tail_oltp_commits_per_second - 50.0).abs() < 1e-9);
+        assert!((summary.head_oltp_commits_per_second - 1000.0).abs() < 1e-9);
         assert_eq!(summary.oltp_commits_per_second, 1000.0);
     }
 }

@@ -31,6 +31,11 @@ pub struct Metric {
     pub value: fn(&Sample) -> f64,
     /// Whether the metric is about analytical queries (skipped when no run had any).
     pub olap: bool,
+    /// Whether only Verso has it (the engine's counters): peers' runs are left out of it.
+    pub verso_only: bool,
+    /// Whether each run is drawn as a multiple of its first value (so that systems whose
+    /// measures differ in size can be overlaid).
+    pub relative: bool,
 }
 
 /// Every plotted metric, in the order the report shows them.
@@ -41,6 +46,8 @@ pub const METRICS: &[Metric] = &[
         unit: "commits/s",
         value: |s| s.oltp_commits_per_second,
         olap: false,
+        verso_only: false,
+        relative: false,
     },
     Metric {
         key: "oltp_aborts_per_second",
@@ -48,6 +55,8 @@ pub const METRICS: &[Metric] = &[
         unit: "aborts/s",
         value: |s| s.oltp_aborts_per_second,
         olap: false,
+        verso_only: false,
+        relative: false,
     },
     Metric {
         key: "olap_queries_per_second",
@@ -55,6 +64,8 @@ pub const METRICS: &[Metric] = &[
         unit: "queries/s",
         value: |s| s.olap_queries_per_second,
         olap: true,
+        verso_only: false,
+        relative: false,
     },
     Metric {
         key: "olap_scanned_tuples_per_second",
@@ -62,6 +73,26 @@ pub const METRICS: &[Metric] = &[
         unit: "tuples/s",
         value: |s| s.olap_scanned_tuples_per_second,
         olap: true,
+        verso_only: true,
+        relative: false,
+    },
+    Metric {
+        key: "growth_bytes",
+        title: "Growth, each system's own measure (Verso: memory; PostgreSQL: tables and indexes; SQLite: database and WAL files; DuckDB: buffer memory)",
+        unit: "bytes",
+        value: |s| s.growth_bytes as f64,
+        olap: false,
+        verso_only: false,
+        relative: false,
+    },
+    Metric {
+        key: "growth_relative",
+        title: "Growth as a multiple of the run's start",
+        unit: "x its first sample",
+        value: |s| s.growth_bytes as f64,
+        olap: false,
+        verso_only: false,
+        relative: true,
     },
     Metric {
         key: "live_versions",
@@ -69,6 +100,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.live_versions as f64,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "live_version_bytes",
@@ -76,6 +109,8 @@ pub const METRICS: &[Metric] = &[
         unit: "bytes",
         value: |s| s.live_version_bytes as f64,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "rss_bytes",
@@ -83,6 +118,8 @@ pub const METRICS: &[Metric] = &[
         unit: "bytes",
         value: |s| s.rss_bytes as f64,
         olap: false,
+        verso_only: false,
+        relative: false,
     },
     Metric {
         key: "read_chain_mean",
@@ -90,6 +127,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.read_chain_mean,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "read_chain_max",
@@ -97,6 +136,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.read_chain_max as f64,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "write_chain_mean",
@@ -104,6 +145,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.write_chain_mean,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "write_chain_max",
@@ -111,6 +154,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.write_chain_max as f64,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "gc_chain_mean",
@@ -118,6 +163,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.gc_chain_mean,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "gc_chain_max",
@@ -125,6 +172,8 @@ pub const METRICS: &[Metric] = &[
         unit: "versions",
         value: |s| s.gc_chain_max as f64,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
     Metric {
         key: "gc_ms_per_second",
@@ -132,6 +181,8 @@ pub const METRICS: &[Metric] = &[
         unit: "ms/s (all threads)",
         value: |s| s.gc_ms_per_second,
         olap: false,
+        verso_only: true,
+        relative: false,
     },
 ];
 
@@ -168,10 +219,19 @@ fn color_index(label: &str, i: usize) -> usize {
         .split(|c: char| c == ',' || c.is_whitespace())
         .next()
         .unwrap_or(label);
-    verso::GarbageCollector::ALL
-        .iter()
-        .position(|gc| gc.name() == first_word)
-        .unwrap_or(i)
+    // The peers take the colors of collectors seldom run beside them.
+    let peer = match first_word {
+        "postgres" => Some(3),
+        "sqlite" => Some(4),
+        "duckdb" => Some(8),
+        _ => None,
+    };
+    peer.or_else(|| {
+        verso::GarbageCollector::ALL
+            .iter()
+            .position(|gc| gc.name() == first_word)
+    })
+    .unwrap_or(i)
 }
 
 /// One line of a figure: a configuration's points, drawn in order.
@@ -234,6 +294,18 @@ pub fn write_metric_plots(
     Ok(())
 }
 
+/// A run's name in legends and tables: its label, and whether it held a snapshot.
+pub fn run_label(run: &RunResult) -> String {
+    let c = &run.configuration;
+    if c.hold_read_only {
+        format!("{} +held read-only snapshot", c.label)
+    } else if c.hold_snapshot {
+        format!("{} +held snapshot", c.label)
+    } else {
+        c.label.clone()
+    }
+}
+
 /// Writes `metric` over time as `<key>.png` and `<key>.svg` into `dir`, the runs overlaid.
 pub fn write_metric_plot(
     dir: &Path,
@@ -250,8 +322,9 @@ pub fn write_metric_plot(
     };
     let lines: Vec<Line> = runs
         .iter()
+        .filter(|run| !metric.verso_only || run.configuration.system == "verso")
         .map(|run| Line {
-            label: run.configuration.label.clone(),
+            label: run_label(run),
             points: points(run, metric),
         })
         .collect();
@@ -309,10 +382,21 @@ fn plot_error(error: impl std::fmt::Display) -> LabError {
 /// The points of one run: full samples only (a cut-off last interval has noisy rates).
 fn points(run: &RunResult, metric: &Metric) -> Vec<(f64, f64)> {
     let interval = run.configuration.sample_interval_seconds;
+    let base = if metric.relative {
+        run.samples
+            .first()
+            .map(|s| (metric.value)(s))
+            .filter(|v| *v > 0.0)
+    } else {
+        Some(1.0)
+    };
+    let Some(base) = base else {
+        return Vec::new();
+    };
     run.samples
         .iter()
         .filter(|s| s.is_full(interval))
-        .map(|s| (s.t_seconds, (metric.value)(s)))
+        .map(|s| (s.t_seconds, (metric.value)(s) / base))
         .filter(|(_, y)| y.is_finite())
         .collect()
 }
@@ -394,18 +478,29 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(plot_error)?;
     for (i, (line, points)) in lines.iter().zip(series).enumerate() {
-        let color = COLORS[color_index(&line.label, i) % COLORS.len()];
+        let base = COLORS[color_index(&line.label, i) % COLORS.len()];
+        // A run without a held snapshot beside the same system's held run: its baseline,
+        // drawn lighter and thinner in the same color.
+        let baseline = !line.label.ends_with("+held snapshot")
+            && lines
+                .iter()
+                .any(|other| other.label == format!("{} +held snapshot", line.label));
+        let (color, width) = if baseline {
+            (base.mix(0.45), 1)
+        } else {
+            (base.mix(1.0), 2)
+        };
         if axes.markers {
             chart
                 .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
                 .map_err(plot_error)?;
         }
         chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
+            .draw_series(LineSeries::new(points, color.stroke_width(width)))
             .map_err(plot_error)?
             .label(line.label.clone())
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(width + 1))
             });
     }
     chart

@@ -24,42 +24,57 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
         "max chain (read/write/gc)",
         "GC ms/s",
         "max RSS",
-        "load s",
     ]);
+    let peers = runs.iter().any(|r| r.configuration.system != "verso");
+    if peers {
+        header.push("growth (first -> last)");
+    }
+    header.push("load s");
     let rows = runs
         .iter()
         .map(|run| {
             let s = &run.summary;
             let c = &run.configuration;
-            let mut label = c.label.clone();
-            if c.hold_read_only {
-                label.push_str(" +held read-only snapshot");
-            } else if c.hold_snapshot {
-                label.push_str(" +held snapshot");
-            }
+            let verso = c.system == "verso";
             let mut row = vec![
-                label,
+                plot::run_label(run),
                 compact(s.oltp_commits_per_second),
                 compact(s.tail_oltp_commits_per_second),
                 compact(s.oltp_aborts_per_second),
             ];
             if olap {
                 row.push(format!("{:.2}", s.olap_queries_per_second));
-                row.push(compact(s.olap_scanned_tuples_per_second));
+                row.push(if verso {
+                    compact(s.olap_scanned_tuples_per_second)
+                } else {
+                    "-".to_owned()
+                });
             }
-            row.extend([
-                compact(s.live_versions),
-                compact(s.max_live_versions as f64),
-                format!(
-                    "{} / {} / {}",
-                    compact(s.max_read_chain as f64),
-                    compact(s.max_write_chain as f64),
-                    compact(s.max_gc_chain as f64)
-                ),
-                format!("{:.1}", s.gc_ms_per_second),
-                bytes(s.max_rss_bytes as f64),
-                format!("{:.2}", run.load_seconds),
-            ]);
+            if verso {
+                row.extend([
+                    compact(s.live_versions),
+                    compact(s.max_live_versions as f64),
+                    format!(
+                        "{} / {} / {}",
+                        compact(s.max_read_chain as f64),
+                        compact(s.max_write_chain as f64),
+                        compact(s.max_gc_chain as f64)
+                    ),
+                    format!("{:.1}", s.gc_ms_per_second),
+                ]);
+            } else {
+                // The engine's own counters: a peer has none of them.
+                row.extend(["-", "-", "-", "-"].map(str::to_owned));
+            }
+            row.push(bytes(s.max_rss_bytes as f64));
+            if peers {
+                row.push(format!(
+                    "{} -> {}",
+                    bytes(s.first_growth_bytes as f64),
+                    bytes(s.last_growth_bytes as f64)
+                ));
+            }
+            row.push(format!("{:.2}", run.load_seconds));
             row
         })
         .collect();
@@ -70,8 +85,158 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
 pub fn summary_table(runs: &[RunResult]) -> String {
     let (header, rows) = table_cells(runs);
     let mut out = text_table(&header, &rows);
-    out.push_str("(medians over the run's seconds; \"max\" columns over all of them)\n");
+    out.push_str("(medians over the run's seconds; \"max\" columns over all of them");
+    if runs.iter().any(|r| r.configuration.system != "verso") {
+        out.push_str(
+            "; \"-\": the engine's own counters, which a peer does not have; growth: each \
+             system's own measure, see the report",
+        );
+    }
+    out.push_str(")\n");
     out
+}
+
+/// The run without a held snapshot that `held` is compared with: the same system and
+/// label, run in the same invocation (`--baseline`, `verso demo`).
+fn unheld_partner<'a>(held: &RunResult, runs: &'a [RunResult]) -> Option<&'a RunResult> {
+    runs.iter().find(|other| {
+        !other.configuration.hold_snapshot
+            && other.configuration.label == held.configuration.label
+            && other.configuration.system == held.configuration.system
+    })
+}
+
+/// What held snapshots did to each run that had one, one line per run, then what to
+/// conclude and what the numbers do not compare: the terminal summary of `verso demo` and of
+/// any run with `--hold-snapshot`. Empty when no run held a snapshot.
+///
+/// Each line gives the throughput over the last ten seconds as a share of the same
+/// system's run without the snapshot (over its last ten seconds), or, with no such run, of
+/// its own first ten seconds; and its growth from the first sample to the last.
+pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut kept_by_run: Vec<(String, f64)> = Vec::new();
+    for held in runs.iter().filter(|r| r.configuration.hold_snapshot) {
+        let s = &held.summary;
+        let (reference, against) = match unheld_partner(held, runs) {
+            Some(unheld) => (
+                unheld.summary.tail_oltp_commits_per_second,
+                "of its run without the snapshot",
+            ),
+            None => (s.head_oltp_commits_per_second, "of its first 10 s"),
+        };
+        let kept = if reference > 0.0 {
+            s.tail_oltp_commits_per_second / reference
+        } else {
+            f64::NAN
+        };
+        let c = &held.configuration;
+        let growth = if s.first_growth_bytes > 0 {
+            format!(
+                "{} grew {} -> {} ({:.1}x)",
+                growth_noun(c),
+                bytes(s.first_growth_bytes as f64),
+                bytes(s.last_growth_bytes as f64),
+                s.last_growth_bytes as f64 / s.first_growth_bytes as f64
+            )
+        } else {
+            format!("{} not measured", growth_noun(c))
+        };
+        let unheld_growth = unheld_partner(held, runs)
+            .filter(|u| u.summary.first_growth_bytes > 0)
+            .map(|u| {
+                format!(
+                    " (without it: {} -> {})",
+                    bytes(u.summary.first_growth_bytes as f64),
+                    bytes(u.summary.last_growth_bytes as f64)
+                )
+            })
+            .unwrap_or_default();
+        lines.push(format!(
+            "{}: with one snapshot held, its last 10 s ran {} commits/s, {} {against} ({}); \
+             its {growth}{unheld_growth}",
+            c.label,
+            compact(s.tail_oltp_commits_per_second),
+            if kept.is_finite() {
+                format!("{:.0}%", 100.0 * kept)
+            } else {
+                "an unknown share".to_owned()
+            },
+            compact(reference),
+        ));
+        if let Some(why) = &held.stopped_early {
+            if let Some(line) = lines.last_mut() {
+                line.push_str(&format!("; {why}"));
+            }
+        }
+        kept_by_run.push((c.label.clone(), kept));
+    }
+    if kept_by_run.is_empty() {
+        return lines;
+    }
+    let kept_well: Vec<String> = kept_by_run
+        .iter()
+        .filter(|(_, kept)| *kept >= 0.9)
+        .map(|(label, kept)| format!("{label} ({:.0}%)", 100.0 * kept))
+        .collect();
+    let lost: Vec<String> = kept_by_run
+        .iter()
+        .filter(|(_, kept)| kept.partial_cmp(&0.9).is_none_or(|o| o.is_lt()))
+        .map(|(label, kept)| format!("{label} ({:.0}%)", 100.0 * kept))
+        .collect();
+    let mut conclusion = String::from("What to conclude: ");
+    if !kept_well.is_empty() {
+        let _ = write!(
+            conclusion,
+            "{} kept 90% or more of {} throughput behind a snapshot held for the whole run",
+            kept_well.join(", "),
+            if kept_well.len() == 1 { "its" } else { "their" }
+        );
+    }
+    if !lost.is_empty() {
+        let _ = write!(
+            conclusion,
+            "{}{} fell below 90%: versions the snapshot keeps alive pile up and every \
+             write and read pays for them, the longer the snapshot is held the more",
+            if kept_well.is_empty() { "" } else { "; " },
+            lost.join(", ")
+        );
+    }
+    conclusion.push('.');
+    lines.push(conclusion);
+    let durabilities: Vec<String> = runs
+        .iter()
+        .filter(|r| r.configuration.system != "verso" && r.configuration.hold_snapshot)
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r.configuration.label,
+                first_clause(&r.configuration.durability)
+            )
+        })
+        .collect();
+    if !durabilities.is_empty() {
+        lines.push(format!(
+            "Not a durability comparison: Verso keeps everything in memory; {}.",
+            durabilities.join("; ")
+        ));
+    }
+    lines
+}
+
+/// What a run's growth measure is, in a word or two.
+fn growth_noun(c: &crate::metrics::Configuration) -> &'static str {
+    match c.system.as_str() {
+        "postgres" => "tables and indexes",
+        "sqlite" => "database and WAL files",
+        "duckdb" => "buffer memory",
+        _ => "memory (RSS)",
+    }
+}
+
+/// The text before the first colon or semicolon.
+fn first_clause(text: &str) -> &str {
+    text.split([':', ';']).next().unwrap_or(text).trim()
 }
 
 /// An aligned text table: the first column left-aligned, the others right-aligned, a rule
@@ -245,6 +410,13 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     if let Some(line) = &report.comparison {
         let _ = writeln!(html, "<p class=\"comparison\">{}</p>", escape(line));
     }
+    if !report.conclusions.is_empty() {
+        html.push_str("<h2>What happened</h2>\n<ul>\n");
+        for line in &report.conclusions {
+            let _ = writeln!(html, "<li>{}</li>", escape(line));
+        }
+        html.push_str("</ul>\n");
+    }
     let (header, rows) = table_cells(&report.runs);
     html.push_str(&html_table(&header, &rows));
     let _ = writeln!(
@@ -327,7 +499,7 @@ fn configurations_html(runs: &[RunResult]) -> String {
         }
         let _ = writeln!(
             html,
-            "<li><b>{}</b>: {}{}, {} isolation, {} OLTP + {} OLAP worker(s){}, {:.1} s run, seed {}</li>",
+            "<li><b>{}</b>: {}{}, {} isolation, {} OLTP + {} OLAP worker(s){}, {:.1} s run, seed {}",
             escape(&c.label),
             escape(&c.design),
             escape(&settings),
@@ -342,6 +514,24 @@ fn configurations_html(runs: &[RunResult]) -> String {
             run.run_seconds,
             c.seed
         );
+        if !c.system_version.is_empty() {
+            let _ = writeln!(
+                html,
+                "<br><small>{}; runs at: {}; settings: {}; durability: {}; growth: {}; \
+                 old versions removed by: {}</small>",
+                escape(&c.system_version),
+                escape(&c.system_isolation),
+                escape(&c.settings),
+                escape(&c.durability),
+                escape(&c.growth_measure),
+                escape(if c.garbage_collector.is_empty() {
+                    "-"
+                } else {
+                    &c.garbage_collector
+                }),
+            );
+        }
+        html.push_str("</li>\n");
     }
     html.push_str("</ul>\n");
     html
@@ -600,6 +790,97 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::{Configuration, RunResult, Sample, Summary};
+
+    fn run(label: &str, system: &str, held: bool, commits: &[f64], growth: &[u64]) -> RunResult {
+        let samples: Vec<Sample> = commits
+            .iter()
+            .zip(growth)
+            .enumerate()
+            .map(|(i, (&c, &g))| Sample {
+                t_seconds: (i + 1) as f64,
+                interval_seconds: 1.0,
+                oltp_commits_per_second: c,
+                growth_bytes: g,
+                ..Sample::default()
+            })
+            .collect();
+        RunResult {
+            configuration: Configuration {
+                label: label.into(),
+                garbage_collector: String::new(),
+                background_gc_period_ms: None,
+                epoch_advance_threshold: None,
+                isolation: "snapshot".into(),
+                design: String::new(),
+                workload_parameters: String::new(),
+                oltp_workers: 2,
+                olap_workers: 0,
+                hold_snapshot: held,
+                hold_read_only: false,
+                seed: 1,
+                duration_seconds: Some(commits.len() as f64),
+                system: system.into(),
+                system_version: String::new(),
+                system_isolation: String::new(),
+                settings: String::new(),
+                durability: "WAL; not synced".into(),
+                growth_measure: String::new(),
+                transactions: None,
+                sample_interval_seconds: 1.0,
+            },
+            load_seconds: 0.0,
+            stopped_early: None,
+            run_seconds: commits.len() as f64,
+            consistent: true,
+            totals: Default::default(),
+            engine: Default::default(),
+            summary: Summary::of(&samples, 1.0),
+            samples,
+        }
+    }
+
+    #[test]
+    fn held_snapshot_lines_compare_with_the_baseline_or_the_start() {
+        let runs = [
+            run("steam", "verso", true, &[100.0; 20], &[1000; 20]),
+            run("steam", "verso", false, &[100.0; 10], &[1000; 10]),
+            // No baseline: compared with its own first 10 s, which ran at 100.
+            run(
+                "postgres",
+                "postgres",
+                true,
+                &[[100.0; 10], [10.0; 10]].concat(),
+                &(1..=20).map(|i| i * 100).collect::<Vec<_>>(),
+            ),
+        ];
+        let lines = held_snapshot_lines(&runs);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        assert!(lines[0].starts_with("steam: with one snapshot held, its last 10 s ran 100 commits/s, 100% of its run without the snapshot"), "{}", lines[0]);
+        assert!(
+            lines[1].contains("10%") && lines[1].contains("of its first 10 s"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains("tables and indexes grew 100 B -> 2.0 KiB (20.0x)"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].contains("steam (100%) kept 90% or more")
+                && lines[2].contains("postgres (10%) fell below 90%"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].starts_with("Not a durability comparison")
+                && lines[3].contains("postgres: WAL"),
+            "{}",
+            lines[3]
+        );
+        assert!(held_snapshot_lines(&runs[1..2]).is_empty());
+    }
 
     #[test]
     fn escape_neutralizes_markup() {

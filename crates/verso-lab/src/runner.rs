@@ -25,6 +25,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use verso::research::ChainHistogram;
 use verso::{Database, GarbageCollector, Isolation, Options, Stats};
 
+use crate::peers::PeerSpec;
+use crate::system::{DrivenSystem, HeldSnapshot, SnapshotSource, VersoSystem};
+
 use crate::format::compact;
 use crate::metrics::{Configuration, EngineTotals, RunResult, Sample, Summary, Totals};
 use crate::rng::SplitMix64;
@@ -68,6 +71,14 @@ pub struct RunConfig {
     pub sample_interval: Duration,
     /// Whether to draw progress bars (they only appear on a terminal anyway).
     pub show_progress: bool,
+    /// The peer this configuration runs on instead of Verso (`--peer`); `options` are then
+    /// not used.
+    pub peer: Option<PeerSpec>,
+    /// Stop the run early, as a finished one, once the process's resident memory passes
+    /// this many bytes (`--memory-limit`): a configuration that grows without bound then
+    /// ends with what it measured instead of being killed by the kernel, taking the
+    /// configurations after it (and other programs) with it.
+    pub memory_limit_bytes: Option<u64>,
 }
 
 impl RunConfig {
@@ -94,6 +105,16 @@ impl RunConfig {
             hold_read_only: false,
             sample_interval: Duration::from_secs(1),
             show_progress: false,
+            peer: None,
+            memory_limit_bytes: None,
+        }
+    }
+
+    /// A configuration that runs `peer` instead of Verso, labelled with its name.
+    pub fn for_peer(peer: PeerSpec) -> RunConfig {
+        RunConfig {
+            peer: Some(peer.clone()),
+            ..RunConfig::with_options(peer.label(), Options::default())
         }
     }
 
@@ -106,9 +127,13 @@ impl RunConfig {
     pub fn validate(&self, workload: &dyn Workload) -> Result<(), LabError> {
         // What `Database::open` would refuse, checked here so that a plan of several runs
         // fails before the first one.
-        self.options
-            .validate()
-            .map_err(|e| LabError::BadOption(format!("configuration {}: {e}", self.label)))?;
+        match &self.peer {
+            None => self
+                .options
+                .validate()
+                .map_err(|e| LabError::BadOption(format!("configuration {}: {e}", self.label)))?,
+            Some(peer) => peer.validate(workload)?,
+        }
         // Every worker and the held snapshot take one of the database's thread slots.
         let threads = self
             .oltp_workers
@@ -171,6 +196,9 @@ pub fn run_configuration(
     config: &RunConfig,
 ) -> Result<RunResult, LabError> {
     config.validate(workload)?;
+    if let Some(peer) = &config.peer {
+        return crate::peers::run_peer(workload, peer, config);
+    }
     let db = Database::open(config.options.clone())?;
 
     let load_bar = progress_bar(config.show_progress, 0);
@@ -183,51 +211,98 @@ pub fn run_configuration(
         .check_consistency(&db)
         .map_err(|e| after("the load", e))?;
 
-    let measured = measure(workload, &db, config)?;
+    let system = VersoSystem { workload, db: &db };
+    let measured = measure(&system, workload, config)?;
     workload
         .check_consistency(&db)
         .map_err(|e| after("the run", e))?;
 
-    let interval = config.sample_interval.as_secs_f64();
-    let summary = Summary::of(&measured.samples, interval);
-    Ok(RunResult {
-        configuration: Configuration {
-            label: config.label.clone(),
-            garbage_collector: config.garbage_collector().name().to_owned(),
-            background_gc_period_ms: config
-                .options
-                .background_gc_period
-                .map(|period| period.as_secs_f64() * 1e3),
-            epoch_advance_threshold: config.options.epoch_advance_threshold,
-            isolation: isolation_name(config.isolation).to_owned(),
-            design: db.design(),
-            workload_parameters: workload.describe(),
-            oltp_workers: config.oltp_workers,
-            olap_workers: config.olap_workers,
-            hold_snapshot: config.hold_snapshot,
-            hold_read_only: config.hold_snapshot && config.hold_read_only,
-            seed: config.seed,
-            duration_seconds: match config.stop {
-                StopAfter::Duration(d) => Some(d.as_secs_f64()),
-                StopAfter::Transactions(_) => None,
-            },
-            transactions: match config.stop {
-                StopAfter::Transactions(n) => Some(n),
-                StopAfter::Duration(_) => None,
-            },
-            sample_interval_seconds: interval,
+    let configuration = Configuration {
+        garbage_collector: config.garbage_collector().name().to_owned(),
+        background_gc_period_ms: config
+            .options
+            .background_gc_period
+            .map(|period| period.as_secs_f64() * 1e3),
+        epoch_advance_threshold: config.options.epoch_advance_threshold,
+        design: db.design(),
+        system_version: format!("Verso {}", env!("CARGO_PKG_VERSION")),
+        system_isolation: match config.isolation {
+            Isolation::Snapshot => "snapshot isolation".to_owned(),
+            Isolation::Serializable => "serializable".to_owned(),
         },
+        settings: format!("Options: {}", db.design()),
+        durability: "none: in memory only (Verso has no persistence yet); a crash loses \
+                     everything"
+            .to_owned(),
+        growth_measure: "resident memory of the process (RSS): Verso keeps everything in \
+                         memory"
+            .to_owned(),
+        ..configuration_of(workload, config)
+    };
+    Ok(result_of(configuration, load_seconds, measured, config))
+}
+
+/// The parts of a run's [`Configuration`] every system shares; the system's own parts
+/// (`design`, versions, settings, durability) are left for the caller to fill in.
+pub(crate) fn configuration_of(workload: &dyn Workload, config: &RunConfig) -> Configuration {
+    Configuration {
+        label: config.label.clone(),
+        garbage_collector: String::new(),
+        background_gc_period_ms: None,
+        epoch_advance_threshold: None,
+        isolation: isolation_name(config.isolation).to_owned(),
+        design: String::new(),
+        system: config
+            .peer
+            .as_ref()
+            .map_or("verso", |peer| peer.kind.name())
+            .to_owned(),
+        system_version: String::new(),
+        system_isolation: String::new(),
+        settings: String::new(),
+        durability: String::new(),
+        growth_measure: String::new(),
+        workload_parameters: workload.describe(),
+        oltp_workers: config.oltp_workers,
+        olap_workers: config.olap_workers,
+        hold_snapshot: config.hold_snapshot,
+        hold_read_only: config.hold_snapshot && config.hold_read_only,
+        seed: config.seed,
+        duration_seconds: match config.stop {
+            StopAfter::Duration(d) => Some(d.as_secs_f64()),
+            StopAfter::Transactions(_) => None,
+        },
+        transactions: match config.stop {
+            StopAfter::Transactions(n) => Some(n),
+            StopAfter::Duration(_) => None,
+        },
+        sample_interval_seconds: config.sample_interval.as_secs_f64(),
+    }
+}
+
+/// A run's result from what it measured.
+pub(crate) fn result_of(
+    configuration: Configuration,
+    load_seconds: f64,
+    measured: Measured,
+    config: &RunConfig,
+) -> RunResult {
+    let summary = Summary::of(&measured.samples, config.sample_interval.as_secs_f64());
+    RunResult {
+        configuration,
         load_seconds,
+        stopped_early: measured.stopped_early,
         run_seconds: measured.run_seconds,
         consistent: true,
         totals: measured.totals,
         engine: measured.engine,
         summary,
         samples: measured.samples,
-    })
+    }
 }
 
-fn after(phase: &str, error: LabError) -> LabError {
+/// `error` with the phase it happened after, if it is a failed consistency check.
+pub(crate) fn after(phase: &str, error: LabError) -> LabError {
     match error {
         LabError::Inconsistent(what) => LabError::Inconsistent(format!("after {phase}: {what}")),
         other => other,
@@ -244,7 +319,7 @@ pub fn isolation_name(isolation: Isolation) -> &'static str {
 
 /// A progress bar on standard error (hidden when `show` is false; indicatif itself draws
 /// nothing when standard error is not a terminal).
-fn progress_bar(show: bool, length: u64) -> ProgressBar {
+pub(crate) fn progress_bar(show: bool, length: u64) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
@@ -258,7 +333,8 @@ fn progress_bar(show: bool, length: u64) -> ProgressBar {
     bar
 }
 
-struct BarProgress<'a>(&'a ProgressBar);
+/// A load progress drawn on a bar.
+pub(crate) struct BarProgress<'a>(pub(crate) &'a ProgressBar);
 
 impl LoadProgress for BarProgress<'_> {
     fn set_total(&self, rows: u64) {
@@ -397,13 +473,16 @@ struct Reading {
     counts: Counts,
     stats: Stats,
     rss_bytes: u64,
+    growth_bytes: u64,
 }
 
-struct Measured {
+/// What [`measure`] measured over one run.
+pub(crate) struct Measured {
     run_seconds: f64,
     samples: Vec<Sample>,
     totals: Totals,
     engine: EngineTotals,
+    stopped_early: Option<String>,
 }
 
 /// A seed for worker `index` of a `role`, derived from the run's seed so that every
@@ -414,9 +493,12 @@ fn worker_seed(seed: u64, role: u64, index: usize) -> u64 {
     rng.next_u64()
 }
 
-fn measure(
+/// Runs `system`'s workers as `config` says and samples them: the run itself, between the
+/// load and the consistency check after it. `workload` names the transaction kinds and
+/// queries.
+pub(crate) fn measure(
+    system: &dyn DrivenSystem,
     workload: &dyn Workload,
-    db: &Database,
     config: &RunConfig,
 ) -> Result<Measured, LabError> {
     let kinds = workload.transaction_kinds();
@@ -444,7 +526,7 @@ fn measure(
         let holder = if config.hold_snapshot {
             Some(SnapshotHolder::begin(
                 scope,
-                db,
+                system,
                 config.isolation,
                 config.hold_read_only,
             )?)
@@ -465,7 +547,7 @@ fn measure(
                 scope,
                 format!("OLTP worker {index}"),
                 format!("verso-oltp-{index}"),
-                move || workload.oltp_worker(db, index, config.oltp_workers, seed),
+                move || system.oltp_worker(index, config.oltp_workers, seed),
                 move |worker| {
                     let outcome = worker.and_then(|mut worker| {
                         drive_oltp(
@@ -490,7 +572,7 @@ fn measure(
                 scope,
                 format!("OLAP worker {index}"),
                 format!("verso-olap-{index}"),
-                move || workload.olap_worker(db, index, seed),
+                move || system.olap_worker(index, seed),
                 move |worker| {
                     let outcome = worker.and_then(|worker| match worker {
                         Some(mut worker) => {
@@ -511,10 +593,10 @@ fn measure(
         // The window of the first sample starts now: `sample_stats` resets the per-window
         // chain maxima the load left. Only after this first reading do the workers start
         // (else a short counted run could end before it).
-        let first = read(db, &shared, kinds.len(), queries.len());
+        let first = read(system, &shared, kinds.len(), queries.len(), 0);
         start_line.open();
         let mut sampler = Sampler::new(config, first, kinds, queries);
-        sampler.sample_until_done(db, &shared);
+        sampler.sample_until_done(system, &shared);
         shared.stop.store(true, Ordering::Release);
         for (role, thread) in workers {
             if thread.join().is_err() {
@@ -522,7 +604,7 @@ fn measure(
             }
         }
         // The last sample still sees the held snapshot; only then is it released.
-        sampler.take_sample(db, &shared);
+        sampler.take_sample(system, &shared);
         let run_seconds = sampler
             .previous
             .at
@@ -754,36 +836,37 @@ impl<'scope> SnapshotHolder<'scope> {
     /// is taken.
     fn begin<'env>(
         scope: &'scope std::thread::Scope<'scope, 'env>,
-        db: &'env Database,
+        source: &'env (impl SnapshotSource + ?Sized),
         isolation: Isolation,
         read_only: bool,
     ) -> Result<Self, LabError> {
         let (began_sender, began) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
         let thread = spawn_run_thread(scope, Self::THREAD_NAME.into(), move || {
-            let began = if read_only {
-                db.try_begin_read_only(isolation)
-            } else {
-                db.try_begin(isolation)
-            };
-            let txn = match began {
-                Ok(txn) => txn,
+            let held: Box<dyn HeldSnapshot + '_> = match source.hold_snapshot(isolation, read_only)
+            {
+                Ok(held) => held,
                 Err(e) => {
-                    let _ = began_sender.send(Err(e.clone()));
-                    return Err(e.into());
+                    let _ = began_sender.send(Err(e.to_string()));
+                    return Err(e);
                 }
             };
             let _ = began_sender.send(Ok(()));
             // Blocks until `release` sends or the holder is dropped; either ends the
             // transaction.
             let _ = released.recv();
-            txn.commit()?;
-            Ok(())
+            held.end()
         })
         .map_err(|e| LabError::ThreadFailed(format!("cannot start the snapshot holder: {e}")))?;
         match began.recv() {
             Ok(Ok(())) => Ok(SnapshotHolder { release, thread }),
-            Ok(Err(e)) => Err(e.into()),
+            // The thread returns the error itself; join it for the typed error.
+            Ok(Err(_)) => match thread.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(LabError::ThreadFailed(
+                    "the snapshot holder failed to begin its transaction".into(),
+                )),
+            },
             Err(_) => Err(LabError::ThreadFailed(
                 "the snapshot holder panicked before it began its transaction".into(),
             )),
@@ -866,12 +949,22 @@ fn drive_olap(
     Ok(())
 }
 
-fn read(db: &Database, shared: &Shared, kinds: usize, queries: usize) -> Reading {
+/// Reads the workers' counters and the system's gauges; a growth gauge that cannot be read
+/// this time keeps `last_growth_bytes`.
+fn read(
+    system: &dyn DrivenSystem,
+    shared: &Shared,
+    kinds: usize,
+    queries: usize,
+    last_growth_bytes: u64,
+) -> Reading {
+    let gauges = system.gauges();
     Reading {
         at: Instant::now(),
         counts: shared.counts(kinds, queries),
-        stats: db.sample_stats(),
+        stats: gauges.stats,
         rss_bytes: crate::memory::resident_bytes().unwrap_or(0),
+        growth_bytes: gauges.growth_bytes.unwrap_or(last_growth_bytes),
     }
 }
 
@@ -887,6 +980,8 @@ struct Sampler<'c> {
     previous: Reading,
     samples: Vec<Sample>,
     bar: ProgressBar,
+    /// Why the run ended before its stop condition, if it did (`memory_limit_bytes`).
+    stopped_early: Option<String>,
 }
 
 impl<'c> Sampler<'c> {
@@ -910,11 +1005,12 @@ impl<'c> Sampler<'c> {
             previous: first,
             samples: Vec::new(),
             bar,
+            stopped_early: None,
         }
     }
 
     /// Samples every interval until the run's stop condition holds or a worker failed.
-    fn sample_until_done(&mut self, db: &Database, shared: &Shared) {
+    fn sample_until_done(&mut self, system: &dyn DrivenSystem, shared: &Shared) {
         let mut next_sample = self.first_at + self.config.sample_interval;
         loop {
             let now = Instant::now();
@@ -930,8 +1026,21 @@ impl<'c> Sampler<'c> {
                 return;
             }
             if now >= next_sample {
-                self.take_sample(db, shared);
+                self.take_sample(system, shared);
                 next_sample += self.config.sample_interval;
+                // Checked after a sample, so that a stopped run has measured something.
+                if let Some(limit) = self.config.memory_limit_bytes {
+                    let resident = self.previous.rss_bytes;
+                    if resident > limit {
+                        self.stopped_early = Some(format!(
+                            "stopped at {:.0} s: resident memory {} passed --memory-limit {}",
+                            elapsed.as_secs_f64(),
+                            crate::format::bytes(resident as f64),
+                            crate::format::bytes(limit as f64)
+                        ));
+                        return;
+                    }
+                }
             }
             match self.config.stop {
                 StopAfter::Duration(_) => self.bar.set_position(elapsed.as_secs()),
@@ -949,15 +1058,29 @@ impl<'c> Sampler<'c> {
         }
     }
 
-    fn take_sample(&mut self, db: &Database, shared: &Shared) {
-        let now = read(db, shared, self.kinds.len(), self.queries.len());
+    fn take_sample(&mut self, system: &dyn DrivenSystem, shared: &Shared) {
+        let now = read(
+            system,
+            shared,
+            self.kinds.len(),
+            self.queries.len(),
+            self.previous.growth_bytes,
+        );
         let sample = self.difference(&now);
-        self.bar.set_message(format!(
-            "{} commits/s, {} live versions, max chain {}",
-            compact(sample.oltp_commits_per_second),
-            compact(sample.live_versions as f64),
-            sample.read_chain_max.max(sample.write_chain_max),
-        ));
+        self.bar.set_message(if self.config.peer.is_some() {
+            format!(
+                "{} commits/s, growth {}",
+                compact(sample.oltp_commits_per_second),
+                crate::format::bytes(sample.growth_bytes as f64),
+            )
+        } else {
+            format!(
+                "{} commits/s, {} live versions, max chain {}",
+                compact(sample.oltp_commits_per_second),
+                compact(sample.live_versions as f64),
+                sample.read_chain_max.max(sample.write_chain_max),
+            )
+        });
         self.samples.push(sample);
         self.previous = now;
     }
@@ -1018,6 +1141,7 @@ impl<'c> Sampler<'c> {
             versions_created_per_second: rate(s.versions_created, p.versions_created),
             versions_pruned_per_second: rate(s.versions_pruned_eagerly, p.versions_pruned_eagerly),
             versions_reclaimed_per_second: rate(s.versions_reclaimed, p.versions_reclaimed),
+            growth_bytes: now.growth_bytes,
         }
     }
 
@@ -1127,6 +1251,7 @@ impl<'c> Sampler<'c> {
                 .saturating_sub(f.rows_cleaned_cooperatively),
         };
         Measured {
+            stopped_early: self.stopped_early,
             run_seconds,
             samples: self.samples,
             totals,

@@ -20,15 +20,23 @@ pub enum AbortReason {
     LockConflict,
     /// The workload itself decided to roll back (TPC-C's 1% New-Order with an unused item).
     ByWorkload,
+    /// A peer found a deadlock and rolled one of its transactions back (PostgreSQL's
+    /// SQLSTATE 40P01).
+    Deadlock,
+    /// A peer's database was busy (SQLite's `SQLITE_BUSY` after its busy timeout, or a
+    /// reader's snapshot too old to write: `SQLITE_BUSY_SNAPSHOT`).
+    Busy,
 }
 
 impl AbortReason {
     /// Every reason, in the order reports list them.
-    pub const ALL: [AbortReason; 4] = [
+    pub const ALL: [AbortReason; 6] = [
         AbortReason::WriteConflict,
         AbortReason::Serialization,
         AbortReason::LockConflict,
         AbortReason::ByWorkload,
+        AbortReason::Deadlock,
+        AbortReason::Busy,
     ];
 
     /// The name used in reports and JSON keys.
@@ -38,6 +46,8 @@ impl AbortReason {
             AbortReason::Serialization => "serialization",
             AbortReason::LockConflict => "lock_conflict",
             AbortReason::ByWorkload => "by_workload",
+            AbortReason::Deadlock => "deadlock",
+            AbortReason::Busy => "busy",
         }
     }
 
@@ -101,6 +111,9 @@ pub enum LabError {
     /// A thread of the run (a worker, a loader, the snapshot holder) could not be started,
     /// or panicked instead of returning: which thread, and when.
     ThreadFailed(String),
+    /// A peer (PostgreSQL, DuckDB, SQLite) could not be found, started or reached, or
+    /// failed in a way no workload expects: which peer, and what it said.
+    Peer(String),
     /// A configuration or point run in a child process of the `verso` binary failed: the
     /// child's own error (its last stderr line) or the signal that killed it.
     ChildFailed {
@@ -143,6 +156,7 @@ impl std::fmt::Display for LabError {
             LabError::BadOption(what) => write!(f, "bad option: {what}"),
             LabError::Io(e) => write!(f, "i/o error: {e}"),
             LabError::ThreadFailed(what) => write!(f, "a thread of the run failed: {what}"),
+            LabError::Peer(what) => write!(f, "peer {what}"),
             LabError::ChildFailed {
                 what,
                 ended,
@@ -239,6 +253,12 @@ pub trait Workload: Sync {
         _seed: u64,
     ) -> Result<Option<Box<dyn OlapWorker + 'db>>, LabError> {
         Ok(None)
+    }
+
+    /// The workload as the peers run it, in SQL (`crate::peers`), or `None` if it has no
+    /// SQL form (then `--peer` refuses it).
+    fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
+        None
     }
 
     /// Checks the workload's consistency conditions (TPC-C clause 3.3.2 for TPC-C and CH);

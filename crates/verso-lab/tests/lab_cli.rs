@@ -464,18 +464,33 @@ fn regression_short_runs_protocol_labels_and_read_only_transactions_report_what_
     assert!(run["totals"]["olap_queries"].as_u64() > Some(0), "{run}");
 }
 
+/// The demo's tiny mode: TPC-B with a held snapshot on Steam, watermark-only and every peer
+/// this build and machine have, each beside its baseline; the summary says per system what
+/// the snapshot cost, and the report overlays them all.
 #[test]
-fn the_demo_compares_steam_with_watermark_on_ch_and_writes_its_report() {
+fn the_demo_holds_a_snapshot_on_verso_and_every_peer_and_writes_its_report() {
     let dir = tempfile::tempdir().expect("temp dir");
     let report = dir.path().join("demo-report");
+    let peer_dir = tempfile::tempdir().expect("peer dir");
+    {
+        // Reachable by the `postgres` user a private server runs as when the tests run as
+        // root, as the system's temporary directory is.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(peer_dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
     let output = verso(&[
         "demo",
         "--tiny",
         "--duration",
         "0.5",
+        "--baseline-duration",
+        "0.3",
         "--sample-ms",
         "100",
         "--quiet",
+        "--peer-dir",
+        peer_dir.path().to_str().expect("utf-8 path"),
         "--report",
         report.to_str().expect("utf-8 path"),
     ]);
@@ -485,23 +500,66 @@ fn the_demo_compares_steam_with_watermark_on_ch_and_writes_its_report() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("CH-benCHmark"), "{stdout}");
-    assert!(
-        stdout.contains("steam: ") && stdout.contains("the OLTP throughput of watermark"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("its OLAP throughput"), "{stdout}");
+    assert!(stdout.contains("TPC-B"), "{stdout}");
+    let postgres_installed = std::path::Path::new("/usr/lib/postgresql").is_dir();
+    let mut systems = vec!["steam", "watermark", "sqlite"];
+    if postgres_installed {
+        systems.push("postgres");
+    }
+    if cfg!(feature = "duckdb") {
+        systems.push("duckdb");
+    } else {
+        // The demo names the feature that adds DuckDB, and how to enable it.
+        assert!(
+            stdout.contains("note: duckdb: left out") && stdout.contains("--features duckdb"),
+            "{stdout}"
+        );
+    }
+    for system in &systems {
+        assert!(
+            stdout.contains(&format!(
+                "{system}: with one snapshot held, its last 10 s ran"
+            )),
+            "{system}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("What to conclude: "), "{stdout}");
+    assert!(stdout.contains("Not a durability comparison"), "{stdout}");
     let html = std::fs::read_to_string(report.join("index.html")).expect("index.html");
-    assert!(html.contains("olap_queries_per_second.svg"));
+    assert!(html.contains("growth_bytes.svg") && html.contains("What happened"));
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(report.join("report.json")).expect("report.json"),
     )
     .expect("valid JSON");
-    for run in json["runs"].as_array().expect("runs") {
-        assert_eq!(run["configuration"]["oltp_workers"], 1);
-        assert_eq!(run["configuration"]["olap_workers"], 1);
-        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    let runs = json["runs"].as_array().expect("runs");
+    assert_eq!(
+        runs.len(),
+        2 * systems.len(),
+        "a held run and its baseline each"
+    );
+    for pair in runs.chunks(2) {
+        assert_eq!(pair[0]["configuration"]["hold_snapshot"], true);
+        assert_eq!(pair[1]["configuration"]["hold_snapshot"], false);
+        assert_eq!(
+            pair[0]["configuration"]["label"],
+            pair[1]["configuration"]["label"]
+        );
+        for run in pair {
+            assert_eq!(run["configuration"]["oltp_workers"], 2);
+            assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+            assert!(
+                run["summary"]["last_growth_bytes"].as_u64() > Some(0),
+                "{run}"
+            );
+        }
     }
+    // Nothing of the peers is left behind.
+    assert_eq!(
+        std::fs::read_dir(peer_dir.path())
+            .expect("peer dir")
+            .count(),
+        0
+    );
 }
 
 /// Compared configurations run each in a child process by default, in this one with
@@ -632,4 +690,48 @@ fn a_child_killed_by_sigkill_is_said_to_be_probably_out_of_memory() {
         "the child process running point 2 failed: exit status 1; it said: verso: consistency \
          check failed: x"
     );
+}
+
+/// `--memory-limit`: a run whose resident memory passes the limit stops at the next sample,
+/// keeps what it measured, and says why; the configurations after it still run.
+#[test]
+fn a_run_past_its_memory_limit_stops_early_and_says_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let output = verso(&[
+        "kv",
+        "--tiny",
+        "--compare",
+        "steam,watermark",
+        "--duration",
+        "30",
+        "--sample-ms",
+        "100",
+        "--memory-limit",
+        "0.001",
+        "--quiet",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("passed --memory-limit"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert!(run["run_seconds"].as_f64() < Some(5.0), "{run}");
+        assert!(
+            run["stopped_early"]
+                .as_str()
+                .is_some_and(|why| why.contains("resident memory")),
+            "{run}"
+        );
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+    }
 }

@@ -44,6 +44,7 @@ fn report_of(workload: &dyn Workload, runs: Vec<RunResult>) -> LabReport {
         started_unix_seconds: 1,
         command_line: vec!["verso".into(), "test".into()],
         comparison: comparison_line(&runs),
+        conclusions: Vec::new(),
         runs,
     }
 }
@@ -150,7 +151,9 @@ fn a_run_yields_a_time_series_with_every_documented_key() {
             .as_object()
             .map(|m| m.keys().cloned().collect::<Vec<_>>()),
         Some(vec![
+            "busy".to_owned(),
             "by_workload".to_owned(),
+            "deadlock".to_owned(),
             "lock_conflict".to_owned(),
             "serialization".to_owned(),
             "write_conflict".to_owned()

@@ -1460,7 +1460,7 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
 
 /// Milliseconds as `1 ms`, `100 ms`, `1 s`, `10 s`.
 fn period_text(ms: u64) -> String {
-    if ms >= 1_000 && ms % 1_000 == 0 {
+    if ms >= 1_000 && ms.is_multiple_of(1_000) {
         format!("{} s", ms / 1_000)
     } else {
         format!("{ms} ms")

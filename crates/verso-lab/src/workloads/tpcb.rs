@@ -244,7 +244,7 @@ impl Workload for TpcbWorkload {
             tables: Tables::of(db)?,
             config: &self.config,
             rng: SplitMix64::new(seed),
-            history_prefix: (worker as u64 + 1) << HISTORY_SEQUENCE_BITS,
+            worker,
             history_sequence: 0,
         }))
     }
@@ -266,7 +266,59 @@ impl Workload for TpcbWorkload {
         let (branches, bbalance) = sum_of(tables.branches, BRANCH_BALANCE)?;
         let (history, delta) = sum_of(tables.history, HISTORY_DELTA)?;
         txn.commit()?;
+        self.judge(&TpcbTotals {
+            accounts,
+            tellers,
+            branches,
+            history,
+            abalance,
+            tbalance,
+            bbalance,
+            delta,
+        })
+    }
+
+    fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
+        Some(self)
+    }
+}
+
+/// Row counts and balance sums of the four tables, read at one snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TpcbTotals {
+    /// Rows of `pgbench_accounts`.
+    pub accounts: u64,
+    /// Rows of `pgbench_tellers`.
+    pub tellers: u64,
+    /// Rows of `pgbench_branches`.
+    pub branches: u64,
+    /// Rows of `pgbench_history`.
+    pub history: u64,
+    /// Sum of `abalance`.
+    pub abalance: i64,
+    /// Sum of `tbalance`.
+    pub tbalance: i64,
+    /// Sum of `bbalance`.
+    pub bbalance: i64,
+    /// Sum of the history's `delta`.
+    pub delta: i64,
+}
+
+impl TpcbWorkload {
+    /// The consistency conditions over `totals` (Verso's and every peer's): the loaded row
+    /// counts, and four equal sums.
+    pub fn judge(&self, totals: &TpcbTotals) -> Result<(), LabError> {
         let c = &self.config;
+        let TpcbTotals {
+            accounts,
+            tellers,
+            branches,
+            history,
+            abalance,
+            tbalance,
+            bbalance,
+            delta,
+        } = *totals;
         if (accounts, tellers, branches) != (c.accounts(), c.tellers(), c.branches()) {
             return Err(LabError::Inconsistent(format!(
                 "tpcb has {accounts} accounts, {tellers} tellers, {branches} branches; loaded {}, {}, {}",
@@ -283,6 +335,54 @@ impl Workload for TpcbWorkload {
         }
         Ok(())
     }
+
+    /// The configuration.
+    pub fn config(&self) -> &TpcbConfig {
+        &self.config
+    }
+}
+
+/// One TPC-B transaction's input, drawn as pgbench draws it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TpcbInput {
+    /// The account.
+    pub aid: u64,
+    /// The branch.
+    pub bid: u64,
+    /// The teller.
+    pub tid: u64,
+    /// The amount added to each balance.
+    pub delta: i64,
+}
+
+impl TpcbInput {
+    /// pgbench's `random(lb, ub)` for each (uniform, both ends included), in its order.
+    pub fn draw(config: &TpcbConfig, rng: &mut SplitMix64) -> TpcbInput {
+        let aid = 1 + rng.below(config.accounts());
+        let bid = 1 + rng.below(config.branches());
+        let tid = 1 + rng.below(config.tellers());
+        let delta = rng.below(10_001) as i64 - 5_000;
+        TpcbInput {
+            aid,
+            bid,
+            tid,
+            delta,
+        }
+    }
+}
+
+/// The history key of worker `worker`'s `sequence`-th transaction: the worker's number
+/// (plus one) in the high bits, its own sequence number below, so workers never collide.
+pub fn history_key(worker: usize, sequence: u64) -> u64 {
+    debug_assert!(sequence < 1 << HISTORY_SEQUENCE_BITS);
+    ((worker as u64 + 1) << HISTORY_SEQUENCE_BITS) | sequence
+}
+
+/// The time pgbench stores in `mtime`, as microseconds since the epoch.
+pub fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 /// Bits of a history key that hold the worker's own sequence number.
@@ -293,7 +393,7 @@ struct TpcbWorker<'db> {
     tables: Tables,
     config: &'db TpcbConfig,
     rng: SplitMix64,
-    history_prefix: u64,
+    worker: usize,
     history_sequence: u64,
 }
 
@@ -319,17 +419,15 @@ fn add_to_balance(
 
 impl OltpWorker for TpcbWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
-        let c = self.config;
-        // pgbench's `random(lb, ub)`: uniform, both ends included.
-        let aid = 1 + self.rng.below(c.accounts());
-        let bid = 1 + self.rng.below(c.branches());
-        let tid = 1 + self.rng.below(c.tellers());
-        let delta = self.rng.below(10_001) as i64 - 5_000;
+        let TpcbInput {
+            aid,
+            bid,
+            tid,
+            delta,
+        } = TpcbInput::draw(self.config, &mut self.rng);
         self.history_sequence += 1;
-        let hid = self.history_prefix | self.history_sequence;
-        let mtime = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_micros() as i64);
+        let hid = history_key(self.worker, self.history_sequence);
+        let mtime = now_micros();
         let t = &self.tables;
         let mut missing: Option<String> = None;
         let result = (|| {

@@ -207,7 +207,7 @@ impl YcsbWorkload {
 
 /// Fills `bytes` from a seed (the field values; their content does not matter, their
 /// width does).
-fn fill(bytes: &mut [u8], seed: u64) {
+pub fn fill(bytes: &mut [u8], seed: u64) {
     let mut rng = SplitMix64::new(seed);
     for chunk in bytes.chunks_mut(8) {
         let word = rng.next_u64().to_le_bytes();
@@ -342,6 +342,18 @@ impl Workload for YcsbWorkload {
             true
         })?;
         txn.commit()?;
+        self.judge(rows, bad_rows)
+    }
+
+    fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
+        Some(self)
+    }
+}
+
+impl YcsbWorkload {
+    /// The consistency condition (Verso's and every peer's): all loaded rows are there,
+    /// none with a missing key or a field of the wrong width.
+    pub fn judge(&self, rows: u64, bad_rows: u64) -> Result<(), LabError> {
         if rows != self.config.rows || bad_rows != 0 {
             return Err(LabError::Inconsistent(format!(
                 "usertable has {rows} rows (loaded {}), {bad_rows} with a missing key or a wrong field",
@@ -385,8 +397,33 @@ fn fold_fields(row: &verso::RowView<'_>, first: usize, count: usize, fields: usi
 impl YcsbWorkload {
     /// Draws `count` distinct keys from the Zipfian into `keys` (DBx1000 draws distinct
     /// keys per transaction).
-    fn draw_distinct_keys(&self, rng: &mut SplitMix64, count: usize, keys: &mut Vec<u64>) {
+    pub fn draw_distinct_keys(&self, rng: &mut SplitMix64, count: usize, keys: &mut Vec<u64>) {
         draw_distinct(self.keys.items(), count, keys, || self.keys.next(rng));
+    }
+
+    /// Draws one read-write transaction's operations into `operations` (Verso's workers
+    /// and the peers' draw the same ones from the same seed).
+    pub fn draw_operations(&self, rng: &mut SplitMix64, operations: &mut Vec<Operation>) {
+        let config = &self.config;
+        operations.clear();
+        let mut keys = Vec::with_capacity(config.operations);
+        self.draw_distinct_keys(rng, config.operations, &mut keys);
+        for key in keys {
+            let first = rng.below(config.fields as u64) as usize;
+            if rng.next_f64() < config.read_ratio {
+                operations.push(Operation::Read { key, first });
+            } else {
+                let seed = rng.next_u64();
+                operations.push(Operation::Update { key, first, seed });
+            }
+        }
+    }
+
+    /// The field numbers (0-based) an operation from field `first` on touches: `count`
+    /// consecutive ones, wrapping.
+    pub fn fields_from(&self, first: usize, count: usize) -> impl Iterator<Item = usize> {
+        let fields = self.config.fields;
+        (0..count).map(move |i| (first + i) % fields)
     }
 }
 
@@ -447,11 +484,23 @@ impl OlapWorker for YcsbReader<'_> {
 
 /// One operation of a transaction.
 #[derive(Clone, Copy, Debug)]
-enum Operation {
+pub enum Operation {
     /// Read `read_columns` fields from field `first` on.
-    Read { key: u64, first: usize },
+    Read {
+        /// The row.
+        key: u64,
+        /// The first field read.
+        first: usize,
+    },
     /// Rewrite `update_columns` fields from field `first` on, with bytes from `seed`.
-    Update { key: u64, first: usize, seed: u64 },
+    Update {
+        /// The row.
+        key: u64,
+        /// The first field written.
+        first: usize,
+        /// The seed of the bytes written (field `i` of the update gets `seed + i`).
+        seed: u64,
+    },
 }
 
 struct YcsbWorker<'db> {
@@ -470,20 +519,8 @@ struct YcsbWorker<'db> {
 
 impl YcsbWorker<'_> {
     fn draw(&mut self) {
-        let config = &self.workload.config;
-        self.operations.clear();
-        let mut keys = Vec::with_capacity(config.operations);
         self.workload
-            .draw_distinct_keys(&mut self.rng, config.operations, &mut keys);
-        for key in keys {
-            let first = self.rng.below(config.fields as u64) as usize;
-            if self.rng.next_f64() < config.read_ratio {
-                self.operations.push(Operation::Read { key, first });
-            } else {
-                let seed = self.rng.next_u64();
-                self.operations.push(Operation::Update { key, first, seed });
-            }
-        }
+            .draw_operations(&mut self.rng, &mut self.operations);
     }
 
     fn attempt(&mut self, isolation: Isolation) -> Result<Result<(), verso::Error>, LabError> {

@@ -222,6 +222,10 @@ impl Workload for Ch {
         txn.commit()?;
         Ok(())
     }
+
+    fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
+        Some(self)
+    }
 }
 
 /// One OLAP thread's query stream: each query at a snapshot of its own, read only.

@@ -3,6 +3,7 @@
 //! - [`schema`]: the nine tables, their columns (positions and names) and indexes;
 //! - `load`: the initial population of clause 4.3.3.1;
 //! - [`random`]: NURand, a-strings, last names;
+//! - [`terminal`]: what each transaction is asked to do, drawn as the specification says;
 //! - [`transactions`]: the five transactions and the terminal ([`TpccWorker`]);
 //! - [`stock_scan`]: Wu et al.'s StockScan, the workload's analytical query;
 //! - [`consistency`]: the twelve consistency conditions of clause 3.3.2.
@@ -15,6 +16,7 @@ mod load;
 pub mod random;
 pub mod schema;
 pub mod stock_scan;
+pub mod terminal;
 pub mod transactions;
 
 use crate::workload::{LabError, LoadProgress, OlapWorker, OltpWorker, Workload};
@@ -229,5 +231,9 @@ impl Workload for Tpcc {
 
     fn check_consistency(&self, db: &Database) -> Result<(), LabError> {
         consistency::check(db)
+    }
+
+    fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
+        Some(self)
     }
 }

@@ -13,11 +13,12 @@ use std::ops::Bound;
 
 use verso::{Database, Isolation, KeyRange, RowView, TableId, Transaction, Value};
 
-use super::random::{last_name_into, NurandConstants, TpccRandom, ORIGINAL};
+use super::random::ORIGINAL;
 use super::schema::{
     customer, district, from_cents, item, new_order, order_line, orders, stock, to_cents,
     warehouse, Tables,
 };
+use super::terminal::{CustomerChoice, NewOrderInput, OrderItem, PaymentInput, Terminal};
 use super::{TpccConfig, LOAD_TIME_MICROS};
 use crate::workload::{AbortReason, LabError, OltpWorker, TxnOutcome};
 
@@ -38,14 +39,6 @@ enum Flow {
     Committed,
     /// New-Order's deliberate rollback on an unused item id (clause 2.4.2.3).
     RolledBack,
-}
-
-/// One order line's input, drawn before the transaction begins.
-#[derive(Clone, Copy, Debug)]
-struct OrderItem {
-    item_id: i64,
-    supply_warehouse: i64,
-    quantity: i64,
 }
 
 /// What the terminal would display after the last New-Order: kept so the work that
@@ -83,9 +76,8 @@ pub struct TpccWorker<'db> {
     db: &'db Database,
     tables: Tables,
     config: TpccConfig,
-    constants: NurandConstants,
-    random: TpccRandom,
-    home_warehouses: Vec<i64>,
+    /// What each transaction is asked to do.
+    terminal: Terminal,
     /// The ORDER_LINE row New-Order inserts, reused so its text keeps its capacity.
     order_line_row: Vec<Value>,
     order_items: Vec<OrderItem>,
@@ -95,8 +87,6 @@ pub struct TpccWorker<'db> {
     stock_keys: Vec<[Value; 2]>,
     /// Scratch: customer ids by name, order-line numbers, item ids.
     scratch_ids: Vec<i64>,
-    /// Scratch: the last name looked up.
-    name_buffer: String,
     /// Scratch: the warehouse and district names Payment concatenates into H_DATA.
     history_data: String,
     counters: WorkerCounters,
@@ -111,7 +101,7 @@ pub struct TpccWorker<'db> {
 
 /// Microseconds since the Unix epoch, never before the load time (a clock set in the past
 /// would otherwise date new orders before old ones).
-fn now_micros() -> i64 {
+pub fn now_micros() -> i64 {
     let since_epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
@@ -165,22 +155,7 @@ impl<'db> TpccWorker<'db> {
         workers: usize,
         seed: u64,
     ) -> Result<Self, LabError> {
-        config.validate()?;
-        if workers == 0 || worker >= workers {
-            return Err(LabError::BadOption(format!(
-                "tpcc: worker {worker} of {workers}"
-            )));
-        }
-        let warehouses = config.warehouses as usize;
-        let home_warehouses: Vec<i64> = if workers >= warehouses {
-            vec![(worker % warehouses) as i64 + 1]
-        } else {
-            (worker..warehouses)
-                .step_by(workers)
-                .map(|w| w as i64 + 1)
-                .collect()
-        };
-        debug_assert!(!home_warehouses.is_empty());
+        let terminal = Terminal::new(config, worker, workers, seed)?;
         let mut order_line_row = vec![Value::I64(0); order_line::COLUMNS.len()];
         order_line_row[order_line::OL_DIST_INFO] = Value::Text(String::with_capacity(24));
         let tables = Tables::open(db)?;
@@ -188,15 +163,12 @@ impl<'db> TpccWorker<'db> {
             db,
             tables,
             config: config.clone(),
-            constants: config.nurand_constants(),
-            random: TpccRandom::new(seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
-            home_warehouses,
+            terminal,
             order_line_row,
             order_items: Vec::with_capacity(15),
             item_keys: Vec::with_capacity(15),
             stock_keys: Vec::with_capacity(15),
             scratch_ids: Vec::with_capacity(64),
-            name_buffer: String::with_capacity(16),
             history_data: String::with_capacity(24),
             counters: WorkerCounters::default(),
             last_new_order: NewOrderOutput::default(),
@@ -222,13 +194,7 @@ impl<'db> TpccWorker<'db> {
     /// Draws the next transaction type of the standard mix (clause 5.2.3: 45% New-Order,
     /// 43% Payment, 4% each of Order-Status, Delivery and Stock-Level).
     pub fn next_kind(&mut self) -> usize {
-        match self.random.uniform(1, 100) {
-            1..=45 => NEW_ORDER,
-            46..=88 => PAYMENT,
-            89..=92 => ORDER_STATUS,
-            93..=96 => DELIVERY,
-            _ => STOCK_LEVEL,
-        }
+        self.terminal.next_kind()
     }
 
     /// Runs one attempt of transaction `kind` (an index of [`super::TRANSACTION_KINDS`]).
@@ -257,65 +223,6 @@ impl<'db> TpccWorker<'db> {
             },
             Err(other) => Err(other),
         }
-    }
-
-    fn home_warehouse(&mut self) -> i64 {
-        match self.home_warehouses.as_slice() {
-            [only] => *only,
-            many => many[self.random.uniform(0, many.len() as i64 - 1) as usize],
-        }
-    }
-
-    /// A warehouse other than `home` (only called with two or more warehouses).
-    fn remote_warehouse(&mut self, home: i64) -> i64 {
-        let warehouses = i64::from(self.config.warehouses);
-        debug_assert!(warehouses > 1);
-        let other = self.random.uniform(1, warehouses - 1);
-        if other >= home {
-            other + 1
-        } else {
-            other
-        }
-    }
-
-    fn district_id(&mut self) -> i64 {
-        self.random
-            .uniform(1, i64::from(self.config.districts_per_warehouse))
-    }
-
-    /// NURand(1023, 1, 3000) (clause 2.1.6), over the configured customers.
-    fn customer_id(&mut self) -> i64 {
-        let customers = i64::from(self.config.customers_per_district);
-        self.random
-            .nurand(1023, 1, customers, self.constants.customer_id)
-    }
-
-    /// NURand(8191, 1, 100000), over the configured items.
-    fn item_id(&mut self) -> i64 {
-        let items = i64::from(self.config.items);
-        self.random.nurand(8191, 1, items, self.constants.item_id)
-    }
-
-    /// Writes a last name drawn with NURand(255, 0, 999) into `name_buffer`.
-    /// The customer of a Payment or Order-Status: 60% by last name (`None`, the name in
-    /// `name_buffer`), otherwise by id (clauses 2.5.1.2 and 2.6.1.2).
-    fn draw_customer(&mut self) -> Option<i64> {
-        if self.random.percent(60) {
-            self.draw_last_name();
-            None
-        } else {
-            Some(self.customer_id())
-        }
-    }
-
-    fn draw_last_name(&mut self) {
-        let number = self.random.nurand(
-            255,
-            0,
-            self.config.last_name_max(),
-            self.constants.last_name_run,
-        );
-        last_name_into(number, &mut self.name_buffer);
     }
 
     /// Customer selection by last name (clause 2.5.2.2): of the customers with this last
@@ -355,32 +262,9 @@ impl<'db> TpccWorker<'db> {
 
     /// New-Order (clause 2.4).
     fn new_order(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
-        let w_id = self.home_warehouse();
-        let d_id = self.district_id();
-        let c_id = self.customer_id();
-        let line_count = self.random.uniform(5, 15);
-        let roll_back = self.random.percent(1);
+        let NewOrderInput { w_id, d_id, c_id } = self.terminal.new_order(&mut self.order_items);
         let items = i64::from(self.config.items);
-        let remote_possible = self.config.warehouses > 1;
-        self.order_items.clear();
-        for number in 1..=line_count {
-            let item_id = if roll_back && number == line_count {
-                items + 1 // an unused item id: the order must roll back (clause 2.4.1.4)
-            } else {
-                self.item_id()
-            };
-            let supply_warehouse = if remote_possible && self.random.percent(1) {
-                self.remote_warehouse(w_id)
-            } else {
-                w_id
-            };
-            let quantity = self.random.uniform(1, 10);
-            self.order_items.push(OrderItem {
-                item_id,
-                supply_warehouse,
-                quantity,
-            });
-        }
+        let line_count = self.order_items.len() as i64;
         let all_local = self.order_items.iter().all(|i| i.supply_warehouse == w_id);
         let entry_d = now_micros();
         let tables = self.tables;
@@ -541,17 +425,14 @@ impl<'db> TpccWorker<'db> {
 
     /// Payment (clause 2.5).
     fn payment(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
-        let w_id = self.home_warehouse();
-        let d_id = self.district_id();
-        // 85% pay at their home warehouse, 15% at another one (clause 2.5.1.2).
-        let (c_w_id, c_d_id) = if self.config.warehouses == 1 || self.random.percent(85) {
-            (w_id, d_id)
-        } else {
-            let remote = self.remote_warehouse(w_id);
-            (remote, self.district_id())
-        };
-        let customer = self.draw_customer();
-        let amount_cents = self.random.cents(100, 500_000);
+        let PaymentInput {
+            w_id,
+            d_id,
+            c_w_id,
+            c_d_id,
+            customer,
+            amount_cents,
+        } = self.terminal.payment();
         let h_date = now_micros();
         let tables = self.tables;
 
@@ -594,14 +475,14 @@ impl<'db> TpccWorker<'db> {
         )?;
 
         let c_id = match customer {
-            Some(c_id) => c_id,
-            None => Self::customer_by_last_name(
+            CustomerChoice::Id(c_id) => c_id,
+            CustomerChoice::LastName => Self::customer_by_last_name(
                 &txn,
                 &tables,
                 &mut self.scratch_ids,
                 c_w_id,
                 c_d_id,
-                &self.name_buffer,
+                self.terminal.last_name(),
             )?,
         };
         let customer_key = [Value::I64(c_w_id), Value::I64(c_d_id), Value::I64(c_id)];
@@ -677,21 +558,19 @@ impl<'db> TpccWorker<'db> {
     /// Order-Status (clause 2.6). Declared read-only, so at `Serializable` it keeps no
     /// read set and cannot fail validation (it is serialized at its snapshot).
     fn order_status(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
-        let w_id = self.home_warehouse();
-        let d_id = self.district_id();
-        let customer = self.draw_customer();
+        let (w_id, d_id, customer) = self.terminal.order_status();
         let tables = self.tables;
 
         let txn = self.db.begin_read_only(isolation);
         let c_id = match customer {
-            Some(c_id) => c_id,
-            None => Self::customer_by_last_name(
+            CustomerChoice::Id(c_id) => c_id,
+            CustomerChoice::LastName => Self::customer_by_last_name(
                 &txn,
                 &tables,
                 &mut self.scratch_ids,
                 w_id,
                 d_id,
-                &self.name_buffer,
+                self.terminal.last_name(),
             )?,
         };
         let balance_cents = must(
@@ -767,8 +646,7 @@ impl<'db> TpccWorker<'db> {
     /// terminals' Deliveries only raise the true minimum; an aborted Delivery leaves the
     /// floor alone.
     fn delivery(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
-        let w_id = self.home_warehouse();
-        let carrier = self.random.uniform(1, 10);
+        let (w_id, carrier) = self.terminal.delivery();
         let delivery_d = now_micros();
         let tables = self.tables;
         let mut skipped = 0;
@@ -877,9 +755,7 @@ impl<'db> TpccWorker<'db> {
     /// Stock-Level (clause 2.8): distinct items of the district's last 20 orders whose
     /// stock is below a threshold. Read-only, like Order-Status.
     fn stock_level(&mut self, isolation: Isolation) -> Result<Flow, LabError> {
-        let w_id = self.home_warehouse();
-        let d_id = self.district_id();
-        let threshold = self.random.uniform(10, 20);
+        let (w_id, d_id, threshold) = self.terminal.stock_level();
         let tables = self.tables;
 
         let txn = self.db.begin_read_only(isolation);
