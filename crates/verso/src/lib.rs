@@ -44,8 +44,10 @@
 
 mod cc;
 mod db;
+mod durability;
 mod engine;
 mod error;
+pub mod fs;
 mod gc;
 mod index;
 mod key;
@@ -61,9 +63,11 @@ mod value;
 mod version;
 
 pub use db::{
-    ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
-    TableId, Transaction, VersionRemoval, VersionStorageKind,
+    CommitTicket, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
+    KeyRange, Options, PlantedBug, TableId, Transaction, VersionRemoval, VersionStorageKind,
+    DEFAULT_CHECKPOINT_AFTER_LOG_BYTES, DEFAULT_LOG_SEGMENT_BYTES,
 };
+pub use durability::{CheckpointReport, Durability, DurabilityStats, RecoveryStats};
 pub use error::{Error, Result};
 pub use memory_spaces::{
     memory_space_usage, memory_spaces_installed, MemorySpaceUsage, MemorySpaces, CHUNK_BYTES,
