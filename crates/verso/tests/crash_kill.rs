@@ -106,7 +106,11 @@ fn crash_kill_child() {
                         };
                         let a = balance(&txn, from)?;
                         let b = balance(&txn, to)?;
-                        txn.update(accounts, &[Value::U64(from)], &[(1, Value::I64(a - amount))])?;
+                        txn.update(
+                            accounts,
+                            &[Value::U64(from)],
+                            &[(1, Value::I64(a - amount))],
+                        )?;
                         txn.update(accounts, &[Value::U64(to)], &[(1, Value::I64(b + amount))])?;
                         txn.insert(
                             history,
@@ -182,7 +186,12 @@ fn every_acknowledged_transfer_survives_sigkill() {
     let mut transfers = 0;
     for run in 1..=kills {
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_kill_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_kill_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_DIR, &dir)
             .env(CHILD_RUN, run.to_string())
             .stdout(Stdio::null())

@@ -51,6 +51,7 @@ use parking_lot::Mutex;
 use crate::durability::codec::{self, Reader};
 use crate::durability::manifest::{self, CheckpointRef, Manifest};
 use crate::durability::{io_error, Persistence};
+use crate::engine::load::{LoadCommit, Loader};
 use crate::engine::txn::EngineTxn;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -59,7 +60,7 @@ use crate::gc::Collector;
 use crate::schema::TableSchema;
 use crate::value::Value;
 use crate::version::VersionStorage;
-use crate::{Isolation, KeyRange, TableId};
+use crate::{KeyRange, TableId};
 
 const MAGIC: &[u8; 8] = b"VERSOCKP";
 /// The checkpoint's format version.
@@ -326,7 +327,16 @@ pub(crate) struct CheckpointReader {
     file: Box<dyn File>,
     name: String,
     len: u64,
-    offset: Mutex<u64>,
+    position: Mutex<ReadPosition>,
+}
+
+/// Where the readers are, under one mutex: the next block's offset, and the end block once
+/// some reader met it (every later reader then learns that the rows are over; the end block
+/// is checked once all are done). Reading the end block and recording it happen in one
+/// step (`regression_loader_threads_racing_at_the_checkpoints_end_never_fail_a_recovery`).
+struct ReadPosition {
+    offset: u64,
+    end: Option<(u64, Vec<u8>)>,
 }
 
 /// A block of rows, read and checked, not yet decoded.
@@ -369,20 +379,22 @@ impl CheckpointReader {
             file,
             name,
             len,
-            offset: Mutex::new(FILE_HEADER_BYTES),
+            position: Mutex::new(ReadPosition {
+                offset: FILE_HEADER_BYTES,
+                end: None,
+            }),
         };
         let (offset, body) = reader
-            .next_block()?
+            .next_block(&mut reader.position.lock())?
             .ok_or_else(|| corrupt(&reader.name, FILE_HEADER_BYTES, "no catalog block"))?;
         let catalog = decode_catalog(&body)
             .map_err(|e| corrupt(&reader.name, offset + 8 + e.offset as u64, &e.reason))?;
         Ok((reader, catalog))
     }
 
-    /// The next block, checked: `None` at the end of the file.
-    fn next_block(&self) -> Result<Option<(u64, Vec<u8>)>> {
-        let mut offset = self.offset.lock();
-        let at = *offset;
+    /// The block at `position`, checked, and moves past it: `None` at the end of the file.
+    fn next_block(&self, position: &mut ReadPosition) -> Result<Option<(u64, Vec<u8>)>> {
+        let at = position.offset;
         if at == self.len {
             return Ok(None);
         }
@@ -406,24 +418,26 @@ impl CheckpointReader {
         self.file
             .read_exact_at(&mut body, at + 8)
             .map_err(|error| io_error(Path::new(&self.name), "reading the checkpoint", &error))?;
-        *offset = at + 8 + len;
-        drop(offset);
+        position.offset = at + 8 + len;
         if crc32c::crc32c(&body) != crc {
             return Err(corrupt(&self.name, at, "a block's checksum does not match"));
         }
         Ok(Some((at, body)))
     }
 
-    /// The next block of rows, or `None` after the end block (whose totals it checks
-    /// against `rows_seen`/`blocks_seen`, the counts of every caller together, when the
-    /// caller is the last: `check_end`).
+    /// The next block of rows, or `None` once the end block is reached (by this caller or
+    /// another; [`CheckpointReader::check_end`] checks it when every caller is done).
     pub(crate) fn next_rows(&self) -> Result<Option<RowsBlock>> {
-        match self.next_block()? {
+        let mut position = self.position.lock();
+        if position.end.is_some() {
+            return Ok(None);
+        }
+        match self.next_block(&mut position)? {
             None => Err(corrupt(&self.name, self.len, "the end block is missing")),
             Some((offset, body)) => match body.first() {
                 Some(&BLOCK_ROWS) => Ok(Some(RowsBlock { offset, body })),
                 Some(&BLOCK_END) => {
-                    *self.offset.lock() = offset;
+                    position.end = Some((offset, body));
                     Ok(None)
                 }
                 _ => Err(corrupt(&self.name, offset, "an unknown block kind")),
@@ -431,10 +445,12 @@ impl CheckpointReader {
         }
     }
 
-    /// Checks the end block against the rows and blocks read.
+    /// Checks the end block against the rows and blocks read, and that nothing follows.
     pub(crate) fn check_end(&self, rows: u64, blocks: u64) -> Result<()> {
-        let (offset, body) = self
-            .next_block()?
+        let mut position = self.position.lock();
+        let (offset, body) = position
+            .end
+            .take()
             .ok_or_else(|| corrupt(&self.name, self.len, "the end block is missing"))?;
         let mut reader = Reader::new(&body);
         let parsed = (|| {
@@ -446,7 +462,7 @@ impl CheckpointReader {
         match parsed {
             // The end block counts the catalog block and the blocks of rows.
             Ok((BLOCK_END, total, written)) if total == rows && written == blocks + 1 => {
-                if self.next_block()?.is_some() {
+                if self.next_block(&mut position)?.is_some() {
                     return Err(corrupt(&self.name, offset, "blocks after the end block"));
                 }
                 Ok(())
@@ -527,36 +543,33 @@ pub(crate) fn for_each_row(
 }
 
 /// Loads a checkpoint's rows into `engine` (whose tables exist), on `threads` threads:
-/// each takes the next block, and inserts its rows in one transaction. Returns the rows.
+/// each takes the next block and loads its rows committed (`engine::load`), without their
+/// secondary index entries, which the caller builds next. Returns the rows.
 pub(crate) fn load_rows<V: VersionStorage, G: Collector>(
     engine: &Engine<V, G>,
     reader: &CheckpointReader,
     threads: usize,
 ) -> Result<u64> {
+    let commit = LoadCommit::new(engine);
     let rows = std::sync::atomic::AtomicU64::new(0);
     let blocks = std::sync::atomic::AtomicU64::new(0);
     let failure: Mutex<Option<Error>> = Mutex::new(None);
     let work = || -> Result<()> {
+        let mut loader = Loader::new(engine, &commit)?;
         let mut values = Vec::new();
         while failure.lock().is_none() {
             let Some(block) = reader.next_rows()? else {
                 return Ok(());
             };
-            let mut txn = EngineTxn::begin(engine, Isolation::Snapshot, false)?;
             let count = for_each_row(&block, reader.name(), &mut values, |table, row| {
-                let id = TableId {
-                    index: table,
-                    database: engine.tag,
-                };
-                txn.insert(id, row).map_err(|error| {
+                loader.load(table, row).map_err(|error| {
                     corrupt(
                         reader.name(),
                         block.offset,
-                        &format!("a row of table {table} cannot be loaded: {error}"),
+                        &format!("a row of table index {table} cannot be loaded: {error}"),
                     )
                 })
             })?;
-            txn.commit()?;
             rows.fetch_add(count, Ordering::Relaxed);
             blocks.fetch_add(1, Ordering::Relaxed);
         }

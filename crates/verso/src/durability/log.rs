@@ -54,6 +54,10 @@ use crate::fs::{File, FileSystem, OpenMode};
 
 /// Bytes of a segment's header.
 pub(crate) const SEGMENT_HEADER_BYTES: u64 = 512;
+/// What every write of the log ends with, after its records: a zero record header, which
+/// the next write overwrites. A log whose last write arrived whole ends in it, so recovery
+/// tells a clean end from a torn write (`record::ScanEnd`).
+pub(crate) const END_MARKER: [u8; record::HEADER_BYTES] = [0; record::HEADER_BYTES];
 const SEGMENT_MAGIC: &[u8; 8] = b"VERSOLOG";
 /// The log's format version; files of another version are refused.
 pub(crate) const LOG_FORMAT_VERSION: u32 = 1;
@@ -509,16 +513,29 @@ impl Log {
             appender.buffer_start += io.spare_buffer.len() as u64;
             (start, std::mem::take(&mut io.spare_buffer))
         };
-        let result = self.write_batch(io, start, &batch, sync);
         let mut batch = batch;
+        let records = batch.len();
+        if records > 0 {
+            batch.extend_from_slice(&END_MARKER);
+        }
+        let result = self.write_batch(io, start, &batch, records, sync);
         batch.clear();
         io.spare_buffer = batch;
         result
     }
 
-    fn write_batch(&self, io: &mut Io, start: u64, batch: &[u8], sync: bool) -> Result<()> {
+    /// Writes `batch` (its first `records` bytes are records, the rest the end marker) at
+    /// LSN `start`.
+    fn write_batch(
+        &self,
+        io: &mut Io,
+        start: u64,
+        batch: &[u8],
+        records: usize,
+        sync: bool,
+    ) -> Result<()> {
         debug_assert_eq!(start, self.written.load(Ordering::Acquire));
-        if !batch.is_empty() {
+        if records > 0 {
             if io.segment.end - io.segment.start >= self.segment_bytes {
                 self.rotate(io, start)?;
             }
@@ -532,7 +549,7 @@ impl Log {
                     segment.path.display()
                 )));
             }
-            segment.end = start + batch.len() as u64;
+            segment.end = start + records as u64;
             if !segment.asked_for_spare && segment.end - segment.start > self.segment_bytes / 2 {
                 segment.asked_for_spare = true;
                 if self.spares.files.lock().is_empty() {
@@ -691,7 +708,9 @@ fn open_new_segment(
         None => fs.open(&path, OpenMode::CreateNew),
     }
     .map_err(|error| io_error(&path, "opening a new log segment", &error))?;
-    let header = segment_header(start, previous_end);
+    // The header, then an end marker: a recycled segment's stale bytes never follow it.
+    let mut header = segment_header(start, previous_end);
+    header.extend_from_slice(&END_MARKER);
     file.write_all_at(&header, 0)
         .and_then(|()| file.sync_data())
         .map_err(|error| io_error(&path, "writing a log segment's header", &error))?;

@@ -87,8 +87,10 @@ pub struct RecoveryStats {
     pub created: bool,
     /// Nanoseconds `open` spent recovering, in all.
     pub nanos: u64,
-    /// Of those, loading the checkpoint (its rows and their indexes).
+    /// Of those, loading the checkpoint's rows (into their primary indexes).
     pub checkpoint_load_nanos: u64,
+    /// Of those, building the secondary indexes of the checkpoint's rows.
+    pub index_build_nanos: u64,
     /// Of those, replaying the log after the checkpoint.
     pub log_replay_nanos: u64,
     /// Rows loaded from the checkpoint.

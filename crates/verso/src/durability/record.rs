@@ -332,8 +332,8 @@ impl OpReader<'_> {
 /// How a scan of a segment's records ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ScanEnd {
-    /// At `stop` (the next segment's start), or at the end of the bytes with nothing
-    /// after the last record.
+    /// At `stop` (the next segment's start), at the end of the bytes, or at the zero
+    /// header every write of the log ends with.
     Clean,
     /// At a record that is not whole or not valid, after which no sync point claims
     /// that the bad bytes were ever synced: a write torn by a crash, never acknowledged.
@@ -443,7 +443,12 @@ fn judge_bad_record(bytes: &[u8], base: u64, at: usize, stop: Option<u64>) -> Sc
         }
         later += ALIGN;
     }
-    if bytes[at.min(bytes.len())..].iter().all(|&b| b == 0) {
+    // Every write of the log ends with a zero header (`log::END_MARKER`), which the next
+    // write overwrites: a log whose last write arrived whole ends in one. Anything else is a
+    // write a crash interrupted (or the stale bytes of a recycled segment, which no
+    // record's LSN can match): cut off either way.
+    let rest = &bytes[at.min(bytes.len())..];
+    if rest[..rest.len().min(HEADER_BYTES)].iter().all(|&b| b == 0) {
         ScanEnd::Clean
     } else {
         ScanEnd::Torn

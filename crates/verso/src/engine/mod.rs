@@ -3,6 +3,7 @@
 //! has no dynamic dispatch.
 
 pub(crate) mod collect;
+pub(crate) mod load;
 pub(crate) mod txn;
 pub(crate) mod vacuum;
 

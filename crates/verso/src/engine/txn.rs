@@ -1712,16 +1712,28 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
     entry: &mut Vec<u8>,
 ) {
     for index in 0..table.schema.indexes.len() {
-        table.encode_entry(entry, values, index, exact.map(V::exact_tag));
-        let secondary = &table.secondary[index];
-        let target = || IndexTarget {
-            row: Arc::clone(row),
-            exact: exact.cloned(),
-        };
-        while secondary.insert_if_absent(entry, target()).is_err() {
-            if !secondary.remove_if(entry, |other| !Arc::ptr_eq(&other.row, row)) {
-                break; // the entry is this row's already
-            }
+        add_secondary_entry(table, index, row, values, exact, entry);
+    }
+}
+
+/// Adds the entry of `values` (a version of `row`) to secondary index `index`.
+pub(crate) fn add_secondary_entry<V: VersionStorage, C: Columns + ?Sized>(
+    table: &Table<V>,
+    index: usize,
+    row: &RowRef<V>,
+    values: &C,
+    exact: Option<&V::Exact>,
+    entry: &mut Vec<u8>,
+) {
+    table.encode_entry(entry, values, index, exact.map(V::exact_tag));
+    let secondary = &table.secondary[index];
+    let target = || IndexTarget {
+        row: Arc::clone(row),
+        exact: exact.cloned(),
+    };
+    while secondary.insert_if_absent(entry, target()).is_err() {
+        if !secondary.remove_if(entry, |other| !Arc::ptr_eq(&other.row, row)) {
+            break; // the entry is this row's already
         }
     }
 }
@@ -1729,7 +1741,7 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
 /// Walks an index range in batches of [`SCAN_BATCH`] entries, pinning the index's epoch
 /// once per batch and resuming past the last key (after it, or before it when
 /// `descending`), until `on_entry` returns `false`.
-fn scan_in_batches<R, I: RangeScan<R>>(
+pub(crate) fn scan_in_batches<R, I: RangeScan<R>>(
     index: &I,
     lower: &EncodedBound,
     upper: &EncodedBound,

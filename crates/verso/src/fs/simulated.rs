@@ -28,7 +28,7 @@
 //! Everything random comes from one seeded generator, so a single-threaded run replays
 //! exactly from its seed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -127,16 +127,16 @@ struct State {
     /// Bumped at every crash: handles of an older generation are dead.
     generation: u64,
     powered_off: bool,
-    inodes: HashMap<u64, Inode>,
+    inodes: BTreeMap<u64, Inode>,
     next_inode: u64,
     /// What lookups see.
-    names: HashMap<PathBuf, u64>,
+    names: BTreeMap<PathBuf, u64>,
     /// What survives a power loss.
-    durable_names: HashMap<PathBuf, u64>,
+    durable_names: BTreeMap<PathBuf, u64>,
     /// Directory changes not yet synced, per directory, in order.
-    pending_dir: HashMap<PathBuf, Vec<DirChange>>,
-    dirs: HashSet<PathBuf>,
-    locks: HashSet<PathBuf>,
+    pending_dir: BTreeMap<PathBuf, Vec<DirChange>>,
+    dirs: BTreeSet<PathBuf>,
+    locks: BTreeSet<PathBuf>,
     faults: Vec<(u64, Fault)>,
     crash_at: Option<u64>,
     stats: SimulatedStats,
@@ -267,7 +267,7 @@ impl State {
     }
 }
 
-fn apply_dir_change(names: &mut HashMap<PathBuf, u64>, change: DirChange) {
+fn apply_dir_change(names: &mut BTreeMap<PathBuf, u64>, change: DirChange) {
     match change {
         DirChange::Link { name, inode } => {
             names.insert(name, inode);
@@ -312,13 +312,13 @@ impl SimulatedFileSystem {
                 rng: Rng::new(seed),
                 generation: 0,
                 powered_off: false,
-                inodes: HashMap::new(),
+                inodes: BTreeMap::new(),
                 next_inode: 1,
-                names: HashMap::new(),
-                durable_names: HashMap::new(),
-                pending_dir: HashMap::new(),
-                dirs: HashSet::new(),
-                locks: HashSet::new(),
+                names: BTreeMap::new(),
+                durable_names: BTreeMap::new(),
+                pending_dir: BTreeMap::new(),
+                dirs: BTreeSet::new(),
+                locks: BTreeSet::new(),
                 faults: Vec::new(),
                 crash_at: None,
                 stats: SimulatedStats::default(),
