@@ -417,3 +417,49 @@ fn regression_loader_threads_racing_at_the_checkpoints_end_never_fail_a_recovery
         db.close().unwrap();
     }
 }
+
+/// Under `Async { interval }` a power loss loses at most the commits of the last interval
+/// (plus the time the sync itself takes; the test allows the background thread a generous
+/// margin for scheduling on a loaded machine), and what survives is a prefix.
+#[test]
+fn async_durability_loses_at_most_its_interval_in_a_power_loss() {
+    let interval = Duration::from_millis(20);
+    let margin = Duration::from_millis(500);
+    let fs = SimulatedFileSystem::new(10);
+    let options = sim_options(&fs).durability(Durability::Async { interval });
+    let db = Database::open(options).unwrap();
+    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+    std::thread::sleep(interval * 3); // the table's record is synced
+    let mut committed = Vec::new();
+    let began = std::time::Instant::now();
+    let mut id = 0u64;
+    while began.elapsed() < Duration::from_millis(1500) {
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(accounts, &[Value::U64(id), "a".into(), Value::I64(1)])
+            .unwrap();
+        txn.commit().unwrap();
+        committed.push((id, std::time::Instant::now()));
+        id += 1;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    fs.crash();
+    let crashed_at = std::time::Instant::now();
+    drop(db);
+    fs.restart();
+    let db = Database::open(sim_options(&fs)).unwrap();
+    let found: Vec<u64> = balances(&db).iter().map(|(id, _, _)| *id).collect();
+    assert_eq!(
+        found,
+        (0..found.len() as u64).collect::<Vec<_>>(),
+        "a prefix of the commits"
+    );
+    let old_enough = committed
+        .iter()
+        .filter(|(_, at)| crashed_at.duration_since(*at) > interval + margin)
+        .count();
+    assert!(
+        found.len() >= old_enough,
+        "{} commits survived; {old_enough} were older than the interval and the margin",
+        found.len()
+    );
+}
