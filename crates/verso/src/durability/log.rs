@@ -787,3 +787,36 @@ pub(crate) fn run_preparer(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_segment_header_round_trips_and_is_checked() {
+        let header = segment_header(4096, 4000);
+        assert_eq!(
+            parse_segment_header(&header),
+            Ok(SegmentHeader {
+                start: 4096,
+                previous_end: 4000
+            })
+        );
+        for at in 0..32 {
+            let mut bad = header.clone();
+            bad[at] ^= 0x10;
+            assert!(parse_segment_header(&bad).is_err(), "byte {at}");
+        }
+        assert_eq!(parse_segment_name(&segment_name(4096)), Some(4096));
+        assert_eq!(parse_segment_name("log-12.wal"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_arbitrary_headers_and_names_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64), name in ".{0,30}") {
+            let _ = parse_segment_header(&bytes);
+            let _ = parse_segment_name(&name);
+        }
+    }
+}
