@@ -231,7 +231,7 @@ pub fn run_configuration(
             Isolation::Serializable => "serializable".to_owned(),
         },
         settings: format!("Options: {}", db.design()),
-        durability: "none: in memory only (Verso has no persistence yet); a crash loses \
+        durability: "none: in memory (the lab opens Verso without a path); a crash loses \
                      everything"
             .to_owned(),
         growth_measure: "resident memory of the process (RSS): Verso keeps everything in \

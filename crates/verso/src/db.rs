@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use std::collections::VecDeque;
 
+use crate::durability::log::Log;
+use crate::durability::{CheckpointReport, Durability, Persistence};
 use crate::engine::txn::{End, EngineTxn, ScanCursor};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::fs::FileSystemHandle;
 use crate::gc::cooperative::Cooperative;
 use crate::gc::deuteronomy::Deuteronomy;
 use crate::gc::ermia::Ermia;
@@ -458,7 +461,48 @@ pub struct Options {
     /// allocator and at most [`crate::research::MAX_MEMORY_SPACES`]; `open` refuses
     /// otherwise.
     pub memory_spaces: Option<usize>,
+    /// The directory of a persistent database (`None`: in memory, the default). See
+    /// [`Options::path`].
+    pub path: Option<std::path::PathBuf>,
+    /// How durable a commit is when it returns; `None` means [`Durability::Sync`] (only
+    /// with a path).
+    pub durability: Option<Durability>,
+    /// The file system a persistent database lives in (`None`: the operating system's).
+    /// Tests give a [`crate::fs::SimulatedFileSystem`].
+    pub file_system: Option<FileSystemHandle>,
+    /// Take a checkpoint automatically each time the log grows by this many bytes since
+    /// the last one (`None`: only [`Database::checkpoint`]). Default 256 MiB.
+    pub checkpoint_after_log_bytes: Option<u64>,
+    /// The size of a log segment (default 64 MiB): a checkpoint frees the segments below
+    /// its position.
+    pub log_segment_bytes: u64,
+    /// Whether a background thread zero-fills the next log segment ahead of time (default
+    /// on): overwriting allocated blocks syncs faster than growing a file.
+    pub preallocate_log_segments: bool,
+    /// Threads that load a checkpoint at open (default: the machine's parallelism).
+    pub recovery_threads: Option<usize>,
+    /// For Verso's own crash tests only: a bug to plant in the durability protocols, to
+    /// show that the tests catch it. Never set it otherwise.
+    #[doc(hidden)]
+    pub planted_bug: Option<PlantedBug>,
 }
+
+/// A bug the crash tests plant to show they catch it ([`Options::planted_bug`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PlantedBug {
+    /// `Sync` acknowledges a commit once its record is written, before the sync.
+    AcknowledgeBeforeSync,
+    /// New log segments and the manifest are renamed or created without syncing their
+    /// directory.
+    RenameWithoutDirectorySync,
+}
+
+/// The default threshold of [`Options::checkpoint_after_log_bytes`].
+pub const DEFAULT_CHECKPOINT_AFTER_LOG_BYTES: u64 = 256 << 20;
+/// The default [`Options::log_segment_bytes`].
+pub const DEFAULT_LOG_SEGMENT_BYTES: u64 = 64 << 20;
 
 impl Default for Options {
     fn default() -> Self {
@@ -473,6 +517,14 @@ impl Default for Options {
             index_pointers: IndexPointers::default(),
             non_inline: NonInline::default(),
             memory_spaces: None,
+            path: None,
+            durability: None,
+            file_system: None,
+            checkpoint_after_log_bytes: Some(DEFAULT_CHECKPOINT_AFTER_LOG_BYTES),
+            log_segment_bytes: DEFAULT_LOG_SEGMENT_BYTES,
+            preallocate_log_segments: true,
+            recovery_threads: None,
+            planted_bug: None,
         }
     }
 }
@@ -539,6 +591,54 @@ impl Options {
     pub fn memory_spaces(mut self, spaces: usize) -> Self {
         self.memory_spaces = Some(spaces);
         self
+    }
+
+    /// Options for a persistent database in directory `dir`, created if it does not exist:
+    /// tables, schemas, indexes and every acknowledged commit survive a crash and a
+    /// restart (how durable a commit is when it returns: [`Options::durability`], `Sync`
+    /// by default). One process at a time: a second `open` of the same directory fails
+    /// with [`Error::DatabaseLocked`].
+    pub fn path(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.path = Some(dir.into());
+        self
+    }
+
+    /// Options with this durability level (a persistent database only).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
+        self
+    }
+
+    /// Options with this file system (a persistent database only).
+    pub fn file_system(mut self, fs: std::sync::Arc<dyn crate::fs::FileSystem>) -> Self {
+        self.file_system = Some(FileSystemHandle::new(fs));
+        self
+    }
+
+    /// Options with automatic checkpoints every `bytes` of log (`None`: never).
+    pub fn checkpoint_after_log_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.checkpoint_after_log_bytes = bytes;
+        self
+    }
+
+    /// Options with log segments of this size.
+    pub fn log_segment_bytes(mut self, bytes: u64) -> Self {
+        self.log_segment_bytes = bytes;
+        self
+    }
+
+    /// Options with (or without) segments zero-filled ahead of time.
+    pub fn preallocate_log_segments(mut self, preallocate: bool) -> Self {
+        self.preallocate_log_segments = preallocate;
+        self
+    }
+
+    /// The durability level in force: the one set, `Sync` with a path, `None` for an
+    /// in-memory database (which keeps nothing).
+    pub fn effective_durability(&self) -> Option<Durability> {
+        self.path
+            .as_ref()
+            .map(|_| self.durability.unwrap_or_default())
     }
 
     /// Refuses settings that cannot work or do not apply to the chosen collector, with
@@ -611,6 +711,34 @@ impl Options {
             if period.is_zero() {
                 return refuse("the background GC period must be longer than zero".into());
             }
+        }
+        if self.path.is_none() {
+            let persistent_only = [
+                (self.durability.is_some(), "a durability level"),
+                (self.file_system.is_some(), "a file system"),
+            ];
+            if let Some((_, what)) = persistent_only.iter().find(|(set, _)| *set) {
+                return refuse(format!(
+                    "{what} applies only to a persistent database: set Options::path"
+                ));
+            }
+        }
+        if let Some(Durability::Async { interval }) = self.durability {
+            if interval.is_zero() {
+                return refuse("the Async durability interval must be longer than zero".into());
+            }
+        }
+        if self.log_segment_bytes < 4096 {
+            return refuse(format!(
+                "log segments of {} bytes are too small; at least 4096",
+                self.log_segment_bytes
+            ));
+        }
+        if self.checkpoint_after_log_bytes == Some(0) {
+            return refuse("the automatic checkpoint threshold must be above zero bytes".into());
+        }
+        if self.recovery_threads == Some(0) {
+            return refuse("recovery needs at least one thread".into());
         }
         if let Some(threshold) = self.epoch_advance_threshold {
             if !gc.uses_epochs() {
@@ -784,6 +912,8 @@ macro_rules! on_engine {
 pub struct Database {
     engine: Arc<AnyEngine>,
     options: Arc<Options>,
+    /// The directory, log and checkpoints of a persistent database.
+    persistence: Option<Arc<Persistence>>,
 }
 
 static NEXT_DATABASE_TAG: AtomicU32 = AtomicU32::new(1);
@@ -942,6 +1072,51 @@ impl Database {
             }
         };
         let engine = Arc::new(engine);
+        let persistence = match &options.path {
+            None => None,
+            Some(dir) => {
+                let settings = crate::durability::Settings {
+                    fs: options
+                        .file_system
+                        .clone()
+                        .unwrap_or_else(FileSystemHandle::real)
+                        .0,
+                    dir: dir.clone(),
+                    durability: options.durability.unwrap_or_default(),
+                    segment_bytes: options.log_segment_bytes,
+                    preallocate: options.preallocate_log_segments,
+                    checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
+                    recovery_threads: options.recovery_threads.unwrap_or_else(|| {
+                        std::thread::available_parallelism().map_or(2, usize::from)
+                    }),
+                    planted_bug: options.planted_bug,
+                };
+                let persistence = on_engine!(&*engine, e => {
+                    let persistence = crate::durability::recovery::open(e, &settings)?;
+                    let persistence = Arc::new(persistence);
+                    if e.log.set(Arc::clone(&persistence.log)).is_err() {
+                        unreachable!("a new engine has no log yet");
+                    }
+                    persistence
+                });
+                let weak_engine = Arc::downgrade(&engine);
+                let weak_persistence = Arc::downgrade(&persistence);
+                crate::durability::spawn_threads(&persistence, move || {
+                    let engine = weak_engine.upgrade()?;
+                    let persistence = weak_persistence.upgrade()?;
+                    if persistence.is_closed() {
+                        return None;
+                    }
+                    if !persistence.wants_checkpoint() {
+                        return Some(Ok(()));
+                    }
+                    Some(on_engine!(&*engine, e => {
+                        crate::durability::checkpoint::take(e, &persistence).map(drop)
+                    }))
+                })?;
+                Some(persistence)
+            }
+        };
         let (finalizing, default_period) = on_engine!(&*engine, e => collector_schedule(e));
         match finalizing {
             // Under 'none' the janitor only trims idle threads' commit records.
@@ -965,7 +1140,45 @@ impl Database {
         Ok(Database {
             engine,
             options: Arc::new(options),
+            persistence,
         })
+    }
+
+    /// Writes every table as of one snapshot into a new checkpoint, while writers keep
+    /// running, and frees the log it covers; recovery then starts from it. Under Steam a
+    /// checkpoint keeps at most one extra version per row written while it runs. Fails
+    /// with [`Error::UnsupportedConfiguration`] in memory.
+    pub fn checkpoint(&self) -> Result<CheckpointReport> {
+        let persistence = self.persistent("a checkpoint")?;
+        if persistence.is_closed() {
+            return Err(Error::DatabaseClosed);
+        }
+        on_engine!(&*self.engine, e => crate::durability::checkpoint::take(e, persistence))
+    }
+
+    /// Closes the database: makes every commit durable (whatever the durability level),
+    /// stops its threads and releases the directory, which another `open` may then take.
+    /// Every later call through any clone fails with [`Error::DatabaseClosed`]. Dropping
+    /// the last clone without `close` does the same, but cannot report an error. In
+    /// memory, `close` only drops this handle.
+    pub fn close(self) -> Result<()> {
+        match &self.persistence {
+            Some(persistence) => persistence.close(),
+            None => Ok(()),
+        }
+    }
+
+    /// The directory of a persistent database (`None` in memory).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.persistence.as_ref().map(|p| p.dir.as_path())
+    }
+
+    fn persistent(&self, what: &str) -> Result<&Arc<Persistence>> {
+        self.persistence
+            .as_ref()
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!("{what} needs a persistent database (Options::path)"),
+            })
     }
 
     /// The configuration in words: `storage/collector/protocol`, e.g.
@@ -981,8 +1194,29 @@ impl Database {
 
     /// Creates a table. Fails with [`Error::DuplicateTable`] or [`Error::InvalidSchema`]
     /// (or [`Error::UnknownColumn`] for a key or index naming a missing column).
+    ///
+    /// In a persistent database the table is durable when this returns (under
+    /// [`Durability::Sync`]; under the other levels as durable as a commit is).
     pub fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
-        on_engine!(&*self.engine, e => e.create_table(name, schema))
+        let Some(persistence) = &self.persistence else {
+            return on_engine!(&*self.engine, e => e.create_table(name, schema));
+        };
+        let log = &persistence.log;
+        // Created and logged in one step with appends stopped, so that a checkpoint's
+        // catalog either has the table or precedes its record in the log.
+        let (id, end) = log.append_with(|| {
+            let id = on_engine!(&*self.engine, e => e.create_table(name, schema))?;
+            let body = on_engine!(&*self.engine, e => {
+                let table = e.table(id)?;
+                crate::durability::record::create_table_body(id.index, &table.schema)
+            });
+            Ok((
+                id,
+                Some(crate::durability::record::FramedRecord::with_body(&body)),
+            ))
+        })?;
+        log.acknowledge(end)?;
+        Ok(id)
     }
 
     /// The id of the table with this name.
@@ -1160,14 +1394,18 @@ impl Database {
 
     /// The engine's counters, summed over all threads.
     pub fn stats(&self) -> Stats {
-        on_engine!(&*self.engine, e => e.stats(false))
+        let mut stats = on_engine!(&*self.engine, e => e.stats(false));
+        stats.durability = self.persistence.as_ref().map(|p| p.stats());
+        stats
     }
 
     /// Like [`Database::stats`], and starts a new measurement window: the histograms'
     /// `window_max` is the longest chain seen since the previous call. For one sampler (the
     /// lab's per-second time series); two samplers would split each other's windows.
     pub fn sample_stats(&self) -> Stats {
-        on_engine!(&*self.engine, e => e.stats(true))
+        let mut stats = on_engine!(&*self.engine, e => e.stats(true));
+        stats.durability = self.persistence.as_ref().map(|p| p.stats());
+        stats
     }
 
     /// Finalizes, on the calling thread, every committed transaction of every thread that
@@ -1198,6 +1436,41 @@ impl Database {
     /// exists (`IndexPointers`).
     pub fn secondary_index_entries(&self, table: TableId, index: &str) -> Result<usize> {
         on_engine!(&*self.engine, e => e.secondary_index_entries(table, index))
+    }
+}
+
+/// A commit that is visible, and becomes durable later ([`Transaction::commit_deferred`]).
+/// `Send`: a server may hand it to the thread that answers the client.
+#[derive(Debug)]
+#[must_use = "a deferred commit is acknowledged only once its ticket is durable"]
+pub struct CommitTicket {
+    /// `None` in memory (a ticket there is durable at once, as durable as memory is).
+    log: Option<Arc<Log>>,
+    end: u64,
+}
+
+impl CommitTicket {
+    /// Waits until the commit is as durable as the database's [`Durability`] promises,
+    /// leading the log's next write and sync if no other thread is. Fails with
+    /// [`Error::DurabilityLost`] if the log failed first (the commit is then not
+    /// acknowledged) or [`Error::DatabaseClosed`].
+    pub fn wait(self) -> Result<()> {
+        match &self.log {
+            Some(log) => log.acknowledge(self.end),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether [`CommitTicket::wait`] would return at once (without error).
+    pub fn is_durable(&self) -> bool {
+        self.log
+            .as_ref()
+            .is_none_or(|log| log.check().is_ok() && log.is_acknowledged(self.end))
+    }
+
+    /// The log position the commit's durability waits for (0 in memory).
+    pub fn log_position(&self) -> u64 {
+        self.end
     }
 }
 
@@ -1596,9 +1869,25 @@ impl<'db> Transaction<'db> {
         on_txn!(&self.inner, t => t.record_scanned(cursor, from, upto))
     }
 
-    /// Commits. Fails with [`Error::TransactionAborted`] if a conflict rolled it back.
+    /// Commits, and returns once the commit is as durable as the database's
+    /// [`Durability`] promises (in memory: at once). Fails with
+    /// [`Error::TransactionAborted`] if a conflict rolled it back, with a conflict if
+    /// validation fails, and with [`Error::DurabilityLost`] if the log could not be made
+    /// durable (the commit may then be visible, but it is not acknowledged).
     pub fn commit(self) -> Result<()> {
         on_txn!(self.inner, t => t.commit())
+    }
+
+    /// Commits and returns as soon as the commit is visible, with a ticket to wait on for
+    /// its durability: [`CommitTicket::wait`] returns when `commit()` would have. One
+    /// thread can so serve many clients, each answered once its ticket is durable, while
+    /// the thread runs the next client's transaction (as SiloR's workers do). Until the
+    /// ticket is durable the commit may be lost by a crash (and every transaction that
+    /// read it is acknowledged only after it). Errors as [`Transaction::commit`]'s, but for
+    /// the wait's.
+    pub fn commit_deferred(self) -> Result<CommitTicket> {
+        let (log, end) = on_txn!(self.inner, t => t.commit_for_ticket()?);
+        Ok(CommitTicket { log, end })
     }
 
     /// Rolls back every write and ends the transaction.

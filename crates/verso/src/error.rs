@@ -152,6 +152,54 @@ pub enum Error {
         /// Its limit.
         limit: usize,
     },
+    /// Reading or writing a file of the database failed. Nothing acknowledged was lost by
+    /// it; if it happened while making commits durable, [`Error::DurabilityLost`] follows.
+    Io {
+        /// The file or directory.
+        path: String,
+        /// What Verso was doing ("syncing a log segment", ...).
+        operation: &'static str,
+        /// The kind of the operating system's error.
+        kind: std::io::ErrorKind,
+        /// The operating system's words.
+        message: String,
+    },
+    /// A file of the database holds bytes that cannot be what Verso wrote: a checksum that
+    /// does not match, a record a later sync point says was synced but is not there, a
+    /// structure that does not decode. `open` refuses rather than drop acknowledged
+    /// commits; restore the directory from a backup, or inspect the file at the offset.
+    Corruption {
+        /// The file.
+        file: String,
+        /// Where in it.
+        offset: u64,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// Writing or syncing the log failed after commits became visible, so their
+    /// durability cannot be promised. The database accepts no more work: every later call
+    /// fails with this error, and no commit is acknowledged. Reopening the directory
+    /// recovers every commit that was acknowledged before.
+    DurabilityLost {
+        /// The failure, with its file.
+        reason: String,
+    },
+    /// Another process (or another open `Database` in this one) has the directory open.
+    DatabaseLocked {
+        /// The directory.
+        path: String,
+    },
+    /// A file of the database was written by a format version this build does not read.
+    UnsupportedFormat {
+        /// The file.
+        file: String,
+        /// Its format version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The database was closed ([`crate::Database::close`]).
+    DatabaseClosed,
 }
 
 impl Error {
@@ -258,6 +306,37 @@ impl fmt::Display for Error {
             Error::CapacityExceeded { what, limit } => {
                 write!(f, "too many {what}: the limit is {limit}")
             }
+            Error::Io {
+                path,
+                operation,
+                message,
+                ..
+            } => write!(f, "I/O error {operation} ({path}): {message}"),
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => write!(f, "{file} is corrupt at byte {offset}: {reason}"),
+            Error::DurabilityLost { reason } => write!(
+                f,
+                "durability was lost ({reason}): the database accepts no more work; reopen it \
+                 to recover every acknowledged commit"
+            ),
+            Error::DatabaseLocked { path } => write!(
+                f,
+                "the database in {path} is open in another process (or another Database of \
+                 this one)"
+            ),
+            Error::UnsupportedFormat {
+                file,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{file} has format version {found}; this build of Verso reads version \
+                 {supported}"
+            ),
+            Error::DatabaseClosed => f.write_str("the database was closed"),
         }
     }
 }

@@ -4,7 +4,8 @@
 //! short writes with long-running reads. Old versions are pruned the moment no running
 //! transaction can see them (Steam's eager pruning), not when the oldest transaction ends,
 //! so a long analytical read does not make writes slower or memory grow without bound.
-//! Verso keeps its data in memory only today: nothing survives the process.
+//! A database lives in memory, or in a directory ([`Options::path`]) where a redo log,
+//! checkpoints and recovery keep every acknowledged commit across a crash.
 //!
 //! Start with [`Database`] (open one with [`Options`]), [`Schema`] (a table's columns,
 //! primary key and secondary indexes), [`Transaction`] (reads and writes at a snapshot),
@@ -65,8 +66,10 @@
 
 mod cc;
 mod db;
+mod durability;
 mod engine;
 mod error;
+pub mod fs;
 mod gc;
 mod index;
 mod key;
@@ -86,9 +89,11 @@ mod value;
 mod version;
 
 pub use db::{
-    ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, KeyRange, Options,
-    TableId, ThreadBound, Transaction, VersionStorageKind,
+    CommitTicket, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
+    KeyRange, Options, PlantedBug, TableId, ThreadBound, Transaction, VersionStorageKind,
+    DEFAULT_CHECKPOINT_AFTER_LOG_BYTES, DEFAULT_LOG_SEGMENT_BYTES,
 };
+pub use durability::{CheckpointReport, Durability, DurabilityStats, RecoveryStats};
 pub use error::{Error, Result};
 pub use retry::RetryPolicy;
 pub use row::{RowView, ValueRef};

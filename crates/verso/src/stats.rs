@@ -21,6 +21,8 @@ pub(crate) enum Counter {
     AbortedWriteConflict,
     AbortedSerialization,
     AbortedLockConflict,
+    /// Rolled back at commit because the log had failed (nothing of it became visible).
+    AbortedDurability,
     VersionsCreated,
     VersionsPrunedEagerly,
     VersionsReclaimed,
@@ -214,6 +216,7 @@ impl SlotStats {
         stats.aborts_write_conflict += get(Counter::AbortedWriteConflict);
         stats.aborts_serialization += get(Counter::AbortedSerialization);
         stats.aborts_lock_conflict += get(Counter::AbortedLockConflict);
+        stats.aborts_durability += get(Counter::AbortedDurability);
         stats.versions_created += get(Counter::VersionsCreated);
         stats.versions_pruned_eagerly += get(Counter::VersionsPrunedEagerly);
         stats.versions_reclaimed += get(Counter::VersionsReclaimed);
@@ -378,6 +381,12 @@ pub struct Stats {
     pub blocks_skipped_clean: u64,
     /// Rows a pass examined.
     pub rows_vacuumed: u64,
+    /// Transactions rolled back at commit because the log had failed
+    /// ([`crate::Error::DurabilityLost`]).
+    pub aborts_durability: u64,
+    /// The log's, checkpoints' and recovery's counters, for a persistent database (`None`
+    /// in memory).
+    pub durability: Option<crate::DurabilityStats>,
     /// Rows a reader or writer recorded for cleaning because it walked past obsolete
     /// versions in their chain ('coop').
     pub rows_recorded_for_cleaning: u64,
@@ -426,6 +435,7 @@ impl Stats {
             + self.aborts_write_conflict
             + self.aborts_serialization
             + self.aborts_lock_conflict
+            + self.aborts_durability
     }
 }
 

@@ -3,6 +3,7 @@
 //! has no dynamic dispatch.
 
 pub(crate) mod collect;
+pub(crate) mod load;
 pub(crate) mod txn;
 pub(crate) mod vacuum;
 
@@ -98,6 +99,10 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     /// Rounds the background collector thread ran (the tuple-level collectors count
     /// their complete passes by it).
     pub(crate) background_rounds: std::sync::atomic::AtomicU64,
+    /// The redo log of a persistent database, set once recovery is done (recovery's own
+    /// transactions are not logged). Empty in memory: the commit path then does nothing
+    /// more than test it.
+    pub(crate) log: OnceLock<std::sync::Arc<crate::durability::log::Log>>,
 }
 
 /// Bytes of the version tag that ends every secondary entry under physical pointers.
@@ -183,6 +188,7 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             non_inline,
             memory_spaces,
             background_rounds: std::sync::atomic::AtomicU64::new(0),
+            log: OnceLock::new(),
         }
     }
 
@@ -282,6 +288,21 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
     pub(crate) fn tables(&self) -> impl Iterator<Item = &Table<V>> {
         let count = self.table_count.load(Ordering::Acquire);
         self.tables[..count].iter().filter_map(OnceLock::get)
+    }
+
+    /// How many tables exist (table indexes are `0..count`).
+    pub(crate) fn table_count(&self) -> usize {
+        self.table_count.load(Ordering::Acquire)
+    }
+
+    /// Every table's index and schema, in creation order.
+    pub(crate) fn catalog(&self) -> Vec<(u32, TableSchema)> {
+        (0..self.table_count() as u32)
+            .filter_map(|index| {
+                self.table_by_index(index)
+                    .map(|table| (index, table.schema.clone()))
+            })
+            .collect()
     }
 
     pub(crate) fn table_names(&self) -> Vec<String> {

@@ -10,6 +10,8 @@ use scc::Guard;
 
 use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
 use crate::cc::{mv2pl, mvto, Recording};
+use crate::durability::log::Log;
+use crate::durability::record::Redo;
 use crate::engine::{Engine, IndexTarget, RowRef, Table, WrittenRow};
 use crate::error::{Error, Result};
 use crate::gc::{Collector, Finalizing};
@@ -123,6 +125,33 @@ pub(crate) struct EngineTxn<'e, V: VersionStorage, G: Collector> {
     scratch: RefCell<Scratch>,
     /// 'coop': the bound this transaction's walks spot obsolete versions with (0: none).
     obsolete_below: u64,
+    /// The database's log, if it is persistent (and recovered).
+    log: Option<&'e Log>,
+    /// What this transaction's commit record will hold (only with a log).
+    redo: Redo,
+    /// A checkpoint's snapshot: reads follow no protocol rule (no MVTO read timestamps,
+    /// no MV2PL locks, nothing recorded), so it never aborts or delays a writer.
+    plain: bool,
+}
+
+/// Where a commit stands in the log once it is visible: what `commit()` waits for before
+/// it returns (see `durability::log`).
+pub(crate) struct Acknowledgement<'e> {
+    /// `None` in memory.
+    pub(crate) log: Option<&'e Log>,
+    /// The LSN the log must reach: the end of this transaction's own record, or, for a
+    /// transaction that logged nothing, the end of the last commit it may have read.
+    pub(crate) end: u64,
+}
+
+impl Acknowledgement<'_> {
+    /// Waits until the commit is as durable as the database's level promises.
+    pub(crate) fn wait(self) -> Result<()> {
+        match self.log {
+            Some(log) => log.acknowledge(self.end),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
@@ -131,15 +160,41 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         isolation: Isolation,
         read_only: bool,
     ) -> Result<Self> {
+        Self::begin_as(engine, isolation, read_only, false)
+    }
+
+    /// Begins a checkpoint's snapshot: a read-only snapshot that follows no protocol's
+    /// read rules, whatever the database's protocol (see `durability::checkpoint`).
+    pub(crate) fn begin_plain_snapshot(engine: &'e Engine<V, G>) -> Result<Self> {
+        Self::begin_as(engine, Isolation::Snapshot, true, true)
+    }
+
+    fn begin_as(
+        engine: &'e Engine<V, G>,
+        isolation: Isolation,
+        read_only: bool,
+        plain: bool,
+    ) -> Result<Self> {
+        // A failed or closed log is reported by the transaction's first operation, not
+        // here: `Database::begin` cannot fail but by panicking.
+        let log = engine.log.get().map(|log| &**log);
         let local = engine.txns.local().ok_or_else(|| Error::CapacityExceeded {
             what: "threads using one database at once".into(),
             limit: crate::txn::slots::MAX_THREADS,
         })?;
         let protocol = &engine.protocol;
-        let recording = protocol.recording(isolation, read_only);
-        let registered_for_validation = protocol.registers_for_validation(isolation, read_only);
+        // A plain transaction (the checkpoint's snapshot) records nothing, registers for no
+        // validation and takes no locks: it only reads its snapshot.
+        let (recording, registered_for_validation) = if plain {
+            (Recording::Off, false)
+        } else {
+            (
+                protocol.recording(isolation, read_only),
+                protocol.registers_for_validation(isolation, read_only),
+            )
+        };
         let start_ts = engine.gc.begin(&engine.txns, &local, || {
-            let unique = protocol.orders_by_start();
+            let unique = protocol.orders_by_start() && !plain;
             if registered_for_validation {
                 engine.txns.begin_serializable(&local, unique)
             } else if unique {
@@ -160,6 +215,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             0
         };
         let keeps_reads = recording != Recording::Off && !protocol.orders_by_start();
+        let redo = match log {
+            Some(_) if !read_only => Redo::with_buffer(local.take_redo_buffer()),
+            _ => Redo::default(),
+        };
         Ok(EngineTxn {
             engine,
             local,
@@ -168,7 +227,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             read_only,
             recording,
             registered_for_validation,
-            locks_rows: protocol.locks_rows(read_only),
+            locks_rows: protocol.locks_rows(read_only) && !plain,
             reads: keeps_reads.then(|| RefCell::new(ReadSet::default())),
             shared: None,
             writes: RefCell::new(Vec::new()),
@@ -177,6 +236,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             phase: Cell::new(Phase::Active),
             scratch: RefCell::new(Scratch::default()),
             obsolete_below,
+            redo,
+            log,
+            plain,
         })
     }
 
@@ -190,8 +252,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     fn check_active(&self) -> Result<()> {
         match self.phase.get() {
-            Phase::Active => Ok(()),
-            Phase::RolledBack | Phase::Finished => Err(Error::TransactionAborted),
+            Phase::Active => {}
+            Phase::RolledBack | Phase::Finished => return Err(Error::TransactionAborted),
+        }
+        match self.log {
+            Some(log) => log.check(),
+            None => Ok(()),
         }
     }
 
@@ -320,6 +386,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     /// Before reading `row`: MVTO raises its read timestamp (refused while another holds
     /// its write lock); MV2PL takes a read lock.
     fn before_read(&self, row: &RowRef<V>) -> std::result::Result<(), Refused> {
+        if self.plain {
+            return Ok(());
+        }
         if self.mvto() {
             if self.held.borrow().contains_key(&row_address::<V>(row)) {
                 return Ok(()); // its own write lock
@@ -760,6 +829,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         key::encode_row_key(&mut key_bytes, row_values, &table.schema.primary_key);
         let result = self.insert_encoded(id, table, &key_bytes, row_values, &owner);
         self.scratch.get_mut().key = key_bytes;
+        if result.is_ok() && self.log.is_some() {
+            self.redo.insert(id.index, row_values);
+        }
         result
     }
 
@@ -859,7 +931,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let table = self.table(id)?;
         table.schema.check_key(key_values)?;
         let mask = table.schema.check_assignments(changes)?;
-        self.write_by_key(id, table, key_values, WriteIntent::Update(mask, changes))
+        let updated =
+            self.write_by_key(id, table, key_values, WriteIntent::Update(mask, changes))?;
+        if updated && self.log.is_some() {
+            self.redo
+                .update(id.index, key_values.iter().map(ValueRef::from), changes);
+        }
+        Ok(updated)
     }
 
     /// Sets `changes` on every row of `range` this transaction sees and `choose` picks, in
@@ -880,17 +958,34 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let table = self.table(id)?;
         let mask = table.schema.check_assignments(changes)?;
         let mut chosen: Vec<(Vec<u8>, RowRef<V>)> = Vec::new();
+        // With a log, the key values of each chosen row, for its redo.
+        let mut chosen_keys: Vec<Vec<Value>> = Vec::new();
+        let logs = self.log.is_some();
+        let key_columns = &table.schema.primary_key;
         self.scan_entries(
             id,
             range,
-            |key, row, view| choose(view).then(|| (key.to_vec(), Arc::clone(row))),
+            |key, row, view| {
+                choose(view).then(|| {
+                    let values = logs.then(|| {
+                        key_columns
+                            .iter()
+                            .map(|&column| view.get(column).to_value())
+                            .collect::<Vec<_>>()
+                    });
+                    (key.to_vec(), Arc::clone(row), values)
+                })
+            },
             |picked| {
-                chosen.extend(picked);
+                if let Some((key, row, values)) = picked {
+                    chosen.push((key, row));
+                    chosen_keys.extend(values);
+                }
                 true
             },
         )?;
         let mut updated = 0;
-        for (key_bytes, row) in &chosen {
+        for (at, (key_bytes, row)) in chosen.iter().enumerate() {
             let intent = WriteIntent::Update(mask, changes);
             let done = match self.write_row(table, id, key_bytes, row, intent)? {
                 Written::Done => true,
@@ -901,6 +996,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     WriteIntent::Update(mask, changes),
                 )?,
             };
+            if done && logs {
+                self.redo.update(
+                    id.index,
+                    chosen_keys[at].iter().map(ValueRef::from),
+                    changes,
+                );
+            }
             updated += usize::from(done);
         }
         Ok(updated)
@@ -910,7 +1012,11 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         self.check_writable()?;
         let table = self.table(id)?;
         table.schema.check_key(key_values)?;
-        self.write_by_key(id, table, key_values, WriteIntent::Delete)
+        let deleted = self.write_by_key(id, table, key_values, WriteIntent::Delete)?;
+        if deleted && self.log.is_some() {
+            self.redo.delete(id.index, key_values);
+        }
+        Ok(deleted)
     }
 
     fn write_by_key(
@@ -1113,7 +1219,23 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     // ----- end ---------------------------------------------------------------------------
 
-    pub(crate) fn commit(mut self) -> Result<()> {
+    /// Commits, and returns once the commit is as durable as the database promises.
+    pub(crate) fn commit(self) -> Result<()> {
+        self.commit_visible()?.wait()
+    }
+
+    /// Commits until visible; returns the log (if any) and the position its durability
+    /// waits for, for a `CommitTicket`.
+    pub(crate) fn commit_for_ticket(self) -> Result<(Option<std::sync::Arc<Log>>, u64)> {
+        let engine = self.engine;
+        let acknowledgement = self.commit_visible()?;
+        Ok((engine.log.get().cloned(), acknowledgement.end))
+    }
+
+    /// Commits: on success the transaction is visible to every transaction that begins
+    /// after, and the returned acknowledgement says what the log must reach before the
+    /// commit may be reported durable.
+    pub(crate) fn commit_visible(mut self) -> Result<Acknowledgement<'e>> {
         self.check_active()?;
         match self.engine.protocol.kind {
             ConcurrencyControl::Ssn => return self.commit_ssn(),
@@ -1130,14 +1252,19 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     reads.seal();
                     let commit_ts = self.engine.txns.draw_commit_ts();
                     if let Err(error) = self.validate(&reads, commit_ts, None) {
-                        return self.fail_at_commit(None, None, error);
+                        return self.fail_at_commit(
+                            None,
+                            None,
+                            error,
+                            Counter::AbortedSerialization,
+                        );
                     }
                 }
             }
             // Otherwise the transaction is placed at its snapshot: it read exactly the
             // writers with smaller commit timestamps, each atomic at its own (the
             // validating ones by their validation), so it needs no validation itself.
-            return self.commit_read_only();
+            return Ok(self.commit_read_only());
         };
         let txns = &self.engine.txns;
         // A commit record is needed if a serializable transaction may be running whose
@@ -1169,31 +1296,78 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             let mut reads = reads.into_inner();
             reads.seal();
             if let Err(error) = self.validate(&reads, commit_ts, record.as_ref()) {
-                return self.fail_at_commit(Some(&owner), record.as_ref(), error);
+                return self.fail_at_commit(
+                    Some(&owner),
+                    record.as_ref(),
+                    error,
+                    Counter::AbortedSerialization,
+                );
             }
         }
-        // (A redo-log append goes here, between validation and visibility.)
+        // The redo goes into the log between validation and visibility: a copy, never a
+        // wait (readers of our rows wait on us now).
+        let end = match self.append_redo(commit_ts) {
+            Ok(end) => end,
+            Err(error) => {
+                return self.fail_at_commit(
+                    Some(&owner),
+                    record.as_ref(),
+                    error,
+                    Counter::AbortedDurability,
+                )
+            }
+        };
         owner.mark_committed(commit_ts);
         self.finish_commit(&owner, commit_ts, record.is_some());
-        Ok(())
+        Ok(self.acknowledgement(end))
+    }
+
+    /// Appends this transaction's commit record to the log (if the database has one and
+    /// the transaction logged anything); returns the LSN after it.
+    fn append_redo(&mut self, commit_ts: u64) -> Result<Option<u64>> {
+        let Some(log) = self.log else {
+            return Ok(None);
+        };
+        if self.redo.is_empty() {
+            return Ok(None);
+        }
+        let mut record = std::mem::take(&mut self.redo).seal(commit_ts);
+        let end = log.append(&mut record, true)?;
+        self.local.give_back_redo_buffer(record.into_buffer());
+        Ok(Some(end))
+    }
+
+    /// What a commit that became visible waits for: its own record, or (having logged
+    /// nothing) every commit appended so far, which includes every commit it may have read
+    /// (a commit is appended before it is visible).
+    fn acknowledgement(&self, own_end: Option<u64>) -> Acknowledgement<'e> {
+        match self.log {
+            None => Acknowledgement { log: None, end: 0 },
+            Some(log) => Acknowledgement {
+                log: Some(log),
+                end: own_end.unwrap_or_else(|| log.commits_end()),
+            },
+        }
     }
 
     /// Commits a transaction that wrote nothing (its validation, if any, passed).
-    fn commit_read_only(self) -> Result<()> {
+    fn commit_read_only(self) -> Acknowledgement<'e> {
         self.finish();
         self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
         crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
-        Ok(())
+        self.acknowledgement(None)
     }
 
-    /// Rolls back a transaction whose commit failed validation: withdraws its commit
-    /// record, undoes its writes (not visible yet: nobody can have read them) and ends it.
+    /// Rolls back a transaction whose commit failed validation (or found the log failed):
+    /// withdraws its commit record, undoes its writes (not visible yet: nobody can have
+    /// read them) and ends it.
     fn fail_at_commit(
         self,
         owner: Option<&Arc<TxnShared>>,
         record: Option<&Arc<CommitRecord>>,
         error: Error,
-    ) -> Result<()> {
+        reason: Counter,
+    ) -> Result<Acknowledgement<'e>> {
         if let Some(record) = record {
             let mut log = self.local.slot.validation_log.lock();
             if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
@@ -1205,7 +1379,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         if let Some(owner) = owner {
             owner.mark_not_committing();
         }
-        self.rollback(Counter::AbortedSerialization);
+        self.rollback(reason);
         self.finish();
         crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
         Err(error)
@@ -1248,10 +1422,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
 
     /// MVTO: the versions are stamped with the transaction's id. Before that, its written
     /// keys are checked against the predicate reads of younger transactions (phantoms).
-    fn commit_mvto(mut self) -> Result<()> {
+    fn commit_mvto(mut self) -> Result<Acknowledgement<'e>> {
         let writes_nothing = self.writes.get_mut().is_empty();
         let Some(owner) = self.shared.clone().filter(|_| !writes_nothing) else {
-            return self.commit_read_only();
+            return Ok(self.commit_read_only());
         };
         let predicates = &self.engine.protocol.mvto;
         if predicates.any_younger_than(self.start_ts, &self.local.slot.stats) {
@@ -1266,17 +1440,23 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         self.table_name(table)
                     ),
                 };
-                return self.fail_at_commit(None, None, error);
+                return self.fail_at_commit(None, None, error, Counter::AbortedSerialization);
             }
         }
         owner.mark_committing();
+        let end = match self.append_redo(self.start_ts) {
+            Ok(end) => end,
+            Err(error) => {
+                return self.fail_at_commit(Some(&owner), None, error, Counter::AbortedDurability)
+            }
+        };
         owner.mark_committed(self.start_ts);
         self.finish_commit(&owner, self.start_ts, false);
-        Ok(())
+        Ok(self.acknowledgement(end))
     }
 
     /// SSN: the exclusion test under the log's mutex, for read-only transactions too.
-    fn commit_ssn(mut self) -> Result<()> {
+    fn commit_ssn(mut self) -> Result<Acknowledgement<'e>> {
         let mut reads = self
             .reads
             .take()
@@ -1286,7 +1466,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let writes_nothing = self.writes.get_mut().is_empty();
         let owner = self.shared.clone().filter(|_| !writes_nothing);
         if owner.is_none() && reads.is_empty() {
-            return self.commit_read_only();
+            return Ok(self.commit_read_only());
         }
         let writes = owner
             .as_ref()
@@ -1298,6 +1478,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             writers: txns.serializable_horizon(),
             active: || txns.active_snapshots(&mut Vec::new()),
         };
+        // The redo, sealed once the timestamp is drawn and appended just before the commit
+        // is marked (inside SSN's serial section: a copy, like every append).
+        let log = self.log;
+        let mut redo =
+            (owner.is_some() && !self.redo.is_empty()).then(|| std::mem::take(&mut self.redo));
+        let mut appended: Option<Result<u64>> = None;
         let decided = self.engine.protocol.ssn.commit(
             self.start_ts,
             reads,
@@ -1310,6 +1496,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 txns.draw_commit_ts()
             },
             |commit_ts| {
+                if let (Some(log), Some(redo)) = (log, redo.take()) {
+                    let mut record = redo.seal(commit_ts);
+                    appended = Some(log.append(&mut record, true));
+                }
+                // Decided by SSN: the commit stands even if the append found the log
+                // failed; then it is never acknowledged (`DurabilityLost` below), and the
+                // failed log refuses all further work.
                 if let Some(owner) = &owner {
                     owner.mark_committed(commit_ts);
                 }
@@ -1325,12 +1518,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         exclusion.pi, exclusion.eta
                     ),
                 };
-                self.fail_at_commit(owner.as_ref(), None, error)
+                self.fail_at_commit(owner.as_ref(), None, error, Counter::AbortedSerialization)
             }
-            (Ok(_), None) => self.commit_read_only(),
+            (Ok(_), None) => Ok(self.commit_read_only()),
             (Ok(commit_ts), Some(owner)) => {
                 self.finish_commit(&owner, commit_ts, false);
-                Ok(())
+                let end = appended.transpose()?;
+                Ok(self.acknowledgement(end))
             }
         }
     }
@@ -1605,16 +1799,28 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
     entry: &mut Vec<u8>,
 ) {
     for index in 0..table.schema.indexes.len() {
-        table.encode_entry(entry, values, index, exact.map(V::exact_tag));
-        let secondary = &table.secondary[index];
-        let target = || IndexTarget {
-            row: Arc::clone(row),
-            exact: exact.cloned(),
-        };
-        while secondary.insert_if_absent(entry, target()).is_err() {
-            if !secondary.remove_if(entry, |other| !Arc::ptr_eq(&other.row, row)) {
-                break; // the entry is this row's already
-            }
+        add_secondary_entry(table, index, row, values, exact, entry);
+    }
+}
+
+/// Adds the entry of `values` (a version of `row`) to secondary index `index`.
+pub(crate) fn add_secondary_entry<V: VersionStorage, C: Columns + ?Sized>(
+    table: &Table<V>,
+    index: usize,
+    row: &RowRef<V>,
+    values: &C,
+    exact: Option<&V::Exact>,
+    entry: &mut Vec<u8>,
+) {
+    table.encode_entry(entry, values, index, exact.map(V::exact_tag));
+    let secondary = &table.secondary[index];
+    let target = || IndexTarget {
+        row: Arc::clone(row),
+        exact: exact.cloned(),
+    };
+    while secondary.insert_if_absent(entry, target()).is_err() {
+        if !secondary.remove_if(entry, |other| !Arc::ptr_eq(&other.row, row)) {
+            break; // the entry is this row's already
         }
     }
 }
@@ -1622,7 +1828,7 @@ pub(crate) fn add_secondary_entries<V: VersionStorage, C: Columns + ?Sized>(
 /// Walks an index range in batches of [`SCAN_BATCH`] entries, pinning the index's epoch
 /// once per batch and resuming past the last key (after it, or before it when
 /// `descending`), until `on_entry` returns `false`.
-fn scan_in_batches<R, I: RangeScan<R>>(
+pub(crate) fn scan_in_batches<R, I: RangeScan<R>>(
     index: &I,
     lower: &EncodedBound,
     upper: &EncodedBound,

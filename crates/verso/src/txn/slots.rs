@@ -188,6 +188,11 @@ impl<R: Send + 'static> TxnManager<R> {
         self.clock.load(Ordering::SeqCst)
     }
 
+    /// Moves the clock past `ts` (recovery: every recovered timestamp lies below the clock).
+    pub(crate) fn advance_clock_past(&self, ts: u64) {
+        self.clock.fetch_max(ts + 1, Ordering::SeqCst);
+    }
+
     /// Draws a commit timestamp. The caller has marked itself committing first.
     pub(crate) fn draw_commit_ts(&self) -> u64 {
         let ts = self.clock.fetch_add(1, Ordering::SeqCst);
@@ -407,7 +412,13 @@ pub(crate) struct LocalSlot<R> {
     /// Invariant: every list here is empty, with a capacity in `1..=SPARE_ROW_LIST_CAPACITY`,
     /// and there are at most `SPARE_ROW_LISTS` of them.
     spare_row_lists: RefCell<Vec<Vec<R>>>,
+    /// A persistent database's emptied redo buffer, for this thread's next writing
+    /// transaction (empty; capacity at most `SPARE_REDO_CAPACITY`).
+    spare_redo: RefCell<Vec<u8>>,
 }
+
+/// A redo buffer that grew beyond this (a bulk load's) is freed, not kept.
+const SPARE_REDO_CAPACITY: usize = 1 << 20;
 
 /// At most this many spare lists of written rows per thread: one fold's worth.
 pub(crate) const SPARE_ROW_LISTS: usize = crate::engine::collect::QUEUE_FOLD_AT;
@@ -422,6 +433,20 @@ impl<R> LocalSlot<R> {
             serializable_running: RefCell::new(Vec::new()),
             gc: RefCell::new(crate::gc::LocalGc::default()),
             spare_row_lists: RefCell::new(Vec::new()),
+            spare_redo: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// An empty buffer for a transaction's redo: the spare one, if any.
+    pub(crate) fn take_redo_buffer(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.spare_redo.borrow_mut())
+    }
+
+    /// Keeps an emptied redo buffer for the thread's next transaction, unless it is large.
+    pub(crate) fn give_back_redo_buffer(&self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        if buffer.capacity() <= SPARE_REDO_CAPACITY {
+            *self.spare_redo.borrow_mut() = buffer;
         }
     }
 
