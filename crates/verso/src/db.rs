@@ -1259,7 +1259,16 @@ impl Database {
     /// validates — so it never fails, and it never blocks, aborts or holds back a writer
     /// (it keeps no validation records alive). Under MVTO and SSN, whose serial order is
     /// not the commit order, it follows the protocol like any transaction (MVTO: read
-    /// timestamps, refused reads of locked rows; SSN: the exclusion test at commit).
+    /// timestamps, refused reads of locked rows; SSN: the exclusion test at commit), but it
+    /// holds back no other transaction's predicate reads (MVTO) and only the few log
+    /// records a reader can fail on (SSN).
+    ///
+    /// Begin long readers this way under the serializable protocols: a long transaction
+    /// begun with [`Database::begin`] at [`Isolation::Serializable`] (or under any protocol
+    /// but the default) may still write, so it keeps every commit record (MVTO: every
+    /// younger transaction's predicate read) published while it runs, for its own
+    /// validation; memory then grows with the commits until it ends, though no other
+    /// transaction's work does (`docs/known-issues.md`).
     ///
     /// # Panics
     /// Like [`Database::begin`]; [`Database::try_begin_read_only`] returns the error.

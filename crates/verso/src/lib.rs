@@ -4,6 +4,9 @@
 //! short writes with long-running reads. Old versions are pruned the moment no running
 //! transaction can see them (Steam's eager pruning), not when the oldest transaction ends,
 //! so a long analytical read does not make writes slower or memory grow without bound.
+//! (Under [`Isolation::Serializable`] and the serializable protocols, declare it read-only
+//! with [`Database::begin_read_only`]: a long transaction that may still write keeps the
+//! commit records its own validation will need for as long as it runs.)
 //! A database lives in memory, or in a directory ([`Options::path`]) where a redo log,
 //! checkpoints and recovery keep every acknowledged commit across a crash.
 //!
