@@ -1881,12 +1881,18 @@ impl<'db> Transaction<'db> {
     /// Commits and returns as soon as the commit is visible, with a ticket to wait on for
     /// its durability: [`CommitTicket::wait`] returns when `commit()` would have. One
     /// thread can so serve many clients, each answered once its ticket is durable, while
-    /// the thread runs the next client's transaction (as SiloR's workers do). Until the
+    /// the thread runs the next client's transaction (as SiloR's workers do). The log's
+    /// flusher thread, woken by the deferred commit, writes and syncs it meanwhile (with
+    /// every commit appended by then), so a ticket often is durable before anyone waits. Until the
     /// ticket is durable the commit may be lost by a crash (and every transaction that
     /// read it is acknowledged only after it). Errors as [`Transaction::commit`]'s, but for
     /// the wait's.
     pub fn commit_deferred(self) -> Result<CommitTicket> {
         let (log, end) = on_txn!(self.inner, t => t.commit_for_ticket()?);
+        if let Some(log) = log.as_ref().filter(|log| !log.is_acknowledged(end)) {
+            // Durable soon without this thread waiting: the flusher takes it.
+            log.request_flush();
+        }
         Ok(CommitTicket { log, end })
     }
 

@@ -290,6 +290,7 @@ fn deferred_commits_are_visible_at_once_and_durable_once_their_ticket_is() {
     let fs = SimulatedFileSystem::new(6);
     let db = Database::open(sim_options(&fs)).unwrap();
     let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+    let syncs_before = db.stats().durability.unwrap().log_syncs;
     let mut tickets = Vec::new();
     for id in 0..10u64 {
         let mut txn = db.begin(Isolation::Snapshot);
@@ -298,14 +299,20 @@ fn deferred_commits_are_visible_at_once_and_durable_once_their_ticket_is() {
         tickets.push(txn.commit_deferred().unwrap());
     }
     assert_eq!(balances(&db).len(), 10, "visible before durable");
-    let syncs_before = db.stats().durability.unwrap().log_syncs;
-    tickets.pop().unwrap().wait().unwrap();
-    assert!(
-        tickets.iter().all(|t| t.is_durable()),
-        "the last one's sync covers all"
-    );
+    // Nobody waits: the flusher, woken by the deferred commits, makes them durable.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !tickets.iter().all(|t| t.is_durable()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "deferred commits never became durable without a wait"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let syncs = db.stats().durability.unwrap().log_syncs - syncs_before;
-    assert_eq!(syncs, 1, "ten commits, one group");
+    assert!((1..=10).contains(&syncs), "at most a sync per request: {syncs}");
+    for ticket in tickets {
+        ticket.wait().unwrap();
+    }
     fs.crash();
     drop(db);
     fs.restart();

@@ -157,6 +157,8 @@ pub struct DurabilityStats {
     pub checkpoint_nanos: u64,
     /// The last checkpoint, if any completed since open.
     pub last_checkpoint: Option<CheckpointReport>,
+    /// Whether a checkpoint is being taken at this moment (its snapshot held).
+    pub checkpoint_running: bool,
     /// What recovery did at open.
     pub recovery: RecoveryStats,
 }
@@ -243,6 +245,7 @@ impl Persistence {
             checkpoints,
             checkpoint_nanos,
             last_checkpoint,
+            checkpoint_running: self.checkpoint_lock.is_locked(),
             recovery: self.recovery,
         }
     }
@@ -286,7 +289,8 @@ impl Drop for Persistence {
 }
 
 /// Starts the background threads a persistent database needs: the `Async` interval's
-/// syncs, the segment preparer, and the automatic checkpointer (`checkpoint` runs one).
+/// syncs, the flusher that makes deferred commits durable (`Sync`, `None`), the segment
+/// preparer, and the automatic checkpointer (`checkpoint` runs one).
 pub(crate) fn spawn_threads(
     persistence: &Arc<Persistence>,
     checkpoint: impl Fn() -> Option<Result<()>> + Send + 'static,
@@ -313,6 +317,15 @@ pub(crate) fn spawn_threads(
                     return;
                 }
             }),
+        )?;
+    }
+    if !matches!(persistence.settings.durability, Durability::Async { .. }) {
+        // Holds the log, not the database: dropping the database closes the log, which
+        // wakes this thread to end (the directory's lock is released with the database).
+        let log = Arc::clone(&persistence.log);
+        spawn(
+            "verso-log-flush",
+            Box::new(move || while log.serve_flush_request(Duration::from_millis(100)) {}),
         )?;
     }
     if persistence.settings.preallocate {
