@@ -1234,6 +1234,17 @@ impl Database {
         on_engine!(&*self.engine, e => e.table_names())
     }
 
+    /// The names of a table's secondary indexes, in the order its schema declared them.
+    pub fn index_names(&self, table: TableId) -> Result<Vec<String>> {
+        on_engine!(&*self.engine, e => Ok(e
+            .table(table)?
+            .schema
+            .indexes
+            .iter()
+            .map(|index| index.name.clone())
+            .collect()))
+    }
+
     /// Begins a transaction on the calling thread. Any number may be open per thread.
     ///
     /// # Panics

@@ -309,7 +309,10 @@ fn deferred_commits_are_visible_at_once_and_durable_once_their_ticket_is() {
         std::thread::sleep(Duration::from_millis(1));
     }
     let syncs = db.stats().durability.unwrap().log_syncs - syncs_before;
-    assert!((1..=10).contains(&syncs), "at most a sync per request: {syncs}");
+    assert!(
+        (1..=10).contains(&syncs),
+        "at most a sync per request: {syncs}"
+    );
     for ticket in tickets {
         ticket.wait().unwrap();
     }
