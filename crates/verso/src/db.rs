@@ -479,6 +479,11 @@ pub struct Options {
     /// Whether a background thread zero-fills the next log segment ahead of time (default
     /// on): overwriting allocated blocks syncs faster than growing a file.
     pub preallocate_log_segments: bool,
+    /// Whether a background thread makes deferred commits durable without a waiter
+    /// (default on; see [`Transaction::commit_deferred`]). Off, a deferred commit becomes
+    /// durable when a thread waits for it or for a later commit, or a leader's flush takes
+    /// it; tests that replay the disk's operations exactly turn it off.
+    pub log_flush_thread: bool,
     /// Threads that load a checkpoint at open (default: the machine's parallelism).
     pub recovery_threads: Option<usize>,
     /// For Verso's own crash tests only: a bug to plant in the durability protocols, to
@@ -523,6 +528,7 @@ impl Default for Options {
             checkpoint_after_log_bytes: Some(DEFAULT_CHECKPOINT_AFTER_LOG_BYTES),
             log_segment_bytes: DEFAULT_LOG_SEGMENT_BYTES,
             preallocate_log_segments: true,
+            log_flush_thread: true,
             recovery_threads: None,
             planted_bug: None,
         }
@@ -630,6 +636,12 @@ impl Options {
     /// Options with (or without) segments zero-filled ahead of time.
     pub fn preallocate_log_segments(mut self, preallocate: bool) -> Self {
         self.preallocate_log_segments = preallocate;
+        self
+    }
+
+    /// Options with (or without) the flusher thread of deferred commits.
+    pub fn log_flush_thread(mut self, on: bool) -> Self {
+        self.log_flush_thread = on;
         self
     }
 
@@ -1085,6 +1097,7 @@ impl Database {
                     durability: options.durability.unwrap_or_default(),
                     segment_bytes: options.log_segment_bytes,
                     preallocate: options.preallocate_log_segments,
+                    flush_thread: options.log_flush_thread,
                     checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
                     recovery_threads: options.recovery_threads.unwrap_or_else(|| {
                         std::thread::available_parallelism().map_or(2, usize::from)

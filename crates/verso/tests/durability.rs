@@ -323,6 +323,54 @@ fn deferred_commits_are_visible_at_once_and_durable_once_their_ticket_is() {
     assert_eq!(balances(&db).len(), 10);
 }
 
+/// The flusher thread's work under power losses: whatever a ticket said was durable
+/// (without anyone waiting for it) survives, and what survives is a prefix of the commit
+/// order.
+#[test]
+fn what_the_flusher_made_durable_survives_a_power_loss() {
+    let mut seen_in_all = 0;
+    for seed in 0..12u64 {
+        let fs = SimulatedFileSystem::new(100 + seed);
+        let db = Database::open(sim_options(&fs)).unwrap();
+        let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+        let mut tickets = Vec::new();
+        for id in 0..40u64 {
+            let mut txn = db.begin(Isolation::Snapshot);
+            txn.insert(accounts, &[Value::U64(id), "a".into(), Value::I64(1)])
+                .unwrap();
+            tickets.push((id, txn.commit_deferred().unwrap()));
+            if id % (seed + 3) == 0 {
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        }
+        let seen_durable: Vec<u64> = tickets
+            .iter()
+            .filter(|(_, ticket)| ticket.is_durable())
+            .map(|(id, _)| *id)
+            .collect();
+        fs.crash();
+        drop(tickets);
+        drop(db);
+        fs.restart();
+        let db = Database::open(sim_options(&fs)).unwrap();
+        let ids: Vec<u64> = balances(&db).into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(
+            ids,
+            (0..ids.len() as u64).collect::<Vec<_>>(),
+            "seed {seed}: a prefix of the commits"
+        );
+        assert!(
+            seen_durable.iter().all(|id| ids.contains(id)),
+            "seed {seed}: a ticket seen durable was lost: {seen_durable:?} vs {ids:?}"
+        );
+        seen_in_all += seen_durable.len();
+    }
+    assert!(
+        seen_in_all > 0,
+        "the flusher made nothing durable: nothing was checked"
+    );
+}
+
 /// Found by the crash model test: a checkpoint at the same snapshot as the current one
 /// (no commit between them, though the log moved: a table was created) had the same file
 /// name, and its rename replaced the file the durable manifest still named, with a

@@ -181,6 +181,8 @@ pub(crate) struct Settings {
     pub(crate) durability: Durability,
     pub(crate) segment_bytes: u64,
     pub(crate) preallocate: bool,
+    /// Whether the flusher thread serves deferred commits (`Options::log_flush_thread`).
+    pub(crate) flush_thread: bool,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
     pub(crate) recovery_threads: usize,
     pub(crate) planted_bug: Option<crate::PlantedBug>,
@@ -319,7 +321,9 @@ pub(crate) fn spawn_threads(
             }),
         )?;
     }
-    if !matches!(persistence.settings.durability, Durability::Async { .. }) {
+    if persistence.settings.flush_thread
+        && !matches!(persistence.settings.durability, Durability::Async { .. })
+    {
         // Holds the log, not the database: dropping the database closes the log, which
         // wakes this thread to end (the directory's lock is released with the database).
         let log = Arc::clone(&persistence.log);
