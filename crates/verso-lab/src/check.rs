@@ -128,7 +128,7 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> Result<CheckReport, LabError> {
     }
     let workload = check_workload(&db, &tables)?;
     match &workload {
-        Some(name) => writeln!(out, "consistent: {name}'s conditions hold")?,
+        Some(name) => writeln!(out, "consistent: {name} hold")?,
         None => writeln!(
             out,
             "consistent: every row readable, every secondary index one entry per row (no \
@@ -179,7 +179,9 @@ fn check_workload(db: &Database, tables: &[TableReport]) -> Result<Option<String
     let has = |name: &str| tables.iter().any(|t| t.name == name);
     if has("warehouse") && has("district") && has("order_line") {
         crate::workloads::tpcc::consistency::check(db)?;
-        return Ok(Some("TPC-C (clause 3.3.2's twelve conditions)".to_owned()));
+        return Ok(Some(
+            "TPC-C's twelve consistency conditions (clause 3.3.2)".to_owned(),
+        ));
     }
     if let Some(branches) = tables
         .iter()
@@ -198,7 +200,7 @@ fn check_workload(db: &Database, tables: &[TableReport]) -> Result<Option<String
             accounts_per_scale: (accounts / scale).max(1),
         })?;
         workload.check_consistency(db)?;
-        return Ok(Some("TPC-B (the balance sums)".to_owned()));
+        return Ok(Some("TPC-B's balance sums".to_owned()));
     }
     Ok(None)
 }

@@ -112,7 +112,10 @@ fn a_durable_run_with_clients_reports_its_log_and_latencies_and_check_verifies_w
         "check",
         &["check", path(&kept), "--json", path(&check_json)],
     );
-    assert!(stdout.contains("TPC-B (the balance sums)"), "{stdout}");
+    assert!(
+        stdout.contains("consistent: TPC-B's balance sums hold"),
+        "{stdout}"
+    );
     assert!(stdout.contains("pgbench_accounts: 1000 rows"), "{stdout}");
     let checked: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&check_json).unwrap()).unwrap();
@@ -168,7 +171,7 @@ fn tpcc_on_an_async_log_is_recovered_and_its_twelve_conditions_hold() {
     );
     let stdout = succeeds("check", &["check", path(&databases.join("01-steam"))]);
     assert!(
-        stdout.contains("TPC-C (clause 3.3.2's twelve conditions)"),
+        stdout.contains("consistent: TPC-C's twelve consistency conditions (clause 3.3.2) hold"),
         "{stdout}"
     );
     assert!(stdout.contains("recovered"), "{stdout}");

@@ -471,7 +471,9 @@ pub struct Options {
     /// Tests give a [`crate::fs::SimulatedFileSystem`].
     pub file_system: Option<FileSystemHandle>,
     /// Take a checkpoint automatically each time the log grows by this many bytes since
-    /// the last one (`None`: only [`Database::checkpoint`]). Default 256 MiB.
+    /// the last one, or by a quarter of the last checkpoint's size if that is more (so a
+    /// large database is not rewritten back to back); `None`: only
+    /// [`Database::checkpoint`]. Default 256 MiB.
     pub checkpoint_after_log_bytes: Option<u64>,
     /// The size of a log segment (default 64 MiB): a checkpoint frees the segments below
     /// its position.

@@ -323,6 +323,64 @@ fn deferred_commits_are_visible_at_once_and_durable_once_their_ticket_is() {
     assert_eq!(balances(&db).len(), 10);
 }
 
+/// The automatic checkpoint waits for the log to grow by its threshold or by a quarter of
+/// the current checkpoint's size, whichever is more: a large database is not rewritten
+/// after every threshold's worth of log. The size comes from the checkpoint recovery
+/// loaded, then from each new one.
+#[test]
+fn automatic_checkpoints_wait_for_a_quarter_of_the_checkpoints_size_of_log() {
+    let fs = SimulatedFileSystem::new(21);
+    let insert = |db: &Database, ids: std::ops::Range<u64>| {
+        let accounts = db.table("accounts").unwrap();
+        for id in ids {
+            let mut txn = db.begin(Isolation::Snapshot);
+            txn.insert(accounts, &[Value::U64(id), "owner".into(), Value::I64(1)])
+                .unwrap();
+            txn.commit().unwrap();
+        }
+    };
+    // A database of a few thousand rows and its checkpoint, taken by hand.
+    let size = {
+        let db = Database::open(sim_options(&fs)).unwrap();
+        db.create_table("accounts", accounts_schema()).unwrap();
+        insert(&db, 0..3000);
+        let size = db.checkpoint().unwrap().bytes;
+        db.close().unwrap();
+        size
+    };
+    assert!(
+        size > 64 * 1024,
+        "a checkpoint far larger than the threshold: {size}"
+    );
+    let db = Database::open(sim_options(&fs).checkpoint_after_log_bytes(Some(1024))).unwrap();
+    let stats = || db.stats().durability.unwrap();
+    assert_eq!(stats().recovery.checkpoint_bytes, size);
+    // Log of far over the threshold but under a quarter of the size: no checkpoint.
+    let start = stats().log_tail;
+    let mut id = 1_000_000;
+    while stats().log_tail - start < size / 8 {
+        insert(&db, id..id + 10);
+        id += 10;
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        stats().checkpoints,
+        0,
+        "a checkpoint after {} bytes of log (threshold 1 KiB, checkpoint {size} bytes)",
+        stats().log_tail - start
+    );
+    // Past a quarter of the size: one comes.
+    while stats().log_tail - start < size / 4 + 4096 {
+        insert(&db, id..id + 10);
+        id += 10;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while stats().checkpoints == 0 {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The flusher thread's work under power losses: whatever a ticket said was durable
 /// (without anyone waiting for it) survives, and what survives is a prefix of the commit
 /// order.

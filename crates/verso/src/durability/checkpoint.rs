@@ -207,6 +207,7 @@ pub(crate) fn take<V: VersionStorage, G: Collector>(
     persistence
         .checkpointed_from
         .store(log_from, Ordering::Release);
+    persistence.checkpoint_bytes.store(bytes, Ordering::Relaxed);
     let report = CheckpointReport {
         snapshot,
         rows,
@@ -346,6 +347,11 @@ pub(crate) struct RowsBlock {
 }
 
 impl CheckpointReader {
+    /// The checkpoint file's length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     pub(crate) fn open(fs: &dyn FileSystem, path: &Path) -> Result<(Self, CheckpointCatalog)> {
         let name = path.display().to_string();
         let file = fs
