@@ -381,6 +381,68 @@ fn automatic_checkpoints_wait_for_a_quarter_of_the_checkpoints_size_of_log() {
     }
 }
 
+/// Found in a lab run: a database closed while its automatic checkpoint was writing
+/// returned at once and released the directory while the checkpoint went on writing (a
+/// 2.8 GB temporary file was left behind; had it finished, it would have renamed its file
+/// and rewritten the manifest of a directory another process could have opened by then).
+/// `close` now stops a running checkpoint and waits for it.
+#[test]
+fn regression_close_stops_a_running_checkpoint_and_leaves_nothing_behind() {
+    let dir = std::env::temp_dir().join(format!("verso-close-checkpoint-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let options = || {
+        Options::default()
+            .path(&dir)
+            .checkpoint_after_log_bytes(None)
+    };
+    const ROWS: u64 = 200_000;
+    let db = Database::open(options()).unwrap();
+    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+    for batch in 0..ROWS / 1000 {
+        let mut txn = db.begin(Isolation::Snapshot);
+        for id in batch * 1000..(batch + 1) * 1000 {
+            txn.insert(accounts, &[Value::U64(id), "owner".into(), Value::I64(1)])
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let temporaries = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".tmp"))
+            .collect::<Vec<_>>()
+    };
+    let checkpointer = db.clone();
+    let running = std::thread::spawn(move || checkpointer.checkpoint());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while temporaries().is_empty() {
+        assert!(
+            !running.is_finished(),
+            "the checkpoint ended before it was seen writing"
+        );
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    db.close().unwrap();
+    assert_eq!(
+        temporaries(),
+        Vec::<String>::new(),
+        "the checkpoint left its file"
+    );
+    match running.join().unwrap() {
+        Err(Error::DatabaseClosed) => {}
+        other => panic!("the checkpoint went on after close: {other:?}"),
+    }
+    // The directory is free at once and holds everything.
+    let db = Database::open(options()).unwrap();
+    assert_eq!(balances(&db).len() as u64, ROWS);
+    assert_eq!(db.stats().durability.unwrap().recovery.checkpoint_rows, 0);
+    db.close().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The flusher thread's work under power losses: whatever a ticket said was durable
 /// (without anyone waiting for it) survives, and what survives is a prefix of the commit
 /// order.

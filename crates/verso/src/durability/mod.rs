@@ -291,6 +291,10 @@ impl Persistence {
         }
         let flushed = self.log.flush(true);
         self.log.close();
+        // A checkpoint running now stops at its next block (the closed log says so) and
+        // removes its file; only then is the directory released, so that nothing of this
+        // process writes into it once another may have opened it.
+        drop(self.checkpoint_lock.lock());
         self.lock.lock().take();
         flushed
     }
