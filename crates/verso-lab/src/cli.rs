@@ -100,6 +100,21 @@ pub enum Command {
     /// figures beside the paper's numbers and a verdict per claim, JSON, and a summary.
     #[command(after_help = reproduce_help(), allow_negative_numbers = true)]
     Reproduce(ReproduceArgs),
+    /// Open a database directory a run with --path kept (DIR/<n>-<label>), recovering it;
+    /// say what recovery did and check the data: TPC-C's twelve consistency conditions,
+    /// TPC-B's balance sums, and for any database one index entry per row.
+    Check(CheckArgs),
+}
+
+/// `verso check`'s arguments.
+#[derive(Args, Debug, Clone)]
+pub struct CheckArgs {
+    /// The database's directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Write what was found as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `verso reproduce --help`'s list of experiments.
@@ -262,6 +277,9 @@ pub struct CommonArgs {
     /// a held snapshot would otherwise be killed by the kernel) [default: no limit].
     #[arg(long, value_name = "GIB", value_parser = parse_gib)]
     pub memory_limit: Option<u64>,
+    /// `--path`, `--durability`, `--clients`, `--checkpoint-mib`, `--async-interval-ms`.
+    #[command(flatten)]
+    pub durability: DurabilityArgs,
     /// Tiny sizes and a one-second run (for tests).
     #[arg(long)]
     pub tiny: bool,
@@ -271,6 +289,110 @@ pub struct CommonArgs {
     /// `--in-process`.
     #[command(flatten)]
     pub process: ProcessArgs,
+}
+
+/// Where Verso keeps its databases, how durable a commit is, and how many clients wait
+/// for commits (docs/lab.md, "Durability").
+#[derive(Args, Debug, Clone, Default)]
+pub struct DurabilityArgs {
+    /// Keep each Verso configuration's database in files: a fresh directory under DIR
+    /// (`DIR/<n>-<label>`, which must not exist yet), with a redo log, checkpoints and
+    /// recovery, kept after the run for `verso check` [default: in memory].
+    #[arg(long, value_name = "DIR")]
+    pub path: Option<PathBuf>,
+    /// How durable a commit is when it returns (with --path): sync (the log synced, group
+    /// commit; the default), async (synced at least every --async-interval-ms) or none
+    /// (handed to the OS, never synced). With sync, a private PostgreSQL peer runs with
+    /// synchronous_commit on.
+    #[arg(long, value_enum, requires = "path")]
+    pub durability: Option<DurabilityArg>,
+    /// The longest time between an acknowledged commit and its sync under
+    /// --durability async.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub async_interval_ms: u64,
+    /// Logical clients over the OLTP workers, each starting its next transaction only once
+    /// its previous commit is acknowledged (Verso: deferred commits, so a worker serves
+    /// several clients while their commits become durable; a peer: one connection per
+    /// client) [default: one per worker].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub clients: Option<u64>,
+    /// Take a checkpoint each time the log grows by this many MiB (with --path; 0: never)
+    /// [default: 256].
+    #[arg(long, value_name = "MIB", requires = "path")]
+    pub checkpoint_mib: Option<u64>,
+}
+
+/// `--durability`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DurabilityArg {
+    /// Synced before commit returns.
+    Sync,
+    /// Synced within an interval.
+    Async,
+    /// Never synced.
+    None,
+}
+
+impl DurabilityArgs {
+    /// Gives Verso's configurations their directories and durability, and sizes every
+    /// configuration's clients; peers get one worker per client, and PostgreSQL
+    /// `synchronous_commit = on` under `sync`. Configurations are numbered in plan order,
+    /// so a child process finds the same directory as its parent.
+    fn apply(&self, configs: &mut [RunConfig]) -> Result<(), LabError> {
+        let durability = self.path.as_ref().map(|_| match self.durability {
+            Some(DurabilityArg::Sync) | None => verso::Durability::Sync,
+            Some(DurabilityArg::Async) => verso::Durability::Async {
+                interval: Duration::from_millis(self.async_interval_ms),
+            },
+            Some(DurabilityArg::None) => verso::Durability::None,
+        });
+        let clients = self.clients.map(|c| c as usize);
+        for (index, config) in configs.iter_mut().enumerate() {
+            if let Some(peer) = &mut config.peer {
+                peer.synchronous_commit = durability == Some(verso::Durability::Sync);
+                if let Some(clients) = clients {
+                    config.oltp_workers = clients;
+                }
+                continue;
+            }
+            if let Some(clients) = clients {
+                if clients < config.oltp_workers {
+                    return Err(LabError::BadOption(format!(
+                        "--clients {clients} with {} workers: every worker serves at least one \
+                         client",
+                        config.oltp_workers
+                    )));
+                }
+                config.clients = Some(clients);
+            }
+            if let (Some(dir), Some(durability)) = (&self.path, durability) {
+                let held = if config.hold_snapshot { "-held" } else { "" };
+                let name = format!("{:02}-{}{held}", index + 1, config.label);
+                config.options = config
+                    .options
+                    .clone()
+                    .path(dir.join(name))
+                    .durability(durability)
+                    .checkpoint_after_log_bytes(match self.checkpoint_mib {
+                        Some(0) => None,
+                        Some(mib) => Some(mib << 20),
+                        None => Some(verso::DEFAULT_CHECKPOINT_AFTER_LOG_BYTES),
+                    });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses, before anything runs, a configuration directory that exists and holds
+    /// anything.
+    fn check_directories(configs: &[RunConfig]) -> Result<(), LabError> {
+        for config in configs {
+            if let Some(dir) = &config.options.path {
+                crate::runner::refuse_used_directory(dir)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Which peers run beside Verso, and where.
@@ -638,6 +760,9 @@ impl Plan {
             Command::Reproduce(_) => Err(LabError::BadOption(
                 "`reproduce` runs named experiments (crate::reproduce), not one workload".into(),
             )),
+            Command::Check(_) => Err(LabError::BadOption(
+                "`check` opens a database directory (crate::check), not one workload".into(),
+            )),
         }
     }
 
@@ -695,7 +820,7 @@ impl Plan {
             }
         });
         let peers = common.peers.specs()?;
-        let configs = with_baselines(
+        let mut configs = with_baselines(
             verso_configs
                 .chain(peers.into_iter().map(|peer| RunConfig {
                     isolation: common.isolation.into(),
@@ -713,6 +838,7 @@ impl Plan {
                 .collect(),
             common.baseline,
         );
+        common.durability.apply(&mut configs)?;
         if !common.peers.peers.is_empty()
             && common.protocol != ConcurrencyControl::SnapshotIsolation
         {
@@ -953,6 +1079,8 @@ pub enum Outcome {
     Reproduced(Box<Reproduction>),
     /// `reproduce --list` printed the experiments.
     Listed,
+    /// `check` opened and checked a database.
+    Checked(Box<crate::check::CheckReport>),
 }
 
 /// Runs a parsed command and prints what it measured to `out`: for a workload, every
@@ -996,6 +1124,17 @@ pub fn execute(
             Ok(Outcome::Reproduced(Box::new(reproduce::reproduce(
                 name, &options, out,
             )?)))
+        }
+        Command::Check(args) => {
+            if let Some(json) = &args.json {
+                check_outputs(Some(json), None, crate::report::REPORT_JSON)?;
+            }
+            let report = crate::check::check(&args.dir, out)?;
+            if let Some(json) = &args.json {
+                crate::report::write_json_of(json, &report)?;
+                writeln!(out, "JSON written to {}", json.display())?;
+            }
+            Ok(Outcome::Checked(Box::new(report)))
         }
         _ => run_workload(cli, command_line, out).map(Outcome::Lab),
     }
@@ -1083,6 +1222,20 @@ fn report_finished_runs(
     Ok(())
 }
 
+/// The clients and durability of a configuration, for its header line (empty in memory
+/// with a client per worker).
+fn durability_note(config: &RunConfig) -> String {
+    let mut note = String::new();
+    if let Some(clients) = config.clients.filter(|&c| c != config.oltp_workers) {
+        note.push_str(&format!(", {clients} clients"));
+    }
+    if let (Some(path), Some(level)) = (&config.options.path, config.options.effective_durability())
+    {
+        note.push_str(&format!(", {} log in {}", level.name(), path.display()));
+    }
+    note
+}
+
 /// [`execute`] for the workload subcommands.
 fn run_workload(
     cli: &Cli,
@@ -1098,6 +1251,7 @@ fn run_workload(
         plan.report.as_deref(),
         crate::report::REPORT_JSON,
     )?;
+    DurabilityArgs::check_directories(&plan.configs)?;
     let started_unix_seconds = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -1112,11 +1266,12 @@ fn run_workload(
     for (index, config) in plan.configs.iter().enumerate() {
         writeln!(
             out,
-            "== {}: {} isolation, {} OLTP + {} OLAP worker(s){}, {}",
+            "== {}: {} isolation, {} OLTP + {} OLAP worker(s){}{}, {}",
             config.label,
             crate::runner::isolation_name(config.isolation),
             config.oltp_workers,
             config.olap_workers,
+            durability_note(config),
             match (config.hold_snapshot, config.hold_read_only) {
                 (true, true) => ", holding a read-only snapshot",
                 (true, false) => ", holding a snapshot",
@@ -1182,6 +1337,9 @@ fn run_workload(
     };
     writeln!(out)?;
     write!(out, "{}", summary_table(&report.runs))?;
+    if let Some(table) = crate::report::durability_table(&report.runs) {
+        write!(out, "\n{table}")?;
+    }
     if let Some(line) = &report.comparison {
         writeln!(out, "\n{line}")?;
     }

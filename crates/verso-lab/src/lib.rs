@@ -20,7 +20,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod cli;
+pub mod clients;
 pub mod format;
 pub mod load;
 pub mod memory;

@@ -70,6 +70,16 @@ pub struct Sample {
     /// WAL files, DuckDB's `duckdb_memory()`.
     #[serde(default)]
     pub growth_bytes: u64,
+    /// Bytes appended to the log per second (a database with `--path`; else 0).
+    #[serde(default)]
+    pub log_bytes_per_second: f64,
+    /// Syncs of the log per second (each makes a group of commits durable).
+    #[serde(default)]
+    pub log_syncs_per_second: f64,
+    /// Whether a checkpoint ran during the interval (running at its end, or completed in
+    /// it).
+    #[serde(default)]
+    pub checkpoint_running: bool,
 }
 
 impl Sample {
@@ -336,8 +346,98 @@ pub struct RunResult {
     pub engine: EngineTotals,
     /// Medians and maxima.
     pub summary: Summary,
+    /// What commits cost in acknowledgements, the log and checkpoints (Verso's runs;
+    /// `None` for a peer's).
+    #[serde(default)]
+    pub durability: Option<DurabilityResult>,
     /// The time series.
     pub samples: Vec<Sample>,
+}
+
+/// What a Verso run's commits cost: how long clients waited for acknowledgements, what
+/// the log wrote and synced, what checkpoints took and pinned (`--path`, `--durability`,
+/// `--clients`; docs/lab.md, "Durability").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DurabilityResult {
+    /// `memory` (no `--path`), or the durability level: `sync`, `async`, `none`.
+    pub level: String,
+    /// The database's directory, kept after the run (`None` in memory).
+    pub path: Option<String>,
+    /// Logical clients served by the OLTP workers (each waits for its commit's
+    /// acknowledgement before its next transaction).
+    pub clients: usize,
+    /// Commits acknowledged to clients during the run (the latencies' count).
+    pub commits_acknowledged: u64,
+    /// Commit latency as a client sees it, from asking to commit until acknowledged
+    /// (durable as the level promises), in microseconds: median, 99th and 99.9th
+    /// percentiles, maximum.
+    pub commit_latency_p50_us: f64,
+    /// See `commit_latency_p50_us`.
+    pub commit_latency_p99_us: f64,
+    /// See `commit_latency_p50_us`.
+    pub commit_latency_p999_us: f64,
+    /// See `commit_latency_p50_us`.
+    pub commit_latency_max_us: f64,
+    /// Log bytes appended per second of the run.
+    pub log_bytes_per_second: f64,
+    /// Log syncs per second of the run.
+    pub log_syncs_per_second: f64,
+    /// Commit records per sync (the group commit's mean group; 0 without syncs).
+    pub commits_per_sync: f64,
+    /// Mean milliseconds a sync took.
+    pub mean_sync_ms: f64,
+    /// Checkpoints completed during the run.
+    pub checkpoints: u64,
+    /// Their mean duration in seconds.
+    pub checkpoint_mean_seconds: f64,
+    /// OLTP commits per second, mean over the samples during which a checkpoint ran, and
+    /// over the others (0 when there were none).
+    pub commits_per_second_during_checkpoints: f64,
+    /// See `commits_per_second_during_checkpoints`.
+    pub commits_per_second_outside_checkpoints: f64,
+    /// The most live version records above their level before a checkpoint began, over
+    /// the samples while one ran: what checkpoints pinned (to the sampling interval's
+    /// resolution).
+    pub checkpoint_pinned_versions: u64,
+    /// The same for live version bytes.
+    pub checkpoint_pinned_version_bytes: u64,
+}
+
+impl DurabilityResult {
+    /// Fills in what the samples say about checkpoints: throughput during and outside
+    /// them, and what they pinned.
+    pub fn add_checkpoint_samples(&mut self, samples: &[Sample]) {
+        let mean = |values: &[f64]| {
+            if values.is_empty() {
+                0.0
+            } else {
+                values.iter().sum::<f64>() / values.len() as f64
+            }
+        };
+        let (mut during, mut outside) = (Vec::new(), Vec::new());
+        let (mut base_versions, mut base_bytes) = (None::<u64>, None::<u64>);
+        for sample in samples {
+            if sample.checkpoint_running {
+                during.push(sample.oltp_commits_per_second);
+                // A checkpoint already running at the first sample has no level before
+                // it to compare with.
+                if let (Some(versions), Some(bytes)) = (base_versions, base_bytes) {
+                    self.checkpoint_pinned_versions = self
+                        .checkpoint_pinned_versions
+                        .max(sample.live_versions.saturating_sub(versions));
+                    self.checkpoint_pinned_version_bytes = self
+                        .checkpoint_pinned_version_bytes
+                        .max(sample.live_version_bytes.saturating_sub(bytes));
+                }
+            } else {
+                outside.push(sample.oltp_commits_per_second);
+                base_versions = Some(sample.live_versions);
+                base_bytes = Some(sample.live_version_bytes);
+            }
+        }
+        self.commits_per_second_during_checkpoints = mean(&during);
+        self.commits_per_second_outside_checkpoints = mean(&outside);
+    }
 }
 
 /// Everything one invocation of the lab measured: what the JSON file holds.

@@ -96,6 +96,76 @@ pub fn summary_table(runs: &[RunResult]) -> String {
     out
 }
 
+/// What commits cost, one row per Verso run: the durability level, clients, commit
+/// latency percentiles, the log's rate and group size, checkpoints and what they pinned.
+/// `None` when no run kept a log or served more clients than workers (then every latency
+/// is just a transaction's commit in memory).
+pub fn durability_table(runs: &[RunResult]) -> Option<String> {
+    let verso: Vec<(&RunResult, &crate::metrics::DurabilityResult)> = runs
+        .iter()
+        .filter_map(|run| run.durability.as_ref().map(|d| (run, d)))
+        .collect();
+    if !verso
+        .iter()
+        .any(|(run, d)| d.path.is_some() || d.clients > run.configuration.oltp_workers)
+    {
+        return None;
+    }
+    let header = [
+        "configuration",
+        "durability",
+        "clients",
+        "commit ms p50/p99/p99.9",
+        "log MiB/s",
+        "syncs/s",
+        "commits/sync",
+        "checkpoints",
+        "pinned",
+    ];
+    let ms = |us: f64| {
+        if us >= 10_000.0 {
+            format!("{:.0}", us / 1e3)
+        } else {
+            format!("{:.2}", us / 1e3)
+        }
+    };
+    let rows: Vec<Vec<String>> = verso
+        .iter()
+        .map(|(run, d)| {
+            vec![
+                plot::run_label(run),
+                d.level.clone(),
+                d.clients.to_string(),
+                format!(
+                    "{} / {} / {}",
+                    ms(d.commit_latency_p50_us),
+                    ms(d.commit_latency_p99_us),
+                    ms(d.commit_latency_p999_us)
+                ),
+                format!("{:.1}", d.log_bytes_per_second / f64::from(1u32 << 20)),
+                compact(d.log_syncs_per_second),
+                format!("{:.1}", d.commits_per_sync),
+                if d.checkpoints == 0 {
+                    "0".to_owned()
+                } else {
+                    format!("{} x {:.1} s", d.checkpoints, d.checkpoint_mean_seconds)
+                },
+                if d.checkpoints == 0 {
+                    "-".to_owned()
+                } else {
+                    compact(d.checkpoint_pinned_versions as f64)
+                },
+            ]
+        })
+        .collect();
+    let mut out = text_table(&header, &rows);
+    out.push_str(
+        "(commit: from asking to commit until acknowledged, as each client waits; pinned: the \
+         most live versions above their level before a checkpoint, while it ran)\n",
+    );
+    Some(out)
+}
+
 /// The run without a held snapshot that `held` is compared with: the same system and
 /// label, run in the same invocation (`--baseline`, `verso demo`).
 fn unheld_partner<'a>(held: &RunResult, runs: &'a [RunResult]) -> Option<&'a RunResult> {
@@ -216,8 +286,20 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
         })
         .collect();
     if !durabilities.is_empty() {
+        let verso: Vec<String> = runs
+            .iter()
+            .filter(|r| r.configuration.system == "verso" && r.configuration.hold_snapshot)
+            .map(|r| first_clause(&r.configuration.durability).to_owned())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let verso = if verso.is_empty() {
+            String::new()
+        } else {
+            format!("Verso {}; ", verso.join(", "))
+        };
         lines.push(format!(
-            "Not a durability comparison: Verso keeps everything in memory; {}.",
+            "Durability differs unless stated alike: {verso}{}.",
             durabilities.join("; ")
         ));
     }
@@ -377,6 +459,11 @@ fn probe_writable(path: &Path) -> std::io::Result<()> {
 
 /// Writes the report as pretty-printed JSON.
 pub fn write_json(path: &Path, report: &LabReport) -> Result<(), LabError> {
+    write_json_of(path, report)
+}
+
+/// Writes any serializable value as pretty-printed JSON (published as [`write_json`]).
+pub fn write_json_of(path: &Path, report: &impl serde::Serialize) -> Result<(), LabError> {
     let text =
         serde_json::to_string_pretty(report).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
     publish::write_file(path, (text + "\n").as_bytes())?;
@@ -836,6 +923,7 @@ mod tests {
             totals: Default::default(),
             engine: Default::default(),
             summary: Summary::of(&samples, 1.0),
+            durability: None,
             samples,
         }
     }
@@ -874,7 +962,7 @@ mod tests {
             lines[2]
         );
         assert!(
-            lines[3].starts_with("Not a durability comparison")
+            lines[3].starts_with("Durability differs unless stated alike")
                 && lines[3].contains("postgres: WAL"),
             "{}",
             lines[3]

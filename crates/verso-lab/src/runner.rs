@@ -79,6 +79,10 @@ pub struct RunConfig {
     /// ends with what it measured instead of being killed by the kernel, taking the
     /// configurations after it (and other programs) with it.
     pub memory_limit_bytes: Option<u64>,
+    /// Logical clients over the OLTP workers (`--clients`; `crate::clients`): each waits
+    /// for its commit's acknowledgement before its next transaction. `None`: one per
+    /// worker. A peer runs one connection (and worker thread) per client instead.
+    pub clients: Option<usize>,
 }
 
 impl RunConfig {
@@ -107,6 +111,7 @@ impl RunConfig {
             show_progress: false,
             peer: None,
             memory_limit_bytes: None,
+            clients: None,
         }
     }
 
@@ -199,6 +204,9 @@ pub fn run_configuration(
     if let Some(peer) = &config.peer {
         return crate::peers::run_peer(workload, peer, config);
     }
+    if let Some(dir) = &config.options.path {
+        refuse_used_directory(dir)?;
+    }
     let db = Database::open(config.options.clone())?;
 
     let load_bar = progress_bar(config.show_progress, 0);
@@ -217,6 +225,11 @@ pub fn run_configuration(
         .check_consistency(&db)
         .map_err(|e| after("the run", e))?;
 
+    // A persistent database is closed (everything synced, the directory released) and
+    // kept, for `verso check` to open.
+    let durability_text = verso_durability(&config.options);
+    let design = db.design();
+    db.close()?;
     let configuration = Configuration {
         garbage_collector: config.garbage_collector().name().to_owned(),
         background_gc_period_ms: config
@@ -224,22 +237,63 @@ pub fn run_configuration(
             .background_gc_period
             .map(|period| period.as_secs_f64() * 1e3),
         epoch_advance_threshold: config.options.epoch_advance_threshold,
-        design: db.design(),
+        settings: format!("Options: {design}"),
+        design,
         system_version: format!("Verso {}", env!("CARGO_PKG_VERSION")),
         system_isolation: match config.isolation {
             Isolation::Snapshot => "snapshot isolation".to_owned(),
             Isolation::Serializable => "serializable".to_owned(),
         },
-        settings: format!("Options: {}", db.design()),
-        durability: "none: in memory (the lab opens Verso without a path); a crash loses \
-                     everything"
-            .to_owned(),
+        durability: durability_text,
         growth_measure: "resident memory of the process (RSS): Verso keeps everything in \
                          memory"
             .to_owned(),
         ..configuration_of(workload, config)
     };
     Ok(result_of(configuration, load_seconds, measured, config))
+}
+
+/// Refuses a database directory that holds anything: each configuration loads a fresh
+/// database, and files of an earlier run would be recovered into it.
+pub(crate) fn refuse_used_directory(dir: &std::path::Path) -> Result<(), LabError> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => match entries.next() {
+            None => Ok(()),
+            Some(_) => Err(LabError::BadOption(format!(
+                "--path: {} is not empty (a database of an earlier run?); each configuration \
+                 needs a fresh directory: name a new or empty --path",
+                dir.display()
+            ))),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LabError::BadOption(format!(
+            "--path: cannot read {}: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+/// What a Verso run's durability is, in words for the report.
+fn verso_durability(options: &Options) -> String {
+    match (&options.path, options.effective_durability()) {
+        (Some(path), Some(verso::Durability::Sync)) => format!(
+            "sync: a redo log in {}, synced before each commit returns (group commit); \
+             nothing acknowledged is lost by a crash or a power loss",
+            path.display()
+        ),
+        (Some(path), Some(verso::Durability::Async { interval })) => format!(
+            "async: a redo log in {}, synced at least every {} ms; a crash loses at most \
+             that window of acknowledged commits",
+            path.display(),
+            interval.as_millis()
+        ),
+        (Some(path), Some(_)) => format!(
+            "none: a redo log in {}, written to the OS before each commit returns, never \
+             synced; survives a process crash, not a power loss",
+            path.display()
+        ),
+        _ => "memory: no --path, nothing is written; a crash loses everything".to_owned(),
+    }
 }
 
 /// The parts of a run's [`Configuration`] every system shares; the system's own parts
@@ -297,6 +351,7 @@ pub(crate) fn result_of(
         totals: measured.totals,
         engine: measured.engine,
         summary,
+        durability: measured.durability,
         samples: measured.samples,
     }
 }
@@ -438,6 +493,8 @@ struct Shared {
     oltp: Vec<WorkerCounters>,
     olap: Vec<WorkerCounters>,
     oltp_finished: AtomicUsize,
+    /// The OLTP workers' commit latencies, merged as each worker ends (`crate::clients`).
+    latency: Mutex<hdrhistogram::Histogram<u64>>,
 }
 
 impl Shared {
@@ -482,6 +539,7 @@ pub(crate) struct Measured {
     samples: Vec<Sample>,
     totals: Totals,
     engine: EngineTotals,
+    durability: Option<crate::metrics::DurabilityResult>,
     stopped_early: Option<String>,
 }
 
@@ -513,7 +571,10 @@ pub(crate) fn measure(
             .map(|_| WorkerCounters::new(kinds.len(), queries.len()))
             .collect(),
         oltp_finished: AtomicUsize::new(0),
+        latency: Mutex::new(crate::clients::latency_histogram()),
     };
+    // Clients over the workers; a peer's are its workers (one connection each).
+    let clients = config.clients.unwrap_or(config.oltp_workers);
     let start_line = StartLine::new();
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
@@ -543,6 +604,8 @@ pub(crate) fn measure(
             };
             let seed = worker_seed(config.seed, 1, index);
             let isolation = config.isolation;
+            let clients = (config.peer.is_none())
+                .then(|| split(clients as u64, config.oltp_workers, index) as usize);
             crew.spawn(
                 scope,
                 format!("OLTP worker {index}"),
@@ -550,13 +613,7 @@ pub(crate) fn measure(
                 move || system.oltp_worker(index, config.oltp_workers, seed),
                 move |worker| {
                     let outcome = worker.and_then(|mut worker| {
-                        drive_oltp(
-                            &mut *worker,
-                            isolation,
-                            &shared.oltp[index],
-                            &shared.stop,
-                            quota,
-                        )
+                        drive_oltp(&mut *worker, isolation, shared, index, quota, clients)
                     });
                     if let Err(e) = outcome {
                         shared.fail(e);
@@ -614,7 +671,12 @@ pub(crate) fn measure(
         if let Some(holder) = holder {
             holder.release()?;
         }
-        Ok(sampler.finish(run_seconds))
+        let latency = shared
+            .latency
+            .lock()
+            .map(|latency| latency.clone())
+            .unwrap_or_else(|_| crate::clients::latency_histogram());
+        Ok(sampler.finish(run_seconds, &latency))
     })?;
     match shared.error.into_inner() {
         Ok(Some(error)) => Err(error),
@@ -893,7 +955,32 @@ fn split(total: u64, workers: usize, index: usize) -> u64 {
     total / workers + u64::from((index as u64) < total % workers)
 }
 
+/// Runs OLTP worker `index` until the run stops or its `quota` of commits is reached,
+/// serving `clients` logical clients (`crate::clients`; `None` for a peer).
 fn drive_oltp(
+    worker: &mut dyn OltpWorker,
+    isolation: Isolation,
+    shared: &Shared,
+    index: usize,
+    quota: Option<u64>,
+    clients: Option<usize>,
+) -> Result<(), LabError> {
+    if let Some(clients) = clients {
+        crate::clients::install(clients);
+    }
+    let result = run_oltp(worker, isolation, &shared.oltp[index], &shared.stop, quota);
+    // Every commit counted is acknowledged before the worker ends (or the run fails).
+    let finished = crate::clients::finish();
+    result?;
+    if let (Some(latency), Ok(mut merged)) = (finished?, shared.latency.lock()) {
+        merged
+            .add(&latency)
+            .map_err(|e| LabError::Inconsistent(format!("commit latencies: {e}")))?;
+    }
+    Ok(())
+}
+
+fn run_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,
     counters: &WorkerCounters,
@@ -966,6 +1053,11 @@ fn read(
         rss_bytes: crate::memory::resident_bytes().unwrap_or(0),
         growth_bytes: gauges.growth_bytes.unwrap_or(last_growth_bytes),
     }
+}
+
+/// A counter of the log's statistics, if the database has a log.
+fn durable(stats: &Stats, get: impl Fn(&verso::DurabilityStats) -> u64) -> Option<u64> {
+    stats.durability.as_ref().map(get)
 }
 
 /// How often the sampler wakes to check the stop conditions and move the progress bar.
@@ -1142,10 +1234,20 @@ impl<'c> Sampler<'c> {
             versions_pruned_per_second: rate(s.versions_pruned_eagerly, p.versions_pruned_eagerly),
             versions_reclaimed_per_second: rate(s.versions_reclaimed, p.versions_reclaimed),
             growth_bytes: now.growth_bytes,
+            log_bytes_per_second: durable(s, |d| d.log_bytes).map_or(0.0, |after| {
+                rate(after, durable(p, |d| d.log_bytes).unwrap_or(0))
+            }),
+            log_syncs_per_second: durable(s, |d| d.log_syncs).map_or(0.0, |after| {
+                rate(after, durable(p, |d| d.log_syncs).unwrap_or(0))
+            }),
+            checkpoint_running: s.durability.as_ref().is_some_and(|d| {
+                d.checkpoint_running
+                    || d.checkpoints > p.durability.as_ref().map_or(0, |p| p.checkpoints)
+            }),
         }
     }
 
-    fn finish(self, run_seconds: f64) -> Measured {
+    fn finish(self, run_seconds: f64, latency: &hdrhistogram::Histogram<u64>) -> Measured {
         let c = &self.previous.counts;
         let name = |names: &[&str], i: usize| names[i].to_owned();
         let totals = Totals {
@@ -1250,12 +1352,56 @@ impl<'c> Sampler<'c> {
                 .rows_cleaned_cooperatively
                 .saturating_sub(f.rows_cleaned_cooperatively),
         };
+        let durability = self.config.peer.is_none().then(|| {
+            let (s, f) = (s.durability.as_ref(), f.durability.as_ref());
+            let delta = |get: fn(&verso::DurabilityStats) -> u64| {
+                s.map_or(0, get).saturating_sub(f.map_or(0, get))
+            };
+            let per_second = |n: u64| n as f64 / run_seconds.max(1e-9);
+            let (syncs, checkpoints) = (delta(|d| d.log_syncs), delta(|d| d.checkpoints));
+            let options = &self.config.options;
+            let mut result = crate::metrics::DurabilityResult {
+                level: options
+                    .effective_durability()
+                    .map_or("memory", |d| d.name())
+                    .to_owned(),
+                path: options.path.as_ref().map(|p| p.display().to_string()),
+                clients: self.config.clients.unwrap_or(self.config.oltp_workers),
+                commits_acknowledged: latency.len(),
+                commit_latency_p50_us: latency.value_at_quantile(0.5) as f64,
+                commit_latency_p99_us: latency.value_at_quantile(0.99) as f64,
+                commit_latency_p999_us: latency.value_at_quantile(0.999) as f64,
+                commit_latency_max_us: latency.max() as f64,
+                log_bytes_per_second: per_second(delta(|d| d.log_bytes)),
+                log_syncs_per_second: per_second(syncs),
+                commits_per_sync: if syncs == 0 {
+                    0.0
+                } else {
+                    delta(|d| d.log_commits) as f64 / syncs as f64
+                },
+                mean_sync_ms: if syncs == 0 {
+                    0.0
+                } else {
+                    delta(|d| d.log_sync_nanos) as f64 / syncs as f64 / 1e6
+                },
+                checkpoints,
+                checkpoint_mean_seconds: if checkpoints == 0 {
+                    0.0
+                } else {
+                    delta(|d| d.checkpoint_nanos) as f64 / checkpoints as f64 / 1e9
+                },
+                ..Default::default()
+            };
+            result.add_checkpoint_samples(&self.samples);
+            result
+        });
         Measured {
             stopped_early: self.stopped_early,
             run_seconds,
             samples: self.samples,
             totals,
             engine,
+            durability,
         }
     }
 }

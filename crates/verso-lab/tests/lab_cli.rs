@@ -524,7 +524,10 @@ fn the_demo_holds_a_snapshot_on_verso_and_every_peer_and_writes_its_report() {
         );
     }
     assert!(stdout.contains("What to conclude: "), "{stdout}");
-    assert!(stdout.contains("Not a durability comparison"), "{stdout}");
+    assert!(
+        stdout.contains("Durability differs unless stated alike: Verso memory"),
+        "{stdout}"
+    );
     let html = std::fs::read_to_string(report.join("index.html")).expect("index.html");
     assert!(html.contains("growth_bytes.svg") && html.contains("What happened"));
     let json: serde_json::Value = serde_json::from_str(

@@ -471,7 +471,9 @@ pub struct Options {
     /// Tests give a [`crate::fs::SimulatedFileSystem`].
     pub file_system: Option<FileSystemHandle>,
     /// Take a checkpoint automatically each time the log grows by this many bytes since
-    /// the last one (`None`: only [`Database::checkpoint`]). Default 256 MiB.
+    /// the last one, or by a quarter of the last checkpoint's size if that is more (so a
+    /// large database is not rewritten back to back); `None`: only
+    /// [`Database::checkpoint`]. Default 256 MiB.
     pub checkpoint_after_log_bytes: Option<u64>,
     /// The size of a log segment (default 64 MiB): a checkpoint frees the segments below
     /// its position.
@@ -479,6 +481,11 @@ pub struct Options {
     /// Whether a background thread zero-fills the next log segment ahead of time (default
     /// on): overwriting allocated blocks syncs faster than growing a file.
     pub preallocate_log_segments: bool,
+    /// Whether a background thread makes deferred commits durable without a waiter
+    /// (default on; see [`Transaction::commit_deferred`]). Off, a deferred commit becomes
+    /// durable when a thread waits for it or for a later commit, or a leader's flush takes
+    /// it; tests that replay the disk's operations exactly turn it off.
+    pub log_flush_thread: bool,
     /// Threads that load a checkpoint at open (default: the machine's parallelism).
     pub recovery_threads: Option<usize>,
     /// For Verso's own crash tests only: a bug to plant in the durability protocols, to
@@ -523,6 +530,7 @@ impl Default for Options {
             checkpoint_after_log_bytes: Some(DEFAULT_CHECKPOINT_AFTER_LOG_BYTES),
             log_segment_bytes: DEFAULT_LOG_SEGMENT_BYTES,
             preallocate_log_segments: true,
+            log_flush_thread: true,
             recovery_threads: None,
             planted_bug: None,
         }
@@ -630,6 +638,12 @@ impl Options {
     /// Options with (or without) segments zero-filled ahead of time.
     pub fn preallocate_log_segments(mut self, preallocate: bool) -> Self {
         self.preallocate_log_segments = preallocate;
+        self
+    }
+
+    /// Options with (or without) the flusher thread of deferred commits.
+    pub fn log_flush_thread(mut self, on: bool) -> Self {
+        self.log_flush_thread = on;
         self
     }
 
@@ -1085,6 +1099,7 @@ impl Database {
                     durability: options.durability.unwrap_or_default(),
                     segment_bytes: options.log_segment_bytes,
                     preallocate: options.preallocate_log_segments,
+                    flush_thread: options.log_flush_thread,
                     checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
                     recovery_threads: options.recovery_threads.unwrap_or_else(|| {
                         std::thread::available_parallelism().map_or(2, usize::from)
@@ -1232,6 +1247,17 @@ impl Database {
     /// The names of all tables, in creation order.
     pub fn table_names(&self) -> Vec<String> {
         on_engine!(&*self.engine, e => e.table_names())
+    }
+
+    /// The names of a table's secondary indexes, in the order its schema declared them.
+    pub fn index_names(&self, table: TableId) -> Result<Vec<String>> {
+        on_engine!(&*self.engine, e => Ok(e
+            .table(table)?
+            .schema
+            .indexes
+            .iter()
+            .map(|index| index.name.clone())
+            .collect()))
     }
 
     /// Begins a transaction on the calling thread. Any number may be open per thread.
@@ -1890,12 +1916,18 @@ impl<'db> Transaction<'db> {
     /// Commits and returns as soon as the commit is visible, with a ticket to wait on for
     /// its durability: [`CommitTicket::wait`] returns when `commit()` would have. One
     /// thread can so serve many clients, each answered once its ticket is durable, while
-    /// the thread runs the next client's transaction (as SiloR's workers do). Until the
+    /// the thread runs the next client's transaction (as SiloR's workers do). The log's
+    /// flusher thread, woken by the deferred commit, writes and syncs it meanwhile (with
+    /// every commit appended by then), so a ticket often is durable before anyone waits. Until the
     /// ticket is durable the commit may be lost by a crash (and every transaction that
     /// read it is acknowledged only after it). Errors as [`Transaction::commit`]'s, but for
     /// the wait's.
     pub fn commit_deferred(self) -> Result<CommitTicket> {
         let (log, end) = on_txn!(self.inner, t => t.commit_for_ticket()?);
+        if let Some(log) = log.as_ref().filter(|log| !log.is_acknowledged(end)) {
+            // Durable soon without this thread waiting: the flusher takes it.
+            log.request_flush();
+        }
         Ok(CommitTicket { log, end })
     }
 

@@ -40,21 +40,25 @@ fn oracle_path(dir: &Path) -> PathBuf {
     dir.with_extension("acknowledged")
 }
 
-/// Creates the tables and the accounts if the database is new.
+/// Creates the tables and the accounts if the database does not hold them yet. A child
+/// killed at its very start may have left the tables (each created durably on its own)
+/// without the accounts (one transaction after them): then only the accounts are added.
+/// (Seen once: a kill 20 ms after the start left the tables empty, and the check read a
+/// balance sum of 0 as a lost transaction. Early kills now happen on purpose.)
 fn prepare(db: &Database) {
-    if db.table("accounts").is_ok() {
-        return;
-    }
-    let accounts = db
-        .create_table(
-            "accounts",
-            Schema::new()
-                .column("id", ColumnType::U64)
-                .column("balance", ColumnType::I64)
-                .primary_key(&["id"]),
-        )
-        .unwrap();
-    db.create_table(
+    let table = |name: &str, schema: Schema| {
+        db.table(name)
+            .or_else(|_| db.create_table(name, schema))
+            .unwrap()
+    };
+    let accounts = table(
+        "accounts",
+        Schema::new()
+            .column("id", ColumnType::U64)
+            .column("balance", ColumnType::I64)
+            .primary_key(&["id"]),
+    );
+    table(
         "history",
         Schema::new()
             .column("id", ColumnType::U64)
@@ -63,8 +67,13 @@ fn prepare(db: &Database) {
             .column("amount", ColumnType::I64)
             .primary_key(&["id"])
             .index("by_from", &["from"]),
-    )
-    .unwrap();
+    );
+    let txn = db.begin(Isolation::Snapshot);
+    let loaded = txn.get(accounts, &[Value::U64(0)]).unwrap().is_some();
+    txn.commit().unwrap();
+    if loaded {
+        return;
+    }
     let mut txn = db.begin(Isolation::Snapshot);
     for id in 0..ACCOUNTS {
         txn.insert(accounts, &[Value::U64(id), Value::I64(INITIAL_BALANCE)])
@@ -201,7 +210,14 @@ fn every_acknowledged_transfer_survives_sigkill() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.random_range(20..250)));
+        // One kill in eight comes within the child's first milliseconds: while it opens,
+        // recovers and prepares the tables.
+        let life = if rng.random_ratio(1, 8) {
+            rng.random_range(0..20)
+        } else {
+            rng.random_range(20..250)
+        };
+        std::thread::sleep(Duration::from_millis(life));
         if let Some(status) = child.try_wait().unwrap() {
             let mut stderr = String::new();
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();

@@ -54,6 +54,9 @@ fn persistent(options: &Options, fs: &SimulatedFileSystem, durability: Durabilit
         .file_system(Arc::new(fs.clone()))
         .durability(durability)
         .preallocate_log_segments(false)
+        // Exact replay: no thread but the test's does I/O (the flusher of deferred commits
+        // would, at moments of its own).
+        .log_flush_thread(false)
         .checkpoint_after_log_bytes(None)
         .log_segment_bytes(4096);
     options.recovery_threads = Some(1);

@@ -56,8 +56,8 @@ impl DuckDbPeer {
                     "in-memory database, threads={threads}, memory_limit={memory_limit} \
                      (as shipped)"
                 ),
-                durability: "none: an in-memory database, like Verso's; a crash loses \
-                             everything"
+                durability: "none: an in-memory database, like Verso's without --path; a \
+                             crash loses everything"
                     .to_owned(),
                 growth_measure: "memory held by DuckDB's buffer manager (sum of \
                                  duckdb_memory()), where its tables and undo buffers live"

@@ -107,6 +107,9 @@ pub struct PeerSpec {
     pub postgres_url: Option<String>,
     /// Where peers make their directories (a private server's cluster, SQLite's file).
     pub dir: PathBuf,
+    /// PostgreSQL's private server only: `synchronous_commit = on` (a commit waits for
+    /// its WAL flush, as Verso's `--durability sync` does) instead of the lab's `off`.
+    pub synchronous_commit: bool,
 }
 
 impl PeerSpec {
@@ -117,6 +120,7 @@ impl PeerSpec {
             kind,
             postgres_url: None,
             dir: std::env::temp_dir(),
+            synchronous_commit: false,
         }
     }
 
@@ -172,7 +176,7 @@ impl PeerSpec {
         match self.kind {
             PeerKind::Postgres => Ok(Box::new(match &self.postgres_url {
                 Some(url) => postgres::PostgresPeer::connect_existing(url)?,
-                None => postgres::PostgresPeer::start_private(&self.dir)?,
+                None => postgres::PostgresPeer::start_private(&self.dir, self.synchronous_commit)?,
             })),
             PeerKind::Sqlite => Ok(Box::new(sqlite::SqlitePeer::create(&self.dir)?)),
             #[cfg(feature = "duckdb")]

@@ -30,7 +30,8 @@ use crate::workload::{AbortReason, LabError, LoadProgress};
 ///   the run measures versions, not the disk;
 /// - `synchronous_commit = off`: a commit does not wait for its WAL to reach the disk (it
 ///   is written within `wal_writer_delay`, 200 ms), the closest PostgreSQL comes to Verso's
-///   in-memory commits without giving up crash consistency; `fsync` stays on;
+///   in-memory commits without giving up crash consistency; `fsync` stays on. With Verso's
+///   `--durability sync` the lab sets it `on` instead (a commit waits for its WAL flush);
 /// - autovacuum on, with its shipped settings: the vacuum a user would have;
 /// - no TCP at all: the server listens on a Unix socket in its own directory only.
 pub const PRIVATE_SETTINGS: &[(&str, &str)] = &[
@@ -187,7 +188,11 @@ pub struct PrivateServer {
 impl PrivateServer {
     /// Makes and starts a server in a fresh directory under `parent`. Fails with what
     /// `initdb` or the server said; then nothing is left behind.
-    pub fn start(binaries: &Binaries, parent: &Path) -> Result<PrivateServer, LabError> {
+    pub fn start(
+        binaries: &Binaries,
+        parent: &Path,
+        synchronous_commit: bool,
+    ) -> Result<PrivateServer, LabError> {
         let run_as = server_user()?;
         let dir = cleanup::fresh_dir(parent, "postgres")
             .map_err(|e| LabError::Peer(format!("postgres: {e}")))?;
@@ -238,6 +243,10 @@ impl PrivateServer {
         let mut conf =
             String::from("\n# Written by the Verso lab (crates/verso-lab/src/peers/postgres.rs)\n");
         for (name, value) in PRIVATE_SETTINGS {
+            let value = match *name {
+                "synchronous_commit" if synchronous_commit => "on",
+                _ => value,
+            };
             let _ = writeln!(conf, "{name} = {value}");
         }
         let _ = writeln!(conf, "unix_socket_directories = '{}'", server.dir.display());
@@ -357,9 +366,13 @@ fn connect_error(e: &postgres::Error, target: &str) -> LabError {
 
 impl PostgresPeer {
     /// Starts a private server under `parent` and connects to it.
-    pub fn start_private(parent: &Path) -> Result<PostgresPeer, LabError> {
+    /// `synchronous_commit`: on instead of the lab's off (see [`PRIVATE_SETTINGS`]).
+    pub fn start_private(
+        parent: &Path,
+        synchronous_commit: bool,
+    ) -> Result<PostgresPeer, LabError> {
         let binaries = Binaries::find()?;
-        let server = PrivateServer::start(&binaries, parent)?;
+        let server = PrivateServer::start(&binaries, parent, synchronous_commit)?;
         let config = server.client_config();
         let monitor = config
             .connect(NoTls)
@@ -443,12 +456,13 @@ impl PostgresPeer {
             durability: if synchronous_commit_off {
                 "WAL with fsync, but synchronous_commit=off: a commit returns before its WAL \
                  reaches the disk, so a crash may lose the last fraction of a second of \
-                 commits (never consistency). Not the durability of synchronous_commit=on, \
-                 and not Verso's (in memory, nothing survives): not a durability comparison"
+                 commits (never consistency), like Verso's --durability async; compare \
+                 with the durability each Verso run states"
                     .to_owned()
             } else {
                 "WAL flushed at every commit (synchronous_commit on): every commit survives a \
-                 crash. Verso keeps nothing across a crash: not a durability comparison"
+                 crash, like Verso's --durability sync; compare with the durability each \
+                 Verso run states"
                     .to_owned()
             },
             growth_measure: "pg_total_relation_size of the workload's tables (heap, indexes, \

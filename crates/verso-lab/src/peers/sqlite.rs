@@ -79,8 +79,7 @@ impl SqlitePeer {
             ),
             durability: "WAL with synchronous=NORMAL: a commit is in the WAL file but not \
                              synced; a crash of the process loses nothing, a power loss may \
-                             lose the last commits. Verso keeps nothing across a crash: not a \
-                             durability comparison"
+                             lose the last commits (like Verso's --durability none)"
                 .to_owned(),
             growth_measure: "the database file plus its WAL file (a long reader keeps \
                                  checkpoints from resetting the WAL)"

@@ -262,7 +262,7 @@ impl KvUpdater<'_> {
                     return Ok(());
                 }
             }
-            txn.commit()
+            crate::clients::commit(txn)
         })();
         if let Some(key) = missing {
             return Err(LabError::Inconsistent(format!("kv row {key} is missing")));

@@ -461,7 +461,7 @@ impl OltpWorker for TpcbWorker<'_> {
                     Value::Null,
                 ],
             )?;
-            txn.commit()
+            crate::clients::commit(txn)
         })();
         if let Some(what) = missing {
             return Err(LabError::Inconsistent(format!("tpcb: {what} is missing")));

@@ -554,7 +554,7 @@ impl YcsbWorker<'_> {
                 }
             }
         }
-        Ok(txn.commit())
+        Ok(crate::clients::commit(txn))
     }
 }
 

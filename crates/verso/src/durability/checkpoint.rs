@@ -162,6 +162,7 @@ pub(crate) fn take<V: VersionStorage, G: Collector>(
     let path = dir.join(&name);
     let written = write_file(
         fs,
+        log,
         &temporary,
         &snapshot_txn,
         engine,
@@ -170,7 +171,8 @@ pub(crate) fn take<V: VersionStorage, G: Collector>(
         &catalog,
     );
     snapshot_txn.abort();
-    let (rows, bytes) = match written {
+    // Nothing is renamed or written into the directory once the database is closed.
+    let (rows, bytes) = match written.and_then(|done| log.check().map(|()| done)) {
         Ok(done) => done,
         Err(error) => {
             let _ = fs.remove_file(&temporary);
@@ -207,6 +209,7 @@ pub(crate) fn take<V: VersionStorage, G: Collector>(
     persistence
         .checkpointed_from
         .store(log_from, Ordering::Release);
+    persistence.checkpoint_bytes.store(bytes, Ordering::Relaxed);
     let report = CheckpointReport {
         snapshot,
         rows,
@@ -217,8 +220,10 @@ pub(crate) fn take<V: VersionStorage, G: Collector>(
     Ok(report)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_file<V: VersionStorage, G: Collector>(
     fs: &dyn FileSystem,
+    log: &super::log::Log,
     path: &Path,
     txn: &EngineTxn<'_, V, G>,
     engine: &Engine<V, G>,
@@ -285,7 +290,9 @@ fn write_file<V: VersionStorage, G: Collector>(
                 }
                 let at = count_at.get();
                 writer.body[at..at + 4].copy_from_slice(&rows_in_block.replace(0).to_le_bytes());
-                match writer.write_block() {
+                // A database closed meanwhile stops the checkpoint here (`close` waits
+                // for it before it releases the directory).
+                match log.check().and_then(|()| writer.write_block()) {
                     Ok(()) => true,
                     Err(error) => {
                         failed = Some(error);
@@ -346,6 +353,11 @@ pub(crate) struct RowsBlock {
 }
 
 impl CheckpointReader {
+    /// The checkpoint file's length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     pub(crate) fn open(fs: &dyn FileSystem, path: &Path) -> Result<(Self, CheckpointCatalog)> {
         let name = path.display().to_string();
         let file = fs

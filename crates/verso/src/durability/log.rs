@@ -216,6 +216,12 @@ pub(crate) struct Log {
     failure: Mutex<Option<String>>,
     /// Set by `Database::close`: every later use fails with `DatabaseClosed`.
     closed: AtomicBool,
+    /// A deferred commit asked the flusher to write (and under `Sync`, sync) the log.
+    /// Invariant: set before `flush_request` is taken to notify, so the flusher, which
+    /// checks it under `flush_request` before waiting, never misses a request.
+    flush_wanted: AtomicBool,
+    flush_request: Mutex<()>,
+    flush_requested: Condvar,
     pub(crate) counters: LogCounters,
     spares: Arc<Spares>,
 }
@@ -285,6 +291,9 @@ impl Log {
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             closed: AtomicBool::new(false),
+            flush_wanted: AtomicBool::new(false),
+            flush_request: Mutex::new(()),
+            flush_requested: Condvar::new(),
             counters: LogCounters::default(),
             spares,
         })
@@ -312,6 +321,8 @@ impl Log {
         self.spares.stop.store(true, Ordering::Release);
         self.spares.wanted.notify_all();
         self.notify();
+        let _guard = self.flush_request.lock();
+        self.flush_requested.notify_all();
     }
 
     fn lost(&self) -> Error {
@@ -421,6 +432,48 @@ impl Log {
                 Ok(())
             }
         }
+    }
+
+    /// Asks the flusher thread to write what is appended (and under `Sync`, sync it),
+    /// without waiting: a deferred commit's way to become durable while its thread runs
+    /// the next transaction. Requests made while a flush runs are served by the next one,
+    /// which takes everything appended by then (group commit with no committer waiting).
+    /// Under `Async` the interval's thread does this already.
+    pub(crate) fn request_flush(&self) {
+        if matches!(self.durability, Durability::Async { .. }) {
+            return;
+        }
+        if !self.flush_wanted.swap(true, Ordering::AcqRel) {
+            let _guard = self.flush_request.lock();
+            self.flush_requested.notify_one();
+        }
+    }
+
+    /// The flusher thread's round: waits up to `timeout` for a request, then serves it
+    /// (one write, and a sync under `Sync`, of everything appended). False once the log
+    /// is closed or failed: the thread ends.
+    pub(crate) fn serve_flush_request(&self, timeout: Duration) -> bool {
+        {
+            let mut guard = self.flush_request.lock();
+            if !self.flush_wanted.load(Ordering::Acquire) && self.check().is_ok() {
+                self.flush_requested.wait_for(&mut guard, timeout);
+            }
+        }
+        if self.check().is_err() {
+            return false;
+        }
+        if !self.flush_wanted.swap(false, Ordering::AcqRel) {
+            return true;
+        }
+        let level = match self.durability {
+            Durability::Sync => Reached::Durable,
+            _ => Reached::Written,
+        };
+        // A committer that led a flush since the request may have covered it already.
+        if self.reached(level) < self.tail() {
+            return self.flush(level == Reached::Durable).is_ok();
+        }
+        true
     }
 
     /// Whether the record ending at `end` is as safe as [`Log::acknowledge`] waits for.

@@ -79,6 +79,7 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         let loading = Instant::now();
         let path = dir.join(&reference.file);
         let (reader, catalog) = CheckpointReader::open(fs, &path)?;
+        stats.checkpoint_bytes = reader.len();
         if catalog.snapshot != reference.snapshot || catalog.log_from != manifest.log_from {
             return Err(Error::Corruption {
                 file: path.display().to_string(),

@@ -414,7 +414,7 @@ impl<'db> TpccWorker<'db> {
             row[order_line::OL_AMOUNT] = Value::F64(from_cents(amount_cents));
             txn.insert(tables.order_line, row)?;
         }
-        txn.commit()?;
+        crate::clients::commit(txn)?;
         let total = total_cents as f64 * (1.0 - c_discount) * (1.0 + w_tax + d_tax);
         self.last_new_order = NewOrderOutput {
             total_cents: total.round() as i64,
@@ -551,7 +551,7 @@ impl<'db> TpccWorker<'db> {
                 Value::I64(payment_number),
             ],
         )?;
-        txn.commit()?;
+        crate::clients::commit(txn)?;
         Ok(Flow::Committed)
     }
 
@@ -630,7 +630,7 @@ impl<'db> TpccWorker<'db> {
         )?;
         debug_assert!((1..=15).contains(&lines), "order {o_id} has {lines} lines");
         debug_assert!(balance_cents > i64::MIN && amount_cents >= 0);
-        txn.commit()?;
+        crate::clients::commit(txn)?;
         Ok(Flow::Committed)
     }
 
@@ -739,7 +739,7 @@ impl<'db> TpccWorker<'db> {
                 || format!("customer ({w_id}, {d_id}, {c_id})"),
             )?;
         }
-        txn.commit()?;
+        crate::clients::commit(txn)?;
         for (d_index, delivered) in self.delivered_orders.iter().enumerate() {
             if let Some(o_id) = delivered {
                 let floor =
@@ -812,7 +812,7 @@ impl<'db> TpccWorker<'db> {
                 low_stock += u64::from(quantity < threshold);
             }
         }
-        txn.commit()?;
+        crate::clients::commit(txn)?;
         self.counters.last_low_stock = low_stock;
         Ok(Flow::Committed)
     }

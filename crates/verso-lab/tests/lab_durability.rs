@@ -1,0 +1,250 @@
+//! The lab with persistent databases: `--path`, `--durability`, `--clients`, the durability
+//! measures in the JSON and the summary, and `verso check` on what a run kept.
+
+use std::path::Path;
+use std::process::Command;
+
+use verso::{Database, Isolation, Options, Value};
+
+fn verso(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_verso"))
+        .args(args)
+        .output()
+        .expect("the verso binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `verso args`, asserts success, and returns its standard output.
+fn succeeds(what: &str, args: &[&str]) -> String {
+    let output = verso(args);
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{what}: {stdout}\n{}",
+        text(&output.stderr)
+    );
+    stdout
+}
+
+/// Runs `verso args`, asserts failure, and returns its standard error.
+fn fails(what: &str, args: &[&str]) -> String {
+    let output = verso(args);
+    assert!(
+        !output.status.success(),
+        "{what} succeeded: {}",
+        text(&output.stdout)
+    );
+    text(&output.stderr)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn a_durable_run_with_clients_reports_its_log_and_latencies_and_check_verifies_what_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = dir.path().join("db");
+    let json = dir.path().join("out.json");
+    let stdout = succeeds(
+        "tpcb with a sync log and 8 clients",
+        &[
+            "tpcb",
+            "--tiny",
+            "--workers",
+            "2",
+            "--clients",
+            "8",
+            "--duration",
+            "0.5",
+            "--path",
+            path(&databases),
+            "--durability",
+            "sync",
+            "--checkpoint-mib",
+            "1",
+            "--quiet",
+            "--json",
+            path(&json),
+        ],
+    );
+    assert!(stdout.contains("8 clients, sync log in"), "{stdout}");
+    assert!(stdout.contains("commit ms p50/p99/p99.9"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &report["runs"][0];
+    let durability = &run["durability"];
+    assert_eq!(durability["level"], "sync", "{durability}");
+    assert_eq!(durability["clients"], 8);
+    let commits = run["totals"]["oltp_commits"].as_u64().unwrap();
+    assert!(commits > 0);
+    assert_eq!(
+        durability["commits_acknowledged"].as_u64().unwrap(),
+        commits,
+        "every counted commit acknowledged by the run's end"
+    );
+    assert!(durability["log_syncs_per_second"].as_f64().unwrap() > 0.0);
+    assert!(durability["commits_per_sync"].as_f64().unwrap() >= 1.0);
+    assert!(durability["log_bytes_per_second"].as_f64().unwrap() > 0.0);
+    let p50 = durability["commit_latency_p50_us"].as_f64().unwrap();
+    let p99 = durability["commit_latency_p99_us"].as_f64().unwrap();
+    assert!(0.0 < p50 && p50 <= p99, "{durability}");
+    assert!(
+        run["configuration"]["durability"]
+            .as_str()
+            .unwrap()
+            .starts_with("sync: a redo log in"),
+        "{}",
+        run["configuration"]["durability"]
+    );
+
+    // The run kept its database; `check` recovers it and checks TPC-B's sums.
+    let kept = databases.join("01-steam");
+    assert!(
+        kept.join("MANIFEST").is_file(),
+        "the run's directory is kept"
+    );
+    let check_json = dir.path().join("check.json");
+    let stdout = succeeds(
+        "check",
+        &["check", path(&kept), "--json", path(&check_json)],
+    );
+    assert!(
+        stdout.contains("consistent: TPC-B's balance sums hold"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("pgbench_accounts: 1000 rows"), "{stdout}");
+    let checked: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&check_json).unwrap()).unwrap();
+    let history = checked["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "pgbench_history")
+        .expect("the history table");
+    assert_eq!(
+        history["rows"].as_u64().unwrap(),
+        commits,
+        "every acknowledged transaction's history row recovered"
+    );
+
+    // A database whose sums no longer hold is caught.
+    {
+        let db = Database::open(Options::default().path(&kept)).unwrap();
+        let accounts = db.table("pgbench_accounts").unwrap();
+        let mut txn = db.begin(Isolation::Snapshot);
+        let balance = db.column_index(accounts, "abalance").unwrap();
+        assert!(txn
+            .update(
+                accounts,
+                &[Value::U64(1)],
+                &[(balance, Value::I64(1_000_000))]
+            )
+            .unwrap());
+        txn.commit().unwrap();
+        db.close().unwrap();
+    }
+    let stderr = fails("check of a broken database", &["check", path(&kept)]);
+    assert!(stderr.contains("tpcb balances differ"), "{stderr}");
+}
+
+#[test]
+fn tpcc_on_an_async_log_is_recovered_and_its_twelve_conditions_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = dir.path().join("db");
+    succeeds(
+        "tpcc with an async log",
+        &[
+            "tpcc",
+            "--tiny",
+            "--duration",
+            "0.5",
+            "--path",
+            path(&databases),
+            "--durability",
+            "async",
+            "--quiet",
+        ],
+    );
+    let stdout = succeeds("check", &["check", path(&databases.join("01-steam"))]);
+    assert!(
+        stdout.contains("consistent: TPC-C's twelve consistency conditions (clause 3.3.2) hold"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recovered"), "{stdout}");
+}
+
+#[test]
+fn in_memory_clients_are_served_by_deferred_commits_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    succeeds(
+        "ycsb in memory with 6 clients",
+        &[
+            "ycsb",
+            "--tiny",
+            "--workers",
+            "2",
+            "--clients",
+            "6",
+            "--duration",
+            "0.3",
+            "--quiet",
+            "--json",
+            path(&json),
+        ],
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let durability = &report["runs"][0]["durability"];
+    assert_eq!(durability["level"], "memory");
+    assert_eq!(durability["clients"], 6);
+    assert_eq!(durability["path"], serde_json::Value::Null);
+    assert_eq!(
+        durability["commits_acknowledged"],
+        report["runs"][0]["totals"]["oltp_commits"]
+    );
+}
+
+#[test]
+fn durability_options_that_cannot_work_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // A level without a directory: clap's usage error.
+    let stderr = fails(
+        "--durability without --path",
+        &["tpcb", "--tiny", "--durability", "sync"],
+    );
+    assert!(stderr.contains("--path"), "{stderr}");
+    // Fewer clients than workers.
+    let stderr = fails(
+        "--clients below --workers",
+        &["tpcb", "--tiny", "--workers", "2", "--clients", "1"],
+    );
+    assert!(
+        stderr.contains("every worker serves at least one client"),
+        "{stderr}"
+    );
+    // A configuration's directory that holds something already.
+    let used = dir.path().join("used");
+    std::fs::create_dir_all(used.join("01-steam")).unwrap();
+    std::fs::write(used.join("01-steam").join("x"), b"x").unwrap();
+    let stderr = fails(
+        "--path over a used directory",
+        &["tpcb", "--tiny", "--path", path(&used), "--quiet"],
+    );
+    assert!(stderr.contains("is not empty"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(used.join("01-steam")).unwrap().count(),
+        1,
+        "nothing written into it"
+    );
+    // `check` of a directory without a database creates nothing.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let stderr = fails("check of an empty directory", &["check", path(&empty)]);
+    assert!(stderr.contains("no Verso database here"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
