@@ -1042,10 +1042,17 @@ fn run_one_configuration_as_child(
 fn run_configuration_in_child(
     command_line: &[String],
     index: usize,
+    show_progress: bool,
 ) -> Result<crate::metrics::RunResult, LabError> {
     let mut args: Vec<String> = command_line.iter().skip(1).cloned().collect();
     args.extend(["--config-index".to_owned(), index.to_string()]);
-    crate::runner::run_in_child_process(&args, "--config-json", &format!("configuration {index}"))
+    crate::runner::run_in_child_process(
+        &args,
+        "--config-json",
+        &format!("configuration {index}"),
+        show_progress,
+        "",
+    )
 }
 
 /// After a configuration's child process failed: prints the summary of the configurations
@@ -1129,7 +1136,7 @@ fn run_workload(
         )?;
         out.flush()?;
         let run = if in_children {
-            match run_configuration_in_child(&command_line, index) {
+            match run_configuration_in_child(&command_line, index, config.show_progress) {
                 Ok(run) => run,
                 Err(error) => {
                     // Keep what the configurations before it measured (minutes of runs,

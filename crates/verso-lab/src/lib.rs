@@ -8,6 +8,7 @@
 //! - [`runner`]: loads a database, runs OLTP and OLAP workers side by side, samples the
 //!   engine's counters every second, checks consistency;
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
+//! - [`progress`]: progress bars, also those of a child process, drawn by its parent;
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
 //!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
@@ -27,6 +28,7 @@ pub mod memory;
 pub mod metrics;
 pub mod peers;
 pub mod plot;
+pub mod progress;
 pub mod publish;
 pub mod report;
 pub mod reproduce;

@@ -735,3 +735,103 @@ fn a_run_past_its_memory_limit_stops_early_and_says_so() {
         assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
     }
 }
+
+/// A compared configuration runs in a child process whose standard error is a pipe, where
+/// its progress bars drew nothing: `verso demo`, `--compare` and `reproduce` sat silent for
+/// minutes. Asked to, the child sends its bars up the pipe and the parent draws them; its
+/// own output (an error) stays apart.
+#[test]
+fn regression_a_childs_progress_reaches_the_parent() {
+    use verso_lab::progress::MARKER;
+    use verso_lab::runner::run_child;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = std::path::Path::new(env!("CARGO_BIN_EXE_verso"));
+    let args: Vec<String> = [
+        "kv",
+        "--tiny",
+        "--duration",
+        "1.5",
+        "--compare",
+        "steam,watermark",
+        "--config-index",
+        "1",
+    ]
+    .map(str::to_owned)
+    .into();
+    for forward in [Some(100), None] {
+        let bar = indicatif::ProgressBar::hidden();
+        let (run, stderr) = run_child(
+            program,
+            &args,
+            "--config-json",
+            "configuration 1",
+            forward,
+            &bar,
+        )
+        .expect("the child runs");
+        assert_eq!(run.configuration.label, "watermark");
+        assert!(
+            !stderr.text.contains(MARKER.trim_end()),
+            "progress kept as the child's output: {:?}",
+            stderr.text
+        );
+        if forward.is_none() {
+            // Not asked (the parent is not on a terminal): the child sends nothing.
+            assert_eq!(stderr.progress_lines, 0, "{stderr:?}");
+            continue;
+        }
+        let first = stderr.first_progress.clone().unwrap_or_default();
+        let last = stderr.last_progress.clone().unwrap_or_default();
+        assert!(first.contains("watermark load"), "{stderr:?}");
+        assert!(
+            last.contains("watermark run") && last.contains("commits/s"),
+            "{stderr:?}"
+        );
+        assert!(
+            first.chars().count() <= 100 && last.chars().count() <= 100,
+            "drawn at the parent's width: {stderr:?}"
+        );
+    }
+    drop(dir);
+}
+
+/// End to end, on a terminal (a pseudo-terminal from util-linux's `script`): the bars of
+/// `--compare`'s children show; with standard error not a terminal, nothing of them does.
+#[test]
+fn regression_compare_shows_its_childrens_progress_on_a_terminal_only() {
+    let command = format!(
+        "{} kv --tiny --duration 1.5 --compare steam,watermark",
+        env!("CARGO_BIN_EXE_verso")
+    );
+    let on_terminal = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("util-linux's `script` runs (package bsdutils)");
+    assert!(on_terminal.status.success(), "{on_terminal:?}");
+    let shown = String::from_utf8_lossy(&on_terminal.stdout);
+    for bar in ["steam run", "watermark run"] {
+        assert!(
+            shown.contains(bar),
+            "no {bar:?} bar on the terminal:\n{shown}"
+        );
+    }
+    let piped = verso(&[
+        "kv",
+        "--tiny",
+        "--duration",
+        "1.5",
+        "--compare",
+        "steam,watermark",
+    ]);
+    assert!(piped.status.success(), "{piped:?}");
+    let both = format!(
+        "{}{}",
+        String::from_utf8_lossy(&piped.stdout),
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert!(
+        !both.contains(" run [") && !both.contains("verso-progress"),
+        "bars in output that is not a terminal:\n{both}"
+    );
+}
