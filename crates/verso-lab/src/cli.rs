@@ -14,6 +14,7 @@ use verso::{
     ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
 };
 
+use crate::compare::Compared;
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::peers::{PeerKind, PeerSpec};
 use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
@@ -181,33 +182,37 @@ impl From<IsolationArg> for Isolation {
 pub struct CommonArgs {
     /// Garbage collector: steam, watermark, hana, hekaton, deuteronomy, ermia or none
     /// [default: steam].
-    #[arg(long, value_parser = parse_gc, conflicts_with = "compare", help = gc_help())]
+    #[arg(long, value_parser = parse_gc, help = gc_help())]
     pub gc: Option<GarbageCollector>,
     /// Run several configurations one after the other, each on a freshly loaded database
-    /// with the same seed, e.g. `--compare steam,watermark`.
-    #[arg(long, value_parser = parse_gc, value_delimiter = ',', num_args = 1..)]
-    pub compare: Vec<GarbageCollector>,
+    /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
+    /// storage, protocol, index-pointers, non-inline or system (verso and peers), e.g.
+    /// `--compare storage=delta,append-n2o`; a bare list compares collectors
+    /// (`--compare steam,watermark`). The other axes keep their options' values.
+    #[arg(long, value_name = "AXIS=A,B,...", value_parser = crate::compare::parse)]
+    pub compare: Option<Compared>,
     /// Version storage of every configuration: delta (undo-log deltas, the default),
     /// append-n2o or append-o2n (append-only whole copies, newest to oldest or oldest to
-    /// newest), or time-travel (master in place, whole copies behind it).
-    #[arg(long, value_parser = parse_storage, default_value = "delta")]
-    pub storage: VersionStorageKind,
+    /// newest), or time-travel (master in place, whole copies behind it) [default: delta].
+    #[arg(long, value_parser = parse_storage)]
+    pub storage: Option<VersionStorageKind>,
     /// Concurrency-control protocol of every configuration: si (snapshot isolation,
     /// serializable on request; the default), mvocc, mvto, mv2pl (no-wait) or ssn
-    /// (SI + serial safety net). Under all but si every transaction is serializable.
-    #[arg(long, value_parser = parse_protocol, default_value = "si")]
-    pub protocol: ConcurrencyControl,
+    /// (SI + serial safety net). Under all but si every transaction is serializable
+    /// [default: si].
+    #[arg(long, value_parser = parse_protocol)]
+    pub protocol: Option<ConcurrencyControl>,
     /// What secondary-index entries point at: logical (the row; the default) or physical
     /// (each exact version, which every new version adds to every index; needs
-    /// --storage append-n2o or append-o2n).
-    #[arg(long, value_parser = parse_index_pointers, default_value = "logical")]
-    pub index_pointers: IndexPointers,
+    /// --storage append-n2o or append-o2n) [default: logical].
+    #[arg(long, value_parser = parse_index_pointers)]
+    pub index_pointers: Option<IndexPointers>,
     /// How rows store Text and Bytes values of 64 bytes or more (Wu et al. §4.1's
     /// non-inline attributes): packed (in the row's own allocation; the default), copied
     /// (out of line, copied by every new version) or shared (out of line, shared by the
-    /// versions that leave them alone, with a reference count).
-    #[arg(long, value_parser = parse_non_inline, default_value = "packed")]
-    pub non_inline: NonInline,
+    /// versions that leave them alone, with a reference count) [default: packed].
+    #[arg(long, value_parser = parse_non_inline)]
+    pub non_inline: Option<NonInline>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
     /// process's allocator (mimalloc, with per-thread heaps)].
@@ -646,19 +651,7 @@ impl Plan {
         common: &CommonArgs,
         default_olap_workers: usize,
     ) -> Result<Plan, LabError> {
-        let collectors = if common.compare.is_empty() {
-            vec![common.gc.unwrap_or_default()]
-        } else {
-            common.compare.clone()
-        };
-        for (i, gc) in collectors.iter().enumerate() {
-            if collectors[..i].contains(gc) {
-                return Err(LabError::BadOption(format!(
-                    "--compare names {} twice",
-                    gc.name()
-                )));
-            }
-        }
+        let axes = VersoAxes::of(common)?;
         let stop = match (common.transactions, common.duration) {
             (Some(n), _) => StopAfter::Transactions(n),
             (None, Some(seconds)) => StopAfter::Duration(Duration::from_secs_f64(seconds)),
@@ -667,18 +660,12 @@ impl Plan {
             }
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
-        let verso_configs = collectors.into_iter().map(|gc| {
-            let mut options = Options::default()
-                .garbage_collector(gc)
-                .version_storage(common.storage)
-                .concurrency_control(common.protocol)
-                .index_pointers(common.index_pointers)
-                .non_inline(common.non_inline);
-            options.memory_spaces = common.memory_spaces;
+        let verso_configs = axes.verso.iter().map(|(label, options)| {
+            let protocol = options.concurrency_control;
             RunConfig {
                 // Under every protocol but SI each transaction is serializable, whatever
                 // it asks for; the reports say what it gets.
-                isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
+                isolation: if protocol == ConcurrencyControl::SnapshotIsolation {
                     common.isolation.into()
                 } else {
                     Isolation::Serializable
@@ -691,13 +678,12 @@ impl Plan {
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
                 memory_limit_bytes: common.memory_limit,
-                ..RunConfig::with_options(gc.name(), options)
+                ..RunConfig::with_options(label, options.clone())
             }
         });
-        let peers = common.peers.specs()?;
         let configs = with_baselines(
             verso_configs
-                .chain(peers.into_iter().map(|peer| RunConfig {
+                .chain(axes.peers.iter().cloned().map(|peer| RunConfig {
                     isolation: common.isolation.into(),
                     oltp_workers: common.workers.unwrap_or(1),
                     olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
@@ -713,15 +699,17 @@ impl Plan {
                 .collect(),
             common.baseline,
         );
-        if !common.peers.peers.is_empty()
-            && common.protocol != ConcurrencyControl::SnapshotIsolation
-        {
-            return Err(LabError::BadOption(format!(
-                "--protocol {} with --peer: a peer runs its own concurrency control; compare \
-                 peers with Verso's default protocol (si), at --isolation snapshot or \
-                 serializable",
-                common.protocol.name()
-            )));
+        if let Some((_, options)) = axes.verso.iter().find(|(_, options)| {
+            options.concurrency_control != ConcurrencyControl::SnapshotIsolation
+        }) {
+            if !axes.peers.is_empty() {
+                return Err(LabError::BadOption(format!(
+                    "--protocol {} with peers: a peer runs its own concurrency control; \
+                     compare peers with Verso's default protocol (si), at --isolation \
+                     snapshot or serializable",
+                    options.concurrency_control.name()
+                )));
+            }
         }
         for config in &configs {
             config.validate(&*workload)?;
@@ -733,6 +721,105 @@ impl Plan {
             report: common.report.clone(),
             process: common.process.clone(),
             notes: Vec::new(),
+        })
+    }
+}
+
+/// The systems a workload command runs: Verso's configurations (label and options), one
+/// per value of the compared axis (or one), and the peers.
+struct VersoAxes {
+    verso: Vec<(String, Options)>,
+    peers: Vec<PeerSpec>,
+}
+
+impl VersoAxes {
+    /// From `--gc`, `--storage`, `--protocol`, `--index-pointers`, `--non-inline`,
+    /// `--memory-spaces`, `--peer` and `--compare`. Refused: an axis both compared and set
+    /// by its own option, a value named twice, and `system=` beside `--peer`.
+    fn of(common: &CommonArgs) -> Result<VersoAxes, LabError> {
+        let mut base = Options::default()
+            .garbage_collector(common.gc.unwrap_or_default())
+            .version_storage(common.storage.unwrap_or_default())
+            .concurrency_control(common.protocol.unwrap_or_default())
+            .index_pointers(common.index_pointers.unwrap_or_default())
+            .non_inline(common.non_inline.unwrap_or_default());
+        base.memory_spaces = common.memory_spaces;
+        let Some(compared) = &common.compare else {
+            let label = base.garbage_collector.name().to_owned();
+            return Ok(VersoAxes {
+                verso: vec![(label, base)],
+                peers: common.peers.specs()?,
+            });
+        };
+        let labels = compared.labels();
+        for (i, label) in labels.iter().enumerate() {
+            if labels[..i].contains(label) {
+                return Err(LabError::BadOption(format!(
+                    "--compare names {label} twice"
+                )));
+            }
+        }
+        let set_too = match compared {
+            Compared::Collectors(_) => common.gc.is_some(),
+            Compared::Storages(_) => common.storage.is_some(),
+            Compared::Protocols(_) => common.protocol.is_some(),
+            Compared::IndexPointers(_) => common.index_pointers.is_some(),
+            Compared::NonInline(_) => common.non_inline.is_some(),
+            Compared::Systems(_) => !common.peers.peers.is_empty(),
+        };
+        if set_too {
+            let option = match compared {
+                Compared::Systems(_) => "peer",
+                other => other.axis(),
+            };
+            return Err(LabError::BadOption(format!(
+                "--compare {axis}=... and --{option}: the compared axis takes its values \
+                 from --compare only",
+                axis = compared.axis()
+            )));
+        }
+        let each = |change: &dyn Fn(Options, usize) -> Options| {
+            (0..labels.len())
+                .map(|i| (labels[i].to_owned(), change(base.clone(), i)))
+                .collect()
+        };
+        let verso = match compared {
+            Compared::Collectors(v) => each(&|o, i| o.garbage_collector(v[i])),
+            Compared::Storages(v) => each(&|o, i| o.version_storage(v[i])),
+            Compared::Protocols(v) => each(&|o, i| o.concurrency_control(v[i])),
+            Compared::IndexPointers(v) => each(&|o, i| o.index_pointers(v[i])),
+            Compared::NonInline(v) => each(&|o, i| o.non_inline(v[i])),
+            Compared::Systems(v) => {
+                let spec = |kind: PeerKind| {
+                    let mut spec = PeerSpec::new(kind);
+                    if let Some(dir) = &common.peers.peer_dir {
+                        spec.dir.clone_from(dir);
+                    }
+                    if kind == PeerKind::Postgres {
+                        spec.postgres_url.clone_from(&common.peers.postgres_url);
+                    }
+                    spec
+                };
+                if common.peers.postgres_url.is_some() && !v.contains(&Some(PeerKind::Postgres)) {
+                    return Err(LabError::BadOption(
+                        "--postgres-url is for postgres, which --compare system=... does not \
+                         name"
+                            .into(),
+                    ));
+                }
+                let peers = v.iter().flatten().map(|kind| spec(*kind)).collect();
+                let verso = if v.contains(&None) {
+                    let label = base.garbage_collector.name().to_owned();
+                    vec![(label, base.clone())]
+                } else {
+                    Vec::new()
+                };
+                return Ok(VersoAxes { verso, peers });
+            }
+        };
+        Ok(VersoAxes {
+            verso,
+            peers: common.peers.specs()?,
         })
     }
 }

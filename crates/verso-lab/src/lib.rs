@@ -13,7 +13,7 @@
 //!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
 //!   paper's numbers beside ours;
-//! - [`cli`]: the `verso` command line;
+//! - [`cli`]: the `verso` command line; [`compare`]: what `--compare` compares;
 //! - [`rng`], [`zipf`]: seeded random numbers and key distributions.
 //!
 //! The keys of the JSON output and the report are documented in `docs/lab.md`.
@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod compare;
 pub mod format;
 pub mod load;
 pub mod memory;

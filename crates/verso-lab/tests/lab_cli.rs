@@ -248,8 +248,50 @@ fn bad_options_exit_non_zero_with_a_message() {
         ),
         (
             &["kv", "--gc", "steam", "--compare", "steam,watermark"],
-            "cannot be used with",
+            "takes its values from --compare only",
         ),
+        (
+            &[
+                "kv",
+                "--tiny",
+                "--storage",
+                "delta",
+                "--compare",
+                "storage=delta,time-travel",
+            ],
+            "takes its values from --compare only",
+        ),
+        (
+            &[
+                "tpcb",
+                "--tiny",
+                "--peer",
+                "sqlite",
+                "--compare",
+                "system=verso,sqlite",
+            ],
+            "takes its values from --compare only",
+        ),
+        (
+            &["kv", "--compare", "colour=red,blue"],
+            "the axes: gc, storage, protocol, index-pointers, non-inline, system",
+        ),
+        (&["kv", "--compare", "storage=delta,btree"], "btree"),
+        (&["kv", "--compare", "protocol=si"], "at least two"),
+        (
+            &["kv", "--tiny", "--compare", "protocol=si,mvto,si"],
+            "names si twice",
+        ),
+        (
+            &[
+                "kv",
+                "--tiny",
+                "--compare",
+                "index-pointers=logical,physical",
+            ],
+            "append",
+        ),
+        (&["kv", "--tiny", "--compare", "system=verso,sqlite"], "kv"),
         (&["kv", "--compare", "steam,steam", "--tiny"], "twice"),
         (&["kv", "--workers", "0", "--tiny"], "nothing to run"),
         (
@@ -832,4 +874,72 @@ fn regression_compare_shows_its_childrens_progress_on_a_terminal_only() {
         !both.contains(" run [") && !both.contains("verso-progress"),
         "bars in output that is not a terminal:\n{both}"
     );
+}
+
+/// `--compare` compares any one axis, not only collectors: every axis runs, each
+/// configuration labelled by its value and built as that value says.
+#[test]
+fn compare_compares_any_axis() {
+    for (args, labels, design_has) in [
+        (
+            vec!["kv", "--compare", "storage=delta,append-n2o,time-travel"],
+            vec!["delta", "append-n2o", "time-travel"],
+            vec!["delta/", "append-n2o/", "time-travel/"],
+        ),
+        (
+            vec!["kv", "--compare", "protocol=si,mvocc,mv2pl"],
+            vec!["si", "mvocc", "mv2pl"],
+            vec!["/si-", "/mvocc", "/mv2pl"],
+        ),
+        (
+            vec![
+                "ycsb",
+                "--storage",
+                "append-o2n",
+                "--secondary-indexes",
+                "1",
+                "--compare",
+                "index-pointers=logical,physical",
+            ],
+            vec!["logical", "physical"],
+            vec!["append-o2n/", "physical"],
+        ),
+        (
+            vec![
+                "ycsb",
+                "--field-bytes",
+                "80",
+                "--compare",
+                "non-inline=packed,shared",
+            ],
+            vec!["packed", "shared"],
+            vec!["delta/", "shared"],
+        ),
+        (
+            vec![
+                "tpcb",
+                "--gc",
+                "watermark",
+                "--compare",
+                "system=verso,sqlite",
+            ],
+            vec!["watermark", "sqlite"],
+            vec!["delta/watermark/", ""],
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--tiny", "--duration", "0.3", "--in-process", "--quiet"]);
+        let parsed = run_to_json(&args.join(" "), &all);
+        let runs = parsed["runs"].as_array().expect("runs");
+        let got: Vec<&str> = runs
+            .iter()
+            .map(|run| run["configuration"]["label"].as_str().expect("label"))
+            .collect();
+        assert_eq!(got, labels, "{args:?}");
+        for (run, has) in runs.iter().zip(&design_has) {
+            let design = run["configuration"]["design"].as_str().expect("design");
+            assert!(design.contains(has), "{args:?}: {design} lacks {has}");
+            assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+        }
+    }
 }
