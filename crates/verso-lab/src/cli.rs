@@ -46,6 +46,12 @@ pub enum Command {
         /// Runner options.
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
         /// YCSB's parameters.
         #[command(flatten)]
         ycsb: YcsbArgs,
@@ -56,6 +62,12 @@ pub enum Command {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// CH-benCHmark: TPC-C transactions with the 22 analytical queries beside them.
     #[command(allow_negative_numbers = true)]
@@ -63,6 +75,12 @@ pub enum Command {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Key-value updates under Zipf skew (Steam §5.5).
     #[command(allow_negative_numbers = true)]
@@ -80,6 +98,9 @@ pub enum Command {
         /// Runner options (`--scale`: hundreds of thousands of rows).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
         /// The workload's parameters.
         #[command(flatten)]
         scans: ScansArgs,
@@ -90,6 +111,9 @@ pub enum Command {
         /// Runner options.
         #[command(flatten)]
         common: CommonArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Verso's promise in two minutes: TPC-B with one snapshot held for the whole run, on
     /// Steam (Verso's default), on watermark-only and on every peer here (SQLite; DuckDB
@@ -225,9 +249,6 @@ pub struct CommonArgs {
     /// OLTP worker threads [default: 1].
     #[arg(long)]
     pub workers: Option<usize>,
-    /// OLAP worker threads [default: 1 for ch and for ycsb --read-only-operations, else 0].
-    #[arg(long)]
-    pub olap_workers: Option<usize>,
     /// Length of the run in seconds [default: 10, 1 with --tiny].
     #[arg(long, value_parser = parse_seconds, conflicts_with = "transactions")]
     pub duration: Option<f64>,
@@ -259,9 +280,6 @@ pub struct CommonArgs {
     /// after, as its baseline; the summary gives the held run's last 10 s as a share of it.
     #[arg(long, requires = "hold_snapshot")]
     pub baseline: bool,
-    /// `--peer`, `--postgres-url`, `--peer-dir`.
-    #[command(flatten)]
-    pub peers: PeerArgs,
     /// Stop a configuration's run early, keeping what it measured, once the process's
     /// resident memory passes this many GiB (a collector that lets versions pile up behind
     /// a held snapshot would otherwise be killed by the kernel) [default: no limit].
@@ -278,7 +296,18 @@ pub struct CommonArgs {
     pub process: ProcessArgs,
 }
 
-/// Which peers run beside Verso, and where.
+/// `--olap-workers`: only on the workloads that have analytical queries (`ycsb`'s
+/// read-only transactions, `tpcc`'s StockScan, `ch`'s 22, `scans`' full scans), so that the
+/// others' help does not list an option they would refuse.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OlapArgs {
+    /// OLAP worker threads [default: 1 for ch and for ycsb --read-only-operations, else 0].
+    #[arg(long)]
+    pub olap_workers: Option<usize>,
+}
+
+/// Which peers run beside Verso, and where (only on the workloads with an SQL form:
+/// `ycsb`, `tpcc`, `ch`, `tpcb`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct PeerArgs {
     /// Also run the workload on this peer, after Verso's configurations, on the same data
@@ -577,11 +606,16 @@ impl Plan {
     /// [`LabError::BadOption`].
     pub fn of(command: &Command) -> Result<Plan, LabError> {
         match command {
-            Command::Ycsb { common, ycsb } => {
+            Command::Ycsb {
+                common,
+                olap,
+                peers,
+                ycsb,
+            } => {
                 let workload = YcsbWorkload::new(ycsb_config(common, ycsb)?)?;
                 // The read-only transactions run on the OLAP threads: one unless told.
                 let read_only = ycsb.read_only_operations.is_some();
-                match common.olap_workers {
+                match olap.olap_workers {
                     Some(0) if read_only => {
                         return Err(LabError::BadOption(
                             "--read-only-operations: the read-only transactions run on the \
@@ -597,7 +631,12 @@ impl Plan {
                     }
                     _ => {}
                 }
-                Plan::with(Box::new(workload), common, usize::from(read_only))
+                Plan::with(
+                    Box::new(workload),
+                    common,
+                    (olap, usize::from(read_only)),
+                    peers,
+                )
             }
             Command::Kv { common, kv } => {
                 let mut config = sized(common, kv.rows, KvConfig::tiny, KvConfig::new, |c| {
@@ -608,9 +647,18 @@ impl Plan {
                     &mut config.updates_per_transaction,
                     kv.updates_per_transaction,
                 );
-                Plan::with(Box::new(KvWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(KvWorkload::new(config)?),
+                    common,
+                    (&OlapArgs::default(), 0),
+                    &PeerArgs::default(),
+                )
             }
-            Command::Scans { common, scans } => {
+            Command::Scans {
+                common,
+                olap,
+                scans,
+            } => {
                 let mut config = sized(
                     common,
                     scans.rows,
@@ -620,24 +668,42 @@ impl Plan {
                 )?;
                 set(&mut config.theta, scans.theta);
                 set(&mut config.scan_percent, scans.scan_percent);
-                Plan::with(Box::new(ScansWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(ScansWorkload::new(config)?),
+                    common,
+                    (olap, 0),
+                    &PeerArgs::default(),
+                )
             }
-            Command::Tpcb { common } => {
+            Command::Tpcb { common, peers } => {
                 let mut config = if common.tiny {
                     TpcbConfig::tiny()
                 } else {
                     TpcbConfig::new(1)
                 };
                 set(&mut config.scale, common.scale);
-                Plan::with(Box::new(TpcbWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(TpcbWorkload::new(config)?),
+                    common,
+                    (&OlapArgs::default(), 0),
+                    peers,
+                )
             }
-            Command::Tpcc { common } => {
+            Command::Tpcc {
+                common,
+                olap,
+                peers,
+            } => {
                 let workload = tpcc_workload(common.tiny, common.scale, common.seed)?;
-                Plan::with(workload, common, 0)
+                Plan::with(workload, common, (olap, 0), peers)
             }
-            Command::Ch { common } => {
+            Command::Ch {
+                common,
+                olap,
+                peers,
+            } => {
                 let workload = ch_workload(common.tiny, common.scale, common.seed)?;
-                Plan::with(workload, common, 1)
+                Plan::with(workload, common, (olap, 1), peers)
             }
             Command::Demo(demo) => demo_plan(demo),
             Command::Reproduce(_) => Err(LabError::BadOption(
@@ -646,12 +712,16 @@ impl Plan {
         }
     }
 
+    /// The plan of a workload: `olap` is `--olap-workers` and its default for this
+    /// workload (a workload without queries passes none and 0), `peers` what the workload
+    /// takes of `--peer` (none, for a workload without an SQL form).
     fn with(
         workload: Box<dyn Workload>,
         common: &CommonArgs,
-        default_olap_workers: usize,
+        (olap, default_olap_workers): (&OlapArgs, usize),
+        peers: &PeerArgs,
     ) -> Result<Plan, LabError> {
-        let axes = VersoAxes::of(common)?;
+        let axes = VersoAxes::of(common, peers)?;
         let stop = match (common.transactions, common.duration) {
             (Some(n), _) => StopAfter::Transactions(n),
             (None, Some(seconds)) => StopAfter::Duration(Duration::from_secs_f64(seconds)),
@@ -671,7 +741,7 @@ impl Plan {
                     Isolation::Serializable
                 },
                 oltp_workers: common.workers.unwrap_or(1),
-                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                olap_workers: olap.olap_workers.unwrap_or(default_olap_workers),
                 stop,
                 seed: common.seed,
                 hold_snapshot: common.hold_snapshot,
@@ -686,7 +756,7 @@ impl Plan {
                 .chain(axes.peers.iter().cloned().map(|peer| RunConfig {
                     isolation: common.isolation.into(),
                     oltp_workers: common.workers.unwrap_or(1),
-                    olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                    olap_workers: olap.olap_workers.unwrap_or(default_olap_workers),
                     stop,
                     seed: common.seed,
                     hold_snapshot: common.hold_snapshot,
@@ -736,7 +806,7 @@ impl VersoAxes {
     /// From `--gc`, `--storage`, `--protocol`, `--index-pointers`, `--non-inline`,
     /// `--memory-spaces`, `--peer` and `--compare`. Refused: an axis both compared and set
     /// by its own option, a value named twice, and `system=` beside `--peer`.
-    fn of(common: &CommonArgs) -> Result<VersoAxes, LabError> {
+    fn of(common: &CommonArgs, peer_args: &PeerArgs) -> Result<VersoAxes, LabError> {
         let mut base = Options::default()
             .garbage_collector(common.gc.unwrap_or_default())
             .version_storage(common.storage.unwrap_or_default())
@@ -748,7 +818,7 @@ impl VersoAxes {
             let label = base.garbage_collector.name().to_owned();
             return Ok(VersoAxes {
                 verso: vec![(label, base)],
-                peers: common.peers.specs()?,
+                peers: peer_args.specs()?,
             });
         };
         let labels = compared.labels();
@@ -765,7 +835,7 @@ impl VersoAxes {
             Compared::Protocols(_) => common.protocol.is_some(),
             Compared::IndexPointers(_) => common.index_pointers.is_some(),
             Compared::NonInline(_) => common.non_inline.is_some(),
-            Compared::Systems(_) => !common.peers.peers.is_empty(),
+            Compared::Systems(_) => !peer_args.peers.is_empty(),
         };
         if set_too {
             let option = match compared {
@@ -792,15 +862,15 @@ impl VersoAxes {
             Compared::Systems(v) => {
                 let spec = |kind: PeerKind| {
                     let mut spec = PeerSpec::new(kind);
-                    if let Some(dir) = &common.peers.peer_dir {
+                    if let Some(dir) = &peer_args.peer_dir {
                         spec.dir.clone_from(dir);
                     }
                     if kind == PeerKind::Postgres {
-                        spec.postgres_url.clone_from(&common.peers.postgres_url);
+                        spec.postgres_url.clone_from(&peer_args.postgres_url);
                     }
                     spec
                 };
-                if common.peers.postgres_url.is_some() && !v.contains(&Some(PeerKind::Postgres)) {
+                if peer_args.postgres_url.is_some() && !v.contains(&Some(PeerKind::Postgres)) {
                     return Err(LabError::BadOption(
                         "--postgres-url is for postgres, which --compare system=... does not \
                          name"
@@ -819,7 +889,7 @@ impl VersoAxes {
         };
         Ok(VersoAxes {
             verso,
-            peers: common.peers.specs()?,
+            peers: peer_args.specs()?,
         })
     }
 }

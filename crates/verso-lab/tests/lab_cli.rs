@@ -296,7 +296,15 @@ fn bad_options_exit_non_zero_with_a_message() {
         (&["kv", "--workers", "0", "--tiny"], "nothing to run"),
         (
             &["kv", "--olap-workers", "1", "--tiny"],
-            "no analytical queries",
+            "unexpected argument '--olap-workers'",
+        ),
+        (
+            &["tpcb", "--olap-workers", "1", "--tiny"],
+            "unexpected argument '--olap-workers'",
+        ),
+        (
+            &["scans", "--peer", "sqlite", "--tiny"],
+            "unexpected argument '--peer'",
         ),
         (&["kv", "--theta=-1", "--tiny"], "theta"),
         (&["ycsb", "--theta", "1.5", "--tiny"], "0 < theta < 1"),
@@ -940,6 +948,33 @@ fn compare_compares_any_axis() {
             let design = run["configuration"]["design"].as_str().expect("design");
             assert!(design.contains(has), "{args:?}: {design} lacks {has}");
             assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
+        }
+    }
+}
+
+/// `kv --help` and `tpcb --help` listed `--olap-workers`, which both refuse (they have no
+/// queries), and `kv` and `scans` listed `--peer` (no SQL form): a subcommand's help lists
+/// only what it takes.
+#[test]
+fn regression_help_lists_only_the_options_a_subcommand_takes() {
+    let takes = |subcommand: &str, option: &str| {
+        let help = verso(&[subcommand, "--help"]);
+        assert!(help.status.success(), "{help:?}");
+        let text = String::from_utf8_lossy(&help.stdout).into_owned();
+        assert!(text.contains("--workers"), "{subcommand}: {text}");
+        text.contains(&format!("{option} "))
+    };
+    for (subcommand, olap, peers) in [
+        ("ycsb", true, true),
+        ("tpcc", true, true),
+        ("ch", true, true),
+        ("scans", true, false),
+        ("kv", false, false),
+        ("tpcb", false, true),
+    ] {
+        assert_eq!(takes(subcommand, "--olap-workers"), olap, "{subcommand}");
+        for option in ["--peer", "--postgres-url", "--peer-dir"] {
+            assert_eq!(takes(subcommand, option), peers, "{subcommand} {option}");
         }
     }
 }
