@@ -204,6 +204,37 @@ pub fn summary_table(runs: &[RunResult]) -> String {
     out
 }
 
+/// What a report of runs behind a held snapshot (`verso demo`, `--hold-snapshot`)
+/// demonstrates and how to read it, in a few sentences for its top; `None` without one.
+pub fn held_snapshot_intro(runs: &[RunResult]) -> Option<String> {
+    if !runs.iter().any(|r| r.configuration.hold_snapshot) {
+        return None;
+    }
+    let mut intro = String::from(
+        "What this shows: one transaction takes a snapshot when the run starts and holds it \
+         to the end, as a long report or backup would, while the workload writes. Every \
+         version that snapshot might read must be kept; a collector that only prunes below \
+         the oldest snapshot (watermark-only, and most engines) keeps every version created \
+         since, so chains grow, reads and writes walk them, memory grows and throughput \
+         falls the longer the snapshot is held. Verso's default collector (Steam) prunes \
+         versions no running transaction can see, even behind the snapshot, so its \
+         throughput and memory should stay level. ",
+    );
+    if runs.iter().any(|r| !r.configuration.hold_snapshot) {
+        intro.push_str(
+            "Each system also ran without the snapshot (the lighter line of its color): \
+             its baseline. ",
+        );
+    }
+    intro.push_str(
+        "What to conclude: compare each system's throughput over the last seconds with its \
+         baseline (\"What happened\" below gives the share), and how its growth curve rises; \
+         memory is compared per committed transaction too, since a system that commits more \
+         also creates more versions.",
+    );
+    Some(intro)
+}
+
 /// The run without a held snapshot that `held` is compared with: the same system and
 /// label, run in the same invocation (`--baseline`, `verso demo`).
 fn unheld_partner<'a>(held: &RunResult, runs: &'a [RunResult]) -> Option<&'a RunResult> {
@@ -250,6 +281,18 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
         } else {
             format!("{} not measured", growth_noun(c))
         };
+        // Growth per committed transaction: a system that committed more created more
+        // versions, so its memory may rise more while it did better.
+        let per_commits = if held.totals.oltp_commits > 0 && s.first_growth_bytes > 0 {
+            let grown = s.last_growth_bytes.saturating_sub(s.first_growth_bytes) as f64;
+            format!(
+                ", {} per 1,000 commits",
+                bytes(1000.0 * grown / held.totals.oltp_commits as f64)
+            )
+        } else {
+            String::new()
+        };
+        let growth = format!("{growth}{per_commits}");
         let unheld_growth = unheld_partner(held, runs)
             .filter(|u| u.summary.first_growth_bytes > 0)
             .map(|u| {
@@ -515,6 +558,9 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     let title = format!("Verso lab: {}", report.workload);
     let mut html = html_head(&title);
     let _ = writeln!(html, "<h1>{}</h1>", escape(&title));
+    if let Some(intro) = held_snapshot_intro(&report.runs) {
+        let _ = writeln!(html, "<p class=\"intro\">{}</p>", escape(&intro));
+    }
     let _ = writeln!(html, "<p>{}</p>", escape(&report.description));
     let _ = writeln!(
         html,
@@ -719,6 +765,7 @@ pub fn write_reproduction_report(dir: &Path, reproduction: &Reproduction) -> Res
             y_desc: figure.y_label.clone(),
             log_x: figure.log_x,
             markers: true,
+            log_y: false,
         };
         let lines: Vec<plot::Line> = figure
             .lines
@@ -1034,6 +1081,26 @@ mod tests {
                 "a column and its one explanation:\n{table}"
             );
         }
+    }
+
+    /// A report behind a held snapshot says at its top what it demonstrates and what to
+    /// conclude; the held lines give growth per committed transaction, so that memory
+    /// that rose because a system did more work reads as such.
+    #[test]
+    fn held_snapshot_reports_say_what_they_show_and_growth_per_commit() {
+        let mut held = run("steam", "verso", true, &[100.0; 20], &[1 << 20; 20]);
+        held.summary.last_growth_bytes = 3 << 20;
+        held.totals.oltp_commits = 2048;
+        let unheld = run("steam", "verso", false, &[100.0; 20], &[1 << 20; 20]);
+        let intro = held_snapshot_intro(&[held.clone(), unheld.clone()]).unwrap();
+        assert!(intro.starts_with("What this shows:") && intro.contains("What to conclude:"));
+        assert!(held_snapshot_intro(std::slice::from_ref(&unheld)).is_none());
+        let lines = held_snapshot_lines(&[held, unheld]);
+        assert!(
+            lines[0].contains("1000 KiB per 1,000 commits"),
+            "{}",
+            lines[0]
+        );
     }
 
     /// "last 10 s" is the whole run when the run is no longer: then it is not shown.
