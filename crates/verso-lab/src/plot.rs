@@ -531,6 +531,8 @@ fn draw<DB: DrawingBackend>(
             axes.y_desc.clone()
         })
         .x_labels(x_ticks)
+        // On a log scale, one tick per decade.
+        .y_labels(if axes.log_y { y_max as usize + 1 } else { 10 })
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 16))
         .x_label_formatter(&|x| x_label(axes, *x))
