@@ -14,6 +14,7 @@ use verso::{
     ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
 };
 
+use crate::compare::Compared;
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::peers::{PeerKind, PeerSpec};
 use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
@@ -45,6 +46,12 @@ pub enum Command {
         /// Runner options.
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
         /// YCSB's parameters.
         #[command(flatten)]
         ycsb: YcsbArgs,
@@ -55,6 +62,12 @@ pub enum Command {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// CH-benCHmark: TPC-C transactions with the 22 analytical queries beside them.
     #[command(allow_negative_numbers = true)]
@@ -62,6 +75,12 @@ pub enum Command {
         /// Runner options (`--scale` is the number of warehouses).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Key-value updates under Zipf skew (Steam §5.5).
     #[command(allow_negative_numbers = true)]
@@ -79,6 +98,9 @@ pub enum Command {
         /// Runner options (`--scale`: hundreds of thousands of rows).
         #[command(flatten)]
         common: CommonArgs,
+        /// `--olap-workers`.
+        #[command(flatten)]
+        olap: OlapArgs,
         /// The workload's parameters.
         #[command(flatten)]
         scans: ScansArgs,
@@ -89,6 +111,9 @@ pub enum Command {
         /// Runner options.
         #[command(flatten)]
         common: CommonArgs,
+        /// `--peer`, `--postgres-url`, `--peer-dir`.
+        #[command(flatten)]
+        peers: PeerArgs,
     },
     /// Verso's promise in two minutes: TPC-B with one snapshot held for the whole run, on
     /// Steam (Verso's default), on watermark-only and on every peer here (SQLite; DuckDB
@@ -196,33 +221,37 @@ impl From<IsolationArg> for Isolation {
 pub struct CommonArgs {
     /// Garbage collector: steam, watermark, hana, hekaton, deuteronomy, ermia or none
     /// [default: steam].
-    #[arg(long, value_parser = parse_gc, conflicts_with = "compare", help = gc_help())]
+    #[arg(long, value_parser = parse_gc, help = gc_help())]
     pub gc: Option<GarbageCollector>,
     /// Run several configurations one after the other, each on a freshly loaded database
-    /// with the same seed, e.g. `--compare steam,watermark`.
-    #[arg(long, value_parser = parse_gc, value_delimiter = ',', num_args = 1..)]
-    pub compare: Vec<GarbageCollector>,
+    /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
+    /// storage, protocol, index-pointers, non-inline or system (verso and peers), e.g.
+    /// `--compare storage=delta,append-n2o`; a bare list compares collectors
+    /// (`--compare steam,watermark`). The other axes keep their options' values.
+    #[arg(long, value_name = "AXIS=A,B,...", value_parser = crate::compare::parse)]
+    pub compare: Option<Compared>,
     /// Version storage of every configuration: delta (undo-log deltas, the default),
     /// append-n2o or append-o2n (append-only whole copies, newest to oldest or oldest to
-    /// newest), or time-travel (master in place, whole copies behind it).
-    #[arg(long, value_parser = parse_storage, default_value = "delta")]
-    pub storage: VersionStorageKind,
+    /// newest), or time-travel (master in place, whole copies behind it) [default: delta].
+    #[arg(long, value_parser = parse_storage)]
+    pub storage: Option<VersionStorageKind>,
     /// Concurrency-control protocol of every configuration: si (snapshot isolation,
     /// serializable on request; the default), mvocc, mvto, mv2pl (no-wait) or ssn
-    /// (SI + serial safety net). Under all but si every transaction is serializable.
-    #[arg(long, value_parser = parse_protocol, default_value = "si")]
-    pub protocol: ConcurrencyControl,
+    /// (SI + serial safety net). Under all but si every transaction is serializable
+    /// [default: si].
+    #[arg(long, value_parser = parse_protocol)]
+    pub protocol: Option<ConcurrencyControl>,
     /// What secondary-index entries point at: logical (the row; the default) or physical
     /// (each exact version, which every new version adds to every index; needs
-    /// --storage append-n2o or append-o2n).
-    #[arg(long, value_parser = parse_index_pointers, default_value = "logical")]
-    pub index_pointers: IndexPointers,
+    /// --storage append-n2o or append-o2n) [default: logical].
+    #[arg(long, value_parser = parse_index_pointers)]
+    pub index_pointers: Option<IndexPointers>,
     /// How rows store Text and Bytes values of 64 bytes or more (Wu et al. §4.1's
     /// non-inline attributes): packed (in the row's own allocation; the default), copied
     /// (out of line, copied by every new version) or shared (out of line, shared by the
-    /// versions that leave them alone, with a reference count).
-    #[arg(long, value_parser = parse_non_inline, default_value = "packed")]
-    pub non_inline: NonInline,
+    /// versions that leave them alone, with a reference count) [default: packed].
+    #[arg(long, value_parser = parse_non_inline)]
+    pub non_inline: Option<NonInline>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
     /// process's allocator (mimalloc, with per-thread heaps)].
@@ -235,9 +264,6 @@ pub struct CommonArgs {
     /// OLTP worker threads [default: 1].
     #[arg(long)]
     pub workers: Option<usize>,
-    /// OLAP worker threads [default: 1 for ch and for ycsb --read-only-operations, else 0].
-    #[arg(long)]
-    pub olap_workers: Option<usize>,
     /// Length of the run in seconds [default: 10, 1 with --tiny].
     #[arg(long, value_parser = parse_seconds, conflicts_with = "transactions")]
     pub duration: Option<f64>,
@@ -269,9 +295,6 @@ pub struct CommonArgs {
     /// after, as its baseline; the summary gives the held run's last 10 s as a share of it.
     #[arg(long, requires = "hold_snapshot")]
     pub baseline: bool,
-    /// `--peer`, `--postgres-url`, `--peer-dir`.
-    #[command(flatten)]
-    pub peers: PeerArgs,
     /// Stop a configuration's run early, keeping what it measured, once the process's
     /// resident memory passes this many GiB (a collector that lets versions pile up behind
     /// a held snapshot would otherwise be killed by the kernel) [default: no limit].
@@ -367,7 +390,20 @@ impl DurabilityArgs {
             }
             if let (Some(dir), Some(durability)) = (&self.path, durability) {
                 let held = if config.hold_snapshot { "-held" } else { "" };
-                let name = format!("{:02}-{}{held}", index + 1, config.label);
+                // A label may hold any character (`--compare` values): only the safe ones
+                // name the directory.
+                let label: String = config
+                    .label
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                            c
+                        } else {
+                            '_'
+                        }
+                    })
+                    .collect();
+                let name = format!("{:02}-{label}{held}", index + 1);
                 config.options = config
                     .options
                     .clone()
@@ -395,7 +431,18 @@ impl DurabilityArgs {
     }
 }
 
-/// Which peers run beside Verso, and where.
+/// `--olap-workers`: only on the workloads that have analytical queries (`ycsb`'s
+/// read-only transactions, `tpcc`'s StockScan, `ch`'s 22, `scans`' full scans), so that the
+/// others' help does not list an option they would refuse.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OlapArgs {
+    /// OLAP worker threads [default: 1 for ch and for ycsb --read-only-operations, else 0].
+    #[arg(long)]
+    pub olap_workers: Option<usize>,
+}
+
+/// Which peers run beside Verso, and where (only on the workloads with an SQL form:
+/// `ycsb`, `tpcc`, `ch`, `tpcb`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct PeerArgs {
     /// Also run the workload on this peer, after Verso's configurations, on the same data
@@ -694,11 +741,16 @@ impl Plan {
     /// [`LabError::BadOption`].
     pub fn of(command: &Command) -> Result<Plan, LabError> {
         match command {
-            Command::Ycsb { common, ycsb } => {
+            Command::Ycsb {
+                common,
+                olap,
+                peers,
+                ycsb,
+            } => {
                 let workload = YcsbWorkload::new(ycsb_config(common, ycsb)?)?;
                 // The read-only transactions run on the OLAP threads: one unless told.
                 let read_only = ycsb.read_only_operations.is_some();
-                match common.olap_workers {
+                match olap.olap_workers {
                     Some(0) if read_only => {
                         return Err(LabError::BadOption(
                             "--read-only-operations: the read-only transactions run on the \
@@ -714,7 +766,12 @@ impl Plan {
                     }
                     _ => {}
                 }
-                Plan::with(Box::new(workload), common, usize::from(read_only))
+                Plan::with(
+                    Box::new(workload),
+                    common,
+                    (olap, usize::from(read_only)),
+                    peers,
+                )
             }
             Command::Kv { common, kv } => {
                 let mut config = sized(common, kv.rows, KvConfig::tiny, KvConfig::new, |c| {
@@ -725,9 +782,18 @@ impl Plan {
                     &mut config.updates_per_transaction,
                     kv.updates_per_transaction,
                 );
-                Plan::with(Box::new(KvWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(KvWorkload::new(config)?),
+                    common,
+                    (&OlapArgs::default(), 0),
+                    &PeerArgs::default(),
+                )
             }
-            Command::Scans { common, scans } => {
+            Command::Scans {
+                common,
+                olap,
+                scans,
+            } => {
                 let mut config = sized(
                     common,
                     scans.rows,
@@ -737,24 +803,42 @@ impl Plan {
                 )?;
                 set(&mut config.theta, scans.theta);
                 set(&mut config.scan_percent, scans.scan_percent);
-                Plan::with(Box::new(ScansWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(ScansWorkload::new(config)?),
+                    common,
+                    (olap, 0),
+                    &PeerArgs::default(),
+                )
             }
-            Command::Tpcb { common } => {
+            Command::Tpcb { common, peers } => {
                 let mut config = if common.tiny {
                     TpcbConfig::tiny()
                 } else {
                     TpcbConfig::new(1)
                 };
                 set(&mut config.scale, common.scale);
-                Plan::with(Box::new(TpcbWorkload::new(config)?), common, 0)
+                Plan::with(
+                    Box::new(TpcbWorkload::new(config)?),
+                    common,
+                    (&OlapArgs::default(), 0),
+                    peers,
+                )
             }
-            Command::Tpcc { common } => {
+            Command::Tpcc {
+                common,
+                olap,
+                peers,
+            } => {
                 let workload = tpcc_workload(common.tiny, common.scale, common.seed)?;
-                Plan::with(workload, common, 0)
+                Plan::with(workload, common, (olap, 0), peers)
             }
-            Command::Ch { common } => {
+            Command::Ch {
+                common,
+                olap,
+                peers,
+            } => {
                 let workload = ch_workload(common.tiny, common.scale, common.seed)?;
-                Plan::with(workload, common, 1)
+                Plan::with(workload, common, (olap, 1), peers)
             }
             Command::Demo(demo) => demo_plan(demo),
             Command::Reproduce(_) => Err(LabError::BadOption(
@@ -766,24 +850,16 @@ impl Plan {
         }
     }
 
+    /// The plan of a workload: `olap` is `--olap-workers` and its default for this
+    /// workload (a workload without queries passes none and 0), `peers` what the workload
+    /// takes of `--peer` (none, for a workload without an SQL form).
     fn with(
         workload: Box<dyn Workload>,
         common: &CommonArgs,
-        default_olap_workers: usize,
+        (olap, default_olap_workers): (&OlapArgs, usize),
+        peers: &PeerArgs,
     ) -> Result<Plan, LabError> {
-        let collectors = if common.compare.is_empty() {
-            vec![common.gc.unwrap_or_default()]
-        } else {
-            common.compare.clone()
-        };
-        for (i, gc) in collectors.iter().enumerate() {
-            if collectors[..i].contains(gc) {
-                return Err(LabError::BadOption(format!(
-                    "--compare names {} twice",
-                    gc.name()
-                )));
-            }
-        }
+        let axes = VersoAxes::of(common, peers)?;
         let stop = match (common.transactions, common.duration) {
             (Some(n), _) => StopAfter::Transactions(n),
             (None, Some(seconds)) => StopAfter::Duration(Duration::from_secs_f64(seconds)),
@@ -792,40 +868,34 @@ impl Plan {
             }
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
-        let verso_configs = collectors.into_iter().map(|gc| {
-            let mut options = Options::default()
-                .garbage_collector(gc)
-                .version_storage(common.storage)
-                .concurrency_control(common.protocol)
-                .index_pointers(common.index_pointers)
-                .non_inline(common.non_inline);
-            options.memory_spaces = common.memory_spaces;
+        let verso_configs = axes.verso.iter().map(|(label, options)| {
+            let protocol = options.concurrency_control;
             RunConfig {
                 // Under every protocol but SI each transaction is serializable, whatever
                 // it asks for; the reports say what it gets.
-                isolation: if common.protocol == ConcurrencyControl::SnapshotIsolation {
+                isolation: if protocol == ConcurrencyControl::SnapshotIsolation {
                     common.isolation.into()
                 } else {
                     Isolation::Serializable
                 },
                 oltp_workers: common.workers.unwrap_or(1),
-                olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                olap_workers: olap.olap_workers.unwrap_or(default_olap_workers),
                 stop,
                 seed: common.seed,
                 hold_snapshot: common.hold_snapshot,
+                hold_read_only: common.hold_read_only,
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
                 memory_limit_bytes: common.memory_limit,
-                ..RunConfig::with_options(gc.name(), options)
+                ..RunConfig::with_options(label, options.clone())
             }
         });
-        let peers = common.peers.specs()?;
         let mut configs = with_baselines(
             verso_configs
-                .chain(peers.into_iter().map(|peer| RunConfig {
+                .chain(axes.peers.iter().cloned().map(|peer| RunConfig {
                     isolation: common.isolation.into(),
                     oltp_workers: common.workers.unwrap_or(1),
-                    olap_workers: common.olap_workers.unwrap_or(default_olap_workers),
+                    olap_workers: olap.olap_workers.unwrap_or(default_olap_workers),
                     stop,
                     seed: common.seed,
                     hold_snapshot: common.hold_snapshot,
@@ -839,15 +909,17 @@ impl Plan {
             common.baseline,
         );
         common.durability.apply(&mut configs)?;
-        if !common.peers.peers.is_empty()
-            && common.protocol != ConcurrencyControl::SnapshotIsolation
-        {
-            return Err(LabError::BadOption(format!(
-                "--protocol {} with --peer: a peer runs its own concurrency control; compare \
-                 peers with Verso's default protocol (si), at --isolation snapshot or \
-                 serializable",
-                common.protocol.name()
-            )));
+        if let Some((_, options)) = axes.verso.iter().find(|(_, options)| {
+            options.concurrency_control != ConcurrencyControl::SnapshotIsolation
+        }) {
+            if !axes.peers.is_empty() {
+                return Err(LabError::BadOption(format!(
+                    "--protocol {} with peers: a peer runs its own concurrency control; \
+                     compare peers with Verso's default protocol (si), at --isolation \
+                     snapshot or serializable",
+                    options.concurrency_control.name()
+                )));
+            }
         }
         for config in &configs {
             config.validate(&*workload)?;
@@ -859,6 +931,105 @@ impl Plan {
             report: common.report.clone(),
             process: common.process.clone(),
             notes: Vec::new(),
+        })
+    }
+}
+
+/// The systems a workload command runs: Verso's configurations (label and options), one
+/// per value of the compared axis (or one), and the peers.
+struct VersoAxes {
+    verso: Vec<(String, Options)>,
+    peers: Vec<PeerSpec>,
+}
+
+impl VersoAxes {
+    /// From `--gc`, `--storage`, `--protocol`, `--index-pointers`, `--non-inline`,
+    /// `--memory-spaces`, `--peer` and `--compare`. Refused: an axis both compared and set
+    /// by its own option, a value named twice, and `system=` beside `--peer`.
+    fn of(common: &CommonArgs, peer_args: &PeerArgs) -> Result<VersoAxes, LabError> {
+        let mut base = Options::default()
+            .garbage_collector(common.gc.unwrap_or_default())
+            .version_storage(common.storage.unwrap_or_default())
+            .concurrency_control(common.protocol.unwrap_or_default())
+            .index_pointers(common.index_pointers.unwrap_or_default())
+            .non_inline(common.non_inline.unwrap_or_default());
+        base.memory_spaces = common.memory_spaces;
+        let Some(compared) = &common.compare else {
+            let label = base.garbage_collector.name().to_owned();
+            return Ok(VersoAxes {
+                verso: vec![(label, base)],
+                peers: peer_args.specs()?,
+            });
+        };
+        let labels = compared.labels();
+        for (i, label) in labels.iter().enumerate() {
+            if labels[..i].contains(label) {
+                return Err(LabError::BadOption(format!(
+                    "--compare names {label} twice"
+                )));
+            }
+        }
+        let set_too = match compared {
+            Compared::Collectors(_) => common.gc.is_some(),
+            Compared::Storages(_) => common.storage.is_some(),
+            Compared::Protocols(_) => common.protocol.is_some(),
+            Compared::IndexPointers(_) => common.index_pointers.is_some(),
+            Compared::NonInline(_) => common.non_inline.is_some(),
+            Compared::Systems(_) => !peer_args.peers.is_empty(),
+        };
+        if set_too {
+            let option = match compared {
+                Compared::Systems(_) => "peer",
+                other => other.axis(),
+            };
+            return Err(LabError::BadOption(format!(
+                "--compare {axis}=... and --{option}: the compared axis takes its values \
+                 from --compare only",
+                axis = compared.axis()
+            )));
+        }
+        let each = |change: &dyn Fn(Options, usize) -> Options| {
+            (0..labels.len())
+                .map(|i| (labels[i].to_owned(), change(base.clone(), i)))
+                .collect()
+        };
+        let verso = match compared {
+            Compared::Collectors(v) => each(&|o, i| o.garbage_collector(v[i])),
+            Compared::Storages(v) => each(&|o, i| o.version_storage(v[i])),
+            Compared::Protocols(v) => each(&|o, i| o.concurrency_control(v[i])),
+            Compared::IndexPointers(v) => each(&|o, i| o.index_pointers(v[i])),
+            Compared::NonInline(v) => each(&|o, i| o.non_inline(v[i])),
+            Compared::Systems(v) => {
+                let spec = |kind: PeerKind| {
+                    let mut spec = PeerSpec::new(kind);
+                    if let Some(dir) = &peer_args.peer_dir {
+                        spec.dir.clone_from(dir);
+                    }
+                    if kind == PeerKind::Postgres {
+                        spec.postgres_url.clone_from(&peer_args.postgres_url);
+                    }
+                    spec
+                };
+                if peer_args.postgres_url.is_some() && !v.contains(&Some(PeerKind::Postgres)) {
+                    return Err(LabError::BadOption(
+                        "--postgres-url is for postgres, which --compare system=... does not \
+                         name"
+                            .into(),
+                    ));
+                }
+                let peers = v.iter().flatten().map(|kind| spec(*kind)).collect();
+                let verso = if v.contains(&None) {
+                    let label = base.garbage_collector.name().to_owned();
+                    vec![(label, base.clone())]
+                } else {
+                    Vec::new()
+                };
+                return Ok(VersoAxes { verso, peers });
+            }
+        };
+        Ok(VersoAxes {
+            verso,
+            peers: peer_args.specs()?,
         })
     }
 }
@@ -1181,10 +1352,17 @@ fn run_one_configuration_as_child(
 fn run_configuration_in_child(
     command_line: &[String],
     index: usize,
+    show_progress: bool,
 ) -> Result<crate::metrics::RunResult, LabError> {
     let mut args: Vec<String> = command_line.iter().skip(1).cloned().collect();
     args.extend(["--config-index".to_owned(), index.to_string()]);
-    crate::runner::run_in_child_process(&args, "--config-json", &format!("configuration {index}"))
+    crate::runner::run_in_child_process(
+        &args,
+        "--config-json",
+        &format!("configuration {index}"),
+        show_progress,
+        "",
+    )
 }
 
 /// After a configuration's child process failed: prints the summary of the configurations
@@ -1284,7 +1462,7 @@ fn run_workload(
         )?;
         out.flush()?;
         let run = if in_children {
-            match run_configuration_in_child(&command_line, index) {
+            match run_configuration_in_child(&command_line, index, config.show_progress) {
                 Ok(run) => run,
                 Err(error) => {
                     // Keep what the configurations before it measured (minutes of runs,

@@ -8,11 +8,12 @@
 //! - [`runner`]: loads a database, runs OLTP and OLAP workers side by side, samples the
 //!   engine's counters every second, checks consistency;
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
+//! - [`progress`]: progress bars, also those of a child process, drawn by its parent;
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
 //!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
 //!   paper's numbers beside ours;
-//! - [`cli`]: the `verso` command line;
+//! - [`cli`]: the `verso` command line; [`compare`]: what `--compare` compares;
 //! - [`rng`], [`zipf`]: seeded random numbers and key distributions.
 //!
 //! The keys of the JSON output and the report are documented in `docs/lab.md`.
@@ -23,12 +24,14 @@
 pub mod check;
 pub mod cli;
 pub mod clients;
+pub mod compare;
 pub mod format;
 pub mod load;
 pub mod memory;
 pub mod metrics;
 pub mod peers;
 pub mod plot;
+pub mod progress;
 pub mod publish;
 pub mod report;
 pub mod reproduce;

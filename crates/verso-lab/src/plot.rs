@@ -79,7 +79,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         key: "growth_bytes",
         title: "Growth, each system's own measure (Verso: memory; PostgreSQL: tables and indexes; SQLite: database and WAL files; DuckDB: buffer memory)",
-        unit: "bytes",
+        unit: BYTES,
         value: |s| s.growth_bytes as f64,
         olap: false,
         verso_only: false,
@@ -106,7 +106,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         key: "live_version_bytes",
         title: "Live version bytes",
-        unit: "bytes",
+        unit: BYTES,
         value: |s| s.live_version_bytes as f64,
         olap: false,
         verso_only: true,
@@ -115,7 +115,7 @@ pub const METRICS: &[Metric] = &[
     Metric {
         key: "rss_bytes",
         title: "Process memory (RSS)",
-        unit: "bytes",
+        unit: BYTES,
         value: |s| s.rss_bytes as f64,
         olap: false,
         verso_only: false,
@@ -256,7 +256,38 @@ pub struct Axes {
     pub log_x: bool,
     /// Whether each point gets a marker (a sweep with few points), besides the line.
     pub markers: bool,
+    /// Whether y is drawn on a logarithmic scale (values below 1 drawn at 1): for series
+    /// that span orders of magnitude ([`spans_decades`]).
+    pub log_y: bool,
 }
+
+/// Whether the positive values of `lines` span at least `decades` orders of magnitude
+/// (a chain of 1 beside one of 100,000 would be a flat line at 0 on a linear axis).
+pub fn spans_decades(lines: &[Line], decades: f64) -> bool {
+    let ys = lines
+        .iter()
+        .flat_map(|line| &line.points)
+        .map(|p| p.1)
+        .filter(|y| y.is_finite() && *y > 0.0);
+    let (low, high) = ys.fold((f64::INFINITY, 0.0f64), |(low, high), y| {
+        (low.min(y.max(1.0)), high.max(y))
+    });
+    high > 0.0 && (high / low).log10() >= decades
+}
+
+/// A y tick label: bytes in B/KiB/MiB/GiB, other units as numbers; on a log scale `y`
+/// is a decimal logarithm.
+fn y_label(axes: &Axes, y: f64) -> String {
+    let y = if axes.log_y { 10f64.powf(y).round() } else { y };
+    if axes.y_desc == BYTES {
+        crate::format::bytes(y)
+    } else {
+        axis(y)
+    }
+}
+
+/// The unit of metrics in bytes, whose axes are labelled in KiB, MiB and GiB.
+pub const BYTES: &str = "bytes";
 
 /// Registers the bundled font as `sans-serif` (once per process).
 fn register_font() -> Result<(), LabError> {
@@ -319,6 +350,7 @@ pub fn write_metric_plot(
         y_desc: metric.unit.to_owned(),
         log_x: false,
         markers: false,
+        log_y: false,
     };
     let lines: Vec<Line> = runs
         .iter()
@@ -328,6 +360,12 @@ pub fn write_metric_plot(
             points: points(run, metric),
         })
         .collect();
+    // Versions (chain lengths, live versions) span orders of magnitude behind a held
+    // snapshot: a log axis keeps the short chains visible beside the long ones.
+    let axes = Axes {
+        log_y: metric.unit == "versions" && spans_decades(&lines, 2.0),
+        ..axes
+    };
     write_figure(dir, key, &axes, &lines)
 }
 
@@ -439,26 +477,44 @@ fn x_label(axes: &Axes, x: f64) -> String {
     }
 }
 
+/// Legend entries per row, in the strip under the chart.
+const LEGEND_COLUMNS: usize = 3;
+/// The height of one row of the legend, in pixels.
+const LEGEND_ROW: u32 = 22;
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     axes: &Axes,
     lines: &[Line],
 ) -> Result<(), LabError> {
     root.fill(&WHITE).map_err(plot_error)?;
+    // The legend has a strip of its own under the chart, so it never covers data.
+    let legend_rows = lines.len().div_ceil(LEGEND_COLUMNS) as u32;
+    let (_, height) = root.dim_in_pixel();
+    let (root, legend) = root.split_vertically(height.saturating_sub(legend_rows * LEGEND_ROW + 8));
     let series: Vec<Vec<(f64, f64)>> = lines
         .iter()
         .map(|line| {
             line.points
                 .iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite() && (!axes.log_x || *x > 0.0))
-                .map(|&(x, y)| (if axes.log_x { x.log10() } else { x }, y))
+                .map(|&(x, y)| {
+                    (
+                        if axes.log_x { x.log10() } else { x },
+                        if axes.log_y { y.max(1.0).log10() } else { y },
+                    )
+                })
                 .collect()
         })
         .collect();
     let xs: Vec<f64> = series.iter().flatten().map(|p| p.0).collect();
     let (x_min, x_max, x_ticks) = x_range(axes, &xs);
     let y_max = series.iter().flatten().map(|p| p.1).fold(0.0, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let y_max = match (axes.log_y, y_max > 0.0) {
+        (true, _) => y_max.ceil().max(1.0),
+        (false, true) => y_max * 1.1,
+        (false, false) => 1.0,
+    };
     let mut chart = ChartBuilder::on(&root)
         .caption(&axes.title, ("sans-serif", 24))
         .margin(16)
@@ -469,12 +525,18 @@ fn draw<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(axes.x_desc.as_str())
-        .y_desc(axes.y_desc.as_str())
+        .y_desc(if axes.log_y {
+            format!("{} (log scale)", axes.y_desc)
+        } else {
+            axes.y_desc.clone()
+        })
         .x_labels(x_ticks)
+        // On a log scale, one tick per decade.
+        .y_labels(if axes.log_y { y_max as usize + 1 } else { 10 })
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 16))
         .x_label_formatter(&|x| x_label(axes, *x))
-        .y_label_formatter(&|y| axis(*y))
+        .y_label_formatter(&|y| y_label(axes, *y))
         .draw()
         .map_err(plot_error)?;
     for (i, (line, points)) in lines.iter().zip(series).enumerate() {
@@ -497,20 +559,119 @@ fn draw<DB: DrawingBackend>(
         }
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(width)))
-            .map_err(plot_error)?
-            .label(line.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(width + 1))
-            });
+            .map_err(plot_error)?;
+        let (column, row) = (i % LEGEND_COLUMNS, i / LEGEND_COLUMNS);
+        let (legend_width, _) = legend.dim_in_pixel();
+        let x = 84 + column as i32 * ((legend_width as i32 - 100) / LEGEND_COLUMNS as i32);
+        let y = 4 + row as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+        legend
+            .draw(&PathElement::new(
+                vec![(x, y), (x + 24, y)],
+                color.stroke_width(width + 1),
+            ))
+            .map_err(plot_error)?;
+        legend
+            .draw(&Text::new(
+                line.label.clone(),
+                (x + 30, y - 8),
+                ("sans-serif", 15).into_font(),
+            ))
+            .map_err(plot_error)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()
-        .map_err(plot_error)?;
     root.present().map_err(plot_error)?;
+    legend.present().map_err(plot_error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(label: &str, y: f64) -> Line {
+        Line {
+            label: label.to_owned(),
+            points: (0..=60).map(|t| (f64::from(t), y)).collect(),
+        }
+    }
+
+    /// Renders `lines` and returns, per line, the rightmost pixel column where its color
+    /// shows.
+    fn rightmost_columns(axes: &Axes, lines: &[Line]) -> Vec<Option<u32>> {
+        register_font().unwrap();
+        let (width, height) = FIGURE_SIZE;
+        let mut pixels = vec![0u8; width as usize * height as usize * 3];
+        draw(
+            BitMapBackend::with_buffer(&mut pixels, FIGURE_SIZE).into_drawing_area(),
+            axes,
+            lines,
+        )
+        .unwrap();
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let c = COLORS[color_index(&line.label, i) % COLORS.len()];
+                let mut rightmost = None;
+                for y in 0..height {
+                    for x in 0..width {
+                        let at = (y as usize * width as usize + x as usize) * 3;
+                        if pixels[at..at + 3] == [c.0, c.1, c.2] && rightmost < Some(x) {
+                            // Only the chart: the legend's sample lines are below it.
+                            if y < height - 3 * LEGEND_ROW {
+                                rightmost = Some(x);
+                            }
+                        }
+                    }
+                }
+                rightmost
+            })
+            .collect()
+    }
+
+    /// The legend sat in the chart's upper right corner, over the lines that ran there:
+    /// behind a held snapshot, the growing series end exactly there.
+    #[test]
+    fn regression_legends_never_cover_data() {
+        let axes = Axes {
+            title: "t".into(),
+            x_desc: "seconds".into(),
+            y_desc: "versions".into(),
+            log_x: false,
+            markers: false,
+            log_y: false,
+        };
+        let lines = [
+            line("watermark +held snapshot", 100.0),
+            line("steam +held snapshot", 97.0),
+            line("postgres +held snapshot", 94.0),
+        ];
+        let (width, _) = FIGURE_SIZE;
+        for (line, rightmost) in lines.iter().zip(rightmost_columns(&axes, &lines)) {
+            let rightmost = rightmost.unwrap_or(0);
+            assert!(
+                rightmost > width - 40,
+                "{}: hidden right of column {rightmost}",
+                line.label
+            );
+        }
+    }
+
+    #[test]
+    fn versions_spanning_decades_get_a_log_axis_and_bytes_read_in_mib() {
+        assert!(spans_decades(&[line("a", 1.0), line("b", 100_000.0)], 2.0));
+        assert!(!spans_decades(&[line("a", 10.0), line("b", 500.0)], 2.0));
+        let axes = |log_y, unit: &str| Axes {
+            title: String::new(),
+            x_desc: String::new(),
+            y_desc: unit.to_owned(),
+            log_x: false,
+            markers: false,
+            log_y,
+        };
+        assert_eq!(
+            y_label(&axes(false, BYTES), 3.0 * 1024.0 * 1024.0),
+            "3.0 MiB"
+        );
+        assert_eq!(y_label(&axes(true, "versions"), 5.0), "100k");
+    }
 }

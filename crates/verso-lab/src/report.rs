@@ -11,37 +11,46 @@ use crate::publish::{self, Staging};
 use crate::reproduce::{Agreement, Reproduction, Verdict};
 use crate::workload::LabError;
 
-/// The summary table's header and one row per run, as cells.
+/// The widest line the terminal summary writes: it fits a 100-column terminal.
+pub const SUMMARY_WIDTH: usize = 100;
+
+/// Whether any run is longer than [`crate::metrics::TAIL_SECONDS`], so that its last
+/// seconds say something its whole-run median does not.
+fn has_tail(runs: &[RunResult]) -> bool {
+    runs.iter()
+        .any(|r| r.run_seconds > crate::metrics::TAIL_SECONDS + 1e-9)
+}
+
+/// The summary table's header and one row per run, as cells; the columns in the order
+/// people read them: throughput, then memory, then the engine's versions.
 fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let olap = runs.iter().any(|r| r.configuration.olap_workers > 0);
-    let mut header = vec!["configuration", "OLTP commits/s", "last 10 s", "aborts/s"];
-    if olap {
-        header.extend(["OLAP queries/s", "scanned tuples/s"]);
+    let tail = has_tail(runs);
+    let mut header = vec!["configuration", "commits/s"];
+    if tail {
+        header.push("last 10 s");
     }
-    header.extend([
-        "live versions",
-        "max live versions",
-        "max chain (read/write/gc)",
-        "GC ms/s",
-        "max RSS",
-    ]);
+    header.push("aborts/s");
+    if olap {
+        header.extend(["queries/s", "scanned/s"]);
+    }
+    header.extend(["load s", "max RSS"]);
     let peers = runs.iter().any(|r| r.configuration.system != "verso");
     if peers {
-        header.push("growth (first -> last)");
+        header.push("growth");
     }
-    header.push("load s");
+    header.extend(["live versions", "max live", "max chain r/w/gc", "GC ms/s"]);
     let rows = runs
         .iter()
         .map(|run| {
             let s = &run.summary;
             let c = &run.configuration;
             let verso = c.system == "verso";
-            let mut row = vec![
-                plot::run_label(run),
-                compact(s.oltp_commits_per_second),
-                compact(s.tail_oltp_commits_per_second),
-                compact(s.oltp_aborts_per_second),
-            ];
+            let mut row = vec![plot::run_label(run), compact(s.oltp_commits_per_second)];
+            if tail {
+                row.push(compact(s.tail_oltp_commits_per_second));
+            }
+            row.push(compact(s.oltp_aborts_per_second));
             if olap {
                 row.push(format!("{:.2}", s.olap_queries_per_second));
                 row.push(if verso {
@@ -49,6 +58,15 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 } else {
                     "-".to_owned()
                 });
+            }
+            row.push(format!("{:.2}", run.load_seconds));
+            row.push(bytes(s.max_rss_bytes as f64));
+            if peers {
+                row.push(format!(
+                    "{} -> {}",
+                    bytes(s.first_growth_bytes as f64),
+                    bytes(s.last_growth_bytes as f64)
+                ));
             }
             if verso {
                 row.extend([
@@ -66,33 +84,56 @@ fn table_cells(runs: &[RunResult]) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 // The engine's own counters: a peer has none of them.
                 row.extend(["-", "-", "-", "-"].map(str::to_owned));
             }
-            row.push(bytes(s.max_rss_bytes as f64));
-            if peers {
-                row.push(format!(
-                    "{} -> {}",
-                    bytes(s.first_growth_bytes as f64),
-                    bytes(s.last_growth_bytes as f64)
-                ));
-            }
-            row.push(format!("{:.2}", run.load_seconds));
             row
         })
         .collect();
     (header, rows)
 }
 
-/// The summary as an aligned text table: medians over the run's seconds, maxima over all.
-pub fn summary_table(runs: &[RunResult]) -> String {
-    let (header, rows) = table_cells(runs);
-    let mut out = text_table(&header, &rows);
-    out.push_str("(medians over the run's seconds; \"max\" columns over all of them");
+/// What the summary's columns mean, said once under the tables.
+fn units_note(runs: &[RunResult]) -> String {
+    let mut note =
+        String::from("Medians over the run's seconds: commits/s and aborts/s (OLTP transactions)");
+    if runs.iter().any(|r| r.configuration.olap_workers > 0) {
+        note.push_str(", queries/s (OLAP), scanned/s (tuples the queries read)");
+    }
+    note.push_str(", live versions, GC ms/s (milliseconds the collector worked per second). ");
+    if has_tail(runs) {
+        note.push_str("last 10 s: commits/s over the run's final ten seconds. ");
+    }
+    note.push_str(
+        "Over all seconds: max RSS (resident memory of the process that ran it), max live \
+         (versions), max chain r/w/gc (the longest version chain a read, a write and the \
+         collector walked). load s: seconds to load the data.",
+    );
     if runs.iter().any(|r| r.configuration.system != "verso") {
-        out.push_str(
-            "; \"-\": the engine's own counters, which a peer does not have; growth: each \
-             system's own measure, see the report",
+        note.push_str(
+            " growth: each system's own measure of what it holds (first sample -> last; \
+             see the report). \"-\": the engine's own counters, which a peer does not have.",
         );
     }
-    out.push_str(")\n");
+    note
+}
+
+/// `text` broken into lines of at most `width` columns at spaces.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out
 }
 
@@ -158,12 +199,111 @@ pub fn durability_table(runs: &[RunResult]) -> Option<String> {
             ]
         })
         .collect();
-    let mut out = text_table(&header, &rows);
-    out.push_str(
+    let mut out = fitted_tables(&header, &rows, SUMMARY_WIDTH);
+    out.push_str(&wrap(
         "(commit: from asking to commit until acknowledged, as each client waits; pinned: the \
-         most live versions above their level before a checkpoint, while it ran)\n",
-    );
+         most live versions above their level before a checkpoint, while it ran)",
+        SUMMARY_WIDTH,
+    ));
     Some(out)
+}
+
+/// `header` and `rows` as aligned text tables of at most `width` columns: as many columns
+/// as fit beside the first (the configuration) in each table, the first repeated in every
+/// table. A first column too wide to leave room is cut (with `~`).
+pub fn fitted_tables(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
+    const GAP: usize = 2;
+    let column_width = |i: usize| {
+        rows.iter()
+            .filter_map(|row| row.get(i))
+            .map(|cell| cell.chars().count())
+            .chain([header[i].chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widest_other = (1..header.len()).map(column_width).max().unwrap_or(0);
+    let first_width = column_width(0).min(width.saturating_sub(GAP + widest_other).max(8));
+    let cut = |cell: &str| {
+        if cell.chars().count() <= first_width {
+            cell.to_owned()
+        } else {
+            let mut kept: String = cell.chars().take(first_width - 1).collect();
+            kept.push('~');
+            kept
+        }
+    };
+    let mut tables: Vec<Vec<usize>> = Vec::new();
+    let mut used = first_width;
+    for i in 1..header.len() {
+        let needed = GAP + column_width(i);
+        match tables.last_mut() {
+            Some(columns) if used + needed <= width => columns.push(i),
+            _ => {
+                tables.push(vec![i]);
+                used = first_width;
+            }
+        }
+        used += needed;
+    }
+    let mut out = String::new();
+    for (t, columns) in tables.iter().enumerate() {
+        if t > 0 {
+            out.push('\n');
+        }
+        let pick = |cells: &dyn Fn(usize) -> String| -> Vec<String> {
+            std::iter::once(cut(&cells(0)))
+                .chain(columns.iter().map(|&i| cells(i)))
+                .collect()
+        };
+        let table_header = pick(&|i| header[i].to_owned());
+        let table_rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|row| pick(&|i| row.get(i).cloned().unwrap_or_default()))
+            .collect();
+        out.push_str(&text_table(&table_header, &table_rows));
+    }
+    out
+}
+
+/// The summary as aligned text tables that fit a 100-column terminal ([`SUMMARY_WIDTH`]):
+/// throughput, memory and versions, split into a second table where one would not fit,
+/// then what the columns mean.
+pub fn summary_table(runs: &[RunResult]) -> String {
+    let (header, rows) = table_cells(runs);
+    let mut out = fitted_tables(&header, &rows, SUMMARY_WIDTH);
+    out.push_str(&wrap(&units_note(runs), SUMMARY_WIDTH));
+    out
+}
+
+/// What a report of runs behind a held snapshot (`verso demo`, `--hold-snapshot`)
+/// demonstrates and how to read it, in a few sentences for its top; `None` without one.
+pub fn held_snapshot_intro(runs: &[RunResult]) -> Option<String> {
+    if !runs.iter().any(|r| r.configuration.hold_snapshot) {
+        return None;
+    }
+    let mut intro = String::from(
+        "What this shows: one transaction takes a snapshot when the run starts and holds it \
+         to the end, as a long report or backup would, while the workload writes. Every \
+         version that snapshot might read must be kept; a collector that only prunes below \
+         the oldest snapshot (watermark-only, and most engines) keeps every version created \
+         since, so chains grow, reads and writes walk them, memory grows and throughput \
+         falls the longer the snapshot is held. Verso's default collector (Steam) prunes \
+         versions no running transaction can see, even behind the snapshot, so its \
+         throughput and memory should stay level. ",
+    );
+    if runs.iter().any(|r| !r.configuration.hold_snapshot) {
+        intro.push_str(
+            "Each system also ran without the snapshot (the lighter line of its color): \
+             its baseline. ",
+        );
+    }
+    intro.push_str(
+        "What to conclude: compare each system's throughput over the last seconds with its \
+         baseline (\"What happened\" below gives the share), and how its growth curve rises; \
+         memory is compared per committed transaction too, since a system that commits more \
+         also creates more versions.",
+    );
+    Some(intro)
 }
 
 /// The run without a held snapshot that `held` is compared with: the same system and
@@ -212,6 +352,18 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
         } else {
             format!("{} not measured", growth_noun(c))
         };
+        // Growth per committed transaction: a system that committed more created more
+        // versions, so its memory may rise more while it did better.
+        let per_commits = if held.totals.oltp_commits > 0 && s.first_growth_bytes > 0 {
+            let grown = s.last_growth_bytes.saturating_sub(s.first_growth_bytes) as f64;
+            format!(
+                ", {} per 1,000 commits",
+                bytes(1000.0 * grown / held.totals.oltp_commits as f64)
+            )
+        } else {
+            String::new()
+        };
+        let growth = format!("{growth}{per_commits}");
         let unheld_growth = unheld_partner(held, runs)
             .filter(|u| u.summary.first_growth_bytes > 0)
             .map(|u| {
@@ -222,8 +374,14 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
                 )
             })
             .unwrap_or_default();
+        // A run no longer than the tail is its own last seconds.
+        let window = if held.run_seconds > crate::metrics::TAIL_SECONDS + 1e-9 {
+            "its last 10 s"
+        } else {
+            "its run"
+        };
         lines.push(format!(
-            "{}: with one snapshot held, its last 10 s ran {} commits/s, {} {against} ({}); \
+            "{}: with one snapshot held, {window} ran {} commits/s, {} {against} ({}); \
              its {growth}{unheld_growth}",
             c.label,
             compact(s.tail_oltp_commits_per_second),
@@ -488,6 +646,9 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     let title = format!("Verso lab: {}", report.workload);
     let mut html = html_head(&title);
     let _ = writeln!(html, "<h1>{}</h1>", escape(&title));
+    if let Some(intro) = held_snapshot_intro(&report.runs) {
+        let _ = writeln!(html, "<p class=\"intro\">{}</p>", escape(&intro));
+    }
     let _ = writeln!(html, "<p>{}</p>", escape(&report.description));
     let _ = writeln!(
         html,
@@ -508,8 +669,8 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
     html.push_str(&html_table(&header, &rows));
     let _ = writeln!(
         html,
-        "<p>Medians over the run's seconds; \"max\" columns over all of them. \
-         The data: <a href=\"{REPORT_JSON}\">{REPORT_JSON}</a>.</p>",
+        "<p>{} The data: <a href=\"{REPORT_JSON}\">{REPORT_JSON}</a>.</p>",
+        escape(&units_note(&report.runs))
     );
     html.push_str("<h2>Configurations</h2>\n");
     html.push_str(&configurations_html(&report.runs));
@@ -692,6 +853,7 @@ pub fn write_reproduction_report(dir: &Path, reproduction: &Reproduction) -> Res
             y_desc: figure.y_label.clone(),
             log_x: figure.log_x,
             markers: true,
+            log_y: false,
         };
         let lines: Vec<plot::Line> = figure
             .lines
@@ -926,6 +1088,118 @@ mod tests {
             durability: None,
             samples,
         }
+    }
+
+    /// `run` with the widest numbers a long run prints: millions of commits, gigabytes,
+    /// chains of millions, OLAP columns when `olap`.
+    fn wide(label: &str, system: &str, held: bool, read_only: bool, olap: bool) -> RunResult {
+        let mut run = run(label, system, held, &[1_234_567.0; 30], &[1 << 30; 30]);
+        run.configuration.hold_read_only = read_only;
+        run.configuration.olap_workers = usize::from(olap);
+        run.load_seconds = 1234.56;
+        let s = &mut run.summary;
+        s.oltp_aborts_per_second = 123_456.0;
+        s.olap_queries_per_second = 1234.56;
+        s.olap_scanned_tuples_per_second = 123_456_789.0;
+        s.live_versions = 123_456_789.0;
+        s.max_live_versions = 1_234_567_890;
+        s.max_rss_bytes = 1023 << 30;
+        s.first_growth_bytes = 1023 << 20;
+        s.last_growth_bytes = 1023 << 30;
+        s.max_read_chain = 12_345_678;
+        s.max_write_chain = 12_345_678;
+        s.max_gc_chain = 12_345_678;
+        s.gc_ms_per_second = 1000.0;
+        run
+    }
+
+    /// The terminal summary was 151 to 171 columns wide: it fits 100, over realistic runs
+    /// (held snapshots and their baselines, peers, OLAP columns, the widest numbers), and
+    /// every configuration and column is still in it.
+    #[test]
+    fn regression_the_summary_fits_a_100_column_terminal() {
+        let held_demo = [
+            wide("steam", "verso", true, false, false),
+            wide("steam", "verso", false, false, false),
+            wide("watermark", "verso", true, true, false),
+            wide("watermark", "verso", false, false, false),
+            wide("postgres", "postgres", true, false, false),
+            wide("postgres", "postgres", false, false, false),
+            wide("sqlite", "sqlite", true, false, false),
+            wide("duckdb", "duckdb", true, false, false),
+        ];
+        let ch_with_peers = [
+            wide("steam", "verso", true, true, true),
+            wide("hekaton", "verso", false, false, true),
+            wide("postgres", "postgres", false, false, true),
+        ];
+        let long_labels = [wide(
+            "storage=append-o2n,protocol=mvocc,gc=coop,pointers=physical",
+            "verso",
+            true,
+            true,
+            true,
+        )];
+        for runs in [
+            &held_demo[..],
+            &ch_with_peers,
+            &long_labels,
+            &held_demo[..1],
+        ] {
+            let table = summary_table(runs);
+            for line in table.lines() {
+                assert!(
+                    line.chars().count() <= SUMMARY_WIDTH,
+                    "{} columns:\n{line}\nin\n{table}",
+                    line.chars().count()
+                );
+            }
+            let (header, rows) = table_cells(runs);
+            for column in &header {
+                assert!(table.contains(column), "{column} missing:\n{table}");
+            }
+            for row in &rows {
+                for cell in row {
+                    let cut: String = cell.chars().take(20).collect();
+                    assert!(table.contains(&cut), "{cell} missing:\n{table}");
+                }
+            }
+            assert_eq!(
+                table.matches("last 10 s").count(),
+                2,
+                "a column and its one explanation:\n{table}"
+            );
+        }
+    }
+
+    /// A report behind a held snapshot says at its top what it demonstrates and what to
+    /// conclude; the held lines give growth per committed transaction, so that memory
+    /// that rose because a system did more work reads as such.
+    #[test]
+    fn held_snapshot_reports_say_what_they_show_and_growth_per_commit() {
+        let mut held = run("steam", "verso", true, &[100.0; 20], &[1 << 20; 20]);
+        held.summary.last_growth_bytes = 3 << 20;
+        held.totals.oltp_commits = 2048;
+        let unheld = run("steam", "verso", false, &[100.0; 20], &[1 << 20; 20]);
+        let intro = held_snapshot_intro(&[held.clone(), unheld.clone()]).unwrap();
+        assert!(intro.starts_with("What this shows:") && intro.contains("What to conclude:"));
+        assert!(held_snapshot_intro(std::slice::from_ref(&unheld)).is_none());
+        let lines = held_snapshot_lines(&[held, unheld]);
+        assert!(
+            lines[0].contains("1000 KiB per 1,000 commits"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    /// "last 10 s" is the whole run when the run is no longer: then it is not shown.
+    #[test]
+    fn regression_last_10_s_only_for_runs_longer_than_10_s() {
+        let short = run("steam", "verso", false, &[100.0; 5], &[0; 5]);
+        let table = summary_table(std::slice::from_ref(&short));
+        assert!(!table.contains("last 10 s"), "{table}");
+        let long = run("steam", "verso", false, &[100.0; 11], &[0; 11]);
+        assert!(summary_table(&[short, long]).contains("last 10 s"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use verso::research::ChainHistogram;
 use verso::{Database, GarbageCollector, Isolation, Options, Stats};
 
@@ -372,21 +372,7 @@ pub fn isolation_name(isolation: Isolation) -> &'static str {
     }
 }
 
-/// A progress bar on standard error (hidden when `show` is false; indicatif itself draws
-/// nothing when standard error is not a terminal).
-pub(crate) fn progress_bar(show: bool, length: u64) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(length);
-    let style = ProgressStyle::with_template(
-        "{prefix:>16} [{elapsed_precise}] [{bar:32}] {pos}/{len} {msg}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    bar.set_style(style);
-    bar
-}
+pub(crate) use crate::progress::progress_bar;
 
 /// A load progress drawn on a bar.
 pub(crate) struct BarProgress<'a>(pub(crate) &'a ProgressBar);
@@ -1410,39 +1396,81 @@ impl<'c> Sampler<'c> {
 /// `args` (without the program name) select it, and the child writes its [`RunResult`] as
 /// JSON to the temporary file passed after `json_flag` ([`write_run_for_parent`]). `what`
 /// names the run in errors. Used where several runs are compared, so that none inherits
-/// the heap, the page faults already paid, or the resident memory of another.
+/// the heap, the page faults already paid, or the resident memory of another. With
+/// `show_progress`, on a terminal, the child's bars are drawn here ([`crate::progress`]),
+/// after `heading`.
 pub(crate) fn run_in_child_process(
     args: &[String],
     json_flag: &str,
     what: &str,
+    show_progress: bool,
+    heading: &str,
 ) -> Result<RunResult, LabError> {
+    // The child draws in what the heading leaves of the line.
+    let forward = crate::progress::parent_forwards(show_progress)
+        .map(|width| width.saturating_sub(heading.chars().count() as u16));
+    let bar = match forward {
+        Some(_) => crate::progress::parent_bar(heading),
+        None => ProgressBar::hidden(),
+    };
+    let program = std::env::current_exe()?;
+    run_child(&program, args, json_flag, what, forward, &bar).map(|(run, _)| run)
+}
+
+/// [`run_in_child_process`] with the program given, and the child's progress (when
+/// `forward_width` is set: the child draws its bars that wide) drawn on `bar`; returns
+/// what the child's standard error held beside its result.
+pub fn run_child(
+    program: &std::path::Path,
+    args: &[String],
+    json_flag: &str,
+    what: &str,
+    forward_width: Option<u16>,
+    bar: &ProgressBar,
+) -> Result<(RunResult, crate::progress::ChildStderr), LabError> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let json = std::env::temp_dir().join(format!(
         "verso-run-{}-{}.json",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    let output = std::process::Command::new(std::env::current_exe()?)
+    let mut command = std::process::Command::new(program);
+    command
         .args(args)
         .arg(json_flag)
         .arg(&json)
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .output()?;
-    if !output.status.success() {
+        .stderr(std::process::Stdio::piped())
+        .env_remove(crate::progress::PROGRESS_TO_PARENT);
+    if let Some(width) = forward_width {
+        command.env(crate::progress::PROGRESS_TO_PARENT, width.to_string());
+    }
+    let mut child = command.spawn()?;
+    // The child's stdout is discarded and its stdin closed, so reading its stderr to the
+    // end cannot wait on anything but the child itself.
+    let stderr = match child.stderr.take() {
+        Some(stderr) => crate::progress::forward_child_stderr(stderr, bar),
+        None => Ok(Default::default()),
+    };
+    if stderr.is_err() {
+        // Nobody reads the pipe any more: a child still writing to it would wait forever.
+        let _ = child.kill();
+    }
+    let status = child.wait()?;
+    let stderr = stderr?;
+    if !status.success() {
         let _ = std::fs::remove_file(&json);
-        return Err(LabError::child_failed(
-            what,
-            output.status,
-            &String::from_utf8_lossy(&output.stderr),
-        ));
+        return Err(LabError::child_failed(what, status, &stderr.text));
     }
     let text = std::fs::read_to_string(&json)?;
     let _ = std::fs::remove_file(&json);
-    serde_json::from_str(&text).map_err(|e| {
+    let run = serde_json::from_str(&text).map_err(|e| {
         LabError::Io(std::io::Error::other(format!(
             "{what}: the child's result is not a run's JSON: {e}"
         )))
-    })
+    })?;
+    Ok((run, stderr))
 }
 
 /// The child's side of [`run_in_child_process`]: writes `run` for the parent.

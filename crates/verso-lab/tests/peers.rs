@@ -541,7 +541,7 @@ fn bad_peer_options_fail_before_anything_runs() {
             "--peer-dir",
         ),
         (
-            vec!["kv", "--tiny", "--peer", "sqlite"],
+            vec!["kv", "--tiny", "--compare", "system=verso,sqlite"],
             vec![],
             "no SQL form",
         ),

@@ -460,17 +460,21 @@ pub(crate) struct PointPlan {
     pub config: RunConfig,
 }
 
-/// Runs every point in order, one progress line each.
 /// Runs point `index` of `experiment` in a child process and reads its result.
 fn run_point_in_child(
     experiment: &str,
     index: usize,
     options: &ReproduceOptions,
+    heading: &str,
 ) -> Result<RunResult, LabError> {
-    let mut args: Vec<String> = ["reproduce", experiment, "--quiet", "--seed"]
-        .map(str::to_owned)
-        .into();
+    let mut args: Vec<String> = ["reproduce", experiment].map(str::to_owned).into();
+    // The child draws its bars only if this process shows them (then they come up the
+    // pipe: crate::progress).
+    if !options.show_progress {
+        args.push("--quiet".to_owned());
+    }
     args.extend([
+        "--seed".to_owned(),
         options.seed.to_string(),
         "--version-removal".to_owned(),
         options.version_removal.name().to_owned(),
@@ -480,9 +484,16 @@ fn run_point_in_child(
     if options.quick {
         args.push("--quick".to_owned());
     }
-    crate::runner::run_in_child_process(&args, "--point-json", &format!("point {index}"))
+    crate::runner::run_in_child_process(
+        &args,
+        "--point-json",
+        &format!("point {index}"),
+        options.show_progress,
+        heading,
+    )
 }
 
+/// Runs every point in order, one progress line each.
 pub(crate) fn run_points(
     plans: Vec<PointPlan>,
     options: &ReproduceOptions,
@@ -508,15 +519,27 @@ pub(crate) fn run_points(
     }
     let total = plans.len();
     let mut points = Vec::with_capacity(total);
+    // A child's forwarded bar is drawn on the terminal's last line, after the point's
+    // heading; the heading is printed with the point's result once the bar is gone.
+    let forwarding = matches!(options.points, PointProcess::Child { .. })
+        && crate::progress::parent_forwards(options.show_progress).is_some();
     for (i, plan) in plans.into_iter().enumerate() {
-        write!(out, "[{:>2}/{total}] {}: ", i + 1, plan.describe)?;
-        out.flush()?;
+        let heading = format!("[{:>2}/{total}] {}: ", i + 1, plan.describe);
+        if !forwarding {
+            write!(out, "{heading}")?;
+            out.flush()?;
+        }
         let run = match &options.points {
-            PointProcess::Child { experiment } => run_point_in_child(experiment, i, options)
-                .map_err(|e| point_error(&plan.describe, e))?,
+            PointProcess::Child { experiment } => {
+                run_point_in_child(experiment, i, options, &heading)
+                    .map_err(|e| point_error(&plan.describe, e))?
+            }
             _ => run_configuration(&*plan.workload, &plan.config)
                 .map_err(|e| point_error(&plan.describe, e))?,
         };
+        if forwarding {
+            write!(out, "{heading}")?;
+        }
         let mut line = format!(
             "{} commits/s",
             compact(per_second(run.totals.oltp_commits, &run))

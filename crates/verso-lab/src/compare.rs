@@ -1,0 +1,195 @@
+//! `--compare AXIS=A,B,...`: which axis of the design space a run compares, and the values.
+//!
+//! One axis per run; every other axis keeps the value its own option gives (or its
+//! default). The axes are the engine's (collector, version storage, protocol, index
+//! pointers, out-of-line values) and the system (Verso beside the peers). A bare list
+//! (`--compare steam,watermark`) compares collectors, as before axes existed.
+
+use verso::research::NonInline;
+use verso::{ConcurrencyControl, GarbageCollector, IndexPointers, VersionStorageKind};
+
+use crate::peers::PeerKind;
+
+/// The system axis's name for Verso itself (beside the peers' names).
+pub const VERSO: &str = "verso";
+
+/// What `--compare` compares: one axis and its values, in the order given (the runs'
+/// order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Compared {
+    /// `gc=` (or a bare list): garbage collectors.
+    Collectors(Vec<GarbageCollector>),
+    /// `storage=`: version storages.
+    Storages(Vec<VersionStorageKind>),
+    /// `protocol=`: concurrency-control protocols.
+    Protocols(Vec<ConcurrencyControl>),
+    /// `index-pointers=`: what secondary-index entries point at.
+    IndexPointers(Vec<IndexPointers>),
+    /// `non-inline=`: how long values are stored.
+    NonInline(Vec<NonInline>),
+    /// `system=`: Verso (`verso`, with the run's own options) and peers, run on the same
+    /// data and seed (`None` is Verso).
+    Systems(Vec<Option<PeerKind>>),
+}
+
+/// The axes by name, as `--compare` takes them.
+pub const AXES: [&str; 6] = [
+    "gc",
+    "storage",
+    "protocol",
+    "index-pointers",
+    "non-inline",
+    "system",
+];
+
+impl Compared {
+    /// The axis's name on the command line (`storage`, ...), which is also the option that
+    /// sets it for every configuration (`--storage`), except `system` (`--peer`).
+    pub fn axis(&self) -> &'static str {
+        match self {
+            Compared::Collectors(_) => "gc",
+            Compared::Storages(_) => "storage",
+            Compared::Protocols(_) => "protocol",
+            Compared::IndexPointers(_) => "index-pointers",
+            Compared::NonInline(_) => "non-inline",
+            Compared::Systems(_) => "system",
+        }
+    }
+
+    /// The values' names, in order: the configurations' labels.
+    pub fn labels(&self) -> Vec<&'static str> {
+        match self {
+            Compared::Collectors(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Storages(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Protocols(v) => v.iter().map(|x| x.short_name()).collect(),
+            Compared::IndexPointers(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::NonInline(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Systems(v) => v.iter().map(|x| x.map_or(VERSO, PeerKind::name)).collect(),
+        }
+    }
+}
+
+/// Parses `--compare`'s value: `AXIS=A,B,...` or `A,B,...` (collectors). Refuses an unknown
+/// axis or value (naming what there is), an empty value, and fewer than two values.
+pub fn parse(text: &str) -> Result<Compared, String> {
+    let (axis, values) = match text.split_once('=') {
+        Some((axis, values)) => (axis.trim(), values),
+        None => ("gc", text),
+    };
+    let values: Vec<&str> = values.split(',').map(str::trim).collect();
+    if values.iter().any(|v| v.is_empty()) {
+        return Err(format!(
+            "{text:?}: an empty value; give AXIS=A,B,... (axes: {})",
+            AXES.join(", ")
+        ));
+    }
+    fn each<T>(
+        values: &[&str],
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        values.iter().map(|v| parse(v)).collect()
+    }
+    let compared = match axis {
+        "gc" => Compared::Collectors(each(&values, |v| {
+            GarbageCollector::from_name(v).map_err(|e| e.to_string())
+        })?),
+        "storage" => Compared::Storages(each(&values, |v| {
+            VersionStorageKind::from_name(v).map_err(|e| e.to_string())
+        })?),
+        "protocol" => Compared::Protocols(each(&values, |v| {
+            ConcurrencyControl::from_name(v).map_err(|e| e.to_string())
+        })?),
+        "index-pointers" => Compared::IndexPointers(each(&values, |v| {
+            IndexPointers::from_name(v).map_err(|e| e.to_string())
+        })?),
+        "non-inline" => Compared::NonInline(each(&values, |v| {
+            NonInline::from_name(v).map_err(|e| e.to_string())
+        })?),
+        "system" => Compared::Systems(each(&values, |v| match v {
+            VERSO => Ok(None),
+            peer => PeerKind::from_name(peer)
+                .map(Some)
+                .map_err(|e| format!("{e} (or {VERSO})")),
+        })?),
+        other => {
+            return Err(format!(
+                "{other:?} is not an axis to compare; the axes: {} (e.g. \
+                 --compare storage=delta,append-n2o)",
+                AXES.join(", ")
+            ))
+        }
+    };
+    if values.len() < 2 {
+        return Err(format!(
+            "{text:?}: name at least two values to compare (e.g. {axis}={},...)",
+            values[0]
+        ));
+    }
+    Ok(compared)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_axis_parses_and_a_bare_list_is_collectors() {
+        assert_eq!(
+            parse("steam,watermark"),
+            Ok(Compared::Collectors(vec![
+                GarbageCollector::Steam,
+                GarbageCollector::WatermarkOnly
+            ]))
+        );
+        for (text, axis, labels) in [
+            ("gc=steam,hana", "gc", vec!["steam", "hana"]),
+            (
+                "storage=delta,append-n2o",
+                "storage",
+                vec!["delta", "append-n2o"],
+            ),
+            (
+                "protocol=si,mvocc,ssn",
+                "protocol",
+                vec!["si", "mvocc", "ssn"],
+            ),
+            (
+                "index-pointers=logical,physical",
+                "index-pointers",
+                vec!["logical", "physical"],
+            ),
+            (
+                "non-inline=packed,shared",
+                "non-inline",
+                vec!["packed", "shared"],
+            ),
+            (
+                "system=verso,postgres,sqlite",
+                "system",
+                vec!["verso", "postgres", "sqlite"],
+            ),
+        ] {
+            let compared = parse(text).unwrap();
+            assert_eq!(
+                (compared.axis(), compared.labels()),
+                (axis, labels),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_axes_and_values_are_refused_naming_what_there_is() {
+        let refused = |text: &str, says: &str| {
+            let error = parse(text).unwrap_err();
+            assert!(error.contains(says), "{text}: {error}");
+        };
+        refused("colour=red,blue", "the axes: gc, storage, protocol");
+        refused("storage=delta,btree", "btree");
+        refused("protocol=si,2pl", "2pl");
+        refused("system=verso,oracle", "oracle");
+        refused("storage=delta", "at least two");
+        refused("storage=delta,,time-travel", "empty value");
+        refused("steam", "at least two");
+    }
+}
