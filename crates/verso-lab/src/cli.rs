@@ -688,6 +688,7 @@ impl Plan {
                 stop,
                 seed: common.seed,
                 hold_snapshot: common.hold_snapshot,
+                hold_read_only: common.hold_read_only,
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
                 memory_limit_bytes: common.memory_limit,
