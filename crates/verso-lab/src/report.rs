@@ -322,10 +322,13 @@ fn unheld_partner<'a>(held: &RunResult, runs: &'a [RunResult]) -> Option<&'a Run
 ///
 /// Each line gives the throughput over the last ten seconds as a share of the same
 /// system's run without the snapshot (over its last ten seconds), or, with no such run, of
-/// its own first ten seconds; and its growth from the first sample to the last.
+/// its own first ten seconds; and its growth from the first sample to the last. A held run
+/// stopped before its end (`--memory-limit`) gets no verdict: the conclusion says it did not
+/// last the run, and why.
 pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut kept_by_run: Vec<(String, f64)> = Vec::new();
+    let mut stopped: Vec<String> = Vec::new();
     for held in runs.iter().filter(|r| r.configuration.hold_snapshot) {
         let s = &held.summary;
         let (reference, against) = match unheld_partner(held, runs) {
@@ -396,10 +399,14 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
             if let Some(line) = lines.last_mut() {
                 line.push_str(&format!("; {why}"));
             }
+            // Stopped before the end (its memory passed --memory-limit): what it kept over
+            // its last seconds says nothing about the whole run, so it is no verdict.
+            stopped.push(format!("{} ({why})", c.label));
+        } else {
+            kept_by_run.push((c.label.clone(), kept));
         }
-        kept_by_run.push((c.label.clone(), kept));
     }
-    if kept_by_run.is_empty() {
+    if kept_by_run.is_empty() && stopped.is_empty() {
         return lines;
     }
     let kept_well: Vec<String> = kept_by_run
@@ -428,6 +435,18 @@ pub fn held_snapshot_lines(runs: &[RunResult]) -> Vec<String> {
              write and read pays for them, the longer the snapshot is held the more",
             if kept_well.is_empty() { "" } else { "; " },
             lost.join(", ")
+        );
+    }
+    if !stopped.is_empty() {
+        let _ = write!(
+            conclusion,
+            "{}{} did not last the run",
+            if kept_well.is_empty() && lost.is_empty() {
+                ""
+            } else {
+                "; "
+            },
+            stopped.join(", ")
         );
     }
     conclusion.push('.');
@@ -1242,6 +1261,41 @@ mod tests {
             lines[3]
         );
         assert!(held_snapshot_lines(&runs[1..2]).is_empty());
+    }
+
+    /// A held run that the memory limit stopped did not hold its snapshot for the whole run:
+    /// the conclusion must not count it among the runs that kept 90% (the 120 s TPC-B run of
+    /// 2026-11-27 said "watermark (94%) kept 90% or more" of a watermark-only run stopped at
+    /// 8 GiB after 70 s of its 120).
+    #[test]
+    fn regression_a_held_run_stopped_by_the_memory_limit_is_not_said_to_keep_its_throughput() {
+        let mut stopped = run("watermark", "verso", true, &[100.0; 20], &[1000; 20]);
+        stopped.stopped_early =
+            Some("stopped at 20 s: resident memory 8.0 GiB passed --memory-limit 8.0 GiB".into());
+        let runs = [
+            stopped,
+            run("watermark", "verso", false, &[100.0; 20], &[1000; 20]),
+            run("steam", "verso", true, &[95.0; 20], &[1000; 20]),
+            run("steam", "verso", false, &[100.0; 20], &[1000; 20]),
+        ];
+        let lines = held_snapshot_lines(&runs);
+        let conclusion = lines
+            .iter()
+            .find(|l| l.starts_with("What to conclude"))
+            .expect("a conclusion line");
+        assert!(
+            conclusion.contains("steam (95%) kept 90% or more"),
+            "{conclusion}"
+        );
+        assert!(
+            !conclusion.contains("watermark (100%) kept"),
+            "{conclusion}"
+        );
+        assert!(
+            conclusion.contains("watermark (stopped at 20 s: resident memory 8.0 GiB passed")
+                && conclusion.ends_with("did not last the run."),
+            "{conclusion}"
+        );
     }
 
     #[test]
