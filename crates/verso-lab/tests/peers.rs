@@ -6,7 +6,7 @@
 //!
 //! PostgreSQL's tests need its server programs (`apt-get install postgresql`; `.ci/run`
 //! installs them) and start private servers of their own. DuckDB's need the `duckdb`
-//! feature.
+//! feature: the on-demand run `.ci/duckdb`, not `.ci/run`.
 
 use std::path::Path;
 use std::process::Command;

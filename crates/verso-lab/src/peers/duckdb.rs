@@ -90,7 +90,10 @@ impl Peer for DuckDbPeer {
             .try_clone()
             .map_err(|e| failed("connect", e))?;
         connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-        Ok(Box::new(DuckDbSession { connection }))
+        Ok(Box::new(DuckDbSession {
+            connection,
+            in_transaction: false,
+        }))
     }
 
     /// Creates each table with its key, fills it through an Appender, then builds its
@@ -164,6 +167,18 @@ impl duckdb::ToSql for SqlValue {
 /// One connection.
 struct DuckDbSession {
     connection: Connection,
+    /// Whether this session began a transaction that it has not yet committed or rolled
+    /// back. Tracked here because the `duckdb` crate's `Connection::is_autocommit` always
+    /// answers true (1.20000.1), and a statement that fails inside a transaction leaves it
+    /// open and invalidated: every later statement, `BEGIN` included, fails with "Current
+    /// transaction is aborted (please ROLLBACK)" until it is rolled back.
+    in_transaction: bool,
+}
+
+/// DuckDB's answer to a `ROLLBACK` with no transaction open (a failed `COMMIT` has already
+/// rolled back).
+fn no_transaction_open(error: &duckdb::Error) -> bool {
+    error.to_string().contains("no transaction is active")
 }
 
 /// DuckDB reports a lost conflict as a "TransactionContext Error" whose message names the
@@ -238,27 +253,113 @@ impl Session for DuckDbSession {
     }
 
     fn begin(&mut self, _mode: TxnMode) -> Result<(), SqlError> {
+        debug_assert!(!self.in_transaction, "begin inside an open transaction");
         self.connection
             .execute_batch("BEGIN TRANSACTION")
-            .map_err(classify)
+            .map_err(classify)?;
+        self.in_transaction = true;
+        Ok(())
     }
 
     fn commit(&mut self) -> Result<(), SqlError> {
-        match self.connection.execute_batch("COMMIT") {
+        let result = self.connection.execute_batch("COMMIT");
+        self.in_transaction = false;
+        match result {
             Ok(()) => Ok(()),
             Err(e) => {
-                if !self.connection.is_autocommit() {
-                    let _ = self.connection.execute_batch("ROLLBACK");
-                }
+                // A conflict found at commit usually rolls back by itself; a rollback that
+                // finds nothing open is expected then. Either way none stays open.
+                let _ = self.connection.execute_batch("ROLLBACK");
                 Err(classify(e))
             }
         }
     }
 
     fn rollback(&mut self) -> Result<(), SqlError> {
-        if self.connection.is_autocommit() {
+        if !self.in_transaction {
             return Ok(());
         }
-        self.connection.execute_batch("ROLLBACK").map_err(classify)
+        self.in_transaction = false;
+        match self.connection.execute_batch("ROLLBACK") {
+            Err(e) if !no_transaction_open(&e) => Err(classify(e)),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row_value(session: &mut dyn Session) -> i64 {
+        session
+            .query_i64("SELECT v FROM t WHERE k = 1", &[])
+            .expect("the row reads")
+    }
+
+    /// A session whose statement lost a write conflict inside a transaction must be usable
+    /// again after `rollback`: the crate's `is_autocommit` always says true, so the rollback
+    /// was skipped and the next `BEGIN` failed with "Current transaction is aborted (please
+    /// ROLLBACK)", which stopped `verso demo`'s DuckDB run in CI.
+    #[test]
+    fn regression_a_session_that_lost_a_conflict_mid_transaction_rolls_back_and_goes_on() {
+        let peer = DuckDbPeer::open().expect("duckdb opens");
+        let mut setup = peer.connect().expect("connects");
+        setup
+            .batch("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 0)")
+            .expect("creates the table");
+        let mode = TxnMode::ReadWrite(Isolation::Snapshot);
+        let mut winner = peer.connect().expect("connects");
+        let mut loser = peer.connect().expect("connects");
+        winner.begin(mode).expect("begins");
+        winner
+            .execute("UPDATE t SET v = v + 1 WHERE k = 1", &[])
+            .expect("the first updater writes");
+        loser.begin(mode).expect("begins");
+        let conflict = loser.execute("UPDATE t SET v = v + 10 WHERE k = 1", &[]);
+        assert!(
+            matches!(
+                conflict,
+                Err(SqlError::Abort(AbortReason::WriteConflict, _))
+            ),
+            "the second updater loses: {conflict:?}"
+        );
+        loser.rollback().expect("the loser rolls back");
+        winner.commit().expect("the winner commits");
+        loser.begin(mode).expect("the loser begins again");
+        loser
+            .execute("UPDATE t SET v = v + 10 WHERE k = 1", &[])
+            .expect("and now writes");
+        loser.commit().expect("and commits");
+        assert_eq!(row_value(&mut *setup), 11);
+    }
+
+    /// A conflict found at `COMMIT` leaves no transaction open, and a `rollback` after it is
+    /// harmless.
+    #[test]
+    fn a_conflict_at_commit_leaves_the_session_usable() {
+        let peer = DuckDbPeer::open().expect("duckdb opens");
+        let mut setup = peer.connect().expect("connects");
+        setup
+            .batch("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 0)")
+            .expect("creates the table");
+        let mode = TxnMode::ReadWrite(Isolation::Snapshot);
+        let mut a = peer.connect().expect("connects");
+        let mut b = peer.connect().expect("connects");
+        a.begin(mode).expect("begins");
+        b.begin(mode).expect("begins");
+        a.execute("UPDATE t SET v = 1 WHERE k = 1", &[])
+            .expect("a writes");
+        a.commit().expect("a commits");
+        match b.execute("UPDATE t SET v = 2 WHERE k = 1", &[]) {
+            Ok(_) => assert!(b.commit().is_err(), "b's update must not commit over a's"),
+            Err(SqlError::Abort(AbortReason::WriteConflict, _)) => {}
+            Err(other) => panic!("unexpected error: {other:?}"),
+        }
+        b.rollback()
+            .expect("a rollback after the conflict is harmless");
+        b.begin(mode).expect("b begins again");
+        assert_eq!(row_value(&mut *b), 1);
+        b.commit().expect("b commits its read");
     }
 }
