@@ -532,6 +532,40 @@ impl Summary {
 }
 
 /// Commits per second over the time `samples` cover (0 for none).
+impl RunResult {
+    /// Bytes the system's growth measure ([`Sample::growth_bytes`]) rose per OLTP commit
+    /// over the run's last [`TAIL_SECONDS`]: from the last sample before that window (or
+    /// its first sample) to the run's last sample, divided by the commits of the samples
+    /// after the starting one. `None` when the system measured no growth or nothing
+    /// committed in that window. What a held snapshot still costs per transaction once
+    /// the run has settled: flat under a collector that prunes behind it, the size of
+    /// every version created under one that cannot.
+    pub fn tail_growth_bytes_per_commit(&self) -> Option<f64> {
+        let last = self.samples.last()?;
+        if last.growth_bytes == 0 {
+            return None;
+        }
+        // The window is (end - TAIL_SECONDS, end]; the sample ending at its start opens it.
+        let window_start = last.t_seconds - TAIL_SECONDS + 1e-9;
+        // The sample whose end opens the window: the last one that ended before it, else
+        // the first one (its own commits then fall before the starting point).
+        let start = self
+            .samples
+            .iter()
+            .rposition(|s| s.t_seconds <= window_start)
+            .unwrap_or(0);
+        let commits: f64 = self.samples[start + 1..]
+            .iter()
+            .map(|s| s.oltp_commits_per_second * s.interval_seconds)
+            .sum();
+        if commits < 1.0 {
+            return None;
+        }
+        let grown = last.growth_bytes as f64 - self.samples[start].growth_bytes as f64;
+        Some(grown / commits)
+    }
+}
+
 fn mean_commit_rate(samples: &[&&Sample]) -> f64 {
     let seconds: f64 = samples.iter().map(|s| s.interval_seconds).sum();
     let commits: f64 = samples

@@ -348,6 +348,8 @@ mod tests {
         let mut b = peer.connect().expect("connects");
         a.begin(mode).expect("begins");
         b.begin(mode).expect("begins");
+        // DuckDB takes a transaction's snapshot at its first statement, not at BEGIN.
+        assert_eq!(row_value(&mut *b), 0);
         a.execute("UPDATE t SET v = 1 WHERE k = 1", &[])
             .expect("a writes");
         a.commit().expect("a commits");
@@ -359,7 +361,11 @@ mod tests {
         b.rollback()
             .expect("a rollback after the conflict is harmless");
         b.begin(mode).expect("b begins again");
-        assert_eq!(row_value(&mut *b), 1);
+        assert_eq!(
+            row_value(&mut *b),
+            1,
+            "b's new snapshot sees a's commit, not its own"
+        );
         b.commit().expect("b commits its read");
     }
 }
