@@ -546,6 +546,13 @@ impl Log {
     /// The leader's work: take the buffer, write it, sync it if asked. Any failure fails
     /// the log.
     fn flush_locked(&self, io: &mut Io, sync: bool) -> Result<()> {
+        // Checked again under the I/O lock: a flush that failed (and failed the log) held
+        // it last, had taken its batch, and wrote none of it; anything written now would
+        // lie past that hole (`regression_a_flush_after_another_flush_failed_writes_nothing`).
+        // Every failure of a write or sync is declared while the lock is held.
+        if self.failed.load(Ordering::Acquire) {
+            return Err(self.lost());
+        }
         let (start, batch) = {
             let mut appender = self.append.lock();
             // A sync point vouches for what earlier batches made durable, so that recovery
@@ -863,6 +870,50 @@ mod tests {
         }
         assert_eq!(parse_segment_name(&segment_name(4096)), Some(4096));
         assert_eq!(parse_segment_name("log-12.wal"), None);
+    }
+
+    /// Found by CI (`durability::what_the_flusher_made_durable_survives_a_power_loss`, the
+    /// debug assertion `start == written` in `write_batch`): a flush that passed `check`
+    /// before another flush's write failed, then took the I/O lock after it, went on. The
+    /// failed flush had taken its batch (the appender's start moved past it), so the second
+    /// one would write its own batch past a hole where the failed batch belonged, after
+    /// the log had failed. Once the log has failed, a flush must write and sync nothing.
+    #[test]
+    fn regression_a_flush_after_another_flush_failed_writes_nothing() {
+        use crate::fs::simulated::{Fault, SimulatedFileSystem};
+        let fs = SimulatedFileSystem::new(7);
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        let settings = Settings {
+            fs: Arc::new(fs.clone()),
+            dir,
+            durability: Durability::Sync,
+            segment_bytes: 1 << 20,
+            preallocate: false,
+            flush_thread: false,
+            checkpoint_after_log_bytes: None,
+            recovery_threads: 1,
+            planted_bug: None,
+        };
+        let log = Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap();
+        log.append(&mut FramedRecord::with_body(b"first"), true)
+            .unwrap();
+        fs.fail_after(1, Fault::Eio);
+        assert!(log.flush(true).is_err(), "the first flush's write fails");
+        assert!(log.check().is_err(), "and the log with it");
+        // The second flush passed `check` before the failure; it holds the lock now.
+        let before = fs.stats();
+        let mut io = log.io.lock();
+        assert!(log.flush_locked(&mut io, true).is_err());
+        drop(io);
+        let after = fs.stats();
+        assert_eq!(
+            (after.bytes_written, after.file_syncs),
+            (before.bytes_written, before.file_syncs),
+            "nothing written or synced after the log failed"
+        );
+        assert_eq!(log.written(), 0);
+        assert_eq!(log.durable(), 0);
     }
 
     proptest! {
