@@ -1775,7 +1775,38 @@ impl<'db> Transaction<'db> {
         key: &[Value],
         reader: impl FnOnce(RowView<'_>) -> R,
     ) -> Result<Option<R>> {
-        on_txn!(&self.inner, t => t.get_view(table, key, reader))
+        // The reader's type is erased before the dispatch, in a function that is not
+        // generic: the engine's read path (one copy per storage x collector) would
+        // otherwise be compiled again for every reader of every program that calls this
+        // (dozens in the lab: most of its build time). One indirect call per read.
+        let mut reader = Some(reader);
+        let mut answer = None;
+        let found = self.get_view_erased(table, key, &mut |row| {
+            if let Some(reader) = reader.take() {
+                answer = Some(reader(row));
+            }
+        })?;
+        debug_assert_eq!(
+            found,
+            answer.is_some(),
+            "the reader ran iff a row was found"
+        );
+        Ok(answer)
+    }
+
+    /// [`Transaction::get_view`] past its generic surface: whether a row was found (and
+    /// lent to `reader`).
+    ///
+    /// Not generic, so compiled once, here. A closure written inside a generic function
+    /// has a type of its own for each instantiation of that function, so a dispatch placed
+    /// there would still compile the engine's path once per caller.
+    fn get_view_erased(
+        &self,
+        table: TableId,
+        key: &[Value],
+        reader: &mut dyn FnMut(RowView<'_>),
+    ) -> Result<bool> {
+        on_txn!(&self.inner, t => t.get_view(table, key, reader)).map(|found| found.is_some())
     }
 
     /// A hint that this transaction is about to read or write the rows under these primary
@@ -1789,6 +1820,8 @@ impl<'db> Transaction<'db> {
     /// Fails (changing nothing) like [`Transaction::get`] on an unknown table, or a key of
     /// the wrong arity or type, or when the transaction is no longer active.
     pub fn prefetch<K: AsRef<[Value]>>(&self, table: TableId, keys: &[K]) -> Result<()> {
+        // Generic down to the engine (unlike `get_view`): erasing the key type would cost
+        // an allocation per batch, and programs call it with one or two key types.
         on_txn!(&self.inner, t => t.prefetch(table, keys))
     }
 
@@ -1828,8 +1861,18 @@ impl<'db> Transaction<'db> {
         changes: &[(usize, Value)],
         mut choose: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<usize> {
-        let range = range.into();
-        on_txn!(&mut self.inner, t => t.update_range(table, &range, changes, &mut choose))
+        self.update_range_erased(table, &range.into(), changes, &mut choose)
+    }
+
+    /// [`Transaction::update_range`] past its generic surface (see `get_view_erased`).
+    fn update_range_erased(
+        &mut self,
+        table: TableId,
+        range: &KeyRange,
+        changes: &[(usize, Value)],
+        choose: &mut dyn FnMut(RowView<'_>) -> bool,
+    ) -> Result<usize> {
+        on_txn!(&mut self.inner, t => t.update_range(table, range, changes, &mut *choose))
     }
 
     /// Deletes the row with this key. Returns whether it existed in this transaction's view.
@@ -1850,8 +1893,18 @@ impl<'db> Transaction<'db> {
         range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
-        let range = range.into();
-        on_txn!(&self.inner, t => t.scan(table, &range, &mut visit, |keep_going| keep_going))
+        // Erased before the dispatch (see `get_view_erased`): one indirect call per row.
+        self.scan_view_erased(table, &range.into(), &mut visit)
+    }
+
+    /// [`Transaction::scan_view`] past its generic surface (see `get_view_erased`).
+    fn scan_view_erased(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(RowView<'_>) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan(table, range, &mut *visit, |keep_going| keep_going))
     }
 
     /// Streams the rows of a secondary-index range in index order (descending if the range
@@ -1865,8 +1918,19 @@ impl<'db> Transaction<'db> {
         range: impl Into<KeyRange>,
         mut visit: impl FnMut(RowView<'_>) -> bool,
     ) -> Result<()> {
-        let range = range.into();
-        on_txn!(&self.inner, t => t.scan_index(table, index, &range, &mut visit, |keep_going| keep_going))
+        // Erased before the dispatch (see `get_view_erased`).
+        self.scan_index_view_erased(table, index, &range.into(), &mut visit)
+    }
+
+    /// [`Transaction::scan_index_view`] past its generic surface (see `scan_view_erased`).
+    fn scan_index_view_erased(
+        &self,
+        table: TableId,
+        index: &str,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(RowView<'_>) -> bool,
+    ) -> Result<()> {
+        on_txn!(&self.inner, t => t.scan_index(table, index, range, &mut *visit, |keep_going| keep_going))
     }
 
     /// Begins a batched scan (the [`Scan`](crate::Scan) iterator): its cursor, the rows'
