@@ -1418,6 +1418,13 @@ mod tests {
         assert!(held_snapshot_lines(&runs[1..2]).is_empty());
     }
 
+    fn conclusion_of(lines: &[String]) -> &str {
+        lines
+            .iter()
+            .find(|l| l.starts_with("What to conclude"))
+            .expect("a conclusion line")
+    }
+
     /// Throughput is half the promise: the demo of 2026-11-27 concluded "watermark (93%)
     /// kept 90% or more of its throughput" while its resident memory grew from 690 MiB to
     /// 2.5 GiB in 20 s (every version the snapshot could see stayed), and put Steam, whose
@@ -1460,10 +1467,7 @@ mod tests {
             ),
         ];
         let lines = held_snapshot_lines(&runs);
-        let conclusion = lines
-            .iter()
-            .find(|l| l.starts_with("What to conclude"))
-            .expect("a conclusion line");
+        let conclusion = conclusion_of(&lines);
         assert!(
             conclusion.contains("steam (95%) kept 90% or more of its throughput")
                 && conclusion.contains("no more than 2x as fast as without it"),
@@ -1508,10 +1512,7 @@ mod tests {
             ),
         ];
         let lines = held_snapshot_lines(&runs);
-        let conclusion = lines
-            .iter()
-            .find(|l| l.starts_with("What to conclude"))
-            .expect("a conclusion line");
+        let conclusion = conclusion_of(&lines);
         assert!(
             conclusion.contains("steam (75%), watermark (78%) fell below 90%"),
             "{conclusion}"
@@ -1531,10 +1532,7 @@ mod tests {
         let growing: Vec<u64> = (0..20u64).map(|i| 1_000_000 + 50_000 * i).collect();
         let runs = [run("watermark", "verso", true, &[100.0; 20], &growing)];
         let lines = held_snapshot_lines(&runs);
-        let conclusion = lines
-            .iter()
-            .find(|l| l.starts_with("What to conclude"))
-            .expect("a conclusion line");
+        let conclusion = conclusion_of(&lines);
         assert!(
             conclusion.contains("watermark (100%) kept 90% or more of its throughput")
                 && !conclusion.contains("paying in size")
@@ -1559,10 +1557,7 @@ mod tests {
             run("steam", "verso", false, &[100.0; 20], &[1000; 20]),
         ];
         let lines = held_snapshot_lines(&runs);
-        let conclusion = lines
-            .iter()
-            .find(|l| l.starts_with("What to conclude"))
-            .expect("a conclusion line");
+        let conclusion = conclusion_of(&lines);
         assert!(
             conclusion.contains("steam (95%) kept 90% or more"),
             "{conclusion}"

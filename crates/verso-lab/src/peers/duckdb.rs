@@ -297,17 +297,24 @@ mod tests {
             .expect("the row reads")
     }
 
+    /// A fresh database with the table `t` holding the row (1, 0), and the session that made
+    /// it.
+    fn one_row_table() -> (DuckDbPeer, Box<dyn Session>) {
+        let peer = DuckDbPeer::open().expect("duckdb opens");
+        let mut setup = peer.connect().expect("connects");
+        setup
+            .batch("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 0)")
+            .expect("creates the table");
+        (peer, setup)
+    }
+
     /// A session whose statement lost a write conflict inside a transaction must be usable
     /// again after `rollback`: the crate's `is_autocommit` always says true, so the rollback
     /// was skipped and the next `BEGIN` failed with "Current transaction is aborted (please
     /// ROLLBACK)", which stopped `verso demo`'s DuckDB run in CI.
     #[test]
     fn regression_a_session_that_lost_a_conflict_mid_transaction_rolls_back_and_goes_on() {
-        let peer = DuckDbPeer::open().expect("duckdb opens");
-        let mut setup = peer.connect().expect("connects");
-        setup
-            .batch("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 0)")
-            .expect("creates the table");
+        let (peer, mut setup) = one_row_table();
         let mode = TxnMode::ReadWrite(Isolation::Snapshot);
         let mut winner = peer.connect().expect("connects");
         let mut loser = peer.connect().expect("connects");
@@ -338,11 +345,7 @@ mod tests {
     /// harmless.
     #[test]
     fn a_conflict_at_commit_leaves_the_session_usable() {
-        let peer = DuckDbPeer::open().expect("duckdb opens");
-        let mut setup = peer.connect().expect("connects");
-        setup
-            .batch("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT); INSERT INTO t VALUES (1, 0)")
-            .expect("creates the table");
+        let (peer, mut setup) = one_row_table();
         let mode = TxnMode::ReadWrite(Isolation::Snapshot);
         let mut a = peer.connect().expect("connects");
         let mut b = peer.connect().expect("connects");
