@@ -343,6 +343,10 @@ pub struct DurabilityArgs {
     /// [default: 256].
     #[arg(long, value_name = "MIB", requires = "path")]
     pub checkpoint_mib: Option<u64>,
+    /// How many syncs of the log may be in flight at once (with --path): while one runs,
+    /// the next group of commits is written and synced [default: 2].
+    #[arg(long, value_name = "N", requires = "path", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub log_syncs: Option<u64>,
 }
 
 /// `--durability`'s values.
@@ -413,7 +417,11 @@ impl DurabilityArgs {
                         Some(0) => None,
                         Some(mib) => Some(mib << 20),
                         None => Some(verso::DEFAULT_CHECKPOINT_AFTER_LOG_BYTES),
-                    });
+                    })
+                    .log_syncs_in_flight(
+                        self.log_syncs
+                            .map_or(verso::DEFAULT_LOG_SYNCS_IN_FLIGHT, |n| n as usize),
+                    );
             }
         }
         Ok(())

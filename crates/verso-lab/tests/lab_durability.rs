@@ -66,6 +66,8 @@ fn a_durable_run_with_clients_reports_its_log_and_latencies_and_check_verifies_w
             "sync",
             "--checkpoint-mib",
             "1",
+            "--log-syncs",
+            "3",
             "--quiet",
             "--json",
             path(&json),
@@ -98,6 +100,14 @@ fn a_durable_run_with_clients_reports_its_log_and_latencies_and_check_verifies_w
             .unwrap()
             .starts_with("sync: a redo log in"),
         "{}",
+        run["configuration"]["durability"]
+    );
+    assert!(
+        run["configuration"]["durability"]
+            .as_str()
+            .unwrap()
+            .contains("at most 3 syncs in flight"),
+        "--log-syncs reaches the database and the report: {}",
         run["configuration"]["durability"]
     );
 
@@ -218,6 +228,19 @@ fn durability_options_that_cannot_work_are_refused_before_anything_runs() {
         &["tpcb", "--tiny", "--durability", "sync"],
     );
     assert!(stderr.contains("--path"), "{stderr}");
+    // No sync in flight at all.
+    let stderr = fails(
+        "--log-syncs 0",
+        &[
+            "tpcb",
+            "--tiny",
+            "--path",
+            path(dir.path()),
+            "--log-syncs",
+            "0",
+        ],
+    );
+    assert!(stderr.contains("--log-syncs"), "{stderr}");
     // Fewer clients than workers.
     let stderr = fails(
         "--clients below --workers",

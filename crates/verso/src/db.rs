@@ -486,6 +486,11 @@ pub struct Options {
     /// durable when a thread waits for it or for a later commit, or a leader's flush takes
     /// it; tests that replay the disk's operations exactly turn it off.
     pub log_flush_thread: bool,
+    /// How many syncs of the log may be in flight at once (default 2, at least 1): while
+    /// one sync runs, the next leader writes what was appended meanwhile and starts its
+    /// own. Acknowledgements still follow the order the syncs were issued in. 1 syncs one
+    /// batch at a time.
+    pub log_syncs_in_flight: usize,
     /// Threads that load a checkpoint at open (default: the machine's parallelism).
     pub recovery_threads: Option<usize>,
     /// For Verso's own crash tests only: a bug to plant in the durability protocols, to
@@ -505,6 +510,9 @@ pub enum PlantedBug {
     /// directory.
     RenameWithoutDirectorySync,
 }
+
+/// The default of [`Options::log_syncs_in_flight`](Options#structfield.log_syncs_in_flight).
+pub const DEFAULT_LOG_SYNCS_IN_FLIGHT: usize = 2;
 
 /// The default threshold of [`Options::checkpoint_after_log_bytes`].
 pub const DEFAULT_CHECKPOINT_AFTER_LOG_BYTES: u64 = 256 << 20;
@@ -531,6 +539,7 @@ impl Default for Options {
             log_segment_bytes: DEFAULT_LOG_SEGMENT_BYTES,
             preallocate_log_segments: true,
             log_flush_thread: true,
+            log_syncs_in_flight: DEFAULT_LOG_SYNCS_IN_FLIGHT,
             recovery_threads: None,
             planted_bug: None,
         }
@@ -644,6 +653,13 @@ impl Options {
     /// Options with (or without) the flusher thread of deferred commits.
     pub fn log_flush_thread(mut self, on: bool) -> Self {
         self.log_flush_thread = on;
+        self
+    }
+
+    /// Options allowing `syncs` (at least 1) log syncs in flight at once; see
+    /// [`Options::log_syncs_in_flight`](Options#structfield.log_syncs_in_flight).
+    pub fn log_syncs_in_flight(mut self, syncs: usize) -> Self {
+        self.log_syncs_in_flight = syncs.max(1);
         self
     }
 
@@ -1100,6 +1116,7 @@ impl Database {
                     segment_bytes: options.log_segment_bytes,
                     preallocate: options.preallocate_log_segments,
                     flush_thread: options.log_flush_thread,
+                    syncs_in_flight: options.log_syncs_in_flight.max(1),
                     checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
                     recovery_threads: options.recovery_threads.unwrap_or_else(|| {
                         std::thread::available_parallelism().map_or(2, usize::from)

@@ -11,9 +11,28 @@
 //! 3. Before `commit()` returns, it waits until the log holding its record is as durable as
 //!    the database's [`Durability`] promises ([`Log::acknowledge`]). The first waiter that
 //!    finds no leader becomes the leader: it takes everything buffered, writes it to the
-//!    current segment, syncs it, and wakes the others. Those whose records were in the
-//!    batch return; one of the rest leads the next batch. No thread of the log's own
-//!    takes a core from the workers.
+//!    current segment, releases the I/O lock, syncs, and wakes the others. Those whose
+//!    records were in the batch return; one of the rest leads the next batch. No thread of
+//!    the log's own takes a core from the workers.
+//!
+//! # Overlapping syncs
+//!
+//! A sync runs outside the I/O lock, so the next leader can write the next batch and start
+//! its own sync while the previous one is still in flight: up to
+//! [`Settings::syncs_in_flight`] at once (a leader finding them all busy waits for one to
+//! finish, holding the I/O lock, and then writes everything appended by then). This disk
+//! completes overlapping `fdatasync`s of one file at a higher rate than one at a time
+//! (`docs/design/durability.md`, "Decisions"), and with clients waiting on their commits
+//! the sync's latency, not its rate, bounds throughput.
+//!
+//! Linux reports a failed write-back once per *open file description* (errseq): of two
+//! syncs through one descriptor only the first to look sees the error, and the other
+//! succeeds though pages it waited for were lost. So each sync slot has its own handle of
+//! the segment (`OpenSegment::sync_handles`), used by one sync at a time: a sync through
+//! it sees every write-back error since that handle's previous sync. And durability is
+//! acknowledged *in the order the syncs were issued*: a sync that finished vouches for its
+//! batch only once every earlier one finished too, so no batch is acknowledged while an
+//! earlier sync, which may yet report its loss, is in flight.
 //!
 //! A record appended after another is durable only if the other is: the stream is written
 //! and synced in order. So a transaction that read a commit (visible, hence appended
@@ -23,7 +42,14 @@
 //! # Invariants
 //! - `durable <= written <= tail`: bytes below `durable` are synced, below `written` are
 //!   handed to the operating system, below `tail` are in the stream.
-//! - Only the holder of `io` writes or syncs a segment; batches are written in LSN order.
+//! - Only the holder of `io` writes a segment; batches are written in LSN order. Syncs are
+//!   issued by the holder of `io` (the target, `written` at that moment, is increasing in
+//!   issue order) and run after it is released; `durable` only ever becomes the target of
+//!   a sync all of whose predecessors succeeded (`pending_syncs` is that queue), or, at a
+//!   rotation with no sync pending, the start of the new segment (the old one synced
+//!   whole). `durable <= issued <= written`, where `issued` is the largest target issued.
+//! - At most `syncs_in_flight` syncs are pending, no two through the same sync handle;
+//!   a segment is rotated only with none pending.
 //! - A segment is synced whole before its successor is created (so a successor proves its
 //!   predecessor whole), and a new segment's header and directory entry are synced before
 //!   any record is written into it.
@@ -40,6 +66,7 @@
 //! allocated blocks syncs about twice as fast here as appending to a growing file
 //! (`docs/design/durability.md`).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -179,7 +206,11 @@ struct Appender {
 }
 
 struct OpenSegment {
+    /// The handle the leader writes through (and rotation syncs through).
     file: Box<dyn File>,
+    /// One handle of the file per sync slot, each used by at most one sync at a time and
+    /// shared with it (syncs run without the I/O lock): see "Overlapping syncs".
+    sync_handles: Vec<Arc<dyn File>>,
     path: PathBuf,
     start: u64,
     /// The LSN after the last byte written into it.
@@ -210,6 +241,14 @@ pub(crate) struct Log {
     io: Mutex<Io>,
     written: AtomicU64,
     durable: AtomicU64,
+    /// The largest target of a sync issued (finished or not).
+    issued: AtomicU64,
+    /// Syncs issued and not yet acknowledged, in issue order (their targets increase).
+    pending_syncs: Mutex<VecDeque<PendingSync>>,
+    /// Notified (under `pending_syncs`) whenever a pending sync finishes.
+    sync_finished: Condvar,
+    /// At most this many syncs are pending at once (at least 1).
+    syncs_in_flight: usize,
     progress: Mutex<()>,
     progressed: Condvar,
     failed: AtomicBool,
@@ -224,6 +263,22 @@ pub(crate) struct Log {
     flush_requested: Condvar,
     pub(crate) counters: LogCounters,
     spares: Arc<Spares>,
+}
+
+/// A sync issued by a leader: it makes everything written below `target` durable.
+#[derive(Clone, Copy, Debug)]
+struct PendingSync {
+    target: u64,
+    /// The index of the sync handle it runs through.
+    slot: usize,
+    finished: bool,
+}
+
+/// A sync a leader issued under the I/O lock and runs after releasing it.
+struct SyncJob {
+    file: Arc<dyn File>,
+    path: PathBuf,
+    target: u64,
 }
 
 /// Zero-filled or recycled files ready to become segments, and the preparer's wake-up.
@@ -264,7 +319,16 @@ impl Log {
             requested: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
-        let segment = open_new_segment(&*fs, dir, start_lsn, previous_end, &spares, sync_dirs)?;
+        let syncs_in_flight = settings.syncs_in_flight.max(1);
+        let segment = open_new_segment(
+            &*fs,
+            dir,
+            start_lsn,
+            previous_end,
+            &spares,
+            sync_dirs,
+            syncs_in_flight,
+        )?;
         Ok(Log {
             fs,
             dir: dir.to_path_buf(),
@@ -286,6 +350,10 @@ impl Log {
             }),
             written: AtomicU64::new(start_lsn),
             durable: AtomicU64::new(start_lsn),
+            issued: AtomicU64::new(start_lsn),
+            pending_syncs: Mutex::new(VecDeque::new()),
+            sync_finished: Condvar::new(),
+            syncs_in_flight,
             progress: Mutex::new(()),
             progressed: Condvar::new(),
             failed: AtomicBool::new(false),
@@ -344,6 +412,10 @@ impl Log {
             }
         }
         self.failed.store(true, Ordering::Release);
+        {
+            let _pending = self.pending_syncs.lock();
+            self.sync_finished.notify_all();
+        }
         let _guard = self.progress.lock();
         self.progressed.notify_all();
         self.lost()
@@ -469,9 +541,11 @@ impl Log {
             Durability::Sync => Reached::Durable,
             _ => Reached::Written,
         };
-        // A committer that led a flush since the request may have covered it already.
-        if self.reached(level) < self.tail() {
-            return self.flush(level == Reached::Durable).is_ok();
+        // A committer that led a flush since the request may have covered it already (a
+        // sync in flight covers what was written before it was issued).
+        if self.covered(level) < self.tail() {
+            let sync = level == Reached::Durable;
+            return self.lead(self.io.lock(), sync).is_ok();
         }
         true
     }
@@ -496,31 +570,38 @@ impl Log {
         }
     }
 
+    /// How far the log will reach `level` without a new leader: what is written, or what
+    /// the syncs issued so far will make durable once they finish.
+    fn covered(&self, level: Reached) -> u64 {
+        match level {
+            Reached::Written => self.written.load(Ordering::Acquire),
+            Reached::Durable => self.issued.load(Ordering::Acquire),
+        }
+    }
+
     fn wait_for(&self, target: u64, level: Reached) -> Result<()> {
         loop {
             self.check()?;
             if self.reached(level) >= target {
                 return Ok(());
             }
-            if let Some(mut io) = self.io.try_lock() {
-                if self.reached(level) < target {
-                    let flushed = self.flush_locked(&mut io, level == Reached::Durable);
-                    drop(io);
-                    self.notify();
-                    flushed?;
-                } else {
-                    drop(io);
+            if self.covered(level) < target {
+                if let Some(io) = self.io.try_lock() {
+                    if self.covered(level) < target {
+                        self.lead(io, level == Reached::Durable)?;
+                    }
+                    continue;
                 }
-                continue;
             }
-            // A leader is at work: wait for it. It releases `io` before it notifies, under
-            // `progress`; so if `io` is free here, its notification is already past and we
-            // try to lead instead of waiting for one that will not come.
+            // A leader is at work, or a sync in flight covers `target`: wait for it. Both
+            // notify under `progress` after releasing `io` or acknowledging a sync; so if
+            // neither holds here, the notification is already past and we try to lead
+            // instead of waiting for one that will not come.
             let mut guard = self.progress.lock();
             if self.reached(level) >= target || self.failed.load(Ordering::Acquire) {
                 continue;
             }
-            if self.io.is_locked() {
+            if self.io.is_locked() || self.covered(level) >= target {
                 self.progressed
                     .wait_for(&mut guard, Duration::from_millis(50));
             }
@@ -532,24 +613,104 @@ impl Log {
         self.progressed.notify_all();
     }
 
-    /// Writes everything appended so far and, if `sync`, syncs it: for the `Async`
-    /// interval, a checkpoint, and closing.
+    /// Writes everything appended so far and, if `sync`, returns once it is durable: for
+    /// the `Async` interval, a checkpoint, and closing.
     pub(crate) fn flush(&self, sync: bool) -> Result<()> {
         self.check()?;
-        let mut io = self.io.lock();
-        let flushed = self.flush_locked(&mut io, sync);
-        drop(io);
-        self.notify();
-        flushed
+        let target = self.tail();
+        self.lead(self.io.lock(), sync)?;
+        if sync {
+            // An earlier sync still in flight may hold the acknowledgement back.
+            self.wait_for(target, Reached::Durable)?;
+        }
+        Ok(())
     }
 
-    /// The leader's work: take the buffer, write it, sync it if asked. Any failure fails
-    /// the log.
-    fn flush_locked(&self, io: &mut Io, sync: bool) -> Result<()> {
-        // Checked again under the I/O lock: a flush that failed (and failed the log) held
-        // it last, had taken its batch, and wrote none of it; anything written now would
-        // lie past that hole (`regression_a_flush_after_another_flush_failed_writes_nothing`).
-        // Every failure of a write or sync is declared while the lock is held.
+    /// The leader's work: with a sync slot free (waited for holding `io`), take the buffer
+    /// and write it; release `io`; then, if `sync`, sync it and acknowledge in issue order.
+    /// Any failure fails the log.
+    fn lead(&self, mut io: parking_lot::MutexGuard<'_, Io>, sync: bool) -> Result<()> {
+        if sync {
+            // Waiting here, rather than after writing, lets the batch grow until the sync
+            // can actually start.
+            self.wait_for_pending_syncs(self.syncs_in_flight - 1);
+        }
+        let job = self.write_locked(&mut io, sync);
+        drop(io);
+        self.notify();
+        match job? {
+            Some(job) => self.run_sync(job),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until at most `most` syncs are pending, or the log failed.
+    fn wait_for_pending_syncs(&self, most: usize) {
+        let mut pending = self.pending_syncs.lock();
+        while pending.len() > most && !self.failed.load(Ordering::Acquire) {
+            self.sync_finished
+                .wait_for(&mut pending, Duration::from_millis(50));
+        }
+    }
+
+    /// Runs a sync issued by [`Log::write_locked`] and acknowledges what it may.
+    fn run_sync(&self, job: SyncJob) -> Result<()> {
+        let began = Instant::now();
+        let synced = job.file.sync_data();
+        let result = match synced {
+            Ok(()) => {
+                self.counters
+                    .sync_nanos
+                    .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            // Declared before the sync counts as finished: a later sync's success cannot
+            // be acknowledged past this one (see "Overlapping syncs").
+            Err(error) => Err(self.fail(format!("syncing {}: {error}", job.path.display()))),
+        };
+        self.finish_sync(job.target);
+        result
+    }
+
+    /// Marks the sync to `target` finished and advances `durable` over the syncs that
+    /// finished in issue order, unless the log failed.
+    fn finish_sync(&self, target: u64) {
+        {
+            let mut pending = self.pending_syncs.lock();
+            let at = pending
+                .iter()
+                .position(|p| p.target == target)
+                .expect("a finishing sync is pending");
+            pending[at].finished = true;
+            let mut durable = None;
+            while pending.front().is_some_and(|p| p.finished) {
+                durable = pending.pop_front().map(|p| p.target);
+            }
+            if let Some(durable) = durable {
+                // Under `pending_syncs`: durable advances in issue order, and never after
+                // a failure (every sync issued later than a failed one finds `failed` set
+                // here, because `fail` runs before the failed sync is marked finished).
+                if !self.failed.load(Ordering::Acquire) {
+                    debug_assert!(durable >= self.durable.load(Ordering::Acquire));
+                    debug_assert!(durable <= self.written.load(Ordering::Acquire));
+                    self.durable.store(durable, Ordering::Release);
+                }
+            }
+            self.sync_finished.notify_all();
+        }
+        self.notify();
+    }
+
+    /// Under the I/O lock: take the buffer and write it; if `sync` and something written is
+    /// not covered by a sync issued already, issue one (to run after `io` is released).
+    fn write_locked(&self, io: &mut Io, sync: bool) -> Result<Option<SyncJob>> {
+        // Checked again under the I/O lock: a flush whose write failed (and failed the log)
+        // held it last, had taken its batch, and wrote none of it; anything written now
+        // would lie past that hole
+        // (`regression_a_flush_after_another_flush_failed_writes_nothing`). Every failed
+        // write is declared while the lock is held; a failed sync is declared outside it,
+        // and is checked for again before a sync is issued (`write_locked`).
         if self.failed.load(Ordering::Acquire) {
             return Err(self.lost());
         }
@@ -578,22 +739,44 @@ impl Log {
         if records > 0 {
             batch.extend_from_slice(&END_MARKER);
         }
-        let result = self.write_batch(io, start, &batch, records, sync);
+        let result = self.write_batch(io, start, &batch, records);
         batch.clear();
         io.spare_buffer = batch;
-        result
+        result?;
+        let written = self.written.load(Ordering::Acquire);
+        if !sync || self.issued.load(Ordering::Acquire) >= written {
+            return Ok(None);
+        }
+        let mut pending = self.pending_syncs.lock();
+        // A sync that failed meanwhile (declared outside `io`) ends the log: no fsync
+        // after a failed one.
+        if self.failed.load(Ordering::Acquire) {
+            return Err(self.lost());
+        }
+        debug_assert!(
+            pending.len() < self.syncs_in_flight,
+            "a slot was waited for"
+        );
+        debug_assert!(pending.back().is_none_or(|p| p.target < written));
+        let slot = (0..self.syncs_in_flight)
+            .find(|slot| pending.iter().all(|p| p.slot != *slot))
+            .expect("fewer syncs pending than slots");
+        pending.push_back(PendingSync {
+            target: written,
+            slot,
+            finished: false,
+        });
+        self.issued.store(written, Ordering::Release);
+        Ok(Some(SyncJob {
+            file: Arc::clone(&io.segment.sync_handles[slot]),
+            path: io.segment.path.clone(),
+            target: written,
+        }))
     }
 
     /// Writes `batch` (its first `records` bytes are records, the rest the end marker) at
     /// LSN `start`.
-    fn write_batch(
-        &self,
-        io: &mut Io,
-        start: u64,
-        batch: &[u8],
-        records: usize,
-        sync: bool,
-    ) -> Result<()> {
+    fn write_batch(&self, io: &mut Io, start: u64, batch: &[u8], records: usize) -> Result<()> {
         debug_assert_eq!(start, self.written.load(Ordering::Acquire));
         if records > 0 {
             if io.segment.end - io.segment.start >= self.segment_bytes {
@@ -620,23 +803,16 @@ impl Log {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
             self.written.store(segment.end, Ordering::Release);
         }
-        let written = self.written.load(Ordering::Acquire);
-        if sync && self.durable.load(Ordering::Acquire) < written {
-            let began = Instant::now();
-            if let Err(error) = io.segment.file.sync_data() {
-                return Err(self.fail(format!("syncing {}: {error}", io.segment.path.display())));
-            }
-            self.counters
-                .sync_nanos
-                .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            self.counters.syncs.fetch_add(1, Ordering::Relaxed);
-            self.durable.store(written, Ordering::Release);
-        }
         Ok(())
     }
 
-    /// Seals the current segment (synced whole) and opens the next at `start`.
+    /// Seals the current segment (synced whole) and opens the next at `start`, once no
+    /// sync is pending (so that `durable` may jump to `start` here without overtaking one).
     fn rotate(&self, io: &mut Io, start: u64) -> Result<()> {
+        self.wait_for_pending_syncs(0);
+        if self.failed.load(Ordering::Acquire) {
+            return Err(self.lost());
+        }
         if let Err(error) = io.segment.file.sync_data() {
             return Err(self.fail(format!(
                 "syncing {} before starting the next segment: {error}",
@@ -644,8 +820,11 @@ impl Log {
             )));
         }
         if self.durability != Durability::None {
-            // Everything written is synced now (the batch about to be written starts here).
+            // Everything written is synced now (the batch about to be written starts here),
+            // and no sync is pending to be overtaken.
+            debug_assert!(self.pending_syncs.lock().is_empty());
             self.durable.store(start, Ordering::Release);
+            self.issued.fetch_max(start, Ordering::AcqRel);
         }
         let next = open_new_segment(
             &*self.fs,
@@ -654,6 +833,7 @@ impl Log {
             start,
             &self.spares,
             self.sync_dirs,
+            self.syncs_in_flight,
         )
         .map_err(|error| self.fail(error.to_string()))?;
         self.counters
@@ -692,6 +872,8 @@ impl Log {
             io.sealed = keep;
             covered
         };
+        // A waiter that found `io` held by this step sleeps until notified.
+        self.notify();
         for path in covered {
             let mut spares = self.spares.files.lock();
             if spares.len() < 2 {
@@ -748,7 +930,8 @@ impl Drop for Log {
 }
 
 /// Opens a new segment starting at `start`: a spare renamed, or a new file; its header is
-/// written and synced, and the directory synced, before it is used.
+/// written and synced, and the directory synced, before it is used; then `sync_handles`
+/// more handles of it are opened, one per sync slot.
 fn open_new_segment(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -756,6 +939,7 @@ fn open_new_segment(
     previous_end: u64,
     spares: &Spares,
     sync_dir: bool,
+    sync_handles: usize,
 ) -> Result<OpenSegment> {
     let path = dir.join(segment_name(start));
     let spare = spares.files.lock().pop();
@@ -779,8 +963,15 @@ fn open_new_segment(
             io_error(dir, "syncing the directory after a new log segment", &error)
         })?;
     }
+    // Opened after the header's sync: each handle then reports every write-back error of
+    // the records written through `file` (errseq samples the error state at open).
+    let sync_handles = (0..sync_handles)
+        .map(|_| fs.open(&path, OpenMode::ReadWrite).map(Arc::from))
+        .collect::<std::io::Result<Vec<Arc<dyn File>>>>()
+        .map_err(|error| io_error(&path, "opening a log segment's sync handles", &error))?;
     Ok(OpenSegment {
         file,
+        sync_handles,
         path,
         start,
         end: start,
@@ -891,6 +1082,7 @@ mod tests {
             segment_bytes: 1 << 20,
             preallocate: false,
             flush_thread: false,
+            syncs_in_flight: 2,
             checkpoint_after_log_bytes: None,
             recovery_threads: 1,
             planted_bug: None,
@@ -903,9 +1095,8 @@ mod tests {
         assert!(log.check().is_err(), "and the log with it");
         // The second flush passed `check` before the failure; it holds the lock now.
         let before = fs.stats();
-        let mut io = log.io.lock();
-        assert!(log.flush_locked(&mut io, true).is_err());
-        drop(io);
+        let io = log.io.lock();
+        assert!(log.lead(io, true).is_err());
         let after = fs.stats();
         assert_eq!(
             (after.bytes_written, after.file_syncs),
@@ -914,6 +1105,243 @@ mod tests {
         );
         assert_eq!(log.written(), 0);
         assert_eq!(log.durable(), 0);
+    }
+
+    /// A file system whose next armed `sync_data` blocks until the test releases it, with
+    /// the result the test chooses: two syncs of the log in flight at once, on demand.
+    #[derive(Debug)]
+    struct GatedFileSystem {
+        inner: crate::fs::SimulatedFileSystem,
+        gate: Arc<Gate>,
+    }
+
+    #[derive(Debug, Default)]
+    struct Gate {
+        state: Mutex<GateState>,
+        changed: Condvar,
+    }
+
+    #[derive(Debug, Default)]
+    struct GateState {
+        armed: bool,
+        blocked: bool,
+        release: Option<bool>,
+    }
+
+    impl Gate {
+        fn arm(&self) {
+            self.state.lock().armed = true;
+        }
+        fn wait_until_blocked(&self) {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut state = self.state.lock();
+            while !state.blocked {
+                assert!(Instant::now() < deadline, "the gated sync never began");
+                self.changed.wait_for(&mut state, Duration::from_millis(10));
+            }
+        }
+        fn release(&self, succeed: bool) {
+            self.state.lock().release = Some(succeed);
+            self.changed.notify_all();
+        }
+    }
+
+    /// Releases the gate (the sync failing) if the test did not: a failed assertion
+    /// unwinds through it, so the blocked thread ends and the test fails instead of
+    /// hanging.
+    struct ReleaseOnDrop<'a>(&'a Gate);
+
+    impl Drop for ReleaseOnDrop<'_> {
+        fn drop(&mut self) {
+            if self.0.state.lock().release.is_none() {
+                self.0.release(false);
+            }
+        }
+    }
+
+    #[derive(Debug)]
+    struct GatedFile {
+        inner: Box<dyn File>,
+        gate: Arc<Gate>,
+    }
+
+    impl File for GatedFile {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+            self.inner.read_at(buf, offset)
+        }
+        fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+            self.inner.write_all_at(buf, offset)
+        }
+        fn sync_data(&self) -> std::io::Result<()> {
+            let mut state = self.gate.state.lock();
+            if std::mem::take(&mut state.armed) {
+                state.blocked = true;
+                self.gate.changed.notify_all();
+                while state.release.is_none() {
+                    self.gate.changed.wait(&mut state);
+                }
+                if state.release == Some(false) {
+                    return Err(std::io::Error::other("injected: write-back failed"));
+                }
+            }
+            drop(state);
+            self.inner.sync_data()
+        }
+        fn len(&self) -> std::io::Result<u64> {
+            self.inner.len()
+        }
+        fn set_len(&self, len: u64) -> std::io::Result<()> {
+            self.inner.set_len(len)
+        }
+    }
+
+    impl FileSystem for GatedFileSystem {
+        fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+            self.inner.create_dir_all(path)
+        }
+        fn open(&self, path: &Path, mode: OpenMode) -> std::io::Result<Box<dyn File>> {
+            Ok(Box::new(GatedFile {
+                inner: self.inner.open(path, mode)?,
+                gate: Arc::clone(&self.gate),
+            }))
+        }
+        fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+            self.inner.remove_file(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.inner.rename(from, to)
+        }
+        fn sync_dir(&self, path: &Path) -> std::io::Result<()> {
+            self.inner.sync_dir(path)
+        }
+        fn list_dir(&self, path: &Path) -> std::io::Result<Vec<String>> {
+            self.inner.list_dir(path)
+        }
+        fn exists(&self, path: &Path) -> std::io::Result<bool> {
+            self.inner.exists(path)
+        }
+        fn lock(&self, path: &Path) -> std::io::Result<Box<dyn crate::fs::DirectoryLock>> {
+            self.inner.lock(path)
+        }
+    }
+
+    /// A log whose first sync after `arm` blocks; two syncs may be in flight.
+    fn gated_log() -> (Log, Arc<Gate>) {
+        let inner = crate::fs::SimulatedFileSystem::new(11);
+        let dir = PathBuf::from("/db");
+        inner.create_dir_all(&dir).unwrap();
+        let gate = Arc::new(Gate::default());
+        let settings = Settings {
+            fs: Arc::new(GatedFileSystem {
+                inner,
+                gate: Arc::clone(&gate),
+            }),
+            dir,
+            durability: Durability::Sync,
+            segment_bytes: 1 << 20,
+            preallocate: false,
+            flush_thread: false,
+            syncs_in_flight: 2,
+            checkpoint_after_log_bytes: None,
+            recovery_threads: 1,
+            planted_bug: None,
+        };
+        (
+            Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap(),
+            gate,
+        )
+    }
+
+    /// Runs two overlapping syncs: the first (of record A) blocks until released with
+    /// `first_succeeds`; the second (of record B, appended after A was written) runs
+    /// while the first is in flight and succeeds. Returns what `durable` was while the
+    /// first was still in flight, A's and B's ends, and both waiters' results.
+    fn two_overlapping_syncs(first_succeeds: bool) -> (Log, u64, u64, u64, Result<()>, Result<()>) {
+        let (log, gate) = gated_log();
+        let end_a = log
+            .append(&mut FramedRecord::with_body(b"A"), true)
+            .unwrap();
+        gate.arm();
+        let shared = &log;
+        let (durable_meanwhile, end_b, first, second) = std::thread::scope(|scope| {
+            let log = shared;
+            let _release = ReleaseOnDrop(&gate);
+            let first = scope.spawn(move || log.acknowledge(end_a));
+            gate.wait_until_blocked();
+            assert!(
+                log.written() >= end_a,
+                "A was written before its sync began"
+            );
+            let end_b = log
+                .append(&mut FramedRecord::with_body(b"B"), true)
+                .unwrap();
+            let second = scope.spawn(move || log.acknowledge(end_b));
+            // The second sync runs (the first holds no lock) and finishes: once it is
+            // marked finished, whatever it was going to acknowledge is acknowledged.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !log
+                .pending_syncs
+                .lock()
+                .back()
+                .is_some_and(|p| p.finished && p.target >= end_b)
+            {
+                assert!(Instant::now() < deadline, "the second sync never finished");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let durable_meanwhile = log.durable();
+            let second_returned_early = second.is_finished();
+            // Released before any assertion, so that a failing one cannot hang the test.
+            gate.release(first_succeeds);
+            assert!(
+                !second_returned_early,
+                "B acknowledged with A's sync in flight"
+            );
+            (
+                durable_meanwhile,
+                end_b,
+                first.join().unwrap(),
+                second.join().unwrap(),
+            )
+        });
+        (log, durable_meanwhile, end_a, end_b, first, second)
+    }
+
+    #[test]
+    fn a_sync_that_finished_first_waits_for_the_earlier_one_in_flight() {
+        let (log, durable_meanwhile, end_a, end_b, first, second) = two_overlapping_syncs(true);
+        assert!(
+            durable_meanwhile < end_a,
+            "nothing acknowledged while the earlier sync was in flight"
+        );
+        first.unwrap();
+        second.unwrap();
+        assert!(log.durable() >= end_b);
+        assert_eq!(
+            log.counters.syncs.load(Ordering::Acquire),
+            2,
+            "the syncs overlapped"
+        );
+    }
+
+    /// A write-back error is reported to one `fsync` caller only: the later sync's success
+    /// does not prove the earlier batch durable, so B must not be acknowledged either.
+    #[test]
+    fn a_later_sync_that_succeeded_acknowledges_nothing_after_an_earlier_one_failed() {
+        let (log, durable_meanwhile, end_a, _, first, second) = two_overlapping_syncs(false);
+        assert!(durable_meanwhile < end_a);
+        assert!(
+            matches!(first, Err(Error::DurabilityLost { .. })),
+            "{first:?}"
+        );
+        assert!(
+            matches!(second, Err(Error::DurabilityLost { .. })),
+            "{second:?}"
+        );
+        assert!(
+            log.durable() < end_a,
+            "nothing after the failed sync is durable"
+        );
+        assert!(log.check().is_err());
     }
 
     proptest! {

@@ -185,6 +185,8 @@ pub(crate) struct Settings {
     pub(crate) preallocate: bool,
     /// Whether the flusher thread serves deferred commits (`Options::log_flush_thread`).
     pub(crate) flush_thread: bool,
+    /// How many log syncs may be in flight at once (`Options::log_syncs_in_flight`).
+    pub(crate) syncs_in_flight: usize,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
     pub(crate) recovery_threads: usize,
     pub(crate) planted_bug: Option<crate::PlantedBug>,
@@ -345,13 +347,21 @@ pub(crate) fn spawn_threads(
     if persistence.settings.flush_thread
         && !matches!(persistence.settings.durability, Durability::Async { .. })
     {
-        // Holds the log, not the database: dropping the database closes the log, which
-        // wakes this thread to end (the directory's lock is released with the database).
-        let log = Arc::clone(&persistence.log);
-        spawn(
-            "verso-log-flush",
-            Box::new(move || while log.serve_flush_request(Duration::from_millis(100)) {}),
-        )?;
+        // Hold the log, not the database: dropping the database closes the log, which
+        // wakes these threads to end (the directory's lock is released with the database).
+        // Under `Sync` one per sync that may be in flight: a flusher blocks in its sync
+        // while the next one writes and syncs what was appended meanwhile.
+        let flushers = match persistence.settings.durability {
+            Durability::Sync => persistence.settings.syncs_in_flight.max(1),
+            _ => 1,
+        };
+        for _ in 0..flushers {
+            let log = Arc::clone(&persistence.log);
+            spawn(
+                "verso-log-flush",
+                Box::new(move || while log.serve_flush_request(Duration::from_millis(100)) {}),
+            )?;
+        }
     }
     if persistence.settings.preallocate {
         let fs = Arc::clone(&persistence.fs);

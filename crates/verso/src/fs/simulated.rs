@@ -70,6 +70,9 @@ pub struct SimulatedStats {
     pub crashes: u64,
     /// Faults injected.
     pub faults_injected: u64,
+    /// The most file syncs that were in flight at once (only syncs that take time, see
+    /// [`SimulatedFileSystem::set_sync_latency`], can overlap).
+    pub max_syncs_in_flight: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -140,6 +143,13 @@ struct State {
     faults: Vec<(u64, Fault)>,
     crash_at: Option<u64>,
     stats: SimulatedStats,
+    /// How long a file sync takes to return after it took effect: at least the first,
+    /// at most the second (zero by default).
+    sync_latency: (std::time::Duration, std::time::Duration),
+    /// File syncs between taking effect and returning.
+    syncs_in_flight: u64,
+    /// The file sync (counting from 1: the next) that fails and loses its data.
+    sync_fault_in: Option<u64>,
 }
 
 /// The simulated disk. Cloning it gives another handle on the same disk.
@@ -322,6 +332,9 @@ impl SimulatedFileSystem {
                 faults: Vec::new(),
                 crash_at: None,
                 stats: SimulatedStats::default(),
+                sync_latency: (std::time::Duration::ZERO, std::time::Duration::ZERO),
+                syncs_in_flight: 0,
+                sync_fault_in: None,
             })),
         }
     }
@@ -329,6 +342,22 @@ impl SimulatedFileSystem {
     /// What the simulation counted so far.
     pub fn stats(&self) -> SimulatedStats {
         self.state.lock().stats
+    }
+
+    /// Makes every file sync return between `least` and `most` (drawn from the seed)
+    /// after it took effect (its writes durable, or lost under [`Fault::SyncLosesData`]),
+    /// without holding the disk meanwhile: several syncs can then be in flight at once and
+    /// return in another order than they took effect in, as on a real disk. A power loss
+    /// during the wait makes the sync fail (its effect stays). Zero (the default) keeps
+    /// every run exactly replayable.
+    pub fn set_sync_latency(&self, least: std::time::Duration, most: std::time::Duration) {
+        self.state.lock().sync_latency = (least, most.max(least));
+    }
+
+    /// Makes the `n`th file sync from now (1: the next) fail and lose the file's pending
+    /// writes ([`Fault::SyncLosesData`]), whatever other operations come between.
+    pub fn fail_sync_after(&self, n: u64) {
+        self.state.lock().sync_fault_in = Some(n.max(1));
     }
 
     /// Makes the `n`th operation from now (1: the next) fail with `fault`.
@@ -472,7 +501,30 @@ impl File for SimFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.with(|state, fault| {
+        // `Some(latency)`: this sync counts as in flight until it returns.
+        let mut latency = None;
+        let result = self.with(|state, fault| {
+            let (least, most) = state.sync_latency;
+            if !most.is_zero() {
+                let spread = (most - least).as_micros() as u64;
+                latency =
+                    Some(least + std::time::Duration::from_micros(state.rng.below(spread + 1)));
+                state.syncs_in_flight += 1;
+                state.stats.max_syncs_in_flight =
+                    state.stats.max_syncs_in_flight.max(state.syncs_in_flight);
+            }
+            let fault = match state.sync_fault_in {
+                Some(1) => {
+                    state.sync_fault_in = None;
+                    state.stats.faults_injected += 1;
+                    Some(Fault::SyncLosesData)
+                }
+                Some(n) => {
+                    state.sync_fault_in = Some(n - 1);
+                    fault
+                }
+                None => fault,
+            };
             let inode = state.inodes.get_mut(&self.inode).expect("inode");
             match fault {
                 Some(Fault::SyncLosesData) => {
@@ -494,7 +546,16 @@ impl File for SimFile {
             }
             state.stats.file_syncs += 1;
             Ok(())
-        })
+        });
+        if let Some(latency) = latency {
+            std::thread::sleep(latency);
+            let mut state = self.state.lock();
+            state.syncs_in_flight -= 1;
+            if state.powered_off || state.generation != self.generation {
+                return Err(powered_off());
+            }
+        }
+        result
     }
 
     fn len(&self) -> io::Result<u64> {
