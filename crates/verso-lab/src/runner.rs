@@ -278,10 +278,12 @@ fn verso_durability(options: &Options) -> String {
     match (&options.path, options.effective_durability()) {
         (Some(path), Some(verso::Durability::Sync)) => format!(
             "sync: a redo log in {}, synced before each commit returns (group commit, \
-             at most {} syncs in flight); nothing acknowledged is lost by a crash or a \
-             power loss",
+             {}); nothing acknowledged is lost by a crash or a power loss",
             path.display(),
-            options.log_syncs_in_flight
+            match options.log_syncs_in_flight {
+                1 => "one sync at a time".to_owned(),
+                n => format!("at most {n} syncs in flight"),
+            }
         ),
         (Some(path), Some(verso::Durability::Async { interval })) => format!(
             "async: a redo log in {}, synced at least every {} ms; a crash loses at most \
