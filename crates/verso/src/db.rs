@@ -491,7 +491,7 @@ pub struct Options {
     /// while earlier ones run; acknowledgements still follow the order the syncs were
     /// issued in. That helps on a disk that completes concurrent flushes in parallel; on
     /// the lab's VM each overlapping sync took about as much longer as the overlap saved,
-    /// and TPC-B at 64 clients lost 16% (`docs/lab-notebook.md`, "Overlapping log
+    /// and TPC-B at 64 clients lost about 15% (`docs/lab-notebook.md`, "Overlapping log
     /// syncs"), so one at a time is the default.
     pub log_syncs_in_flight: usize,
     /// Threads that load a checkpoint at open (default: the machine's parallelism).
