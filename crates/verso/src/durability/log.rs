@@ -1063,6 +1063,25 @@ mod tests {
         assert_eq!(parse_segment_name("log-12.wal"), None);
     }
 
+    /// A `Sync` log in `/db` of `fs`, with no threads of its own.
+    fn sync_log(fs: Arc<dyn FileSystem>, syncs_in_flight: usize) -> Log {
+        let dir = PathBuf::from("/db");
+        fs.create_dir_all(&dir).unwrap();
+        let settings = Settings {
+            fs,
+            dir,
+            durability: Durability::Sync,
+            segment_bytes: 1 << 20,
+            preallocate: false,
+            flush_thread: false,
+            syncs_in_flight,
+            checkpoint_after_log_bytes: None,
+            recovery_threads: 1,
+            planted_bug: None,
+        };
+        Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap()
+    }
+
     /// Found by CI (`durability::what_the_flusher_made_durable_survives_a_power_loss`, the
     /// debug assertion `start == written` in `write_batch`): a flush that passed `check`
     /// before another flush's write failed, then took the I/O lock after it, went on. The
@@ -1073,21 +1092,7 @@ mod tests {
     fn regression_a_flush_after_another_flush_failed_writes_nothing() {
         use crate::fs::simulated::{Fault, SimulatedFileSystem};
         let fs = SimulatedFileSystem::new(7);
-        let dir = PathBuf::from("/db");
-        fs.create_dir_all(&dir).unwrap();
-        let settings = Settings {
-            fs: Arc::new(fs.clone()),
-            dir,
-            durability: Durability::Sync,
-            segment_bytes: 1 << 20,
-            preallocate: false,
-            flush_thread: false,
-            syncs_in_flight: 2,
-            checkpoint_after_log_bytes: None,
-            recovery_threads: 1,
-            planted_bug: None,
-        };
-        let log = Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap();
+        let log = sync_log(Arc::new(fs.clone()), 1);
         log.append(&mut FramedRecord::with_body(b"first"), true)
             .unwrap();
         fs.fail_after(1, Fault::Eio);
@@ -1227,29 +1232,12 @@ mod tests {
 
     /// A log whose first sync after `arm` blocks; two syncs may be in flight.
     fn gated_log() -> (Log, Arc<Gate>) {
-        let inner = crate::fs::SimulatedFileSystem::new(11);
-        let dir = PathBuf::from("/db");
-        inner.create_dir_all(&dir).unwrap();
         let gate = Arc::new(Gate::default());
-        let settings = Settings {
-            fs: Arc::new(GatedFileSystem {
-                inner,
-                gate: Arc::clone(&gate),
-            }),
-            dir,
-            durability: Durability::Sync,
-            segment_bytes: 1 << 20,
-            preallocate: false,
-            flush_thread: false,
-            syncs_in_flight: 2,
-            checkpoint_after_log_bytes: None,
-            recovery_threads: 1,
-            planted_bug: None,
+        let fs = GatedFileSystem {
+            inner: crate::fs::SimulatedFileSystem::new(11),
+            gate: Arc::clone(&gate),
         };
-        (
-            Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap(),
-            gate,
-        )
+        (sync_log(Arc::new(fs), 2), gate)
     }
 
     /// Runs two overlapping syncs: the first (of record A) blocks until released with
