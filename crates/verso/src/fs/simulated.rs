@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -86,6 +87,8 @@ struct Inode {
     current: Vec<u8>,
     durable: Vec<u8>,
     pending: Vec<Pending>,
+    /// Failed write-backs of this file so far (Linux's errseq on the file's mapping).
+    write_back_errors: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -444,6 +447,10 @@ struct SimFile {
     generation: u64,
     writable: bool,
     path: PathBuf,
+    /// The inode's `write_back_errors` this handle has reported (sampled at open): as on
+    /// Linux, a sync reports every write-back failure since the handle's previous report,
+    /// whichever handle's sync it was that failed, and each handle reports it once.
+    errors_seen: std::sync::atomic::AtomicU64,
 }
 
 impl SimFile {
@@ -529,8 +536,12 @@ impl File for SimFile {
             match fault {
                 Some(Fault::SyncLosesData) => {
                     // Linux marks the pages clean after a failed write-back: the data is
-                    // gone from what the disk will hold, though reads still see it.
+                    // gone from what the disk will hold, though reads still see it. The
+                    // error is recorded on the file, for every other handle to report.
                     inode.pending.clear();
+                    inode.write_back_errors += 1;
+                    self.errors_seen
+                        .store(inode.write_back_errors, Ordering::Relaxed);
                     return Err(eio(&format!("fsync of {}", self.path.display())));
                 }
                 Some(fault) => return Err(fault_error(fault, &self.path)),
@@ -543,6 +554,15 @@ impl File for SimFile {
                     }
                     Pending::SetLen(len) => inode.durable.resize(len as usize, 0),
                 }
+            }
+            // A write-back that failed under another handle's sync since this handle's
+            // last report: reported now, once (what remains pending was written above).
+            let errors = inode.write_back_errors;
+            if self.errors_seen.swap(errors, Ordering::Relaxed) < errors {
+                return Err(eio(&format!(
+                    "fsync of {}: a write-back failed since this handle's last sync",
+                    self.path.display()
+                )));
             }
             state.stats.file_syncs += 1;
             Ok(())
@@ -629,7 +649,7 @@ impl FileSystem for SimulatedFileSystem {
     }
 
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
-        let (inode, generation) = self.op(path, |state| {
+        let (inode, generation, errors) = self.op(path, |state| {
             state.check_dir(path)?;
             let inode = match (mode, state.names.get(path)) {
                 (OpenMode::CreateNew, Some(_)) => {
@@ -655,7 +675,8 @@ impl FileSystem for SimulatedFileSystem {
                 (_, Some(&id)) => id,
                 (_, None) => return Err(not_found(path)),
             };
-            Ok((inode, state.generation))
+            let errors = state.inodes[&inode].write_back_errors;
+            Ok((inode, state.generation, errors))
         })?;
         Ok(Box::new(SimFile {
             state: Arc::clone(&self.state),
@@ -663,6 +684,7 @@ impl FileSystem for SimulatedFileSystem {
             generation,
             writable: mode != OpenMode::Read,
             path: path.to_path_buf(),
+            errors_seen: std::sync::atomic::AtomicU64::new(errors),
         }))
     }
 
@@ -760,6 +782,35 @@ mod tests {
         let file = fs.open(Path::new(path), OpenMode::CreateNew).unwrap();
         file.write_all_at(data, 0).unwrap();
         file
+    }
+
+    /// Found by a fresh-clone CI run of `overlapping_syncs_lose_no_acknowledged_commit`:
+    /// a sync that failed and dropped the file's pending writes left every other handle's
+    /// next sync succeeding, so the log acknowledged a batch whose pages a concurrent sync
+    /// had lost. Linux records the failure on the file (errseq), and every handle open
+    /// before it reports it once at its next sync; the simulated disk must do the same.
+    #[test]
+    fn regression_a_failed_write_back_is_reported_to_every_handle_once() {
+        let fs = SimulatedFileSystem::new(3);
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        let first = write(&fs, "/d/f", b"lost");
+        fs.sync_dir(Path::new("/d")).unwrap();
+        let second = fs.open(Path::new("/d/f"), OpenMode::ReadWrite).unwrap();
+        fs.fail_sync_after(1);
+        assert!(first.sync_data().is_err(), "the failing sync");
+        assert!(second.sync_data().is_err(), "reported to the other handle");
+        assert!(second.sync_data().is_ok(), "once");
+        assert!(first.sync_data().is_ok(), "and once to the failing handle");
+        let later = fs.open(Path::new("/d/f"), OpenMode::ReadWrite).unwrap();
+        assert!(later.sync_data().is_ok(), "not to a handle opened after it");
+        fs.crash();
+        fs.restart();
+        let reopened = fs.open(Path::new("/d/f"), OpenMode::Read).unwrap();
+        assert_eq!(
+            reopened.len().unwrap(),
+            0,
+            "the dropped write never became durable"
+        );
     }
 
     #[test]
