@@ -49,6 +49,8 @@ pub struct RecoveryReport {
     pub log_commits_replayed: u64,
     /// See `log_commits_replayed`.
     pub log_operations_replayed: u64,
+    /// Threads the log replay ran on.
+    pub log_replay_threads: u32,
     /// Bytes of log read.
     pub log_bytes_read: u64,
     /// Rows restored per second (checkpoint rows and replayed operations).
@@ -67,6 +69,7 @@ impl From<RecoveryStats> for RecoveryReport {
             checkpoint_rows: r.checkpoint_rows,
             log_commits_replayed: r.log_commits_replayed,
             log_operations_replayed: r.log_operations_replayed,
+            log_replay_threads: r.log_replay_threads,
             log_bytes_read: r.log_bytes_read,
             rows_per_second: r.rows_per_second(),
             torn_tail: r.torn_tail,
@@ -83,9 +86,22 @@ pub struct TableReport {
     pub rows: u64,
 }
 
+/// How `verso check` opens the database: recovery's threads (`None`: Verso's defaults).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckOptions {
+    /// Threads that load the checkpoint and build its indexes.
+    pub recovery_threads: Option<usize>,
+    /// Threads that replay the log.
+    pub replay_threads: Option<usize>,
+}
+
 /// Opens the database in `dir`, reports to `out` and checks it; an inconsistency is
 /// [`LabError::Inconsistent`], a directory without a database [`LabError::BadOption`].
-pub fn check(dir: &Path, out: &mut dyn Write) -> Result<CheckReport, LabError> {
+pub fn check(
+    dir: &Path,
+    threads: CheckOptions,
+    out: &mut dyn Write,
+) -> Result<CheckReport, LabError> {
     if !dir.join("MANIFEST").is_file() {
         // Opening would create a database here: refuse instead.
         return Err(LabError::BadOption(format!(
@@ -94,7 +110,15 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> Result<CheckReport, LabError> {
             dir.display()
         )));
     }
-    let db = Database::open(Options::default().path(dir))?;
+    if threads.recovery_threads == Some(0) || threads.replay_threads == Some(0) {
+        return Err(LabError::BadOption(
+            "--recovery-threads and --replay-threads need at least one thread".into(),
+        ));
+    }
+    let mut options = Options::default().path(dir);
+    options.recovery_threads = threads.recovery_threads;
+    options.log_replay_threads = threads.replay_threads;
+    let db = Database::open(options)?;
     let recovery = RecoveryReport::from(
         db.stats()
             .durability
@@ -104,8 +128,8 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> Result<CheckReport, LabError> {
     writeln!(
         out,
         "recovered {} in {:.2} s: {} checkpoint rows loaded in {:.2} s, secondary indexes \
-         built in {:.2} s, {} commits ({} operations, {:.1} MiB) replayed in {:.2} s; {:.2}M \
-         rows/s{}",
+         built in {:.2} s, {} commits ({} operations, {:.1} MiB) replayed in {:.2} s on {} \
+         thread(s); {:.2}M rows/s{}",
         dir.display(),
         recovery.seconds,
         recovery.checkpoint_rows,
@@ -115,6 +139,7 @@ pub fn check(dir: &Path, out: &mut dyn Write) -> Result<CheckReport, LabError> {
         recovery.log_operations_replayed,
         recovery.log_bytes_read as f64 / f64::from(1u32 << 20),
         recovery.log_replay_seconds,
+        recovery.log_replay_threads,
         recovery.rows_per_second / 1e6,
         if recovery.torn_tail {
             "; a torn write at the log's end (never acknowledged) was cut off"

@@ -140,6 +140,12 @@ pub struct CheckArgs {
     /// Write what was found as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Threads that load the checkpoint and build its indexes (default: every core).
+    #[arg(long, value_name = "N")]
+    pub recovery_threads: Option<usize>,
+    /// Threads that replay the log (default: as many as --recovery-threads).
+    #[arg(long, value_name = "N")]
+    pub replay_threads: Option<usize>,
 }
 
 /// `verso reproduce --help`'s list of experiments.
@@ -1309,7 +1315,11 @@ pub fn execute(
             if let Some(json) = &args.json {
                 check_outputs(Some(json), None, crate::report::REPORT_JSON)?;
             }
-            let report = crate::check::check(&args.dir, out)?;
+            let threads = crate::check::CheckOptions {
+                recovery_threads: args.recovery_threads,
+                replay_threads: args.replay_threads,
+            };
+            let report = crate::check::check(&args.dir, threads, out)?;
             if let Some(json) = &args.json {
                 crate::report::write_json_of(json, &report)?;
                 writeln!(out, "JSON written to {}", json.display())?;

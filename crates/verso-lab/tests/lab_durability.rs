@@ -179,12 +179,19 @@ fn tpcc_on_an_async_log_is_recovered_and_its_twelve_conditions_hold() {
             "--quiet",
         ],
     );
-    let stdout = succeeds("check", &["check", path(&databases.join("01-steam"))]);
+    let kept = databases.join("01-steam");
+    let stdout = succeeds("check", &["check", path(&kept), "--replay-threads", "2"]);
     assert!(
         stdout.contains("consistent: TPC-C's twelve consistency conditions (clause 3.3.2) hold"),
         "{stdout}"
     );
     assert!(stdout.contains("recovered"), "{stdout}");
+    assert!(stdout.contains("on 2 thread(s)"), "{stdout}");
+    let stderr = fails(
+        "check with no replay thread",
+        &["check", path(&kept), "--replay-threads", "0"],
+    );
+    assert!(stderr.contains("at least one thread"), "{stderr}");
 }
 
 #[test]

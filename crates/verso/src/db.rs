@@ -494,8 +494,12 @@ pub struct Options {
     /// and TPC-B at 64 clients lost about 15% (`docs/lab-notebook.md`, "Overlapping log
     /// syncs"), so one at a time is the default.
     pub log_syncs_in_flight: usize,
-    /// Threads that load a checkpoint at open (default: the machine's parallelism).
+    /// Threads that load a checkpoint and build its secondary indexes at open (default:
+    /// the machine's parallelism).
     pub recovery_threads: Option<usize>,
+    /// Threads that replay the log at open, each applying the operations of its share of
+    /// the rows (split by primary key; default: `recovery_threads`).
+    pub log_replay_threads: Option<usize>,
     /// For Verso's own crash tests only: a bug to plant in the durability protocols, to
     /// show that the tests catch it. Never set it otherwise.
     #[doc(hidden)]
@@ -544,6 +548,7 @@ impl Default for Options {
             log_flush_thread: true,
             log_syncs_in_flight: DEFAULT_LOG_SYNCS_IN_FLIGHT,
             recovery_threads: None,
+            log_replay_threads: None,
             planted_bug: None,
         }
     }
@@ -772,6 +777,9 @@ impl Options {
         }
         if self.recovery_threads == Some(0) {
             return refuse("recovery needs at least one thread".into());
+        }
+        if self.log_replay_threads == Some(0) {
+            return refuse("log replay needs at least one thread".into());
         }
         if let Some(threshold) = self.epoch_advance_threshold {
             if !gc.uses_epochs() {
@@ -1108,6 +1116,9 @@ impl Database {
         let persistence = match &options.path {
             None => None,
             Some(dir) => {
+                let recovery_threads = options
+                    .recovery_threads
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
                 let settings = crate::durability::Settings {
                     fs: options
                         .file_system
@@ -1121,9 +1132,8 @@ impl Database {
                     flush_thread: options.log_flush_thread,
                     syncs_in_flight: options.log_syncs_in_flight.max(1),
                     checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
-                    recovery_threads: options.recovery_threads.unwrap_or_else(|| {
-                        std::thread::available_parallelism().map_or(2, usize::from)
-                    }),
+                    recovery_threads,
+                    log_replay_threads: options.log_replay_threads.unwrap_or(recovery_threads),
                     planted_bug: options.planted_bug,
                 };
                 let persistence = on_engine!(&*engine, e => {

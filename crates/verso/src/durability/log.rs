@@ -1077,6 +1077,7 @@ mod tests {
             syncs_in_flight,
             checkpoint_after_log_bytes: None,
             recovery_threads: 1,
+            log_replay_threads: 1,
             planted_bug: None,
         };
         Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap()

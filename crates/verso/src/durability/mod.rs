@@ -104,6 +104,9 @@ pub struct RecoveryStats {
     /// Of the commit records replayed, those below the checkpoint's snapshot (appended
     /// while it began), which the checkpoint may hold already: applied idempotently.
     pub log_commits_below_checkpoint: u64,
+    /// Threads the log replay ran on (each applying the operations of its share of the
+    /// rows).
+    pub log_replay_threads: u32,
     /// Bytes of log read.
     pub log_bytes_read: u64,
     /// Whether the log ended in a torn record (a write a crash interrupted, never
@@ -189,6 +192,7 @@ pub(crate) struct Settings {
     pub(crate) syncs_in_flight: usize,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
     pub(crate) recovery_threads: usize,
+    pub(crate) log_replay_threads: usize,
     pub(crate) planted_bug: Option<crate::PlantedBug>,
 }
 

@@ -373,11 +373,11 @@ fn record_at(bytes: &[u8], base: u64, at: usize) -> Option<&[u8]> {
 /// end, LSN `stop` is reached (the next segment's start; bytes after it are stale), or a
 /// record is bad; then decides whether the bad record is a torn tail or corruption by
 /// looking for a later valid sync point that vouches for it.
-pub(crate) fn scan_records<E>(
-    bytes: &[u8],
+pub(crate) fn scan_records<'b, E>(
+    bytes: &'b [u8],
     base: u64,
     stop: Option<u64>,
-    mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
+    mut visit: impl FnMut(u64, &'b [u8]) -> Result<(), E>,
 ) -> Result<Scan, E> {
     debug_assert_eq!(base % ALIGN as u64, 0);
     let mut at = 0usize;

@@ -24,7 +24,10 @@
 //!    durable before anything can depend on them), move the clock above every recovered
 //!    timestamp, and start the log in a new segment past the cut (`Log::start`).
 
+use std::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use crate::durability::checkpoint::{self, CheckpointReader};
@@ -46,6 +49,11 @@ use crate::{Isolation, TableId};
 /// Operations replayed in one engine transaction (replay runs alone, so batching many
 /// logged transactions into one is safe, and saves their commits' work).
 const REPLAY_BATCH_OPERATIONS: usize = 4096;
+
+/// Commit records a replay thread reads while its transaction is open before it commits
+/// it, however few of their operations were its own: an open transaction holds back the
+/// collectors' watermarks and the serializable protocols' commit history for every thread.
+const REPLAY_BATCH_RECORDS: usize = 4096;
 
 /// Opens or creates the persistent database of `settings` into `engine` (empty).
 pub(crate) fn open<V: VersionStorage, G: Collector>(
@@ -176,60 +184,19 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         }
     }
     segments.truncate(headers.len());
-    let mut replayer = Replayer {
-        engine,
-        txn: None,
-        operations: 0,
-        snapshot,
-        max_ts: 0,
-        buffers: OpBuffers::default(),
-        stats: &mut stats,
-    };
-    let mut end_lsn = manifest.log_from;
-    for (i, (start, path)) in segments.iter().enumerate() {
-        let file = fs
-            .open(path, OpenMode::Read)
-            .map_err(|error| io_error(path, "opening a log segment", &error))?;
-        let len = file
-            .len()
-            .map_err(|error| io_error(path, "reading a log segment's length", &error))?;
-        let from = if i == 0 { manifest.log_from } else { *start };
-        let skip = SEGMENT_HEADER_BYTES + (from - start);
-        if skip > len.max(SEGMENT_HEADER_BYTES) {
-            return Err(Error::Corruption {
-                file: path.display().to_string(),
-                offset: len,
-                reason: format!("the segment ends before LSN {from}, where replay starts"),
-            });
-        }
-        let mut bytes = vec![0; (len - skip.min(len)) as usize];
-        file.read_exact_at(&mut bytes, skip)
-            .map_err(|error| io_error(path, "reading a log segment", &error))?;
-        replayer.stats.log_bytes_read += bytes.len() as u64;
-        let stop = headers.get(i + 1).map(|next| next.previous_end);
-        let file_name = path.display().to_string();
-        let scan = record::scan_records(&bytes, from, stop, |lsn, body| {
-            replayer.apply(body, || Error::Corruption {
-                file: file_name.clone(),
-                offset: SEGMENT_HEADER_BYTES + (lsn - start),
-                reason: String::new(),
-            })
-        })?;
-        end_lsn = scan.end_lsn;
-        match scan.end {
-            ScanEnd::Clean => {}
-            ScanEnd::Torn => replayer.stats.torn_tail = true,
-            ScanEnd::Corrupt { reason } => {
-                return Err(Error::Corruption {
-                    file: file_name,
-                    offset: SEGMENT_HEADER_BYTES + (scan.end_lsn - start),
-                    reason,
-                })
-            }
-        }
-    }
-    let max_ts = replayer.max_ts;
-    replayer.finish()?;
+    let (end_lsn, max_ts) = std::thread::scope(|scope| {
+        let mut replay = Replay::start(scope, engine, snapshot, settings.log_replay_threads);
+        let end_lsn = replay_segments(
+            settings,
+            &segments,
+            &headers,
+            manifest.log_from,
+            &mut replay,
+            &mut stats,
+        )?;
+        let max_ts = replay.finish(&mut stats)?;
+        Ok::<_, Error>((end_lsn, max_ts))
+    })?;
     stats.log_replay_nanos = replaying.elapsed().as_nanos() as u64;
     let (_, last) = segments.last().expect("the segment holding log_from");
     let last_file = fs
@@ -250,6 +217,72 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         manifest,
         stats,
     ))
+}
+
+/// Reads the log's segments from `log_from` and hands their whole records to `replay`;
+/// returns the LSN where the valid records end.
+fn replay_segments<'scope, 'e: 'scope, V: VersionStorage, G: Collector>(
+    settings: &Settings,
+    segments: &[(u64, PathBuf)],
+    headers: &[log::SegmentHeader],
+    log_from: u64,
+    replay: &mut Replay<'scope, 'e, V, G>,
+    stats: &mut RecoveryStats,
+) -> Result<u64> {
+    let fs = &*settings.fs;
+    let mut end_lsn = log_from;
+    for (i, (start, path)) in segments.iter().enumerate() {
+        let file = fs
+            .open(path, OpenMode::Read)
+            .map_err(|error| io_error(path, "opening a log segment", &error))?;
+        let len = file
+            .len()
+            .map_err(|error| io_error(path, "reading a log segment's length", &error))?;
+        let from = if i == 0 { log_from } else { *start };
+        let skip = SEGMENT_HEADER_BYTES + (from - start);
+        if skip > len.max(SEGMENT_HEADER_BYTES) {
+            return Err(Error::Corruption {
+                file: path.display().to_string(),
+                offset: len,
+                reason: format!("the segment ends before LSN {from}, where replay starts"),
+            });
+        }
+        let mut bytes = vec![0; (len - skip.min(len)) as usize];
+        file.read_exact_at(&mut bytes, skip)
+            .map_err(|error| io_error(path, "reading a log segment", &error))?;
+        stats.log_bytes_read += bytes.len() as u64;
+        let stop = headers.get(i + 1).map(|next| next.previous_end);
+        let file_name: Arc<str> = path.display().to_string().into();
+        // Framing and checksums first, on this thread; then the records found whole are
+        // applied (before the scan's end is judged, so that an error in an earlier record
+        // is the one reported, as when records were applied while scanned).
+        let mut records = Vec::new();
+        let scan = record::scan_records(&bytes, from, stop, |lsn, body| {
+            let offset = body.as_ptr() as usize - bytes.as_ptr() as usize;
+            records.push((lsn, offset..offset + body.len()));
+            Ok::<(), Error>(())
+        })?;
+        let segment = Segment {
+            bytes: Arc::new(bytes),
+            records: Arc::new(records),
+            file: Arc::clone(&file_name),
+            start: *start,
+        };
+        replay.apply_segment(&segment, stats)?;
+        end_lsn = scan.end_lsn;
+        match scan.end {
+            ScanEnd::Clean => {}
+            ScanEnd::Torn => stats.torn_tail = true,
+            ScanEnd::Corrupt { reason } => {
+                return Err(Error::Corruption {
+                    file: file_name.to_string(),
+                    offset: SEGMENT_HEADER_BYTES + (scan.end_lsn - start),
+                    reason,
+                })
+            }
+        }
+    }
+    Ok(end_lsn)
 }
 
 /// Creates a new database in the directory: the first segment, then the manifest (so a
@@ -315,73 +348,417 @@ fn read_header(settings: &Settings, path: &std::path::Path) -> Result<log::Segme
     })
 }
 
-/// Applies log records to the engine.
-struct Replayer<'e, 's, V: VersionStorage, G: Collector> {
+/// Replays the log's records into the engine, on several threads.
+///
+/// The log is redo of logical operations, each naming its row by table and primary key;
+/// a primary key is never updated (`Error::PrimaryKeyUpdate`) and secondary indexes are
+/// not unique, so operations on different rows commute as far as the recovered state goes.
+/// Replay therefore splits the operations by a hash of (table, primary key) over its
+/// threads ([`row_owner`]): each thread reads every record of a run, in log order, and
+/// applies the operations of its own rows only, in engine transactions of its own. The
+/// threads live for the whole replay (a row's versions are allocated and freed by one
+/// thread), and do no I/O: this thread reads the segments.
+///
+/// Invariants: every operation is applied by exactly one thread; a row's operations are
+/// applied in log order (the order of their commits, `durability::log`), by one thread;
+/// two threads never write the same row, so their transactions cannot conflict under any
+/// protocol. A table creation is a barrier: the commits before it are applied (and their
+/// transactions committed) by every thread before the table is created, and the commits
+/// after it only then.
+struct Replay<'scope, 'e, V: VersionStorage, G: Collector> {
     engine: &'e Engine<V, G>,
-    txn: Option<EngineTxn<'e, V, G>>,
-    operations: usize,
-    snapshot: u64,
+    threads: usize,
+    /// One channel of runs per thread.
+    runs: Vec<mpsc::Sender<Run>>,
+    /// Every thread answers each run on it.
+    answers: mpsc::Receiver<Answer>,
+    handles: Vec<std::thread::ScopedJoinHandle<'scope, Answer>>,
+    /// The largest commit timestamp replayed.
     max_ts: u64,
-    buffers: OpBuffers,
-    stats: &'s mut RecoveryStats,
 }
 
-impl<'e, V: VersionStorage, G: Collector> Replayer<'e, '_, V, G> {
-    /// Applies one record's body; `at` makes the error for this record (its file and
-    /// offset), to which the reason is added.
-    fn apply(&mut self, body: &[u8], at: impl Fn() -> Error) -> Result<()> {
-        let corrupt = |reason: String| match at() {
-            Error::Corruption { file, offset, .. } => Error::Corruption {
-                file,
-                offset,
-                reason,
-            },
-            other => other,
+/// The whole records of one segment: its bytes after the header, and each record's LSN
+/// and body (a range of `bytes`), in log order.
+struct Segment {
+    bytes: Arc<Vec<u8>>,
+    records: Arc<Vec<(u64, Range<usize>)>>,
+    /// For error offsets: the segment's file name and first LSN.
+    file: Arc<str>,
+    start: u64,
+}
+
+/// Records `range` of a segment, holding no table creation, for every replay thread.
+struct Run {
+    bytes: Arc<Vec<u8>>,
+    records: Arc<Vec<(u64, Range<usize>)>>,
+    range: Range<usize>,
+    file: Arc<str>,
+    segment_start: u64,
+    /// Commit what is applied before answering (a table creation follows).
+    commit: bool,
+}
+
+/// What a replay thread did with a run, or its first error with the LSN of its record
+/// (`u64::MAX` for a failed commit).
+type Answer = std::result::Result<Replayed, (u64, Error)>;
+
+/// What one replay thread did with a run of records.
+#[derive(Default)]
+struct Replayed {
+    operations: u64,
+    commits: u64,
+    commits_below_checkpoint: u64,
+    max_ts: u64,
+}
+
+impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, G> {
+    /// Starts the replay threads in `scope`; `snapshot` is the checkpoint's (commits below
+    /// it may be in the checkpoint already: applied idempotently).
+    fn start<'env>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        engine: &'e Engine<V, G>,
+        snapshot: u64,
+        threads: usize,
+    ) -> Self {
+        let threads = threads.max(1);
+        let (answer, answers) = mpsc::channel();
+        let mut runs = Vec::with_capacity(threads);
+        let mut handles = Vec::with_capacity(threads);
+        for part in 0..threads {
+            let (run_sender, run_receiver) = mpsc::channel::<Run>();
+            let answer = answer.clone();
+            runs.push(run_sender);
+            handles.push(scope.spawn(move || {
+                let mut worker = ReplayWorker {
+                    engine,
+                    snapshot,
+                    part,
+                    parts: threads,
+                    txn: None,
+                    operations_in_txn: 0,
+                    records_in_txn: 0,
+                    buffers: OpBuffers::default(),
+                    key_columns: Vec::new(),
+                    replayed: Replayed::default(),
+                };
+                for run in run_receiver {
+                    // A panic is answered before it goes on (the scope reports it): this
+                    // thread waits for every thread's answer.
+                    let answered =
+                        match std::panic::catch_unwind(AssertUnwindSafe(|| worker.run(&run))) {
+                            Ok(answered) => answered,
+                            Err(panic) => {
+                                let _ = answer.send(Err((
+                                    u64::MAX,
+                                    Error::Corruption {
+                                        file: run.file.to_string(),
+                                        offset: 0,
+                                        reason: "a log replay thread panicked".into(),
+                                    },
+                                )));
+                                std::panic::resume_unwind(panic)
+                            }
+                        };
+                    let failed = answered.is_err();
+                    if answer.send(answered).is_err() || failed {
+                        // The replay stopped (or will, at this error): apply nothing more.
+                        return Ok(Replayed::default());
+                    }
+                }
+                worker
+                    .commit_batch()
+                    .map(|()| Replayed::default())
+                    .map_err(|error| (u64::MAX, error))
+            }));
+        }
+        Replay {
+            engine,
+            threads,
+            runs,
+            answers,
+            handles,
+            max_ts: 0,
+        }
+    }
+
+    /// Applies the whole records of one segment.
+    fn apply_segment(&mut self, segment: &Segment, stats: &mut RecoveryStats) -> Result<()> {
+        let records = &segment.records;
+        let mut at = 0;
+        while at < records.len() {
+            let end = records[at..]
+                .iter()
+                .position(|(_, body)| {
+                    segment.bytes[body.clone()].first() == Some(&record::KIND_CREATE_TABLE)
+                })
+                .map_or(records.len(), |run_len| at + run_len);
+            let barrier = end < records.len();
+            // Before a table creation every thread commits, even with no record to apply
+            // (the creation may open a segment while transactions are open).
+            if end > at || barrier {
+                self.apply_run(segment, at..end, barrier, stats)?;
+            }
+            if barrier {
+                let (lsn, body) = &records[end];
+                self.create_table(&segment.bytes[body.clone()], |reason| Error::Corruption {
+                    file: segment.file.to_string(),
+                    offset: SEGMENT_HEADER_BYTES + (lsn - segment.start),
+                    reason,
+                })?;
+            }
+            at = end + usize::from(barrier);
+        }
+        Ok(())
+    }
+
+    /// Hands records `range` of `segment` to every thread and waits for their answers;
+    /// the first error in log order is the one reported.
+    fn apply_run(
+        &mut self,
+        segment: &Segment,
+        range: Range<usize>,
+        commit: bool,
+        stats: &mut RecoveryStats,
+    ) -> Result<()> {
+        for runs in &self.runs {
+            let run = Run {
+                bytes: Arc::clone(&segment.bytes),
+                records: Arc::clone(&segment.records),
+                range: range.clone(),
+                file: Arc::clone(&segment.file),
+                segment_start: segment.start,
+                commit,
+            };
+            if runs.send(run).is_err() {
+                // The thread ended: only by a panic, which `finish` reports.
+                return Err(Error::Corruption {
+                    file: segment.file.to_string(),
+                    offset: 0,
+                    reason: "a log replay thread ended early".into(),
+                });
+            }
+        }
+        let answers: Vec<Answer> = (0..self.threads)
+            .map(|_| {
+                self.answers.recv().unwrap_or(Err((
+                    u64::MAX,
+                    Error::Corruption {
+                        file: segment.file.to_string(),
+                        offset: 0,
+                        reason: "a log replay thread ended early".into(),
+                    },
+                )))
+            })
+            .collect();
+        self.merge(answers, stats)
+    }
+
+    /// Adds the threads' answers to `stats`, or returns the first error in log order.
+    fn merge(&mut self, answers: Vec<Answer>, stats: &mut RecoveryStats) -> Result<()> {
+        let mut first_error: Option<(u64, Error)> = None;
+        for answer in answers {
+            match answer {
+                Ok(replayed) => {
+                    stats.log_operations_replayed += replayed.operations;
+                    stats.log_commits_replayed += replayed.commits;
+                    stats.log_commits_below_checkpoint += replayed.commits_below_checkpoint;
+                    self.max_ts = self.max_ts.max(replayed.max_ts);
+                }
+                Err((lsn, error)) => {
+                    if first_error.as_ref().is_none_or(|(first, _)| lsn < *first) {
+                        first_error = Some((lsn, error));
+                    }
+                }
+            }
+        }
+        match first_error {
+            Some((_, error)) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the threads (each commits what it applied last); returns the largest commit
+    /// timestamp replayed.
+    fn finish(mut self, stats: &mut RecoveryStats) -> Result<u64> {
+        self.runs.clear();
+        let answers: Vec<Answer> = std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect();
+        stats.log_replay_threads = self.threads as u32;
+        self.merge(answers, stats)?;
+        Ok(self.max_ts)
+    }
+
+    /// Applies a table creation record (every thread has committed what came before).
+    fn create_table(&self, body: &[u8], corrupt: impl Fn(String) -> Error) -> Result<()> {
+        let decoded = record::decode_body(body)
+            .map_err(|e| corrupt(format!("a valid record does not decode: {}", e.reason)))?;
+        let Record::CreateTable {
+            table,
+            name,
+            schema,
+        } = decoded
+        else {
+            return Err(corrupt("a catalog record that creates no table".into()));
         };
+        let count = self.engine.table_count() as u32;
+        if table < count {
+            let existing = self.engine.table_names();
+            if existing.get(table as usize) != Some(&name) {
+                return Err(corrupt(format!(
+                    "the log creates table {name} at index {table}, which holds {:?}",
+                    existing.get(table as usize)
+                )));
+            }
+            return Ok(());
+        }
+        if table != count {
+            return Err(corrupt(format!(
+                "the log creates table {name} at index {table}; the next index is {count}"
+            )));
+        }
+        let id = self
+            .engine
+            .create_table(&name, schema)
+            .map_err(|e| corrupt(format!("the log's table {name} cannot be created: {e}")))?;
+        debug_assert_eq!(id.index, table);
+        Ok(())
+    }
+}
+
+/// Which of `parts` replay threads applies the operations on the row of `table` with
+/// primary key `key` (in key column order). The same row always goes to the same thread.
+fn row_owner<'v>(table: u32, key: impl Iterator<Item = &'v Value>, parts: usize) -> usize {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = foldhash::fast::FixedState::with_seed(0x2e91_a7c3).build_hasher();
+    hasher.write_u32(table);
+    for value in key {
+        match value {
+            Value::Null => hasher.write_u8(0),
+            Value::I64(v) => {
+                hasher.write_u8(1);
+                hasher.write_i64(*v);
+            }
+            Value::U64(v) => {
+                hasher.write_u8(2);
+                hasher.write_u64(*v);
+            }
+            // Keys order floats by `total_cmp`: equal keys have equal bits.
+            Value::F64(v) => {
+                hasher.write_u8(3);
+                hasher.write_u64(v.to_bits());
+            }
+            Value::Text(v) => {
+                hasher.write_u8(4);
+                hasher.write_usize(v.len());
+                hasher.write(v.as_bytes());
+            }
+            Value::Bytes(v) => {
+                hasher.write_u8(5);
+                hasher.write_usize(v.len());
+                hasher.write(v);
+            }
+        }
+    }
+    (hasher.finish() % parts as u64) as usize
+}
+
+/// One replay thread: applies the operations of its rows ([`row_owner`] = `part`).
+struct ReplayWorker<'e, V: VersionStorage, G: Collector> {
+    engine: &'e Engine<V, G>,
+    snapshot: u64,
+    part: usize,
+    parts: usize,
+    txn: Option<EngineTxn<'e, V, G>>,
+    /// Operations applied in `txn`, and commit records read while it was open.
+    operations_in_txn: usize,
+    records_in_txn: usize,
+    buffers: OpBuffers,
+    /// Each table's primary key columns, looked up once (by table index).
+    key_columns: Vec<Option<&'e [usize]>>,
+    replayed: Replayed,
+}
+
+impl<'e, V: VersionStorage, G: Collector> ReplayWorker<'e, V, G> {
+    /// Applies its share of `run` (and commits, if the run says so); says what it did.
+    fn run(&mut self, run: &Run) -> Answer {
+        for (lsn, body) in &run.records[run.range.clone()] {
+            let corrupt = |reason| Error::Corruption {
+                file: run.file.to_string(),
+                offset: SEGMENT_HEADER_BYTES + (lsn - run.segment_start),
+                reason,
+            };
+            self.apply(&run.bytes[body.clone()], corrupt)
+                .map_err(|error| (*lsn, error))?;
+        }
+        if run.commit {
+            self.commit_batch().map_err(|error| (u64::MAX, error))?;
+        }
+        Ok(std::mem::take(&mut self.replayed))
+    }
+
+    fn owns(&mut self, op: &Op, id: TableId) -> Result<bool> {
+        if self.parts == 1 {
+            return Ok(true);
+        }
+        let owner = match op {
+            Op::Insert { .. } => {
+                let index = id.index as usize;
+                if self.key_columns.len() <= index {
+                    self.key_columns.resize(index + 1, None);
+                }
+                let columns = match self.key_columns[index] {
+                    Some(columns) => columns,
+                    None => {
+                        let columns = &self.engine.table(id)?.schema.primary_key[..];
+                        self.key_columns[index] = Some(columns);
+                        columns
+                    }
+                };
+                // A row too short for its key is refused by the insert, on every thread.
+                if columns.iter().any(|&c| c >= self.buffers.values.len()) {
+                    return Ok(true);
+                }
+                row_owner(
+                    id.index,
+                    columns.iter().map(|&c| &self.buffers.values[c]),
+                    self.parts,
+                )
+            }
+            Op::Update { .. } | Op::Delete { .. } => {
+                row_owner(id.index, self.buffers.values.iter(), self.parts)
+            }
+        };
+        Ok(owner == self.part)
+    }
+
+    /// Applies one record's body (never a table creation: those are barriers between
+    /// runs); `corrupt` makes the error for this record (its file and offset) from a reason.
+    fn apply(&mut self, body: &[u8], corrupt: impl Fn(String) -> Error) -> Result<()> {
         let decoded = record::decode_body(body)
             .map_err(|e| corrupt(format!("a valid record does not decode: {}", e.reason)))?;
         match decoded {
             Record::SyncPoint { .. } => Ok(()),
-            Record::CreateTable {
-                table,
-                name,
-                schema,
-            } => {
-                self.commit_batch()?;
-                let count = self.engine.table_count() as u32;
-                if table < count {
-                    let existing = self.engine.table_names();
-                    if existing.get(table as usize) != Some(&name) {
-                        return Err(corrupt(format!(
-                            "the log creates table {name} at index {table}, which holds {:?}",
-                            existing.get(table as usize)
-                        )));
-                    }
-                    return Ok(());
-                }
-                if table != count {
-                    return Err(corrupt(format!(
-                        "the log creates table {name} at index {table}; the next index is {count}"
-                    )));
-                }
-                let id = self.engine.create_table(&name, schema).map_err(|e| {
-                    corrupt(format!("the log's table {name} cannot be created: {e}"))
-                })?;
-                debug_assert_eq!(id.index, table);
-                Ok(())
-            }
+            Record::CreateTable { .. } => Err(corrupt(
+                "a table creation inside a run of commits (replay splits runs at them)".into(),
+            )),
             Record::Commit { commit_ts, mut ops } => {
                 // Below the snapshot the checkpoint may already hold the commit, wholly or
                 // in part: apply it idempotently.
                 let idempotent = commit_ts < self.snapshot;
-                if idempotent {
-                    self.stats.log_commits_below_checkpoint += 1;
+                // Every thread reads every commit; the first counts it.
+                if self.part == 0 {
+                    self.replayed.commits += 1;
+                    if idempotent {
+                        self.replayed.commits_below_checkpoint += 1;
+                    }
                 }
-                self.max_ts = self.max_ts.max(commit_ts);
-                if self.txn.is_none() {
-                    self.txn = Some(EngineTxn::begin(self.engine, Isolation::Snapshot, false)?);
-                }
-                let txn = self.txn.as_mut().expect("begun above");
+                self.replayed.max_ts = self.replayed.max_ts.max(commit_ts);
                 let tables = self.engine.table_count() as u32;
                 loop {
                     let op = ops.next_op(&mut self.buffers).map_err(|e| {
@@ -398,6 +775,13 @@ impl<'e, V: VersionStorage, G: Collector> Replayer<'e, '_, V, G> {
                         index: table,
                         database: self.engine.tag,
                     };
+                    if !self.owns(&op, id)? {
+                        continue;
+                    }
+                    if self.txn.is_none() {
+                        self.txn = Some(EngineTxn::begin(self.engine, Isolation::Snapshot, false)?);
+                    }
+                    let txn = self.txn.as_mut().expect("begun above");
                     let applied = match op {
                         Op::Insert { .. } => match txn.insert(id, &self.buffers.values) {
                             Err(Error::DuplicateKey { .. }) if idempotent => {
@@ -436,11 +820,15 @@ impl<'e, V: VersionStorage, G: Collector> Replayer<'e, '_, V, G> {
                             )))
                         }
                     }
-                    self.operations += 1;
-                    self.stats.log_operations_replayed += 1;
+                    self.operations_in_txn += 1;
+                    self.replayed.operations += 1;
                 }
-                self.stats.log_commits_replayed += 1;
-                if self.operations >= REPLAY_BATCH_OPERATIONS {
+                if self.txn.is_some() {
+                    self.records_in_txn += 1;
+                }
+                if self.operations_in_txn >= REPLAY_BATCH_OPERATIONS
+                    || self.records_in_txn >= REPLAY_BATCH_RECORDS
+                {
                     self.commit_batch()?;
                 }
                 Ok(())
@@ -449,14 +837,11 @@ impl<'e, V: VersionStorage, G: Collector> Replayer<'e, '_, V, G> {
     }
 
     fn commit_batch(&mut self) -> Result<()> {
-        self.operations = 0;
+        self.operations_in_txn = 0;
+        self.records_in_txn = 0;
         match self.txn.take() {
             Some(txn) => txn.commit(),
             None => Ok(()),
         }
-    }
-
-    fn finish(mut self) -> Result<()> {
-        self.commit_batch()
     }
 }
