@@ -346,7 +346,7 @@ pub struct DurabilityArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: Option<u64>,
     /// Take a checkpoint each time the log grows by this many MiB (with --path; 0: never)
-    /// [default: 256].
+    /// [default: 1024].
     #[arg(long, value_name = "MIB", requires = "path")]
     pub checkpoint_mib: Option<u64>,
     /// How many syncs of the log may be in flight at once (with --path): while one runs,

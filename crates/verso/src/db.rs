@@ -473,7 +473,7 @@ pub struct Options {
     /// Take a checkpoint automatically each time the log grows by this many bytes since
     /// the last one, or by a quarter of the last checkpoint's size if that is more (so a
     /// large database is not rewritten back to back); `None`: only
-    /// [`Database::checkpoint`]. Default 256 MiB.
+    /// [`Database::checkpoint`]. Default 1 GiB ([`DEFAULT_CHECKPOINT_AFTER_LOG_BYTES`]).
     pub checkpoint_after_log_bytes: Option<u64>,
     /// The size of a log segment (default 64 MiB): a checkpoint frees the segments below
     /// its position.
@@ -521,8 +521,12 @@ pub enum PlantedBug {
 /// The default of [`Options::log_syncs_in_flight`](Options#structfield.log_syncs_in_flight).
 pub const DEFAULT_LOG_SYNCS_IN_FLIGHT: usize = 1;
 
-/// The default threshold of [`Options::checkpoint_after_log_bytes`].
-pub const DEFAULT_CHECKPOINT_AFTER_LOG_BYTES: u64 = 256 << 20;
+/// The default threshold of [`Options::checkpoint_after_log_bytes`]: 1 GiB, as
+/// PostgreSQL's `max_wal_size`. Every checkpoint rewrites the whole database while the
+/// writers run, and its scan competes with them for the caches: at 256 MiB a one-worker
+/// TPC-C under `Sync` lost 6% to checkpoints every 6 s (`docs/lab-notebook.md`). Recovery
+/// replays at most this much log (or a quarter of the checkpoint's size, if more).
+pub const DEFAULT_CHECKPOINT_AFTER_LOG_BYTES: u64 = 1 << 30;
 /// The default [`Options::log_segment_bytes`].
 pub const DEFAULT_LOG_SEGMENT_BYTES: u64 = 64 << 20;
 
