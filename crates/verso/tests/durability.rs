@@ -38,8 +38,12 @@ fn accounts_schema() -> Schema {
 }
 
 fn sim_options(fs: &SimulatedFileSystem) -> Options {
-    Options::default()
-        .path("/db")
+    sim_options_from(Options::default(), fs)
+}
+
+/// `base` (a configuration) as a persistent database on the simulated disk.
+fn sim_options_from(base: Options, fs: &SimulatedFileSystem) -> Options {
+    base.path("/db")
         .file_system(Arc::new(fs.clone()))
         .preallocate_log_segments(false)
         .checkpoint_after_log_bytes(None)
@@ -769,13 +773,7 @@ fn churn_then_replay(base: Options, threads: usize, transactions: usize, seed: u
     use std::collections::BTreeMap;
     let configuration = format!("{base:?}");
     let with_fs = |fs: &SimulatedFileSystem| {
-        let mut options = base
-            .clone()
-            .path("/db")
-            .file_system(Arc::new(fs.clone()))
-            .preallocate_log_segments(false)
-            .checkpoint_after_log_bytes(None)
-            .log_segment_bytes(8192);
+        let mut options = sim_options_from(base.clone(), fs);
         options.log_replay_threads = Some(threads);
         options
     };
