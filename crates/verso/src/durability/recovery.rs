@@ -42,6 +42,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::fs::OpenMode;
 use crate::gc::Collector;
+use crate::row::ValueRef;
 use crate::value::Value;
 use crate::version::VersionStorage;
 use crate::{Isolation, TableId};
@@ -262,12 +263,12 @@ fn replay_segments<'scope, 'e: 'scope, V: VersionStorage, G: Collector>(
             records.push((lsn, offset..offset + body.len()));
             Ok::<(), Error>(())
         })?;
-        let segment = Segment {
-            bytes: Arc::new(bytes),
-            records: Arc::new(records),
+        let segment = Arc::new(Segment {
+            bytes,
+            records,
             file: Arc::clone(&file_name),
             start: *start,
-        };
+        });
         replay.apply_segment(&segment, stats)?;
         end_lsn = scan.end_lsn;
         match scan.end {
@@ -367,7 +368,6 @@ fn read_header(settings: &Settings, path: &std::path::Path) -> Result<log::Segme
 /// after it only then.
 struct Replay<'scope, 'e, V: VersionStorage, G: Collector> {
     engine: &'e Engine<V, G>,
-    threads: usize,
     /// One channel of runs per thread.
     runs: Vec<mpsc::Sender<Run>>,
     /// Every thread answers each run on it.
@@ -380,20 +380,38 @@ struct Replay<'scope, 'e, V: VersionStorage, G: Collector> {
 /// The whole records of one segment: its bytes after the header, and each record's LSN
 /// and body (a range of `bytes`), in log order.
 struct Segment {
-    bytes: Arc<Vec<u8>>,
-    records: Arc<Vec<(u64, Range<usize>)>>,
+    bytes: Vec<u8>,
+    records: Vec<(u64, Range<usize>)>,
     /// For error offsets: the segment's file name and first LSN.
     file: Arc<str>,
     start: u64,
 }
 
+impl Segment {
+    /// The error for the record at `lsn`, for `reason`.
+    fn corruption(&self, lsn: u64, reason: String) -> Error {
+        Error::Corruption {
+            file: self.file.to_string(),
+            offset: SEGMENT_HEADER_BYTES + (lsn - self.start),
+            reason,
+        }
+    }
+
+    /// The error `open` returns when a replay thread panicked while applying this segment
+    /// (the panic itself goes on, through the scope).
+    fn lost_thread(&self) -> Error {
+        Error::Corruption {
+            file: self.file.to_string(),
+            offset: 0,
+            reason: "a log replay thread panicked".into(),
+        }
+    }
+}
+
 /// Records `range` of a segment, holding no table creation, for every replay thread.
 struct Run {
-    bytes: Arc<Vec<u8>>,
-    records: Arc<Vec<(u64, Range<usize>)>>,
+    segment: Arc<Segment>,
     range: Range<usize>,
-    file: Arc<str>,
-    segment_start: u64,
     /// Commit what is applied before answering (a table creation follows).
     commit: bool,
 }
@@ -439,6 +457,7 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
                     records_in_txn: 0,
                     buffers: OpBuffers::default(),
                     key_columns: Vec::new(),
+                    key_scratch: Vec::new(),
                     replayed: Replayed::default(),
                 };
                 for run in run_receiver {
@@ -448,14 +467,7 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
                         match std::panic::catch_unwind(AssertUnwindSafe(|| worker.run(&run))) {
                             Ok(answered) => answered,
                             Err(panic) => {
-                                let _ = answer.send(Err((
-                                    u64::MAX,
-                                    Error::Corruption {
-                                        file: run.file.to_string(),
-                                        offset: 0,
-                                        reason: "a log replay thread panicked".into(),
-                                    },
-                                )));
+                                let _ = answer.send(Err((u64::MAX, run.segment.lost_thread())));
                                 std::panic::resume_unwind(panic)
                             }
                         };
@@ -473,7 +485,6 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
         }
         Replay {
             engine,
-            threads,
             runs,
             answers,
             handles,
@@ -482,7 +493,7 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
     }
 
     /// Applies the whole records of one segment.
-    fn apply_segment(&mut self, segment: &Segment, stats: &mut RecoveryStats) -> Result<()> {
+    fn apply_segment(&mut self, segment: &Arc<Segment>, stats: &mut RecoveryStats) -> Result<()> {
         let records = &segment.records;
         let mut at = 0;
         while at < records.len() {
@@ -500,10 +511,8 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
             }
             if barrier {
                 let (lsn, body) = &records[end];
-                self.create_table(&segment.bytes[body.clone()], |reason| Error::Corruption {
-                    file: segment.file.to_string(),
-                    offset: SEGMENT_HEADER_BYTES + (lsn - segment.start),
-                    reason,
+                self.create_table(&segment.bytes[body.clone()], |reason| {
+                    segment.corruption(*lsn, reason)
                 })?;
             }
             at = end + usize::from(barrier);
@@ -515,39 +524,27 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
     /// the first error in log order is the one reported.
     fn apply_run(
         &mut self,
-        segment: &Segment,
+        segment: &Arc<Segment>,
         range: Range<usize>,
         commit: bool,
         stats: &mut RecoveryStats,
     ) -> Result<()> {
         for runs in &self.runs {
             let run = Run {
-                bytes: Arc::clone(&segment.bytes),
-                records: Arc::clone(&segment.records),
+                segment: Arc::clone(segment),
                 range: range.clone(),
-                file: Arc::clone(&segment.file),
-                segment_start: segment.start,
                 commit,
             };
+            // A thread ends early only by a panic, which the scope reports.
             if runs.send(run).is_err() {
-                // The thread ended: only by a panic, which `finish` reports.
-                return Err(Error::Corruption {
-                    file: segment.file.to_string(),
-                    offset: 0,
-                    reason: "a log replay thread ended early".into(),
-                });
+                return Err(segment.lost_thread());
             }
         }
-        let answers: Vec<Answer> = (0..self.threads)
+        let answers: Vec<Answer> = (0..self.runs.len())
             .map(|_| {
-                self.answers.recv().unwrap_or(Err((
-                    u64::MAX,
-                    Error::Corruption {
-                        file: segment.file.to_string(),
-                        offset: 0,
-                        reason: "a log replay thread ended early".into(),
-                    },
-                )))
+                self.answers
+                    .recv()
+                    .unwrap_or_else(|_| Err((u64::MAX, segment.lost_thread())))
             })
             .collect();
         self.merge(answers, stats)
@@ -580,6 +577,7 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
     /// Ends the threads (each commits what it applied last); returns the largest commit
     /// timestamp replayed.
     fn finish(mut self, stats: &mut RecoveryStats) -> Result<u64> {
+        stats.log_replay_threads = self.runs.len() as u32;
         self.runs.clear();
         let answers: Vec<Answer> = std::mem::take(&mut self.handles)
             .into_iter()
@@ -589,7 +587,6 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect();
-        stats.log_replay_threads = self.threads as u32;
         self.merge(answers, stats)?;
         Ok(self.max_ts)
     }
@@ -632,40 +629,23 @@ impl<'scope, 'e: 'scope, V: VersionStorage, G: Collector> Replay<'scope, 'e, V, 
 }
 
 /// Which of `parts` replay threads applies the operations on the row of `table` with
-/// primary key `key` (in key column order). The same row always goes to the same thread.
-fn row_owner<'v>(table: u32, key: impl Iterator<Item = &'v Value>, parts: usize) -> usize {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = foldhash::fast::FixedState::with_seed(0x2e91_a7c3).build_hasher();
-    hasher.write_u32(table);
+/// primary key `key` (in key column order): a hash of the key's encoding (tagged, so that
+/// a NULL a damaged record might hold is hashed too, not refused here). The same row always
+/// goes to the same thread. `scratch` is a reusable buffer.
+fn row_owner<'v>(
+    table: u32,
+    key: impl Iterator<Item = &'v Value>,
+    parts: usize,
+    scratch: &mut Vec<u8>,
+) -> usize {
+    use std::hash::BuildHasher;
+    scratch.clear();
+    scratch.extend_from_slice(&table.to_le_bytes());
     for value in key {
-        match value {
-            Value::Null => hasher.write_u8(0),
-            Value::I64(v) => {
-                hasher.write_u8(1);
-                hasher.write_i64(*v);
-            }
-            Value::U64(v) => {
-                hasher.write_u8(2);
-                hasher.write_u64(*v);
-            }
-            // Keys order floats by `total_cmp`: equal keys have equal bits.
-            Value::F64(v) => {
-                hasher.write_u8(3);
-                hasher.write_u64(v.to_bits());
-            }
-            Value::Text(v) => {
-                hasher.write_u8(4);
-                hasher.write_usize(v.len());
-                hasher.write(v.as_bytes());
-            }
-            Value::Bytes(v) => {
-                hasher.write_u8(5);
-                hasher.write_usize(v.len());
-                hasher.write(v);
-            }
-        }
+        crate::key::encode_tagged(scratch, ValueRef::from(value));
     }
-    (hasher.finish() % parts as u64) as usize
+    let hash = foldhash::fast::FixedState::with_seed(0x2e91_a7c3).hash_one(&scratch[..]);
+    (hash % parts as u64) as usize
 }
 
 /// One replay thread: applies the operations of its rows ([`row_owner`] = `part`).
@@ -681,20 +661,20 @@ struct ReplayWorker<'e, V: VersionStorage, G: Collector> {
     buffers: OpBuffers,
     /// Each table's primary key columns, looked up once (by table index).
     key_columns: Vec<Option<&'e [usize]>>,
+    /// A row's key, encoded to find its owner.
+    key_scratch: Vec<u8>,
     replayed: Replayed,
 }
 
 impl<'e, V: VersionStorage, G: Collector> ReplayWorker<'e, V, G> {
     /// Applies its share of `run` (and commits, if the run says so); says what it did.
     fn run(&mut self, run: &Run) -> Answer {
-        for (lsn, body) in &run.records[run.range.clone()] {
-            let corrupt = |reason| Error::Corruption {
-                file: run.file.to_string(),
-                offset: SEGMENT_HEADER_BYTES + (lsn - run.segment_start),
-                reason,
-            };
-            self.apply(&run.bytes[body.clone()], corrupt)
-                .map_err(|error| (*lsn, error))?;
+        let segment = &*run.segment;
+        for (lsn, body) in &segment.records[run.range.clone()] {
+            self.apply(&segment.bytes[body.clone()], |reason| {
+                segment.corruption(*lsn, reason)
+            })
+            .map_err(|error| (*lsn, error))?;
         }
         if run.commit {
             self.commit_batch().map_err(|error| (u64::MAX, error))?;
@@ -728,11 +708,15 @@ impl<'e, V: VersionStorage, G: Collector> ReplayWorker<'e, V, G> {
                     id.index,
                     columns.iter().map(|&c| &self.buffers.values[c]),
                     self.parts,
+                    &mut self.key_scratch,
                 )
             }
-            Op::Update { .. } | Op::Delete { .. } => {
-                row_owner(id.index, self.buffers.values.iter(), self.parts)
-            }
+            Op::Update { .. } | Op::Delete { .. } => row_owner(
+                id.index,
+                self.buffers.values.iter(),
+                self.parts,
+                &mut self.key_scratch,
+            ),
         };
         Ok(owner == self.part)
     }
