@@ -77,6 +77,7 @@ mod gc;
 mod index;
 mod key;
 mod memory_spaces;
+pub mod pmem;
 mod prefetch;
 pub mod research;
 mod retry;

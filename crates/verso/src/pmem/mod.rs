@@ -1,0 +1,516 @@
+//! Emulated persistent memory: the region the tile-block storage of TB-Collect (Wei et al.,
+//! Electronics 2025, §4) keeps its version contents in, and the counters of what reaching
+//! it costs.
+//!
+//! There is no persistent memory on the machines Verso runs on. A memory-mapped file stands
+//! in for it ([`MmapRegion`]: on a RAM-backed file system for speed, or on disk), and tests
+//! use a simulated device that loses, tears and reorders what was not persisted
+//! ([`SimulatedRegion`]). Both sit behind [`RegionBackend`].
+//!
+//! Definitions:
+//! - The *region* ([`Region`]) is `len` bytes at a fixed address, 8-byte words. Every load
+//!   and store is an atomic access to one word (a relaxed one unless an operation says
+//!   otherwise), so two threads touching one word never race in the language's sense.
+//! - A *line* is `line_bytes` aligned bytes ([`LineSize`]: 256, 128 or 64), the unit the
+//!   media writes: Optane writes 256-byte lines internally (TB §2.1), and a cache line is
+//!   64 bytes. A store *dirties* the lines it touches.
+//! - A *persist point* ([`LineWriter::persist`]) makes durable every line its writer dirtied
+//!   since its previous one: on real persistent memory, `clwb` of each line and one
+//!   `sfence`. The lines of one persist point reach the media in no promised order.
+//! - Every store goes through a [`LineWriter`] (one per thread), which keeps the counters:
+//!   logical bytes the caller asked to store, lines persisted and the media bytes they are
+//!   (lines × line size), by [`Purpose`]; [`Region::stats`] sums every writer's.
+//!
+//! Invariants:
+//! - After `persist` returns `Ok`, every store its writer made before the call survives a
+//!   crash (power loss); a store not yet persisted may survive or not, word by word (or in
+//!   the backend's larger unit), independently of every other: nothing orders unpersisted
+//!   stores. The mmap backend on a RAM-backed file system survives a process crash but not
+//!   a power loss, and says so ([`RegionKind::Emulated`]).
+//! - A line dirtied twice between two persist points of one writer is counted once (a
+//!   write-back cache coalesces), and once per writer that persists it.
+//! - A failed persist counts nothing and leaves its lines dirty: the caller must treat the
+//!   region's durability as lost (`Error::DurabilityLost`), as the log does a failed fsync.
+//!
+//! Key operations: [`LineWriter::store`] (bytes at any offset), the word operations
+//! ([`LineWriter::store_u64`], [`LineWriter::fetch_or_u64`], ...), [`LineWriter::persist`],
+//! [`Region::load_u64`] and [`Region::read`].
+//!
+//! The per-line delay ([`Region::with_line_delay`]) is an emulation of slower media's write
+//! bandwidth at the point a real program waits for it (the fence): it spins. It does not
+//! emulate read latency; loads from the region are loads from DRAM.
+
+#![allow(unsafe_code)]
+
+pub mod mmap;
+pub mod simulated;
+mod writer;
+
+use std::fmt;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use mmap::MmapRegion;
+pub use simulated::{AtomicUnit, SimulatedMapping, SimulatedRegion};
+pub use writer::{LineWriter, PersistReport};
+
+use crate::error::{Error, Result};
+
+/// The bytes a region's length must be a multiple of: the largest line size, so that every
+/// line of every size lies wholly inside it.
+pub const REGION_ALIGN: usize = 256;
+
+/// Where the region's bytes live and what "persisted" means for them.
+///
+/// The backend is called only at persist points and at open; loads and stores go straight
+/// to the memory at [`RegionBackend::base`] (through [`Region`] and [`LineWriter`]), so a
+/// store costs no dynamic call.
+pub trait RegionBackend: Send + Sync + fmt::Debug {
+    /// The first byte of the region: aligned to 8 bytes at least, valid for reads and
+    /// writes of [`RegionBackend::len`] bytes, at this address for the backend's whole life,
+    /// and never accessed by the backend other than by atomic 8-byte loads (or by the
+    /// operating system, as an msync does) while it is shared.
+    fn base(&self) -> NonNull<u8>;
+
+    /// The region's length in bytes, a multiple of [`REGION_ALIGN`].
+    fn len(&self) -> usize;
+
+    /// Whether the region is empty (never, for a valid backend).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Makes the listed lines durable. `lines` are line numbers (of `line_bytes` each),
+    /// sorted and distinct. Returns only when they are durable, or with the error that kept
+    /// them from being so.
+    fn persist(&self, lines: &[u64], line_bytes: u32) -> io::Result<()>;
+
+    /// What surviving a crash means for this backend.
+    fn kind(&self) -> RegionKind;
+
+    /// Where the region lives, for error messages.
+    fn describe(&self) -> String;
+}
+
+/// What surviving a crash means for a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegionKind {
+    /// A file on a RAM-backed file system (tmpfs): persisting is a fence (and the emulated
+    /// delay). The region survives a process crash, not a power loss or a reboot.
+    Emulated,
+    /// A file on a disk file system: persisting is an `msync` of the lines' pages, so the
+    /// region survives a power loss (at about 0.1 ms a persist point on this VM's disk).
+    Msync,
+    /// [`SimulatedRegion`]: survives exactly what was persisted, plus any subset of the rest.
+    Simulated,
+}
+
+/// The media's write unit: what one dirtied line costs. TB Table 3 varies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LineSize(u32);
+
+impl LineSize {
+    /// 256 bytes: Optane's internal write unit, and the paper's (TB §4.1: a 240-byte update
+    /// bitmap and two 8-byte transaction ids fill one line). The default.
+    pub const B256: LineSize = LineSize(256);
+    /// 128 bytes.
+    pub const B128: LineSize = LineSize(128);
+    /// 64 bytes: a cache line.
+    pub const B64: LineSize = LineSize(64);
+
+    /// The line size of `bytes` (64, 128 or 256).
+    pub fn new(bytes: u32) -> Result<LineSize> {
+        match bytes {
+            64 | 128 | 256 => Ok(LineSize(bytes)),
+            _ => Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "{bytes} bytes is not a line size of the persistent-memory media (64, 128 \
+                     or 256)"
+                ),
+            }),
+        }
+    }
+
+    /// The size in bytes.
+    pub fn bytes(self) -> u32 {
+        self.0
+    }
+
+    /// The line holding byte `offset`.
+    #[inline]
+    pub fn line_of(self, offset: u64) -> u64 {
+        offset / u64::from(self.0)
+    }
+}
+
+impl Default for LineSize {
+    fn default() -> Self {
+        LineSize::B256
+    }
+}
+
+/// What a store was for, so that write amplification can be split by cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Purpose {
+    /// A version's contents, appended.
+    Content,
+    /// The record that makes a transaction's contents committed.
+    CommitRecord,
+    /// A block's metadata line (update bitmap, `max_txnid`, `min_txnid`), rewritten in place.
+    BlockMetadata,
+    /// The directory of the region's blocks.
+    Directory,
+    /// A still-needed version copied out of a block being collected.
+    Relocation,
+    /// Table definitions.
+    Catalog,
+    /// The region's superblock.
+    Superblock,
+    /// Writes made while recovering after a crash.
+    Recovery,
+}
+
+impl Purpose {
+    /// Every purpose, in the order of [`Purpose::index`].
+    pub const ALL: [Purpose; 8] = [
+        Purpose::Content,
+        Purpose::CommitRecord,
+        Purpose::BlockMetadata,
+        Purpose::Directory,
+        Purpose::Relocation,
+        Purpose::Catalog,
+        Purpose::Superblock,
+        Purpose::Recovery,
+    ];
+
+    /// The purpose's position in [`Purpose::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Purpose::Content => "content",
+            Purpose::CommitRecord => "commit-record",
+            Purpose::BlockMetadata => "block-metadata",
+            Purpose::Directory => "directory",
+            Purpose::Relocation => "relocation",
+            Purpose::Catalog => "catalog",
+            Purpose::Superblock => "superblock",
+            Purpose::Recovery => "recovery",
+        }
+    }
+}
+
+const PURPOSES: usize = Purpose::ALL.len();
+
+/// What the writes of one [`Purpose`] cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PurposeStats {
+    /// Bytes the engine asked to store.
+    pub logical_bytes: u64,
+    /// Lines persisted (a line dirtied for several purposes in one persist window counts
+    /// for the first of them).
+    pub lines_persisted: u64,
+}
+
+/// The counters of a region's writes, exact: every store and persist point of every
+/// [`LineWriter`] of the region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PmStats {
+    /// The line size the counts are in.
+    pub line_bytes: u32,
+    /// Persist points that persisted at least one line.
+    pub persist_points: u64,
+    /// Nanoseconds spent in the emulated per-line delay.
+    pub line_delay_nanos: u64,
+    by_purpose: [PurposeStats; PURPOSES],
+}
+
+impl PmStats {
+    /// Zero counts in lines of `line_bytes`.
+    pub fn new(line_bytes: u32) -> PmStats {
+        PmStats {
+            line_bytes,
+            persist_points: 0,
+            line_delay_nanos: 0,
+            by_purpose: [PurposeStats::default(); PURPOSES],
+        }
+    }
+
+    /// The counts of one purpose.
+    pub fn purpose(&self, purpose: Purpose) -> PurposeStats {
+        self.by_purpose[purpose.index()]
+    }
+
+    /// Bytes the engine asked to store, all purposes.
+    pub fn logical_bytes_stored(&self) -> u64 {
+        self.by_purpose.iter().map(|p| p.logical_bytes).sum()
+    }
+
+    /// Lines persisted, all purposes.
+    pub fn lines_persisted(&self) -> u64 {
+        self.by_purpose.iter().map(|p| p.lines_persisted).sum()
+    }
+
+    /// Bytes the media wrote: lines persisted × line size.
+    pub fn media_bytes_written(&self) -> u64 {
+        self.lines_persisted() * u64::from(self.line_bytes)
+    }
+
+    /// Media bytes written per byte stored, or `None` before anything was stored.
+    pub fn write_amplification(&self) -> Option<f64> {
+        let logical = self.logical_bytes_stored();
+        (logical > 0).then(|| self.media_bytes_written() as f64 / logical as f64)
+    }
+
+    /// Adds `other`'s counts (in the same line size) to these.
+    pub fn add(&mut self, other: &PmStats) {
+        debug_assert_eq!(self.line_bytes, other.line_bytes);
+        self.persist_points += other.persist_points;
+        self.line_delay_nanos += other.line_delay_nanos;
+        for (mine, theirs) in self.by_purpose.iter_mut().zip(&other.by_purpose) {
+            mine.logical_bytes += theirs.logical_bytes;
+            mine.lines_persisted += theirs.lines_persisted;
+        }
+    }
+}
+
+/// One writer's counters. Only its writer changes them (a relaxed load and store, no
+/// read-modify-write on the store path); anyone may read them.
+#[derive(Debug)]
+struct WriterCounters {
+    persist_points: AtomicU64,
+    line_delay_nanos: AtomicU64,
+    logical_bytes: [AtomicU64; PURPOSES],
+    lines_persisted: [AtomicU64; PURPOSES],
+}
+
+impl WriterCounters {
+    fn new() -> WriterCounters {
+        WriterCounters {
+            persist_points: AtomicU64::new(0),
+            line_delay_nanos: AtomicU64::new(0),
+            logical_bytes: std::array::from_fn(|_| AtomicU64::new(0)),
+            lines_persisted: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Adds `n` to a counter this writer alone changes.
+    #[inline]
+    fn bump(counter: &AtomicU64, n: u64) {
+        counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    fn add_to(&self, stats: &mut PmStats) {
+        stats.persist_points += self.persist_points.load(Ordering::Relaxed);
+        stats.line_delay_nanos += self.line_delay_nanos.load(Ordering::Relaxed);
+        for (i, purpose) in stats.by_purpose.iter_mut().enumerate() {
+            purpose.logical_bytes += self.logical_bytes[i].load(Ordering::Relaxed);
+            purpose.lines_persisted += self.lines_persisted[i].load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// A region of (emulated) persistent memory: the backend, the line size the writes are
+/// counted in, the emulated delay, and the counters of every writer made from it.
+pub struct Region {
+    backend: Arc<dyn RegionBackend>,
+    /// `backend.base()`, kept here so an access costs no dynamic call.
+    base: NonNull<u8>,
+    len: usize,
+    line: LineSize,
+    line_delay: Duration,
+    writers: Mutex<Vec<Arc<WriterCounters>>>,
+}
+
+// SAFETY: `base` points into memory the backend owns for its whole life (the `Arc` above
+// keeps it alive) and every access to it through `Region` is an atomic 8-byte access, so
+// sharing the pointer between threads cannot race.
+unsafe impl Send for Region {}
+// SAFETY: as for `Send`: all access through `&Region` is atomic.
+unsafe impl Sync for Region {}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Region")
+            .field("backend", &self.backend)
+            .field("len", &self.len)
+            .field("line_bytes", &self.line.bytes())
+            .field("line_delay", &self.line_delay)
+            .finish()
+    }
+}
+
+impl Region {
+    /// A region over `backend`, its writes counted in lines of `line`.
+    pub fn new(backend: Arc<dyn RegionBackend>, line: LineSize) -> Result<Arc<Region>> {
+        let base = backend.base();
+        let len = backend.len();
+        if len == 0 || len % REGION_ALIGN != 0 || base.as_ptr() as usize % 8 != 0 {
+            return Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "{} is {len} bytes at an address aligned to {}: a region must be a \
+                     non-empty multiple of {REGION_ALIGN} bytes, aligned to 8",
+                    backend.describe(),
+                    1usize << (base.as_ptr() as usize).trailing_zeros().min(12),
+                ),
+            });
+        }
+        Ok(Arc::new(Region {
+            backend,
+            base,
+            len,
+            line,
+            line_delay: Duration::ZERO,
+            writers: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// The same region with an emulated delay of `delay` per line persisted (a spin at the
+    /// persist point: an emulation of slower media's write bandwidth, not a measurement of
+    /// any). Only before writers are made.
+    pub fn with_line_delay(
+        backend: Arc<dyn RegionBackend>,
+        line: LineSize,
+        delay: Duration,
+    ) -> Result<Arc<Region>> {
+        let mut region = Region::new(backend, line)?;
+        Arc::get_mut(&mut region)
+            .expect("a region nobody else holds yet")
+            .line_delay = delay;
+        Ok(region)
+    }
+
+    /// The region's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty (never: [`Region::new`] refuses that).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The line size the writes are counted in.
+    pub fn line_size(&self) -> LineSize {
+        self.line
+    }
+
+    /// The emulated delay per line persisted.
+    pub fn line_delay(&self) -> Duration {
+        self.line_delay
+    }
+
+    /// What surviving a crash means for this region.
+    pub fn kind(&self) -> RegionKind {
+        self.backend.kind()
+    }
+
+    /// Where the region lives.
+    pub fn describe(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// A new writer for one thread; its counts join [`Region::stats`].
+    pub fn writer(self: &Arc<Region>) -> LineWriter {
+        let counters = Arc::new(WriterCounters::new());
+        self.writers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&counters));
+        LineWriter::new(Arc::clone(self), counters)
+    }
+
+    /// The counts of every writer made from this region, summed.
+    pub fn stats(&self) -> PmStats {
+        let mut stats = PmStats::new(self.line.bytes());
+        for counters in self
+            .writers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            counters.add_to(&mut stats);
+        }
+        stats
+    }
+
+    /// The word at byte `at` (8-aligned), with `ordering` (a load: `Relaxed`, `Acquire` or
+    /// `SeqCst`).
+    ///
+    /// # Panics
+    /// If `at` is not 8-aligned or the word is not inside the region.
+    #[inline]
+    pub fn load_u64(&self, at: u64, ordering: Ordering) -> u64 {
+        self.word(at).load(ordering)
+    }
+
+    /// Copies the `buf.len()` bytes at `at` into `buf` (any offset and length inside the
+    /// region), each word read atomically.
+    ///
+    /// # Panics
+    /// If the bytes are not inside the region.
+    pub fn read(&self, at: u64, buf: &mut [u8]) {
+        self.check_range(at, buf.len());
+        let mut done = 0usize;
+        while done < buf.len() {
+            let offset = at + done as u64;
+            let word_at = offset & !7;
+            let skip = (offset - word_at) as usize;
+            let take = (8 - skip).min(buf.len() - done);
+            let bytes = self.word(word_at).load(Ordering::Relaxed).to_le_bytes();
+            buf[done..done + take].copy_from_slice(&bytes[skip..skip + take]);
+            done += take;
+        }
+    }
+
+    /// The atomic word at byte `at`.
+    #[inline]
+    pub(crate) fn word(&self, at: u64) -> &AtomicU64 {
+        assert!(
+            at % 8 == 0 && at.checked_add(8).is_some_and(|end| end <= self.len as u64),
+            "word at {at} is not an aligned word of a {}-byte region",
+            self.len
+        );
+        // SAFETY: `at` is 8-aligned and the word lies inside the region (checked above);
+        // the region is 8-aligned (checked in `new`) and stays mapped while the backend
+        // lives, which `self` keeps alive. Every access to region memory through `Region`
+        // and `LineWriter` is through such an `AtomicU64`, so no access races with a
+        // non-atomic one; the backends read it only atomically or through the kernel.
+        unsafe { &*(self.base.as_ptr().add(at as usize) as *const AtomicU64) }
+    }
+
+    /// Panics unless `len` bytes at `at` lie inside the region.
+    #[inline]
+    pub(crate) fn check_range(&self, at: u64, len: usize) {
+        assert!(
+            at.checked_add(len as u64)
+                .is_some_and(|end| end <= self.len as u64),
+            "{len} bytes at {at} are not inside a {}-byte region",
+            self.len
+        );
+    }
+
+    /// Persists `lines` (sorted, distinct) through the backend.
+    fn persist_lines(&self, lines: &[u64]) -> io::Result<()> {
+        debug_assert!(lines.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+        self.backend.persist(lines, self.line.bytes())
+    }
+}
+
+/// The error a failed persist point reports.
+fn persist_error(region: &Region, err: io::Error) -> Error {
+    Error::Io {
+        path: region.describe(),
+        operation: "persisting lines of the persistent-memory region",
+        kind: err.kind(),
+        message: err.to_string(),
+    }
+}
