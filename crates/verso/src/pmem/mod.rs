@@ -42,8 +42,10 @@
 
 #![allow(unsafe_code)]
 
+mod layout;
 pub mod mmap;
 pub mod simulated;
+mod space;
 mod writer;
 
 use std::fmt;
