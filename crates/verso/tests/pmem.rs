@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use verso::pmem::{
-    AtomicUnit, LineSize, MmapRegion, Purpose, Region, RegionBackend, RegionKind, SimulatedRegion,
+    emulated_line_delay, measure_dram_write_bandwidth, AtomicUnit, LineSize, MmapRegion, Purpose,
+    Region, RegionBackend, RegionKind, SimulatedRegion,
 };
 use verso::Error;
 
@@ -447,4 +448,114 @@ fn an_mmap_region_on_tmpfs_is_emulated() {
     writer.fetch_or_u64(256, 0b101, Purpose::BlockMetadata);
     assert_eq!(writer.persist().unwrap().lines, 1);
     assert_eq!(region.load_u64(256, Ordering::Acquire), 0b101);
+}
+
+#[test]
+fn the_emulated_delay_follows_the_write_share_of_drams_bandwidth() {
+    // 1 GB/s: a 256-byte line takes 256 ns in DRAM; at half the bandwidth 256 ns more, at
+    // 30% 256 × (1/0.3 - 1) ns; at the full bandwidth nothing.
+    let bw = 1e9;
+    assert_eq!(
+        emulated_line_delay(LineSize::B256, 1.0, bw).unwrap(),
+        Duration::ZERO
+    );
+    assert_eq!(
+        emulated_line_delay(LineSize::B256, 0.5, bw).unwrap(),
+        Duration::from_nanos(256)
+    );
+    assert_eq!(
+        emulated_line_delay(LineSize::B64, 0.5, bw).unwrap(),
+        Duration::from_nanos(64)
+    );
+    let optane = emulated_line_delay(LineSize::B256, 0.3, bw)
+        .unwrap()
+        .as_nanos();
+    assert!((597..=598).contains(&optane), "{optane}");
+    for share in [0.0, -0.5, 1.5, f64::NAN] {
+        assert!(matches!(
+            emulated_line_delay(LineSize::B256, share, bw),
+            Err(Error::UnsupportedConfiguration { .. })
+        ));
+    }
+    assert!(emulated_line_delay(LineSize::B256, 0.5, 0.0).is_err());
+    let measured = measure_dram_write_bandwidth(8 << 20);
+    assert!(measured.is_finite() && measured > 1e8, "{measured} bytes/s");
+}
+
+const KILL_CHILD_REGION: &str = "VERSO_PMEM_KILL_CHILD_REGION";
+
+/// The child of the kill test: stores a counter into the region and persists it, over and
+/// over, printing each value once its persist point returned, until it is killed.
+#[test]
+fn pmem_kill_child() {
+    let Ok(path) = std::env::var(KILL_CHILD_REGION) else {
+        return; // Run by the harness itself: nothing to do.
+    };
+    let backend = Arc::new(MmapRegion::open(std::path::Path::new(&path), 1 << 16).unwrap());
+    let region = Region::new(backend, LineSize::B256).unwrap();
+    let mut writer = region.writer();
+    let mut out = std::io::stdout();
+    for value in 1u64.. {
+        // The value in two words of two lines, so a kill between them would show.
+        writer.store_u64(0, value, Purpose::Content);
+        writer.store_u64(4096, value, Purpose::Content);
+        writer.persist().unwrap();
+        std::io::Write::write_all(&mut out, format!("{value}\n").as_bytes()).unwrap();
+        std::io::Write::flush(&mut out).unwrap();
+    }
+}
+
+/// A region on tmpfs survives a process crash: after SIGKILL every value the child reported
+/// persisted is there (the region holds it or a later one), in both words.
+#[test]
+fn an_emulated_region_keeps_every_persisted_store_across_sigkill() {
+    use std::io::BufRead;
+    let path =
+        std::path::Path::new("/dev/shm").join(format!("verso-pmem-kill-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let exe = std::env::current_exe().unwrap();
+    for run in 0..5 {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "pmem_kill_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(KILL_CHILD_REGION, &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut reported = 0u64;
+        let target = 1_000 * (run + 1);
+        while reported < target {
+            match lines.next() {
+                Some(Ok(line)) => reported = line.trim().parse().unwrap_or(reported),
+                _ => panic!("the child ended before it was killed"),
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let region = Region::new(
+            Arc::new(MmapRegion::open(&path, 1 << 16).unwrap()),
+            LineSize::B256,
+        )
+        .unwrap();
+        let (first, second) = (
+            region.load_u64(0, Ordering::Acquire),
+            region.load_u64(4096, Ordering::Acquire),
+        );
+        assert!(
+            first >= reported,
+            "run {run}: {reported} was persisted, the region holds {first}"
+        );
+        assert!(
+            second + 1 >= first && second <= first,
+            "run {run}: words {first} and {second}"
+        );
+        // The next child starts counting from 1 again over the same file.
+    }
+    std::fs::remove_file(&path).unwrap();
 }

@@ -507,6 +507,52 @@ impl Region {
     }
 }
 
+/// The emulated delay per line persisted that makes writes to the region as slow as media
+/// writing at `write_share` of DRAM's bandwidth (TB Table 3's write shares: 0.5 for its
+/// configuration A, about 0.3 for Optane per TB §5.6): a line of `L` bytes takes
+/// `L / bandwidth` in DRAM and `L / (write_share × bandwidth)` on the media, so the delay is
+/// `L / bandwidth × (1 / write_share − 1)`. `dram_bytes_per_second` is this machine's DRAM
+/// write bandwidth ([`measure_dram_write_bandwidth`]), so one rule gives every
+/// configuration the same emulated media. An emulation of write bandwidth only.
+pub fn emulated_line_delay(
+    line: LineSize,
+    write_share: f64,
+    dram_bytes_per_second: f64,
+) -> Result<Duration> {
+    if !(write_share > 0.0 && write_share <= 1.0) {
+        return Err(Error::UnsupportedConfiguration {
+            reason: format!("a media write share of {write_share}: it must be in (0, 1] of DRAM's"),
+        });
+    }
+    if !(dram_bytes_per_second.is_finite() && dram_bytes_per_second > 0.0) {
+        return Err(Error::UnsupportedConfiguration {
+            reason: format!("a DRAM write bandwidth of {dram_bytes_per_second} bytes/s"),
+        });
+    }
+    let dram_seconds = f64::from(line.bytes()) / dram_bytes_per_second;
+    Ok(Duration::from_secs_f64(
+        dram_seconds * (1.0 / write_share - 1.0),
+    ))
+}
+
+/// This machine's DRAM write bandwidth in bytes per second: the best of three copies of
+/// `bytes` (256 MiB is what the lab uses: far beyond the caches) into a buffer touched
+/// beforehand, so that page faults are not timed.
+pub fn measure_dram_write_bandwidth(bytes: usize) -> f64 {
+    let bytes = bytes.max(4096);
+    let source = vec![0x5Au8; bytes];
+    let mut target = vec![0u8; bytes];
+    target.iter_mut().step_by(4096).for_each(|b| *b = 1);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        target.copy_from_slice(std::hint::black_box(&source));
+        std::hint::black_box(&mut target);
+        best = best.min(started.elapsed().as_secs_f64());
+    }
+    bytes as f64 / best.max(1e-9)
+}
+
 /// The error a failed persist point reports.
 fn persist_error(region: &Region, err: io::Error) -> Error {
     Error::Io {
