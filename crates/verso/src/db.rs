@@ -32,6 +32,7 @@ use crate::value::Value;
 use crate::version::append::AppendStorage;
 use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
+use crate::version::tile_block::TileBlockStorage;
 use crate::version::time_travel::TimeTravelStorage;
 use crate::version::VersionStorage;
 
@@ -384,6 +385,11 @@ pub enum VersionStorageKind {
     /// Time-travel: the master version in place in the row, older versions as whole
     /// copies in a separate store, newest to oldest (Wu et al. §4.2).
     TimeTravel,
+    /// TB-Collect's tile-block storage (Wei et al. 2025, §4.1): version headers in DRAM
+    /// tiles, contents appended to blocks of a persistent-memory region (emulated:
+    /// [`crate::pmem`]), one persist point per commit. MVTO only, without a collector yet
+    /// ('none'), in memory (no path) for now; `open` refuses the rest.
+    TileBlock,
 }
 
 impl VersionStorageKind {
@@ -394,10 +400,22 @@ impl VersionStorageKind {
             VersionStorageKind::AppendNewestToOldest => AppendStorage::NAME,
             VersionStorageKind::AppendOldestToNewest => AppendO2nStorage::NAME,
             VersionStorageKind::TimeTravel => TimeTravelStorage::NAME,
+            VersionStorageKind::TileBlock => TileBlockStorage::NAME,
         }
     }
 
-    /// Every storage, the default first.
+    /// Whether the storage keeps its versions in a persistent-memory region
+    /// ([`VersionStorageKind::PERSISTENT_MEMORY`]).
+    pub fn uses_persistent_memory(self) -> bool {
+        Self::PERSISTENT_MEMORY.contains(&self)
+    }
+
+    /// The storages that keep their versions in a persistent-memory region: they run
+    /// under fewer protocols and collectors than the others (see each one).
+    pub const PERSISTENT_MEMORY: [VersionStorageKind; 1] = [VersionStorageKind::TileBlock];
+
+    /// Every storage that keeps its versions in DRAM (and combines with every protocol and,
+    /// but for 'coop', every collector), the default first.
     pub const ALL: [VersionStorageKind; 4] = [
         VersionStorageKind::Delta,
         VersionStorageKind::AppendNewestToOldest,
@@ -407,13 +425,16 @@ impl VersionStorageKind {
 
     /// Parses a name as printed by [`VersionStorageKind::name`].
     pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
+        let every = || Self::ALL.into_iter().chain(Self::PERSISTENT_MEMORY);
+        every()
             .find(|kind| kind.name() == name)
             .ok_or_else(|| Error::UnsupportedConfiguration {
                 reason: format!(
                     "unknown version storage {name:?}; known: {}",
-                    Self::ALL.map(VersionStorageKind::name).join(", ")
+                    every()
+                        .map(VersionStorageKind::name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             })
     }
@@ -504,6 +525,10 @@ pub struct Options {
     /// show that the tests catch it. Never set it otherwise.
     #[doc(hidden)]
     pub planted_bug: Option<PlantedBug>,
+    /// The persistent-memory region of a storage that keeps its versions in one
+    /// ([`VersionStorageKind::PERSISTENT_MEMORY`]); `None`: [`crate::pmem::PmOptions`]'s
+    /// default (a file on `/dev/shm`). Refused with the other storages.
+    pub persistent_memory: Option<crate::pmem::PmOptions>,
 }
 
 /// A bug the crash tests plant to show they catch it ([`Options::planted_bug`]).
@@ -554,6 +579,7 @@ impl Default for Options {
             recovery_threads: None,
             log_replay_threads: None,
             planted_bug: None,
+            persistent_memory: None,
         }
     }
 }
@@ -638,6 +664,13 @@ impl Options {
         self
     }
 
+    /// Options with this persistent-memory region (a storage that keeps its versions in
+    /// one only).
+    pub fn persistent_memory(mut self, options: crate::pmem::PmOptions) -> Self {
+        self.persistent_memory = Some(options);
+        self
+    }
+
     /// Options with this file system (a persistent database only).
     pub fn file_system(mut self, fs: std::sync::Arc<dyn crate::fs::FileSystem>) -> Self {
         self.file_system = Some(FileSystemHandle::new(fs));
@@ -683,6 +716,56 @@ impl Options {
             .map(|_| self.durability.unwrap_or_default())
     }
 
+    /// What a persistent-memory storage refuses (see [`VersionStorageKind::TileBlock`]).
+    fn validate_persistent_memory(&self) -> Result<()> {
+        let storage = self.version_storage.name();
+        let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
+        if self.concurrency_control != ConcurrencyControl::Mvto {
+            return refuse(format!(
+                "{storage} runs under MVTO only, not {} (TB-Collect §4.2: a writer's id must be \
+                 its commit timestamp when it marks a block's metadata line, which only MVTO \
+                 gives; its commit is made durable in MVTO's commit)",
+                self.concurrency_control.name()
+            ));
+        }
+        if self.garbage_collector != GarbageCollector::NoCollection {
+            return refuse(format!(
+                "{storage} runs without a collector ('none') until its block-level collector \
+                 (tb-collect) is built; {} unlinks single versions, which frees nothing of a \
+                 block",
+                self.garbage_collector.name()
+            ));
+        }
+        if self.non_inline != NonInline::Packed {
+            return refuse(format!(
+                "{storage} stores every value inline (packed): its versions live in the \
+                 persistent-memory region, which cannot hold pointers into DRAM, not {}",
+                self.non_inline.name()
+            ));
+        }
+        if self.memory_spaces.is_some() {
+            return refuse(format!(
+                "{storage} allocates its versions in its persistent-memory region, not in \
+                 memory spaces"
+            ));
+        }
+        if self.path.is_some() {
+            return refuse(format!(
+                "{storage} keeps a database in its persistent-memory region, without a path; \
+                 reopening one after a restart (TB-Collect §4.5) is not built yet"
+            ));
+        }
+        let pm = self.persistent_memory.clone().unwrap_or_default();
+        if pm.slots_per_block == 0 || pm.slots_per_block > crate::pmem::layout::SLOTS_PER_BLOCK {
+            return refuse(format!(
+                "{} slots per block: 1 to {}",
+                pm.slots_per_block,
+                crate::pmem::layout::SLOTS_PER_BLOCK
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses settings that cannot work or do not apply to the chosen collector, with
     /// [`Error::UnsupportedConfiguration`] saying why: what [`Database::open`] checks first,
     /// without opening anything (a tool that runs several configurations can refuse a bad
@@ -701,6 +784,18 @@ impl Options {
                     self.version_storage.name()
                 ));
             }
+        }
+        if self.version_storage.uses_persistent_memory() {
+            self.validate_persistent_memory()?;
+        } else if self.persistent_memory.is_some() {
+            return refuse(format!(
+                "a persistent-memory region is for the storages that keep their versions in \
+                 one ({}), not {}",
+                VersionStorageKind::PERSISTENT_MEMORY
+                    .map(VersionStorageKind::name)
+                    .join(", "),
+                self.version_storage.name()
+            ));
         }
         if self.index_pointers == IndexPointers::Physical
             && !matches!(
@@ -897,6 +992,7 @@ enum AnyEngine {
     DeuteronomyTimeTravel(Engine<TimeTravelStorage, Deuteronomy>),
     ErmiaTimeTravel(Engine<TimeTravelStorage, Ermia>),
     NoneTimeTravel(Engine<TimeTravelStorage, NoCollection>),
+    NoneTileBlock(Engine<TileBlockStorage, NoCollection>),
     VacDelta(Engine<DeltaStorage, Vacuum>),
     VacAppend(Engine<AppendStorage, Vacuum>),
     VacAppendO2n(Engine<AppendO2nStorage, Vacuum>),
@@ -939,6 +1035,7 @@ macro_rules! on_engine {
             AnyEngine::DeuteronomyTimeTravel($engine) => $body,
             AnyEngine::ErmiaTimeTravel($engine) => $body,
             AnyEngine::NoneTimeTravel($engine) => $body,
+            AnyEngine::NoneTileBlock($engine) => $body,
             AnyEngine::VacDelta($engine) => $body,
             AnyEngine::VacAppend($engine) => $body,
             AnyEngine::VacAppendO2n($engine) => $body,
@@ -975,142 +1072,132 @@ impl Database {
         fn new_engine<V: VersionStorage, G: Collector>(
             tag: u32,
             config: &GcConfig,
-            (removal, protocol, pointers, non_inline, spaces): (
-                VersionRemoval,
-                ConcurrencyControl,
-                IndexPointers,
-                NonInline,
-                Option<usize>,
-            ),
-        ) -> Engine<V, G> {
-            Engine::new(
+            options: &Options,
+        ) -> Result<Engine<V, G>> {
+            Ok(Engine::new(
                 tag,
-                crate::cc::Protocol::new(protocol),
+                options,
                 G::new(config),
-                removal,
-                pointers,
-                non_inline,
-                spaces,
-            )
+                V::open_shared(options)?,
+            ))
         }
-        let removal = (
-            options.version_removal,
-            options.concurrency_control,
-            options.index_pointers,
-            options.non_inline,
-            options.memory_spaces,
-        );
         let engine = match (options.version_storage, options.garbage_collector) {
             (VersionStorageKind::Delta, GarbageCollector::Steam) => {
-                AnyEngine::SteamDelta(new_engine(tag, &config, removal))
+                AnyEngine::SteamDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkDelta(new_engine(tag, &config, removal))
+                AnyEngine::WatermarkDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::Hana) => {
-                AnyEngine::HanaDelta(new_engine(tag, &config, removal))
+                AnyEngine::HanaDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::Hekaton) => {
-                AnyEngine::HekatonDelta(new_engine(tag, &config, removal))
+                AnyEngine::HekatonDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::Deuteronomy) => {
-                AnyEngine::DeuteronomyDelta(new_engine(tag, &config, removal))
+                AnyEngine::DeuteronomyDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::Ermia) => {
-                AnyEngine::ErmiaDelta(new_engine(tag, &config, removal))
+                AnyEngine::ErmiaDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::NoCollection) => {
-                AnyEngine::NoneDelta(new_engine(tag, &config, removal))
+                AnyEngine::NoneDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Steam) => {
-                AnyEngine::SteamAppend(new_engine(tag, &config, removal))
+                AnyEngine::SteamAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkAppend(new_engine(tag, &config, removal))
+                AnyEngine::WatermarkAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Hana) => {
-                AnyEngine::HanaAppend(new_engine(tag, &config, removal))
+                AnyEngine::HanaAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Hekaton) => {
-                AnyEngine::HekatonAppend(new_engine(tag, &config, removal))
+                AnyEngine::HekatonAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Deuteronomy) => {
-                AnyEngine::DeuteronomyAppend(new_engine(tag, &config, removal))
+                AnyEngine::DeuteronomyAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Ermia) => {
-                AnyEngine::ErmiaAppend(new_engine(tag, &config, removal))
+                AnyEngine::ErmiaAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::NoCollection) => {
-                AnyEngine::NoneAppend(new_engine(tag, &config, removal))
+                AnyEngine::NoneAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Steam) => {
-                AnyEngine::SteamAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::SteamAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::WatermarkAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Hana) => {
-                AnyEngine::HanaAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::HanaAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Hekaton) => {
-                AnyEngine::HekatonAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::HekatonAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Deuteronomy) => {
-                AnyEngine::DeuteronomyAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::DeuteronomyAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Ermia) => {
-                AnyEngine::ErmiaAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::ErmiaAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::NoCollection) => {
-                AnyEngine::NoneAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::NoneAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Steam) => {
-                AnyEngine::SteamTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::SteamTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::WatermarkOnly) => {
-                AnyEngine::WatermarkTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::WatermarkTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Hana) => {
-                AnyEngine::HanaTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::HanaTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Hekaton) => {
-                AnyEngine::HekatonTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::HekatonTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Deuteronomy) => {
-                AnyEngine::DeuteronomyTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::DeuteronomyTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Ermia) => {
-                AnyEngine::ErmiaTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::ErmiaTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::NoCollection) => {
-                AnyEngine::NoneTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::NoneTimeTravel(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::TileBlock, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneTileBlock(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::TileBlock, _) => {
+                unreachable!("validate refuses tile-block with a collector")
             }
             (VersionStorageKind::Delta, GarbageCollector::Vacuum) => {
-                AnyEngine::VacDelta(new_engine(tag, &config, removal))
+                AnyEngine::VacDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::Vacuum) => {
-                AnyEngine::VacAppend(new_engine(tag, &config, removal))
+                AnyEngine::VacAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Vacuum) => {
-                AnyEngine::VacAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::VacAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::Vacuum) => {
-                AnyEngine::VacTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::VacTimeTravel(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::Cooperative) => {
-                AnyEngine::CoopAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::CoopAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::Delta, GarbageCollector::TransactionEpochs) => {
-                AnyEngine::TxnDelta(new_engine(tag, &config, removal))
+                AnyEngine::TxnDelta(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendNewestToOldest, GarbageCollector::TransactionEpochs) => {
-                AnyEngine::TxnAppend(new_engine(tag, &config, removal))
+                AnyEngine::TxnAppend(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::AppendOldestToNewest, GarbageCollector::TransactionEpochs) => {
-                AnyEngine::TxnAppendO2n(new_engine(tag, &config, removal))
+                AnyEngine::TxnAppendO2n(new_engine(tag, &config, &options)?)
             }
             (VersionStorageKind::TimeTravel, GarbageCollector::TransactionEpochs) => {
-                AnyEngine::TxnTimeTravel(new_engine(tag, &config, removal))
+                AnyEngine::TxnTimeTravel(new_engine(tag, &config, &options)?)
             }
             (_, GarbageCollector::Cooperative) => {
                 unreachable!("validate refuses 'coop' without oldest-to-newest chains")
@@ -1431,6 +1518,9 @@ impl Database {
             AnyEngine::NoneTimeTravel(e) => {
                 AnyTxn::NoneTimeTravel(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::NoneTileBlock(e) => {
+                AnyTxn::NoneTileBlock(EngineTxn::begin(e, isolation, read_only)?)
+            }
             AnyEngine::VacDelta(e) => AnyTxn::VacDelta(EngineTxn::begin(e, isolation, read_only)?),
             AnyEngine::VacAppend(e) => {
                 AnyTxn::VacAppend(EngineTxn::begin(e, isolation, read_only)?)
@@ -1621,6 +1711,7 @@ enum AnyTxn<'db> {
     DeuteronomyTimeTravel(EngineTxn<'db, TimeTravelStorage, Deuteronomy>),
     ErmiaTimeTravel(EngineTxn<'db, TimeTravelStorage, Ermia>),
     NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection>),
+    NoneTileBlock(EngineTxn<'db, TileBlockStorage, NoCollection>),
     VacDelta(EngineTxn<'db, DeltaStorage, Vacuum>),
     VacAppend(EngineTxn<'db, AppendStorage, Vacuum>),
     VacAppendO2n(EngineTxn<'db, AppendO2nStorage, Vacuum>),
@@ -1663,6 +1754,7 @@ macro_rules! on_txn {
             AnyTxn::DeuteronomyTimeTravel($txn) => $body,
             AnyTxn::ErmiaTimeTravel($txn) => $body,
             AnyTxn::NoneTimeTravel($txn) => $body,
+            AnyTxn::NoneTileBlock($txn) => $body,
             AnyTxn::VacDelta($txn) => $body,
             AnyTxn::VacAppend($txn) => $body,
             AnyTxn::VacAppendO2n($txn) => $body,

@@ -598,7 +598,7 @@ impl PackedRow {
         )
     }
 
-    #[cfg(test)]
+    /// Packs `values` (new long values stored as `non_inline` says).
     pub(crate) fn from_values(values: &[Value], non_inline: NonInline) -> Self {
         Self::build(
             values.len(),
@@ -686,6 +686,26 @@ pub(crate) struct PackedRef<'a> {
 }
 
 impl<'a> PackedRef<'a> {
+    /// Packed values stored outside any row object (a version's contents in a region of
+    /// persistent memory), of a table of `arity` columns.
+    ///
+    /// The caller guarantees what every `PackedRef` relies on: `bytes` were packed by this
+    /// module from checked values with every long value inline ([`NonInline::Packed`]: no
+    /// out-of-line descriptor, so nothing whose count the borrow must hold), and they do not
+    /// change while borrowed.
+    pub(crate) fn from_stored(bytes: &'a [u8], arity: usize) -> Self {
+        PackedRef {
+            bytes,
+            arity: arity_u32(arity),
+            out_of_line: false,
+        }
+    }
+
+    /// The packed bytes, as [`PackedRef::from_stored`] takes them back.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     pub(crate) fn arity(&self) -> usize {
         self.arity as usize
     }
@@ -743,7 +763,6 @@ impl<'a> PackedRef<'a> {
 
     /// These values with `changes` applied (the last assignment of a column wins); new
     /// values stored as `non_inline` says, the others as they are here.
-    #[cfg(test)]
     pub(crate) fn with_changes(
         self,
         changes: &'a [(usize, Value)],

@@ -387,6 +387,9 @@ pub struct Stats {
     /// The log's, checkpoints' and recovery's counters, for a persistent database (`None`
     /// in memory).
     pub durability: Option<crate::DurabilityStats>,
+    /// The persistent-memory region's counters (lines and media bytes written, by
+    /// purpose), for a storage that keeps its versions there (`None` otherwise).
+    pub persistent_memory: Option<crate::pmem::PmStats>,
     /// Rows a reader or writer recorded for cleaning because it walked past obsolete
     /// versions in their chain ('coop').
     pub rows_recorded_for_cleaning: u64,

@@ -76,7 +76,17 @@ impl<'e, V: VersionStorage, G: Collector> Loader<'e, V, G> {
         crate::key::encode_row_key(&mut self.key, values, &table.schema.primary_key);
         let (row, created) = {
             let _space = self.engine.allocate_in_memory_space();
-            V::new_row(values, &self.commit.owner, table.non_inline)
+            let context = crate::version::NewRowContext {
+                table: table_index,
+                txn_id: self.commit.commit_ts,
+            };
+            V::insert_row(
+                &self.engine.storage,
+                context,
+                values,
+                &self.commit.owner,
+                table.non_inline,
+            )?
         };
         if table
             .primary

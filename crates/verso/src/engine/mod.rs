@@ -103,6 +103,8 @@ pub(crate) struct Engine<V: VersionStorage, G: Collector> {
     /// transactions are not logged). Empty in memory: the commit path then does nothing
     /// more than test it.
     pub(crate) log: OnceLock<std::sync::Arc<crate::durability::log::Log>>,
+    /// What the version storage keeps beside its rows (`()` for the heap storages).
+    pub(crate) storage: V::Shared,
 }
 
 /// Bytes of the version tag that ends every secondary entry under physical pointers.
@@ -151,15 +153,10 @@ impl<V: VersionStorage> Table<V> {
 }
 
 impl<V: VersionStorage, G: Collector> Engine<V, G> {
-    pub(crate) fn new(
-        tag: u32,
-        protocol: Protocol,
-        gc: G,
-        version_removal: crate::VersionRemoval,
-        index_pointers: crate::IndexPointers,
-        non_inline: crate::NonInline,
-        memory_spaces: Option<usize>,
-    ) -> Self {
+    /// The engine of a database opened with `options` (validated), its collector's state
+    /// `gc` and its storage's `storage`.
+    pub(crate) fn new(tag: u32, options: &crate::Options, gc: G, storage: V::Shared) -> Self {
+        let index_pointers = options.index_pointers;
         // `Options::validate` refuses the combination; this is its backstop.
         assert!(
             !G::COOPERATIVE || V::COOPERATIVE_CLEANING,
@@ -180,15 +177,16 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
             table_count: AtomicUsize::new(0),
             table_names: Mutex::new(HashMap::new()),
             tag,
-            protocol,
+            protocol: Protocol::new(options.concurrency_control),
             gc,
             collection_round: Mutex::new(()),
-            version_removal,
+            version_removal: options.version_removal,
             index_pointers,
-            non_inline,
-            memory_spaces,
+            non_inline: options.non_inline,
+            memory_spaces: options.memory_spaces,
             background_rounds: std::sync::atomic::AtomicU64::new(0),
             log: OnceLock::new(),
+            storage,
         }
     }
 
@@ -314,7 +312,10 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
     }
 
     pub(crate) fn stats(&self, new_window: bool) -> Stats {
-        let mut stats = Stats::default();
+        let mut stats = Stats {
+            persistent_memory: V::persistent_memory_stats(&self.storage),
+            ..Stats::default()
+        };
         // One rate for every slot, so that sums and comparisons of timed work hold in
         // nanoseconds as they did in ticks.
         let rate = crate::ticks::Rate::measure();

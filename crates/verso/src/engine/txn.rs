@@ -877,7 +877,17 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 None => {
                     let (row, created) = {
                         let _space = self.engine.allocate_in_memory_space();
-                        V::new_row(row_values, owner, table.non_inline)
+                        let context = crate::version::NewRowContext {
+                            table: id.index,
+                            txn_id: self.start_ts,
+                        };
+                        V::insert_row(
+                            &self.engine.storage,
+                            context,
+                            row_values,
+                            owner,
+                            table.non_inline,
+                        )?
                     };
                     // Locked before anyone can find it (MVTO, MV2PL): a new word is free.
                     if let Err(refused) = self.before_write(&row) {
@@ -1206,6 +1216,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 table: table.schema.name.clone(),
             }),
             WriteResult::Refused(Refusal::NotFound) => Ok(Written::NotFound),
+            WriteResult::Refused(Refusal::NoSpace) => Err(Error::CapacityExceeded {
+                what: "persistent-memory region frames (no room for a new version)".into(),
+                limit: 0,
+            }),
             WriteResult::RowGone => Ok(Written::RowGone),
             WriteResult::Conflict => {
                 self.rollback(Counter::AbortedWriteConflict);
@@ -1450,6 +1464,13 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 return self.fail_at_commit(Some(&owner), None, error, Counter::AbortedDurability)
             }
         };
+        // A storage with a durable home of its own makes the writes durable here, before
+        // they become visible (`VersionStorage::commit_durably`). Such a storage has no
+        // redo log (`Options::validate`), so the log's append above did nothing for it, and
+        // a failure here leaves nothing of the transaction in either.
+        if let Err(error) = V::commit_durably(&self.engine.storage, &owner, self.start_ts) {
+            return self.fail_at_commit(Some(&owner), None, error, Counter::AbortedDurability);
+        }
         owner.mark_committed(self.start_ts);
         self.finish_commit(&owner, self.start_ts, false);
         Ok(self.acknowledgement(end))

@@ -104,7 +104,8 @@ pub(crate) struct Rng(u64);
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
         // The seed goes through SplitMix64's finalizer, a bijection, so distinct seeds start
-        // distinct states; never zero, where xorshift would stay for ever.
+        // distinct states (but for the one seed that maps to zero, where xorshift would stay
+        // for ever, and is moved onto another's state).
         let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

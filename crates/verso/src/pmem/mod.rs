@@ -40,12 +40,10 @@
 //! bandwidth at the point a real program waits for it (the fence): it spins. It does not
 //! emulate read latency; loads from the region are loads from DRAM.
 
-#![allow(unsafe_code)]
-
-mod layout;
+pub(crate) mod layout;
 pub mod mmap;
 pub mod simulated;
-mod space;
+pub(crate) mod space;
 mod writer;
 
 use std::fmt;
@@ -70,11 +68,18 @@ pub const REGION_ALIGN: usize = 256;
 /// The backend is called only at persist points and at open; loads and stores go straight
 /// to the memory at [`RegionBackend::base`] (through [`Region`] and [`LineWriter`]), so a
 /// store costs no dynamic call.
-pub trait RegionBackend: Send + Sync + fmt::Debug {
-    /// The first byte of the region: aligned to 8 bytes at least, valid for reads and
-    /// writes of [`RegionBackend::len`] bytes, at this address for the backend's whole life,
-    /// and never accessed by the backend other than by atomic 8-byte loads (or by the
-    /// operating system, as an msync does) while it is shared.
+///
+/// # Safety
+///
+/// [`Region`] turns `base() + offset` into `&AtomicU64` for every aligned word below
+/// `len()`, so an implementation must guarantee that `base()` is aligned to 8 bytes, valid
+/// for reads and writes of all `len()` bytes (the pointer's provenance covers them all), at
+/// the same address for the backend's whole life, and that nothing else accesses that
+/// memory other than by atomic 8-byte loads and stores (or the operating system, as an
+/// msync does) while the backend lives.
+#[allow(unsafe_code)]
+pub unsafe trait RegionBackend: Send + Sync + fmt::Debug {
+    /// The first byte of the region (see the trait's safety contract).
     fn base(&self) -> NonNull<u8>;
 
     /// The region's length in bytes, a multiple of [`REGION_ALIGN`].
@@ -285,7 +290,8 @@ impl PmStats {
 }
 
 /// One writer's counters. Only its writer changes them (a relaxed load and store, no
-/// read-modify-write on the store path); anyone may read them.
+/// read-modify-write on the store path); anyone may read them. A sum read while writers run
+/// is a moment's approximation; once they are quiescent it is exact.
 #[derive(Debug)]
 struct WriterCounters {
     persist_points: AtomicU64,
@@ -329,14 +335,23 @@ pub struct Region {
     len: usize,
     line: LineSize,
     line_delay: Duration,
+    /// The counters of the live writers.
     writers: Mutex<Vec<Arc<WriterCounters>>>,
+    /// The counts of the writers dropped so far.
+    retired: Mutex<PmStats>,
+    /// Set at the first failed persist: the region's durability is lost, and every later
+    /// persist point fails (a later msync could succeed although the failed one's pages
+    /// were dropped, as with a failed fsync).
+    failed: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `base` points into memory the backend owns for its whole life (the `Arc` above
 // keeps it alive) and every access to it through `Region` is an atomic 8-byte access, so
 // sharing the pointer between threads cannot race.
+#[allow(unsafe_code)]
 unsafe impl Send for Region {}
 // SAFETY: as for `Send`: all access through `&Region` is atomic.
+#[allow(unsafe_code)]
 unsafe impl Sync for Region {}
 
 impl fmt::Debug for Region {
@@ -372,6 +387,8 @@ impl Region {
             line,
             line_delay: Duration::ZERO,
             writers: Mutex::new(Vec::new()),
+            retired: Mutex::new(PmStats::new(line.bytes())),
+            failed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -430,9 +447,14 @@ impl Region {
         LineWriter::new(Arc::clone(self), counters)
     }
 
-    /// The counts of every writer made from this region, summed.
+    /// The counts of every writer made from this region, summed (exact once the writers
+    /// are quiescent; see [`WriterCounters`]).
     pub fn stats(&self) -> PmStats {
-        let mut stats = PmStats::new(self.line.bytes());
+        let mut stats = self
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         for counters in self
             .writers
             .lock()
@@ -442,6 +464,20 @@ impl Region {
             counters.add_to(&mut stats);
         }
         stats
+    }
+
+    /// Folds a dropped writer's counts into the retired total.
+    fn retire(&self, counters: &Arc<WriterCounters>) {
+        let mut writers = self.writers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = writers.iter().position(|c| Arc::ptr_eq(c, counters)) {
+            writers.swap_remove(i);
+            counters.add_to(&mut self.retired.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
+    /// Whether a persist point of this region has failed (its durability is lost).
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// The word at byte `at` (8-aligned), with `ordering` (a load: `Relaxed`, `Acquire` or
@@ -473,8 +509,26 @@ impl Region {
         }
     }
 
+    /// The `len` bytes at `at`, borrowed in place.
+    ///
+    /// # Safety
+    /// No thread may store into these bytes while the borrow lives (they were published
+    /// before it, and are immutable from then on): a store through a [`LineWriter`] is an
+    /// atomic access, and mixing it with this plain borrow would be a data race.
+    ///
+    /// # Panics
+    /// If the bytes are not inside the region.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn bytes(&self, at: u64, len: usize) -> &[u8] {
+        self.check_range(at, len);
+        // SAFETY: inside the region (checked), which stays mapped while `self` lives; the
+        // caller guarantees no concurrent store into these bytes for the borrow's life.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(at as usize), len) }
+    }
+
     /// The atomic word at byte `at`.
     #[inline]
+    #[allow(unsafe_code)]
     pub(crate) fn word(&self, at: u64) -> &AtomicU64 {
         assert!(
             at % 8 == 0 && at.checked_add(8).is_some_and(|end| end <= self.len as u64),
@@ -500,10 +554,29 @@ impl Region {
         );
     }
 
-    /// Persists `lines` (sorted, distinct) through the backend.
-    fn persist_lines(&self, lines: &[u64]) -> io::Result<()> {
+    /// Persists `lines` (sorted, distinct) through the backend; after a failure, refuses
+    /// every later persist point.
+    fn persist_lines(&self, lines: &[u64]) -> Result<()> {
         debug_assert!(lines.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
-        self.backend.persist(lines, self.line.bytes())
+        if self.has_failed() {
+            return Err(Error::DurabilityLost {
+                reason: format!(
+                    "an earlier persist point of the persistent-memory region {} failed",
+                    self.describe()
+                ),
+            });
+        }
+        self.backend
+            .persist(lines, self.line.bytes())
+            .map_err(|err| {
+                self.failed.store(true, Ordering::Release);
+                Error::Io {
+                    path: self.describe(),
+                    operation: "persisting lines of the persistent-memory region",
+                    kind: err.kind(),
+                    message: err.to_string(),
+                }
+            })
     }
 }
 
@@ -553,12 +626,121 @@ pub fn measure_dram_write_bandwidth(bytes: usize) -> f64 {
     bytes as f64 / best.max(1e-9)
 }
 
-/// The error a failed persist point reports.
-fn persist_error(region: &Region, err: io::Error) -> Error {
-    Error::Io {
-        path: region.describe(),
-        operation: "persisting lines of the persistent-memory region",
-        kind: err.kind(),
-        message: err.to_string(),
+/// Where a database's persistent-memory region lives, and how its writes are counted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PmOptions {
+    /// The region's backing.
+    pub backing: PmBacking,
+    /// The media's write unit the counters use (TB Table 3: 256, 128 or 64 bytes).
+    pub line: LineSize,
+    /// The emulated delay per line persisted ([`emulated_line_delay`]); zero by default.
+    pub line_delay: std::time::Duration,
+    /// The region's size: virtual until touched. 8 GiB by default.
+    pub capacity_bytes: u64,
+    /// Content slots per block: TB's 1,920 (§4.1) unless a test asks for fewer.
+    #[doc(hidden)]
+    pub slots_per_block: u32,
+}
+
+impl Default for PmOptions {
+    /// A region in a file on `/dev/shm` (unlinked once mapped), 256-byte lines, no delay,
+    /// 8 GiB.
+    fn default() -> PmOptions {
+        PmOptions {
+            backing: PmBacking::Tmpfs(std::path::PathBuf::from("/dev/shm")),
+            line: LineSize::B256,
+            line_delay: Duration::ZERO,
+            capacity_bytes: 8 << 30,
+            slots_per_block: layout::SLOTS_PER_BLOCK,
+        }
     }
+}
+
+impl PmOptions {
+    /// These options with the region in `backing`.
+    pub fn backing(mut self, backing: PmBacking) -> Self {
+        self.backing = backing;
+        self
+    }
+
+    /// These options counting lines of `line` bytes.
+    pub fn line(mut self, line: LineSize) -> Self {
+        self.line = line;
+        self
+    }
+
+    /// These options with an emulated delay per line persisted.
+    pub fn line_delay(mut self, delay: std::time::Duration) -> Self {
+        self.line_delay = delay;
+        self
+    }
+
+    /// These options with a region of `bytes` (a multiple of 256).
+    pub fn capacity_bytes(mut self, bytes: u64) -> Self {
+        self.capacity_bytes = bytes;
+        self
+    }
+
+    /// These options with blocks of `slots` slots (tests: to fill blocks quickly).
+    #[doc(hidden)]
+    pub fn slots_per_block(mut self, slots: u32) -> Self {
+        self.slots_per_block = slots;
+        self
+    }
+}
+
+/// The backing of a database's region.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum PmBacking {
+    /// A new file in this directory of a RAM-backed file system, unlinked as soon as it is
+    /// mapped: the region of a database without a path, gone with the process.
+    Tmpfs(std::path::PathBuf),
+    /// A simulated device, for crash tests.
+    Simulated(SimulatedRegion),
+}
+
+impl PartialEq for PmBacking {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (PmBacking::Tmpfs(a), PmBacking::Tmpfs(b)) => a == b,
+            (PmBacking::Simulated(a), PmBacking::Simulated(b)) => a.same_device(b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for PmBacking {}
+
+/// The region `options` describe, mapped.
+pub(crate) fn open_region(options: &PmOptions) -> Result<Arc<Region>> {
+    static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
+    let backend: Arc<dyn RegionBackend> = match &options.backing {
+        PmBacking::Tmpfs(dir) => {
+            let name = format!(
+                "verso-pm-{}-{}",
+                std::process::id(),
+                NEXT_FILE.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = dir.join(name);
+            let io_error = |err: io::Error| Error::Io {
+                path: path.display().to_string(),
+                operation: "creating the persistent-memory region",
+                kind: err.kind(),
+                message: err.to_string(),
+            };
+            let region = MmapRegion::open(&path, options.capacity_bytes).map_err(io_error)?;
+            // The mapping outlives the name: the region goes with the last handle.
+            std::fs::remove_file(&path).map_err(io_error)?;
+            Arc::new(region)
+        }
+        PmBacking::Simulated(device) => device.map().map_err(|err| Error::Io {
+            path: "simulated persistent-memory region".into(),
+            operation: "mapping the persistent-memory region",
+            kind: err.kind(),
+            message: err.to_string(),
+        })?,
+    };
+    Region::with_line_delay(backend, options.line, options.line_delay)
 }

@@ -20,8 +20,15 @@
 //! - At most one live mapping per device (a second [`SimulatedRegion::map`] is refused, as
 //!   a second process is by the database's lock).
 //! - After a power loss, every unit of the image equals the value it had at the last
-//!   persist of a line holding it, or a value stored into it later (the last one before the
-//!   power loss): never a value nobody stored, never a persisted value rolled back.
+//!   persist of a line holding it, or the last value stored into it before the power loss:
+//!   never a value nobody stored, never a persisted value rolled back.
+//!
+//! What the model does not produce: real hardware may write a line back at any moment (an
+//! eviction), so a unit stored twice between two persist points may survive with its
+//! *first* new value. The simulation keeps only the persisted or the last one. A design
+//! checked here must not conclude "not the persisted value, so the last one": the
+//! tile-block storage never does (its records are written once, and recovery never trusts
+//! the update bitmap, the one place written several times between persist points).
 //! - Everything random comes from one seed, so a single-threaded run replays exactly.
 
 use std::fmt;
@@ -123,6 +130,11 @@ impl SimulatedRegion {
         }
     }
 
+    /// Whether `other` is a handle on the same device.
+    pub fn same_device(&self, other: &SimulatedRegion) -> bool {
+        Arc::ptr_eq(&self.device, &other.device)
+    }
+
     /// Sets the unit a power loss keeps or drops whole (from the next power loss on).
     pub fn set_atomic_unit(&self, unit: AtomicUnit) {
         self.lock().unit = unit;
@@ -200,15 +212,14 @@ impl Device {
     /// keeps its working value with probability ½. Kills every mapping of this generation.
     fn lose_power(&mut self, working: &[AtomicU64]) {
         let unit = self.unit.words();
+        let mut seen = Vec::with_capacity(unit);
         for (durable, working) in self.durable.chunks_mut(unit).zip(working.chunks(unit)) {
-            let differs = durable
-                .iter()
-                .zip(working)
-                .any(|(d, w)| w.load(Ordering::Relaxed) != *d);
-            if differs && self.rng.chance(50) {
-                for (d, w) in durable.iter_mut().zip(working) {
-                    *d = w.load(Ordering::Relaxed);
-                }
+            // Each word loaded once: threads still storing cannot make the unit compared
+            // differ from the unit kept.
+            seen.clear();
+            seen.extend(working.iter().map(|w| w.load(Ordering::Relaxed)));
+            if seen.as_slice() != &*durable && self.rng.chance(50) {
+                durable.copy_from_slice(&seen);
             }
         }
         self.live = None;
@@ -240,9 +251,16 @@ impl SimulatedMapping {
     }
 }
 
-impl RegionBackend for SimulatedMapping {
+// SAFETY: `base` points at the first of the mapping's `len() / 8` words, with provenance
+// over all of them (taken from the slice); the words live in an `Arc` the mapping holds
+// for its whole life, at a fixed address; the device reads them only with atomic loads.
+#[allow(unsafe_code)]
+unsafe impl RegionBackend for SimulatedMapping {
     fn base(&self) -> NonNull<u8> {
-        NonNull::from(&self.working[0]).cast()
+        // From the slice, not its first element: the pointer must cover every word.
+        NonNull::new(self.working.as_ptr().cast_mut())
+            .expect("a slice's pointer is never null")
+            .cast()
     }
 
     fn len(&self) -> usize {

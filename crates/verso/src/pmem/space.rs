@@ -47,6 +47,8 @@ use crate::error::{Error, Result};
 pub(crate) struct Extent {
     pub(crate) first_frame: u64,
     pub(crate) frames: u32,
+    /// The first frame's generation while the block holds it.
+    pub(crate) generation: u64,
 }
 
 /// What opening found.
@@ -210,10 +212,9 @@ impl Space {
         if frames == 0 || frames > MAX_RUN_FRAMES || u64::from(frames) > g.frame_count {
             return Err(self.full(frames));
         }
-        let first = self
-            .free_list()
-            .take(u64::from(frames))
-            .ok_or_else(|| self.full(frames))?;
+        // The guard must be gone before `full` reads the free list again.
+        let taken = self.free_list().take(u64::from(frames));
+        let first = taken.ok_or_else(|| self.full(frames))?;
         for distance in 0..frames {
             let frame = first + u64::from(distance);
             let at = g.directory_word(frame);
@@ -239,9 +240,16 @@ impl Space {
             };
             writer.store_u64(at, entry.encode(), Purpose::Directory);
         }
+        let generation = DirectoryEntry::decode(
+            self.region
+                .load_u64(g.directory_word(first), Ordering::Acquire),
+        )
+        .expect("a word this thread just stored")
+        .generation;
         Ok(Extent {
             first_frame: first,
             frames,
+            generation,
         })
     }
 
@@ -591,5 +599,38 @@ mod tests {
             listed, held,
             "the directory lists exactly the frames still held"
         );
+    }
+
+    /// Found by the tile-block storage's full-region test: `allocate` built its refusal
+    /// (which reports the free frames, under the free list's mutex) while the guard of the
+    /// failed take still held that mutex, and deadlocked on it. Allocation from a full
+    /// region must refuse with `CapacityExceeded`, promptly.
+    #[test]
+    fn regression_allocating_from_a_full_region_refuses_instead_of_deadlocking() {
+        let device = SimulatedRegion::new(LEN, 51);
+        let (region, _writer, opened) = open(&device).unwrap();
+        let space = std::sync::Arc::new(opened.space);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let worker = {
+            let (space, region) = (
+                std::sync::Arc::clone(&space),
+                std::sync::Arc::clone(&region),
+            );
+            std::thread::spawn(move || {
+                let mut writer = region.writer();
+                let outcome = loop {
+                    if let Err(error) = space.allocate(&mut writer, 1, FrameState::Open) {
+                        break error;
+                    }
+                };
+                let _ = sender.send(outcome);
+            })
+        };
+        match receiver.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(Error::CapacityExceeded { .. }) => worker.join().unwrap(),
+            Ok(other) => panic!("refused with {other}"),
+            Err(_) => panic!("allocating from a full region did not return (a deadlock)"),
+        }
+        assert_eq!(space.free_frames(), 0);
     }
 }

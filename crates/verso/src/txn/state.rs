@@ -33,13 +33,28 @@ pub(crate) enum TxnOutcome {
 #[derive(Debug)]
 pub(crate) struct TxnShared {
     state: AtomicU64,
+    /// Records a version storage with a durable home of its own appended for the
+    /// transaction (the tile-block storage's commit record carries the count). Only the
+    /// transaction's own thread changes it.
+    storage_records: std::sync::atomic::AtomicU32,
 }
 
 impl TxnShared {
     pub(crate) fn new() -> Self {
         TxnShared {
             state: AtomicU64::new(ACTIVE),
+            storage_records: std::sync::atomic::AtomicU32::new(0),
         }
+    }
+
+    /// One more record appended for the transaction by its storage.
+    pub(crate) fn count_storage_record(&self) {
+        self.storage_records.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The records appended for the transaction by its storage.
+    pub(crate) fn storage_records(&self) -> u32 {
+        self.storage_records.load(Ordering::Relaxed)
     }
 
     /// The transaction's outcome; spins (yielding) while it is between COMMITTING and its

@@ -578,18 +578,7 @@ impl VersionStorage for AppendStorage {
     const NAME: &'static str = "append-n2o";
     const PHYSICAL_POINTERS: bool = true;
 
-    fn new_row(
-        values: &[Value],
-        owner: &Arc<TxnShared>,
-        non_inline: NonInline,
-    ) -> (Arc<AppendRow>, Created) {
-        let (chain, created) = AppendChain::inserted(values, owner, non_inline);
-        let row = Arc::new(AppendRow {
-            cc: AtomicU64::new(0),
-            latch: Latch::new(chain),
-        });
-        (row, created)
-    }
+    crate::version::heap_storage_shared!();
 
     fn read<R>(
         row: &AppendRow,
@@ -654,6 +643,21 @@ impl VersionStorage for AppendStorage {
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
         row.read().read_exact(exact, snapshot, reader)
+    }
+}
+
+impl crate::version::HeapStorage for AppendStorage {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<AppendRow>, Created) {
+        let (chain, created) = AppendChain::inserted(values, owner, non_inline);
+        let row = Arc::new(AppendRow {
+            cc: AtomicU64::new(0),
+            latch: Latch::new(chain),
+        });
+        (row, created)
     }
 }
 
@@ -962,6 +966,7 @@ pub(super) fn unlink_oldest_behind(
 mod tests {
     use super::*;
     use crate::version::test_steps;
+    use crate::version::HeapStorage;
 
     fn committed(values: &[Value], ts: u64) -> Arc<AppendRow> {
         test_steps::committed_row::<AppendStorage>(values, ts)

@@ -110,19 +110,7 @@ impl VersionStorage for AppendO2nStorage {
     const COOPERATIVE_CLEANING: bool = true;
     const PHYSICAL_POINTERS: bool = true;
 
-    fn new_row(
-        values: &[Value],
-        owner: &Arc<TxnShared>,
-        non_inline: NonInline,
-    ) -> (Arc<O2nRow>, Created) {
-        let (versions, created) = AppendChain::inserted(values, owner, non_inline);
-        let row = Arc::new(O2nRow {
-            cc: AtomicU64::new(0),
-            recorded: AtomicBool::new(false),
-            latch: Latch::new(O2nChain { versions }),
-        });
-        (row, created)
-    }
+    crate::version::heap_storage_shared!();
 
     fn read<R>(
         row: &O2nRow,
@@ -221,6 +209,22 @@ impl VersionStorage for AppendO2nStorage {
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
         row.read().versions.read_exact(exact, snapshot, reader)
+    }
+}
+
+impl crate::version::HeapStorage for AppendO2nStorage {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<O2nRow>, Created) {
+        let (versions, created) = AppendChain::inserted(values, owner, non_inline);
+        let row = Arc::new(O2nRow {
+            cc: AtomicU64::new(0),
+            recorded: AtomicBool::new(false),
+            latch: Latch::new(O2nChain { versions }),
+        });
+        (row, created)
     }
 }
 

@@ -463,25 +463,7 @@ impl VersionStorage for DeltaStorage {
     type Exact = NoExact;
     const NAME: &'static str = "delta";
 
-    fn new_row(
-        values: &[Value],
-        owner: &Arc<TxnShared>,
-        non_inline: NonInline,
-    ) -> (Arc<DeltaRow>, Created) {
-        let record = spare_records::boxed(VersionRecord {
-            ts: AtomicU64::new(UNSTAMPED),
-            owner: Some(Arc::clone(owner)),
-            before_exists: false,
-            mask: ColumnMask::EMPTY,
-            before: PackedRow::empty(),
-            next: None,
-        });
-        let created = Created {
-            records: 1,
-            bytes: record.footprint(),
-        };
-        (allocate_row(values, record, non_inline), created)
-    }
+    crate::version::heap_storage_shared!();
 
     fn read<R>(
         row: &DeltaRow,
@@ -697,6 +679,28 @@ impl VersionStorage for DeltaStorage {
     fn edit<R>(row: &DeltaRow, edit: impl FnOnce(&mut RowState) -> R) -> R {
         let mut state = row.write();
         edit(&mut state)
+    }
+}
+
+impl crate::version::HeapStorage for DeltaStorage {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<DeltaRow>, Created) {
+        let record = spare_records::boxed(VersionRecord {
+            ts: AtomicU64::new(UNSTAMPED),
+            owner: Some(Arc::clone(owner)),
+            before_exists: false,
+            mask: ColumnMask::EMPTY,
+            before: PackedRow::empty(),
+            next: None,
+        });
+        let created = Created {
+            records: 1,
+            bytes: record.footprint(),
+        };
+        (allocate_row(values, record, non_inline), created)
     }
 }
 
@@ -930,6 +934,7 @@ fn merge_newer_into(older: &mut VersionRecord, newer: Box<VersionRecord>) -> usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::version::HeapStorage;
 
     fn new_row(values: &[Value]) -> Arc<DeltaRow> {
         DeltaStorage::new_row(values, &Arc::new(TxnShared::new()), NonInline::Packed).0

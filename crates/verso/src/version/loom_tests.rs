@@ -37,7 +37,7 @@ fn value_of<V: VersionStorage>(row: &V::Row, start_ts: u64) -> Option<i64> {
 }
 
 /// A committed row `(1, initial)` with its insert stamped at timestamp 1; the clock at 2.
-fn committed_row<V: VersionStorage>(initial: i64) -> (Arc<V::Row>, Arc<AtomicU64>) {
+fn committed_row<V: crate::version::HeapStorage>(initial: i64) -> (Arc<V::Row>, Arc<AtomicU64>) {
     let inserter = Arc::new(TxnShared::new());
     let (row, _) = V::new_row(
         &[Value::U64(1), Value::I64(initial)],

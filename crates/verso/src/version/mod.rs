@@ -28,6 +28,7 @@ pub(crate) mod append_o2n;
 pub(crate) mod delta;
 #[cfg(all(test, loom))]
 mod loom_tests;
+pub(crate) mod tile_block;
 pub(crate) mod time_travel;
 
 use crate::sync::{Arc, AtomicU64};
@@ -105,6 +106,8 @@ pub(crate) enum Refusal {
     DuplicateKey,
     /// Update or delete: the row does not exist in this transaction's view.
     NotFound,
+    /// The storage has no room for the new version (a full persistent-memory region).
+    NoSpace,
 }
 
 /// The outcome of [`VersionStorage::write`].
@@ -292,6 +295,50 @@ pub(crate) struct StampReport {
     pub(crate) nothing_to_finalize: bool,
 }
 
+/// Which table a new row goes into, and the transaction inserting it (its MVTO id: its
+/// start timestamp, which is also its commit timestamp).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NewRowContext {
+    pub(crate) table: u32,
+    pub(crate) txn_id: u64,
+}
+
+/// A storage whose rows hold all their versions on the heap: nothing shared beside them,
+/// and a new row that is always stored.
+pub(crate) trait HeapStorage: VersionStorage<Shared = ()> {
+    /// A new row inserted by `owner` (uncommitted), its long values stored as `non_inline`
+    /// says. Returns it and the version records created.
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<Self::Row>, Created);
+}
+
+/// The [`VersionStorage`] items every [`HeapStorage`] implements alike.
+macro_rules! heap_storage_shared {
+    () => {
+        type Shared = ();
+
+        fn open_shared(_options: &crate::Options) -> crate::error::Result<()> {
+            Ok(())
+        }
+
+        fn insert_row(
+            _shared: &(),
+            _context: crate::version::NewRowContext,
+            values: &[crate::value::Value],
+            owner: &crate::sync::Arc<crate::txn::state::TxnShared>,
+            non_inline: crate::row::NonInline,
+        ) -> crate::error::Result<(crate::sync::Arc<Self::Row>, crate::version::Created)> {
+            Ok(<Self as crate::version::HeapStorage>::new_row(
+                values, owner, non_inline,
+            ))
+        }
+    };
+}
+pub(crate) use heap_storage_shared;
+
 /// A version-storage design.
 pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// One row, as the indexes point at it (through an `Arc`; it may be unsized).
@@ -316,13 +363,42 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// the O2N append-only storage"). The 'coop' collector is refused for the others.
     const COOPERATIVE_CLEANING: bool = false;
 
-    /// A new row inserted by `owner` (uncommitted), its long values stored as `non_inline`
-    /// says. Returns it and the version records created.
-    fn new_row(
+    /// What the storage keeps beside its rows: `()` for the storages whose rows hold
+    /// everything ([`HeapStorage`]); a region, its allocator and per-thread append state for
+    /// a storage whose versions live outside the rows.
+    type Shared: Send + Sync + 'static;
+
+    /// The shared state of a new database opened with `options`.
+    fn open_shared(options: &crate::Options) -> crate::error::Result<Self::Shared>;
+
+    /// A new row inserted by `owner` (uncommitted) into the table and as the transaction
+    /// `context` names, its long values stored as `non_inline` says. Returns it and the
+    /// version records created, or why it could not be stored (a full region); nothing is
+    /// changed then.
+    fn insert_row(
+        shared: &Self::Shared,
+        context: NewRowContext,
         values: &[Value],
         owner: &Arc<TxnShared>,
         non_inline: NonInline,
-    ) -> (Arc<Self::Row>, Created);
+    ) -> crate::error::Result<(Arc<Self::Row>, Created)>;
+
+    /// The counters of the storage's persistent-memory region, if it has one.
+    fn persistent_memory_stats(_shared: &Self::Shared) -> Option<crate::pmem::PmStats> {
+        None
+    }
+
+    /// Makes `owner`'s writes durable before its commit becomes visible: called by the
+    /// protocols that support such a storage (`Options::validate` refuses the others)
+    /// between the transaction's "committing" mark and its commit mark. An error fails the
+    /// commit. Nothing to do for the storages whose durability is the redo log's.
+    fn commit_durably(
+        _shared: &Self::Shared,
+        _owner: &TxnShared,
+        _txn_id: u64,
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
 
     /// Calls `reader` with the version `snapshot` sees (`None`: no row in that snapshot).
     /// Returns its result and what finding the version cost.
@@ -399,7 +475,7 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
 /// timestamps, and the value a snapshot reads.
 #[cfg(test)]
 pub(crate) mod test_steps {
-    use super::{Snapshot, VersionStorage, WriteIntent, WriteResult};
+    use super::{HeapStorage, Snapshot, VersionStorage, WriteIntent, WriteResult};
     use crate::row::NonInline;
     use crate::schema::ColumnMask;
     use crate::sync::Arc;
@@ -407,7 +483,7 @@ pub(crate) mod test_steps {
     use crate::value::Value;
 
     /// A row inserted by a transaction that committed at `ts`.
-    pub(crate) fn committed_row<V: VersionStorage>(values: &[Value], ts: u64) -> Arc<V::Row> {
+    pub(crate) fn committed_row<V: HeapStorage>(values: &[Value], ts: u64) -> Arc<V::Row> {
         let owner = Arc::new(TxnShared::new());
         let (row, _) = V::new_row(values, &owner, NonInline::Packed);
         owner.mark_committing();

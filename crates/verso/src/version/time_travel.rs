@@ -182,18 +182,7 @@ impl VersionStorage for TimeTravelStorage {
     type Exact = NoExact;
     const NAME: &'static str = "time-travel";
 
-    fn new_row(
-        values: &[Value],
-        owner: &Arc<TxnShared>,
-        non_inline: NonInline,
-    ) -> (Arc<TtRow>, Created) {
-        // As in the append storages: a record until its commit folds it; no bytes counted.
-        let created = Created {
-            records: 1,
-            bytes: 0,
-        };
-        (allocate_row(values, owner, non_inline), created)
-    }
+    crate::version::heap_storage_shared!();
 
     fn read<R>(
         row: &TtRow,
@@ -298,6 +287,21 @@ impl VersionStorage for TimeTravelStorage {
     fn edit<R>(row: &TtRow, edit: impl FnOnce(&mut TtState) -> R) -> R {
         let mut state = row.write();
         edit(&mut state)
+    }
+}
+
+impl crate::version::HeapStorage for TimeTravelStorage {
+    fn new_row(
+        values: &[Value],
+        owner: &Arc<TxnShared>,
+        non_inline: NonInline,
+    ) -> (Arc<TtRow>, Created) {
+        // As in the append storages: a record until its commit folds it; no bytes counted.
+        let created = Created {
+            records: 1,
+            bytes: 0,
+        };
+        (allocate_row(values, owner, non_inline), created)
     }
 }
 
@@ -417,6 +421,7 @@ impl ChainEdit for TtState {
 mod tests {
     use super::*;
     use crate::version::test_steps::{committed_row, update_committed, value_at};
+    use crate::version::HeapStorage;
     use crate::version::WriteResult;
 
     #[test]

@@ -40,7 +40,38 @@ pub fn all_configurations() -> Vec<Options> {
             );
         }
     }
+    all.extend(persistent_memory_configurations());
     all
+}
+
+/// The configurations whose commits the redo log makes durable (a database with a path):
+/// all but the persistent-memory storages, which make commits durable in their region and
+/// do not open a path yet.
+pub fn logged_configurations() -> Vec<Options> {
+    all_configurations()
+        .into_iter()
+        .filter(|o| !o.version_storage.uses_persistent_memory())
+        .collect()
+}
+
+/// The storages that keep their versions in a persistent-memory region, each in the
+/// configuration it runs in (MVTO, no collector yet), with small blocks so that tests fill
+/// and seal them.
+pub fn persistent_memory_configurations() -> Vec<Options> {
+    VersionStorageKind::PERSISTENT_MEMORY
+        .into_iter()
+        .map(|storage| {
+            Options::default()
+                .version_storage(storage)
+                .concurrency_control(ConcurrencyControl::Mvto)
+                .garbage_collector(GarbageCollector::NoCollection)
+                .persistent_memory(
+                    verso::pmem::PmOptions::default()
+                        .capacity_bytes(1 << 30)
+                        .slots_per_block(64),
+                )
+        })
+        .collect()
 }
 
 /// The configurations whose transactions read the snapshot taken at `begin` and are never
