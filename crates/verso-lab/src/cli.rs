@@ -276,6 +276,13 @@ pub struct CommonArgs {
     /// Stop after this many committed OLTP transactions instead of after a time.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub transactions: Option<u64>,
+    /// Run open loop at this many committed OLTP transactions per second over all workers
+    /// (each worker runs its share on a fixed schedule, sleeping to each slot; latencies
+    /// run from when a transaction was due). A configuration that achieves less than 95%
+    /// of it fails, so that no fixed-rate comparison compares different rates. Not with
+    /// several --clients per worker [default: closed loop, as fast as the system goes].
+    #[arg(long, value_name = "TX/S")]
+    pub target_rate: Option<f64>,
     /// Seed of the data and of every worker's random stream.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
@@ -557,6 +564,12 @@ pub struct YcsbArgs {
     /// Operations per transaction [default: 16].
     #[arg(long)]
     pub operations: Option<usize>,
+    /// Mixed transaction sizes instead of --operations: OPERATIONS:SHARE pairs, e.g.
+    /// 10:0.9,100:0.1 (90% of transactions with 10 operations, 10% with 100; shares sum to
+    /// 1). Each transaction draws its size; each size is its own transaction type in the
+    /// results ("10_operations", "100_operations").
+    #[arg(long, value_name = "OPS:SHARE,...", conflicts_with = "operations")]
+    pub operations_mix: Option<String>,
     /// Share of operations that read, 0 to 1 [default: 0.9].
     #[arg(long)]
     pub read_ratio: Option<f64>,
@@ -902,6 +915,7 @@ impl Plan {
                 sample_interval: common.sampling.interval(),
                 show_progress: common.sampling.show_progress(),
                 memory_limit_bytes: common.memory_limit,
+                target_rate: common.target_rate,
                 ..RunConfig::with_options(label, options.clone())
             }
         });
@@ -918,6 +932,7 @@ impl Plan {
                     sample_interval: common.sampling.interval(),
                     show_progress: common.sampling.show_progress(),
                     memory_limit_bytes: common.memory_limit,
+                    target_rate: common.target_rate,
                     ..RunConfig::for_peer(peer)
                 }))
                 .collect(),
@@ -1199,6 +1214,9 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> Result<YcsbConfig, LabEr
         &mut c.rows
     })?;
     set(&mut config.operations, args.operations);
+    if let Some(mix) = &args.operations_mix {
+        config.operations_mix = crate::workloads::ycsb::parse_operations_mix(mix)?;
+    }
     set(&mut config.read_ratio, args.read_ratio);
     set(&mut config.theta, args.theta);
     set(&mut config.fields, args.fields);

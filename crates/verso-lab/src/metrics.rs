@@ -23,6 +23,10 @@ pub struct Sample {
     pub oltp_commits_per_second: f64,
     /// The same, by transaction type (the workload's names).
     pub oltp_commits_by_kind_per_second: BTreeMap<String, f64>,
+    /// Operations (rows read or written, docs/lab.md "Operations") of the OLTP
+    /// transactions that committed, per second.
+    #[serde(default)]
+    pub oltp_operations_per_second: f64,
     /// OLTP attempts rolled back per second, all reasons.
     pub oltp_aborts_per_second: f64,
     /// The same, by reason (`write_conflict`, `serialization`, `lock_conflict`, `by_workload`).
@@ -35,6 +39,16 @@ pub struct Sample {
     pub live_versions: u64,
     /// Bytes of those version records (`Stats::live_version_bytes`).
     pub live_version_bytes: u64,
+    /// Rows the tables hold at the end of the interval: those counted by a scan before the
+    /// run, plus the rows committed transactions inserted, minus those they deleted (the
+    /// engine counts versions, not rows). 0 for a peer.
+    #[serde(default)]
+    pub live_rows: u64,
+    /// The mean version chain over all rows: `1 + live_versions / live_rows` (the row's
+    /// newest version plus the old versions stored for it, whether or not any reader
+    /// still needs them). 0 when `live_rows` is 0 (a peer).
+    #[serde(default)]
+    pub chain_length_mean: f64,
     /// Resident memory of the whole process at the end of the interval (0 if unknown).
     pub rss_bytes: u64,
     /// Mean number of version records a read walked during the interval.
@@ -166,6 +180,9 @@ pub struct Totals {
     pub oltp_commits: u64,
     /// By transaction type.
     pub oltp_commits_by_kind: BTreeMap<String, u64>,
+    /// Operations of the committed OLTP transactions (rows read or written).
+    #[serde(default)]
+    pub oltp_operations: u64,
     /// OLTP attempts rolled back.
     pub oltp_aborts: u64,
     /// By transaction type (the workload's names).
@@ -281,6 +298,16 @@ pub struct Summary {
     /// Mean OLTP commits per second over the last ten seconds of full samples (or fewer,
     /// if the run was shorter): the steady state a long reader has settled into.
     pub tail_oltp_commits_per_second: f64,
+    /// Mean OLTP commits per second over the full samples.
+    #[serde(default)]
+    pub commits_per_second_mean: f64,
+    /// Their standard deviation (the sample's, over n - 1): how steady the throughput was
+    /// from one sampling interval to the next (0 with fewer than two full samples).
+    #[serde(default)]
+    pub commits_per_second_stddev: f64,
+    /// Median operations per second of the committed OLTP transactions.
+    #[serde(default)]
+    pub oltp_operations_per_second: f64,
     /// Median OLTP aborts per second.
     pub oltp_aborts_per_second: f64,
     /// Median analytical queries per second.
@@ -291,6 +318,12 @@ pub struct Summary {
     pub live_versions: f64,
     /// The most live version records at any sample.
     pub max_live_versions: u64,
+    /// Median of [`Sample::chain_length_mean`].
+    #[serde(default)]
+    pub chain_length_mean: f64,
+    /// [`Sample::chain_length_mean`] at the last sample.
+    #[serde(default)]
+    pub last_chain_length_mean: f64,
     /// The most live version bytes at any sample.
     pub max_live_version_bytes: u64,
     /// The most resident memory at any sample.
@@ -350,8 +383,63 @@ pub struct RunResult {
     /// `None` for a peer's).
     #[serde(default)]
     pub durability: Option<DurabilityResult>,
+    /// Latency of the committed OLTP transactions by transaction type, in microseconds,
+    /// from when each was due to its commit (docs/lab.md, "Latency").
+    #[serde(default)]
+    pub latency: BTreeMap<String, LatencySummary>,
+    /// With `--target-rate`: the rate asked for and the rate run (`None` in closed loop).
+    #[serde(default)]
+    pub fixed_rate: Option<FixedRateResult>,
     /// The time series.
     pub samples: Vec<Sample>,
+}
+
+/// The latency distribution of one transaction type, in microseconds (an HDR histogram of
+/// 3 significant digits: each value within 0.1%).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Committed transactions measured.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+}
+
+impl LatencySummary {
+    /// The summary of a histogram of microseconds.
+    pub fn of(histogram: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+        LatencySummary {
+            count: histogram.len(),
+            mean: histogram.mean(),
+            p50: histogram.value_at_quantile(0.5) as f64,
+            p95: histogram.value_at_quantile(0.95) as f64,
+            p99: histogram.value_at_quantile(0.99) as f64,
+            max: histogram.max() as f64,
+            stddev: histogram.stdev(),
+        }
+    }
+}
+
+/// What a fixed-rate run (`--target-rate`) asked for and ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FixedRateResult {
+    /// Committed transactions per second asked for, over all OLTP workers.
+    pub target_per_second: f64,
+    /// Committed transactions per second run: commits over the run's seconds.
+    pub achieved_per_second: f64,
+    /// Schedule the workers gave up, summed over them, in seconds: a worker more than its
+    /// catch-up window behind drops the slots it missed instead of bursting to make them
+    /// up (docs/lab.md, "Fixed rate").
+    pub behind_schedule_seconds: f64,
 }
 
 /// What a Verso run's commits cost: how long clients waited for acknowledgements, what
@@ -507,8 +595,15 @@ impl Summary {
             .iter()
             .filter(|s| s.t_seconds <= TAIL_SECONDS + 1e-9)
             .collect();
+        let rates: Vec<f64> = full.iter().map(|s| s.oltp_commits_per_second).collect();
+        let (commits_per_second_mean, commits_per_second_stddev) = mean_and_stddev(&rates);
         Summary {
             oltp_commits_per_second: med(|s| s.oltp_commits_per_second),
+            commits_per_second_mean,
+            commits_per_second_stddev,
+            oltp_operations_per_second: med(|s| s.oltp_operations_per_second),
+            chain_length_mean: med(|s| s.chain_length_mean),
+            last_chain_length_mean: samples.last().map_or(0.0, |s| s.chain_length_mean),
             tail_oltp_commits_per_second: mean_commit_rate(&tail),
             head_oltp_commits_per_second: mean_commit_rate(&head),
             first_growth_bytes: samples.first().map_or(0, |s| s.growth_bytes),
@@ -566,6 +661,21 @@ impl RunResult {
     }
 }
 
+/// The mean of `values` and their sample standard deviation (over n - 1; 0 for fewer than
+/// two values).
+pub fn mean_and_stddev(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0);
+    }
+    let squares: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+    (mean, (squares / (n - 1.0)).sqrt())
+}
+
 fn mean_commit_rate(samples: &[&&Sample]) -> f64 {
     let seconds: f64 = samples.iter().map(|s| s.interval_seconds).sum();
     let commits: f64 = samples
@@ -606,6 +716,24 @@ mod tests {
         // With a full sample, the short last one still does not count.
         let samples = [sample(1.0, 1.0, 100.0, 1), sample(1.2, 0.2, 5_000.0, 1)];
         assert_eq!(Summary::of(&samples, 1.0).oltp_commits_per_second, 100.0);
+    }
+
+    #[test]
+    fn the_summary_has_the_mean_and_standard_deviation_of_the_full_samples_rates() {
+        let samples = vec![
+            sample(1.0, 1.0, 100.0, 0),
+            sample(2.0, 1.0, 200.0, 0),
+            sample(3.0, 1.0, 300.0, 0),
+            sample(4.0, 1.0, 400.0, 0),
+            // Short: left out.
+            sample(4.1, 0.1, 9_000.0, 0),
+        ];
+        let summary = Summary::of(&samples, 1.0);
+        assert_eq!(summary.commits_per_second_mean, 250.0);
+        // Sample standard deviation of 100, 200, 300, 400: sqrt(50,000 / 3).
+        assert!((summary.commits_per_second_stddev - (50_000.0f64 / 3.0).sqrt()).abs() < 1e-9);
+        assert_eq!(mean_and_stddev(&[5.0]), (5.0, 0.0));
+        assert_eq!(mean_and_stddev(&[]), (0.0, 0.0));
     }
 
     #[test]

@@ -1260,6 +1260,8 @@ mod tests {
             engine: Default::default(),
             summary: Summary::of(&samples, 1.0),
             durability: None,
+            latency: Default::default(),
+            fixed_rate: None,
             samples,
         }
     }

@@ -15,9 +15,17 @@
 //!   counters and `Database::sample_stats`, and turns the differences into a [`Sample`].
 //!
 //! Workers count into their own cache-line-aligned counters (no shared write on the hot
-//! path); the sampler sums them.
+//! path); the sampler sums them. Each OLTP worker also keeps one latency histogram per
+//! transaction type, merged when it ends.
+//!
+//! Closed loop (the default), a worker starts its next transaction as soon as the last one
+//! committed. With a target rate (`RunConfig::target_rate`) it runs open loop: its
+//! transactions are due on a fixed schedule ([`Pacer`]), and each one's latency runs from
+//! when it was due, not from when it started, so a stall shows in the latencies of the
+//! transactions it delayed instead of hiding in a pause of the schedule (coordinated
+//! omission).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -29,7 +37,10 @@ use crate::peers::PeerSpec;
 use crate::system::{DrivenSystem, HeldSnapshot, SnapshotSource, VersoSystem};
 
 use crate::format::compact;
-use crate::metrics::{Configuration, EngineTotals, RunResult, Sample, Summary, Totals};
+use crate::metrics::{
+    Configuration, EngineTotals, FixedRateResult, LatencySummary, RunResult, Sample, Summary,
+    Totals,
+};
 use crate::rng::SplitMix64;
 use crate::workload::{
     AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, TxnOutcome, Workload,
@@ -83,7 +94,15 @@ pub struct RunConfig {
     /// for its commit's acknowledgement before its next transaction. `None`: one per
     /// worker. A peer runs one connection (and worker thread) per client instead.
     pub clients: Option<usize>,
+    /// Run open loop at this many committed OLTP transactions per second over all workers
+    /// (`--target-rate`; [`Pacer`]); the run fails with [`LabError::TargetRateMissed`] if
+    /// it achieves less than [`TARGET_RATE_TOLERANCE`] of it. `None`: closed loop.
+    pub target_rate: Option<f64>,
 }
+
+/// The share of `--target-rate` a run must achieve, or it fails: a fixed-rate comparison
+/// never silently compares different rates.
+pub const TARGET_RATE_TOLERANCE: f64 = 0.95;
 
 impl RunConfig {
     /// One OLTP worker for ten seconds, sampled every second, snapshot isolation, a
@@ -112,6 +131,7 @@ impl RunConfig {
             peer: None,
             memory_limit_bytes: None,
             clients: None,
+            target_rate: None,
         }
     }
 
@@ -180,6 +200,28 @@ impl RunConfig {
                 return Err(LabError::BadOption("--duration must be above 0".into()))
             }
             _ => {}
+        }
+        if let Some(rate) = self.target_rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(LabError::BadOption(format!(
+                    "--target-rate {rate} must be a positive number of transactions per second"
+                )));
+            }
+            if self.oltp_workers == 0 {
+                return Err(LabError::BadOption(
+                    "--target-rate paces OLTP transactions, but --workers is 0".into(),
+                ));
+            }
+            if let Some(clients) = self.clients.filter(|&c| c > self.oltp_workers) {
+                return Err(LabError::BadOption(format!(
+                    "--target-rate with --clients {clients} over {} workers: a fixed rate \
+                     paces each worker's transactions and measures each from when it was \
+                     due to its commit, but several clients on a worker pipeline their \
+                     commits and are acknowledged later; run a fixed rate with one client \
+                     per worker (more --workers instead of --clients)",
+                    self.oltp_workers
+                )));
+            }
         }
         if self.sample_interval < Duration::from_millis(10) {
             return Err(LabError::BadOption(
@@ -356,6 +398,8 @@ pub(crate) fn result_of(
         engine: measured.engine,
         summary,
         durability: measured.durability,
+        latency: measured.latency,
+        fixed_rate: measured.fixed_rate,
         samples: measured.samples,
     }
 }
@@ -395,6 +439,12 @@ impl LoadProgress for BarProgress<'_> {
 #[repr(align(128))]
 struct WorkerCounters {
     commits_by_kind: Box<[AtomicU64]>,
+    /// Operations of the committed transactions.
+    operations: AtomicU64,
+    /// Rows the committed transactions inserted minus those they deleted.
+    rows_added: AtomicI64,
+    /// Schedule a paced worker gave up, in nanoseconds ([`Pacer`]).
+    behind_schedule_nanos: AtomicU64,
     aborts_by_kind: Box<[AtomicU64]>,
     aborts_by_reason: [AtomicU64; AbortReason::ALL.len()],
     queries_by_name: Box<[AtomicU64]>,
@@ -405,6 +455,9 @@ impl WorkerCounters {
     fn new(kinds: usize, queries: usize) -> Self {
         WorkerCounters {
             commits_by_kind: (0..kinds).map(|_| AtomicU64::new(0)).collect(),
+            operations: AtomicU64::new(0),
+            rows_added: AtomicI64::new(0),
+            behind_schedule_nanos: AtomicU64::new(0),
             aborts_by_kind: (0..kinds).map(|_| AtomicU64::new(0)).collect(),
             aborts_by_reason: Default::default(),
             queries_by_name: (0..queries).map(|_| AtomicU64::new(0)).collect(),
@@ -442,6 +495,9 @@ impl WorkerCounters {
             *sum += c.load(Ordering::Relaxed);
         }
         counts.scanned_tuples += self.scanned_tuples.load(Ordering::Relaxed);
+        counts.operations += self.operations.load(Ordering::Relaxed);
+        counts.rows_added += self.rows_added.load(Ordering::Relaxed);
+        counts.behind_schedule_nanos += self.behind_schedule_nanos.load(Ordering::Relaxed);
     }
 }
 
@@ -460,6 +516,9 @@ struct Counts {
     aborts_by_reason: [u64; AbortReason::ALL.len()],
     queries_by_name: Vec<u64>,
     scanned_tuples: u64,
+    operations: u64,
+    rows_added: i64,
+    behind_schedule_nanos: u64,
 }
 
 impl Counts {
@@ -485,6 +544,8 @@ struct Shared {
     oltp_finished: AtomicUsize,
     /// The OLTP workers' commit latencies, merged as each worker ends (`crate::clients`).
     latency: Mutex<hdrhistogram::Histogram<u64>>,
+    /// The OLTP workers' transaction latencies by type, merged as each worker ends.
+    latency_by_kind: Mutex<Vec<hdrhistogram::Histogram<u64>>>,
 }
 
 impl Shared {
@@ -531,6 +592,8 @@ pub(crate) struct Measured {
     engine: EngineTotals,
     durability: Option<crate::metrics::DurabilityResult>,
     stopped_early: Option<String>,
+    latency: std::collections::BTreeMap<String, LatencySummary>,
+    fixed_rate: Option<FixedRateResult>,
 }
 
 /// A seed for worker `index` of a `role`, derived from the run's seed so that every
@@ -551,6 +614,7 @@ pub(crate) fn measure(
 ) -> Result<Measured, LabError> {
     let kinds = workload.transaction_kinds();
     let queries = workload.query_names();
+    let rows_at_start = system.count_rows()?;
     let shared = Shared {
         stop: AtomicBool::new(false),
         error: Mutex::new(None),
@@ -562,7 +626,17 @@ pub(crate) fn measure(
             .collect(),
         oltp_finished: AtomicUsize::new(0),
         latency: Mutex::new(crate::clients::latency_histogram()),
+        latency_by_kind: Mutex::new(
+            kinds
+                .iter()
+                .map(|_| crate::clients::latency_histogram())
+                .collect(),
+        ),
     };
+    // Each worker's share of the target rate: the interval between its transactions.
+    let pace = config
+        .target_rate
+        .map(|rate| Duration::from_secs_f64(config.oltp_workers as f64 / rate));
     // Clients over the workers; a peer's are its workers (one connection each).
     let clients = config.clients.unwrap_or(config.oltp_workers);
     let start_line = StartLine::new();
@@ -603,7 +677,7 @@ pub(crate) fn measure(
                 move || system.oltp_worker(index, config.oltp_workers, seed),
                 move |worker| {
                     let outcome = worker.and_then(|mut worker| {
-                        drive_oltp(&mut *worker, isolation, shared, index, quota, clients)
+                        drive_oltp(&mut *worker, isolation, shared, index, quota, clients, pace)
                     });
                     if let Err(e) = outcome {
                         shared.fail(e);
@@ -642,7 +716,7 @@ pub(crate) fn measure(
         // (else a short counted run could end before it).
         let first = read(system, &shared, kinds.len(), queries.len(), 0);
         start_line.open();
-        let mut sampler = Sampler::new(config, first, kinds, queries);
+        let mut sampler = Sampler::new(config, first, &kinds, queries, rows_at_start);
         sampler.sample_until_done(system, &shared);
         shared.stop.store(true, Ordering::Release);
         for (role, thread) in workers {
@@ -666,11 +740,33 @@ pub(crate) fn measure(
             .lock()
             .map(|latency| latency.clone())
             .unwrap_or_else(|_| crate::clients::latency_histogram());
-        Ok(sampler.finish(run_seconds, &latency))
+        let latency_by_kind = shared
+            .latency_by_kind
+            .lock()
+            .map(|histograms| {
+                kinds
+                    .iter()
+                    .zip(histograms.iter())
+                    .map(|(kind, histogram)| (kind.clone(), LatencySummary::of(histogram)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(sampler.finish(run_seconds, &latency, latency_by_kind))
     })?;
     match shared.error.into_inner() {
         Ok(Some(error)) => Err(error),
-        Ok(None) => Ok(measured),
+        Ok(None) => match &measured.fixed_rate {
+            Some(rate)
+                if rate.achieved_per_second < TARGET_RATE_TOLERANCE * rate.target_per_second =>
+            {
+                Err(LabError::TargetRateMissed {
+                    target_per_second: rate.target_per_second,
+                    achieved_per_second: rate.achieved_per_second,
+                    behind_schedule_seconds: rate.behind_schedule_seconds,
+                })
+            }
+            _ => Ok(measured),
+        },
         Err(_) => Err(LabError::ThreadFailed(
             "a worker panicked while reporting an error".into(),
         )),
@@ -946,7 +1042,8 @@ fn split(total: u64, workers: usize, index: usize) -> u64 {
 }
 
 /// Runs OLTP worker `index` until the run stops or its `quota` of commits is reached,
-/// serving `clients` logical clients (`crate::clients`; `None` for a peer).
+/// serving `clients` logical clients (`crate::clients`; `None` for a peer), one
+/// transaction every `pace` if set (open loop).
 fn drive_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,
@@ -954,14 +1051,34 @@ fn drive_oltp(
     index: usize,
     quota: Option<u64>,
     clients: Option<usize>,
+    pace: Option<Duration>,
 ) -> Result<(), LabError> {
     if let Some(clients) = clients {
         crate::clients::install(clients);
     }
-    let result = run_oltp(worker, isolation, &shared.oltp[index], &shared.stop, quota);
+    let counters = &shared.oltp[index];
+    let mut latencies: Vec<hdrhistogram::Histogram<u64>> = (0..counters.commits_by_kind.len())
+        .map(|_| crate::clients::latency_histogram())
+        .collect();
+    let result = run_oltp(
+        worker,
+        isolation,
+        counters,
+        &shared.stop,
+        quota,
+        pace.map(Pacer::new),
+        &mut latencies,
+    );
     // Every commit counted is acknowledged before the worker ends (or the run fails).
     let finished = crate::clients::finish();
     result?;
+    if let Ok(mut merged) = shared.latency_by_kind.lock() {
+        for (merged, mine) in merged.iter_mut().zip(&latencies) {
+            merged
+                .add(mine)
+                .map_err(|e| LabError::Inconsistent(format!("transaction latencies: {e}")))?;
+        }
+    }
     if let (Some(latency), Ok(mut merged)) = (finished?, shared.latency.lock()) {
         merged
             .add(&latency)
@@ -970,17 +1087,34 @@ fn drive_oltp(
     Ok(())
 }
 
+/// Runs transactions until `stop` or the `quota` of commits, recording each committed
+/// one's latency in `latencies` (by type): from when it was due to its commit. Closed loop
+/// a transaction is due when the one before it committed, so the attempts it lost to
+/// conflicts count in its latency; with a `pacer`, when its slot in the schedule comes, and
+/// its retries run at once, in the same slot.
 fn run_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,
     counters: &WorkerCounters,
     stop: &AtomicBool,
     quota: Option<u64>,
+    mut pacer: Option<Pacer>,
+    latencies: &mut [hdrhistogram::Histogram<u64>],
 ) -> Result<(), LabError> {
     let mut committed = 0u64;
+    let mut due = Instant::now();
+    // Whether the next attempt begins a new transaction (rather than retrying one).
+    let mut new_transaction = true;
     while !stop.load(Ordering::Relaxed) {
+        if let (Some(pacer), true) = (&mut pacer, new_transaction) {
+            due = pacer.next_due();
+            if !sleep_until(due, stop) {
+                break;
+            }
+        }
         match worker.run_one(isolation)? {
-            TxnOutcome::Committed { kind } => {
+            TxnOutcome::Committed { kind, work } => {
+                let now = Instant::now();
                 let counter = counters.commits_by_kind.get(kind).ok_or_else(|| {
                     LabError::Inconsistent(format!(
                         "the workload reported transaction kind {kind} of {}",
@@ -988,6 +1122,28 @@ fn run_oltp(
                     ))
                 })?;
                 counter.fetch_add(1, Ordering::Relaxed);
+                counters
+                    .operations
+                    .fetch_add(work.operations, Ordering::Relaxed);
+                counters
+                    .rows_added
+                    .fetch_add(work.rows_added, Ordering::Relaxed);
+                let micros = u64::try_from(now.saturating_duration_since(due).as_micros())
+                    .unwrap_or(u64::MAX);
+                latencies[kind].saturating_record(micros.clamp(1, MAX_RECORDED_MICROS));
+                match &mut pacer {
+                    Some(pacer) => {
+                        let dropped = pacer.committed(now);
+                        if !dropped.is_zero() {
+                            counters.behind_schedule_nanos.fetch_add(
+                                u64::try_from(dropped.as_nanos()).unwrap_or(u64::MAX),
+                                Ordering::Relaxed,
+                            );
+                        }
+                    }
+                    None => due = now,
+                }
+                new_transaction = true;
                 committed += 1;
                 if quota.is_some_and(|quota| committed >= quota) {
                     break;
@@ -998,10 +1154,89 @@ fn run_oltp(
                     counter.fetch_add(1, Ordering::Relaxed);
                 }
                 counters.aborts_by_reason[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+                new_transaction = false;
             }
         }
     }
     Ok(())
+}
+
+/// The longest latency recorded exactly (longer ones are recorded as this): one minute,
+/// the histograms' bound.
+const MAX_RECORDED_MICROS: u64 = 60_000_000;
+
+/// The least catch-up window of a [`Pacer`]: below about a millisecond a sleeping thread
+/// wakes late by more than an interval (the OS's timer slack and scheduling), and a window
+/// of one interval would then drop slots the worker could well have run.
+const MIN_CATCH_UP: Duration = Duration::from_millis(1);
+
+/// One OLTP worker's schedule under `--target-rate`: a token bucket that fills with one
+/// token every `interval` (the target rate divided among the workers) and holds at most
+/// the catch-up window's worth, `max(interval, MIN_CATCH_UP)`.
+///
+/// Invariants: slots are `interval` apart and `due` only moves forward; a transaction is
+/// due at its slot, and the worker sleeps until then (deadline-based: sleeping to the
+/// slot, not for an interval, so the time a transaction takes does not shift the
+/// schedule). A worker that falls behind runs its late transactions back to back, but
+/// never more than the window's worth: slots further behind are dropped, not made up in a
+/// burst, and the time they spanned is reported as behind schedule. A worker that cannot
+/// keep up thus runs below the target rate, which the run's check then refuses.
+struct Pacer {
+    interval: Duration,
+    window: Duration,
+    /// When the next transaction is due.
+    due: Instant,
+}
+
+impl Pacer {
+    fn new(interval: Duration) -> Pacer {
+        debug_assert!(!interval.is_zero());
+        Pacer {
+            interval,
+            window: interval.max(MIN_CATCH_UP),
+            due: Instant::now(),
+        }
+    }
+
+    /// When the next transaction is due.
+    fn next_due(&self) -> Instant {
+        self.due
+    }
+
+    /// The transaction due at `next_due` committed at `now`: moves to the next slot, and
+    /// returns the schedule dropped because the worker was more than the window behind.
+    fn committed(&mut self, now: Instant) -> Duration {
+        let next = self.due + self.interval;
+        let earliest = now.checked_sub(self.window).unwrap_or(next);
+        if next >= earliest {
+            self.due = next;
+            return Duration::ZERO;
+        }
+        // Whole slots are dropped, so the schedule keeps its phase.
+        let behind = earliest - next;
+        let slots = behind.as_nanos().div_ceil(self.interval.as_nanos().max(1));
+        let dropped = self
+            .interval
+            .checked_mul(u32::try_from(slots).unwrap_or(u32::MAX))
+            .unwrap_or(behind);
+        self.due = next + dropped;
+        dropped
+    }
+}
+
+/// Sleeps until `deadline`, waking at least every [`POLL`] to see `stop`; false if the run
+/// stopped first.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        std::thread::sleep((deadline - now).min(POLL));
+    }
 }
 
 fn drive_olap(
@@ -1055,7 +1290,9 @@ const POLL: Duration = Duration::from_millis(50);
 
 struct Sampler<'c> {
     config: &'c RunConfig,
-    kinds: &'static [&'static str],
+    kinds: &'c [String],
+    /// The rows the tables held before the run (`DrivenSystem::count_rows`).
+    rows_at_start: Option<u64>,
     queries: &'static [&'static str],
     first_at: Instant,
     first_stats: Stats,
@@ -1070,8 +1307,9 @@ impl<'c> Sampler<'c> {
     fn new(
         config: &'c RunConfig,
         first: Reading,
-        kinds: &'static [&'static str],
+        kinds: &'c [String],
         queries: &'static [&'static str],
+        rows_at_start: Option<u64>,
     ) -> Self {
         let bar = match config.stop {
             StopAfter::Duration(d) => progress_bar(config.show_progress, d.as_secs().max(1)),
@@ -1081,6 +1319,7 @@ impl<'c> Sampler<'c> {
         Sampler {
             config,
             kinds,
+            rows_at_start,
             queries,
             first_at: first.at,
             first_stats: first.stats.clone(),
@@ -1181,6 +1420,9 @@ impl<'c> Sampler<'c> {
             }
         };
         let (c, q) = (&now.counts, &before.counts);
+        let live_rows = self.rows_at_start.map_or(0, |rows| {
+            u64::try_from(i128::from(rows) + i128::from(c.rows_added)).unwrap_or(0)
+        });
         Sample {
             t_seconds: now.at.duration_since(self.first_at).as_secs_f64(),
             interval_seconds: interval,
@@ -1191,11 +1433,12 @@ impl<'c> Sampler<'c> {
                 .enumerate()
                 .map(|(i, kind)| {
                     (
-                        (*kind).to_owned(),
+                        kind.clone(),
                         rate(c.commits_by_kind[i], q.commits_by_kind[i]),
                     )
                 })
                 .collect(),
+            oltp_operations_per_second: rate(c.operations, q.operations),
             oltp_aborts_per_second: rate(c.aborts(), q.aborts()),
             aborts_by_reason_per_second: AbortReason::ALL
                 .iter()
@@ -1211,6 +1454,12 @@ impl<'c> Sampler<'c> {
             olap_scanned_tuples_per_second: rate(c.scanned_tuples, q.scanned_tuples),
             live_versions: s.live_versions(),
             live_version_bytes: s.live_version_bytes(),
+            live_rows,
+            chain_length_mean: if live_rows == 0 {
+                0.0
+            } else {
+                1.0 + s.live_versions() as f64 / live_rows as f64
+            },
             rss_bytes: now.rss_bytes,
             read_chain_mean: chain_mean(&s.read_chain_lengths, &p.read_chain_lengths),
             read_chain_max: s.read_chain_lengths.window_max,
@@ -1237,17 +1486,28 @@ impl<'c> Sampler<'c> {
         }
     }
 
-    fn finish(self, run_seconds: f64, latency: &hdrhistogram::Histogram<u64>) -> Measured {
+    fn finish(
+        self,
+        run_seconds: f64,
+        latency: &hdrhistogram::Histogram<u64>,
+        latency_by_kind: std::collections::BTreeMap<String, LatencySummary>,
+    ) -> Measured {
         let c = &self.previous.counts;
         let name = |names: &[&str], i: usize| names[i].to_owned();
+        let fixed_rate = self.config.target_rate.map(|target| FixedRateResult {
+            target_per_second: target,
+            achieved_per_second: c.commits() as f64 / run_seconds.max(1e-9),
+            behind_schedule_seconds: c.behind_schedule_nanos as f64 / 1e9,
+        });
         let totals = Totals {
             oltp_commits: c.commits(),
             oltp_commits_by_kind: (0..self.kinds.len())
-                .map(|i| (name(self.kinds, i), c.commits_by_kind[i]))
+                .map(|i| (self.kinds[i].clone(), c.commits_by_kind[i]))
                 .collect(),
+            oltp_operations: c.operations,
             oltp_aborts: c.aborts(),
             oltp_aborts_by_kind: (0..self.kinds.len())
-                .map(|i| (name(self.kinds, i), c.aborts_by_kind[i]))
+                .map(|i| (self.kinds[i].clone(), c.aborts_by_kind[i]))
                 .collect(),
             aborts_by_reason: AbortReason::ALL
                 .iter()
@@ -1387,6 +1647,8 @@ impl<'c> Sampler<'c> {
         });
         Measured {
             stopped_early: self.stopped_early,
+            latency: latency_by_kind,
+            fixed_rate,
             run_seconds,
             samples: self.samples,
             totals,
@@ -1569,6 +1831,36 @@ mod tests {
             line.open();
             assert_eq!(line.wait(), open);
         }
+    }
+
+    #[test]
+    fn a_pacer_keeps_its_schedule_catches_up_one_window_and_drops_the_rest() {
+        let interval = Duration::from_millis(10);
+        let mut pacer = Pacer::new(interval);
+        let start = pacer.next_due();
+        // On time: the next slot is one interval on, nothing dropped.
+        assert_eq!(
+            pacer.committed(start + Duration::from_millis(3)),
+            Duration::ZERO
+        );
+        assert_eq!(pacer.next_due(), start + interval);
+        // Late by less than the window (10 ms): the slot stays, to be run at once.
+        assert_eq!(
+            pacer.committed(start + Duration::from_millis(25)),
+            Duration::ZERO
+        );
+        assert_eq!(pacer.next_due(), start + 2 * interval);
+        // 100 ms late: the slots more than one window behind are dropped, whole.
+        let dropped = pacer.committed(start + Duration::from_millis(120));
+        assert_eq!(dropped, Duration::from_millis(80));
+        assert_eq!(pacer.next_due(), start + Duration::from_millis(110));
+        // A high rate's window is the timer's granularity, not its 10 µs interval.
+        let mut fast = Pacer::new(Duration::from_micros(10));
+        let start = fast.next_due();
+        assert_eq!(
+            fast.committed(start + Duration::from_micros(500)),
+            Duration::ZERO
+        );
     }
 
     #[test]

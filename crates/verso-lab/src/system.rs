@@ -68,6 +68,13 @@ pub trait DrivenSystem: SnapshotSource {
 
     /// The gauges now.
     fn gauges(&self) -> Gauges;
+
+    /// The rows its tables hold now, counted once before the run starts (the base of
+    /// `Sample::live_rows`); `None` where the system has no version counts to divide by
+    /// them (the peers).
+    fn count_rows(&self) -> Result<Option<u64>, LabError> {
+        Ok(None)
+    }
 }
 
 impl HeldSnapshot for verso::Transaction<'_> {
@@ -127,6 +134,22 @@ impl DrivenSystem for VersoSystem<'_> {
         seed: u64,
     ) -> Result<Option<Box<dyn OlapWorker + '_>>, LabError> {
         self.workload.olap_worker(self.db, worker, seed)
+    }
+
+    /// Every row of every table, by one scan each at one snapshot: the engine's `Stats`
+    /// count versions, not rows.
+    fn count_rows(&self) -> Result<Option<u64>, LabError> {
+        let txn = self.db.begin_read_only(Isolation::Snapshot);
+        let mut rows = 0u64;
+        for name in self.db.table_names() {
+            let table = self.db.table(&name)?;
+            txn.scan_view(table, verso::KeyRange::new(..), |_| {
+                rows += 1;
+                true
+            })?;
+        }
+        txn.commit()?;
+        Ok(Some(rows))
     }
 
     /// The engine's counters, and the process's resident memory as its growth: Verso keeps

@@ -65,6 +65,31 @@ impl AbortReason {
     }
 }
 
+/// What a committed transaction did, as the runner counts it (docs/lab.md, "Operations").
+///
+/// An operation is one row read or written: a point read of a row, each row a scan
+/// returns, an insert, an update or a delete of one row. An update counts once, as YCSB
+/// and pgbench count their statements (a read of the row before it, if the transaction
+/// does one, counts apart).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Rows read or written.
+    pub operations: u64,
+    /// Rows inserted minus rows deleted: what the transaction added to the tables' live
+    /// rows (for [`crate::metrics::Sample::chain_length_mean`]).
+    pub rows_added: i64,
+}
+
+impl Work {
+    /// `operations` row operations that insert or delete nothing.
+    pub fn operations(operations: u64) -> Work {
+        Work {
+            operations,
+            rows_added: 0,
+        }
+    }
+}
+
 /// What one attempt of an OLTP transaction ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TxnOutcome {
@@ -72,6 +97,8 @@ pub enum TxnOutcome {
     Committed {
         /// Which transaction type ran.
         kind: usize,
+        /// What it read and wrote.
+        work: Work,
     },
     /// It was rolled back.
     Aborted {
@@ -114,6 +141,17 @@ pub enum LabError {
     /// A peer (PostgreSQL, DuckDB, SQLite) could not be found, started or reached, or
     /// failed in a way no workload expects: which peer, and what it said.
     Peer(String),
+    /// A fixed-rate run (`--target-rate`) committed less than
+    /// `runner::TARGET_RATE_TOLERANCE` of the rate asked for: the system could not keep up,
+    /// so its numbers would be compared with others' at a different rate.
+    TargetRateMissed {
+        /// Committed transactions per second asked for.
+        target_per_second: f64,
+        /// Committed transactions per second run.
+        achieved_per_second: f64,
+        /// Schedule the workers dropped, in seconds (`FixedRateResult`).
+        behind_schedule_seconds: f64,
+    },
     /// A configuration or point run in a child process of the `verso` binary failed: the
     /// child's own error (its last stderr line) or the signal that killed it.
     ChildFailed {
@@ -157,6 +195,18 @@ impl std::fmt::Display for LabError {
             LabError::Io(e) => write!(f, "i/o error: {e}"),
             LabError::ThreadFailed(what) => write!(f, "a thread of the run failed: {what}"),
             LabError::Peer(what) => write!(f, "peer {what}"),
+            LabError::TargetRateMissed {
+                target_per_second,
+                achieved_per_second,
+                behind_schedule_seconds,
+            } => write!(
+                f,
+                "--target-rate {target_per_second} transactions/s not reached: {achieved_per_second:.1}/s \
+                 ({:.1}% of the target, below the {:.0}% required; {behind_schedule_seconds:.2} s of \
+                 schedule dropped); the system cannot keep up at this rate here: lower it",
+                100.0 * achieved_per_second / target_per_second,
+                100.0 * crate::runner::TARGET_RATE_TOLERANCE
+            ),
             LabError::ChildFailed {
                 what,
                 ended,
@@ -226,8 +276,9 @@ pub trait Workload: Sync {
     /// Creates the tables and loads the initial data. Deterministic in the workload's seed.
     fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError>;
 
-    /// The names of the OLTP transaction types, which [`TxnOutcome`]'s `kind` indexes.
-    fn transaction_kinds(&self) -> &'static [&'static str];
+    /// The names of the OLTP transaction types, which [`TxnOutcome`]'s `kind` indexes (YCSB
+    /// with `--operations-mix` has one per transaction size, so they are not all static).
+    fn transaction_kinds(&self) -> Vec<String>;
 
     /// The names of the analytical queries, which [`QueryOutcome::query`] indexes; empty if
     /// the workload has none.
@@ -270,11 +321,15 @@ pub trait Workload: Sync {
 
 impl TxnOutcome {
     /// The outcome of one attempt of a transaction of type `kind` whose body (including
-    /// its commit) returned `result`: committed, aborted for a retryable reason, or the
-    /// unexpected engine error as a [`LabError`].
-    pub fn of(kind: usize, result: Result<(), EngineError>) -> Result<TxnOutcome, LabError> {
+    /// its commit) returned `result`: committed (having done `work`), aborted for a
+    /// retryable reason, or the unexpected engine error as a [`LabError`].
+    pub fn of(
+        kind: usize,
+        work: Work,
+        result: Result<(), EngineError>,
+    ) -> Result<TxnOutcome, LabError> {
         match result {
-            Ok(()) => Ok(TxnOutcome::Committed { kind }),
+            Ok(()) => Ok(TxnOutcome::Committed { kind, work }),
             Err(error) => match AbortReason::of(&error) {
                 Some(reason) => Ok(TxnOutcome::Aborted { kind, reason }),
                 None => Err(LabError::Engine(error)),

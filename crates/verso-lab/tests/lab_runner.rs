@@ -61,7 +61,12 @@ fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
                     || key.ends_with("_by_reason")
                     || key.ends_with("_by_kind_per_second")
                     || key.ends_with("_by_reason_per_second");
-                if !named_map {
+                if key == "latency" {
+                    // Keyed by transaction type; each type's summary has documented keys.
+                    if let serde_json::Value::Object(by_kind) = inner {
+                        by_kind.values().for_each(|summary| keys(summary, out));
+                    }
+                } else if !named_map {
                     keys(inner, out);
                 }
             }
@@ -462,7 +467,7 @@ impl Workload for Faulty {
     fn load(&self, db: &Database, progress: &dyn LoadProgress) -> Result<(), LabError> {
         self.inner.load(db, progress)
     }
-    fn transaction_kinds(&self) -> &'static [&'static str] {
+    fn transaction_kinds(&self) -> Vec<String> {
         self.inner.transaction_kinds()
     }
     fn oltp_worker<'db>(

@@ -44,7 +44,7 @@ fn measure(
             let kind = worker.next_kind();
             let attempt_start = Instant::now();
             match worker.run(kind, Isolation::Snapshot)? {
-                TxnOutcome::Committed { kind } => committed[kind] += 1,
+                TxnOutcome::Committed { kind, .. } => committed[kind] += 1,
                 TxnOutcome::Aborted { .. } => aborted += 1,
             }
             let latency_us = attempt_start.elapsed().as_micros() as u64;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use verso::{Database, Isolation, KeyRange, Options, Value};
-use verso_lab::workload::{AbortReason, LabError, NoProgress, TxnOutcome, Workload};
+use verso_lab::workload::{AbortReason, LabError, NoProgress, TxnOutcome, Work, Workload};
 use verso_lab::workloads::tpcc::schema::{district, order_line, orders, Tables};
 use verso_lab::workloads::tpcc::transactions::{
     DELIVERY, NEW_ORDER, ORDER_STATUS, PAYMENT, STOCK_LEVEL,
@@ -36,7 +36,10 @@ fn every_kind_commits_alone_and_keeps_the_data_consistent() -> Result<(), LabErr
     for kind in [NEW_ORDER, PAYMENT, ORDER_STATUS, DELIVERY, STOCK_LEVEL] {
         for _ in 0..15 {
             match worker.run(kind, Isolation::Snapshot)? {
-                TxnOutcome::Committed { kind: ran } => assert_eq!(ran, kind),
+                TxnOutcome::Committed { kind: ran, work } => {
+                    assert_eq!(ran, kind);
+                    assert!(work.operations > 0, "{kind} counted no operations");
+                }
                 TxnOutcome::Aborted {
                     kind: NEW_ORDER,
                     reason: AbortReason::ByWorkload,
@@ -129,10 +132,19 @@ fn delivery_takes_the_oldest_new_order_of_every_district() -> Result<(), LabErro
     let (tpcc, db) = loaded(config.clone())?;
     let tables = Tables::open(&db)?;
     let mut worker = tpcc.worker(&db, 0, 1, 5)?;
-    assert_eq!(
-        worker.run(DELIVERY, Isolation::Snapshot)?,
-        TxnOutcome::Committed { kind: DELIVERY }
-    );
+    // Every district had an undelivered order: each one's NEW_ORDER row is deleted.
+    let districts = i64::from(config.districts_per_warehouse);
+    match worker.run(DELIVERY, Isolation::Snapshot)? {
+        TxnOutcome::Committed {
+            kind: DELIVERY,
+            work,
+        } => {
+            assert_eq!(work.rows_added, -districts);
+            // Per district at least six rows and one order line.
+            assert!(work.operations >= 7 * districts as u64, "{work:?}");
+        }
+        other => panic!("{other:?}"),
+    }
     let txn = db.begin(Isolation::Snapshot);
     let first = config.first_new_order_id();
     for d in 1..=2 {
@@ -183,10 +195,13 @@ fn a_write_conflict_is_an_abort_not_an_error() -> Result<(), LabError> {
         }
     );
     holder.abort();
-    assert_eq!(
+    assert!(matches!(
         worker.run(PAYMENT, Isolation::Snapshot)?,
-        TxnOutcome::Committed { kind: PAYMENT }
-    );
+        TxnOutcome::Committed {
+            kind: PAYMENT,
+            work: Work { rows_added: 1, .. }
+        }
+    ));
     tpcc.check_consistency(&db)
 }
 
@@ -238,7 +253,9 @@ fn run_concurrently(
     let mut tally = HashMap::new();
     for outcome in results.into_iter().collect::<Result<Vec<_>, _>>()?.concat() {
         let key = match outcome {
-            TxnOutcome::Committed { kind } => format!("{} committed", TRANSACTION_KINDS[kind]),
+            TxnOutcome::Committed { kind, .. } => {
+                format!("{} committed", TRANSACTION_KINDS[kind])
+            }
             TxnOutcome::Aborted { reason, .. } => format!("aborted {}", reason.name()),
         };
         *tally.entry(key).or_insert(0) += 1;

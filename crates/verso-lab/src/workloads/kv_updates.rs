@@ -17,7 +17,9 @@ use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
-use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload, MAX_TABLE_ROWS};
+use crate::workload::{
+    LabError, LoadProgress, OltpWorker, TxnOutcome, Work, Workload, MAX_TABLE_ROWS,
+};
 use crate::zipf::{draw_distinct, AnyZipf};
 
 /// The table's name.
@@ -267,7 +269,9 @@ impl KvUpdater<'_> {
         if let Some(key) = missing {
             return Err(LabError::Inconsistent(format!("kv row {key} is missing")));
         }
-        let outcome = TxnOutcome::of(kind, result)?;
+        // Each increment reads and rewrites one row: one operation, as a YCSB update.
+        let work = Work::operations(self.keys.len() as u64);
+        let outcome = TxnOutcome::of(kind, work, result)?;
         if let TxnOutcome::Committed { .. } = outcome {
             self.committed
                 .fetch_add(self.keys.len() as u64, Ordering::Relaxed);
@@ -316,8 +320,8 @@ impl Workload for KvWorkload {
         self.table.load(db, progress)
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
-        &["update"]
+    fn transaction_kinds(&self) -> Vec<String> {
+        vec!["update".to_owned()]
     }
 
     fn oltp_worker<'db>(

@@ -12,7 +12,7 @@ use verso::{Database, Isolation, TableId};
 
 use super::kv_updates::{count_and_sum, validate_rows_and_theta, KvTable, KvUpdater, TABLE};
 use crate::workload::{
-    LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Workload,
+    LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Work, Workload,
 };
 
 /// The scans-with-updates workload's parameters.
@@ -101,8 +101,8 @@ impl Workload for ScansWorkload {
         self.table.load(db, progress)
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
-        KINDS
+    fn transaction_kinds(&self) -> Vec<String> {
+        KINDS.iter().map(|&kind| kind.to_owned()).collect()
     }
 
     fn query_names(&self) -> &'static [&'static str] {
@@ -167,8 +167,11 @@ impl OltpWorker for ScansWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
         let config = &self.workload.config;
         if self.updater.rng.next_f64() * 100.0 < config.scan_percent {
-            full_scan(self.updater.db, self.updater.table, isolation, config.rows)?;
-            return Ok(TxnOutcome::Committed { kind: SCAN });
+            let seen = full_scan(self.updater.db, self.updater.table, isolation, config.rows)?;
+            return Ok(TxnOutcome::Committed {
+                kind: SCAN,
+                work: Work::operations(seen),
+            });
         }
         self.updater.increment_rows(isolation, UPDATE, 1)
     }

@@ -30,7 +30,7 @@ use verso::{ColumnType, Database, Isolation, KeyRange, PrimaryKeyIndex, Schema, 
 
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
-use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Workload};
+use crate::workload::{LabError, LoadProgress, OltpWorker, TxnOutcome, Work, Workload};
 
 /// Accounts per unit of scale (pgbench's `naccounts`).
 pub const ACCOUNTS_PER_SCALE: u64 = 100_000;
@@ -228,8 +228,8 @@ impl Workload for TpcbWorkload {
         })
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
-        &["tpcb"]
+    fn transaction_kinds(&self) -> Vec<String> {
+        vec!["tpcb".to_owned()]
     }
 
     fn oltp_worker<'db>(
@@ -385,6 +385,13 @@ pub fn now_micros() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
+/// What one TPC-B transaction does, counted by pgbench's statements: three updates, a read
+/// and an insert (the history row it adds).
+pub const TPCB_WORK: Work = Work {
+    operations: 5,
+    rows_added: 1,
+};
+
 /// Bits of a history key that hold the worker's own sequence number.
 const HISTORY_SEQUENCE_BITS: u32 = 40;
 
@@ -466,6 +473,6 @@ impl OltpWorker for TpcbWorker<'_> {
         if let Some(what) = missing {
             return Err(LabError::Inconsistent(format!("tpcb: {what} is missing")));
         }
-        TxnOutcome::of(0, result)
+        TxnOutcome::of(0, TPCB_WORK, result)
     }
 }

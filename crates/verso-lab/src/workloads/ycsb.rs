@@ -10,6 +10,11 @@
 //! random one on. A transaction that loses a conflict runs again with the same keys on the
 //! worker's next call, as in DBx1000.
 //!
+//! Mixed sizes (TB-Collect's Fig. 11 S2: 90% of transactions with 10 operations, 10% with
+//! 100): with [`YcsbConfig::operations_mix`] each transaction draws its size from the
+//! worker's random stream before its keys, and the runner reports each size as its own
+//! transaction type, `"<n>_operations"`, so that latencies and commits are per size.
+//!
 //! Defaults: DBx1000's 16 operations, 90% reads and theta 0.6; 1,000,000 rows per unit of
 //! scale; ten fields of 10 bytes (as `verso-bench`'s YCSB), a read reads all of them and an
 //! update writes one. Wu et al.'s table is ten 8-byte integers over 10 million rows:
@@ -31,7 +36,7 @@ use verso::{ColumnType, Database, Isolation, KeyRange, Schema, TableId, Value};
 use crate::load::insert_rows;
 use crate::rng::SplitMix64;
 use crate::workload::{
-    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome,
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, QueryOutcome, TxnOutcome, Work,
     Workload, MAX_TABLE_ROWS,
 };
 use crate::zipf::{draw_distinct, AnyZipf};
@@ -48,8 +53,11 @@ pub struct YcsbConfig {
     pub fields: usize,
     /// Bytes per field.
     pub field_bytes: usize,
-    /// Operations per transaction (on distinct keys).
+    /// Operations per transaction (on distinct keys), unless `operations_mix` is set.
     pub operations: usize,
+    /// Transaction sizes and their shares (`--operations-mix 10:0.9,100:0.1`); when not
+    /// empty it replaces `operations`: each transaction draws its size from it.
+    pub operations_mix: Vec<MixedSize>,
     /// Share of operations that read, in [0, 1].
     pub read_ratio: f64,
     /// Zipf skew of the keys, in [0, 1): 0 is uniform.
@@ -63,6 +71,47 @@ pub struct YcsbConfig {
     /// Read-only transactions for the OLAP threads (Wu et al. §7.2's heterogeneous
     /// workload); `None`: the workload has no queries.
     pub read_only: Option<ReadOnlyTransactions>,
+}
+
+/// One size of [`YcsbConfig::operations_mix`]: transactions of `operations` operations,
+/// drawn with probability `share`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MixedSize {
+    /// Operations per transaction of this size.
+    pub operations: usize,
+    /// The share of transactions that have it, in (0, 1].
+    pub share: f64,
+}
+
+/// How far the shares of `--operations-mix` may sum from 1.
+pub const MIX_SHARE_TOLERANCE: f64 = 1e-9;
+
+/// Parses `--operations-mix`: `OPERATIONS:SHARE` pairs separated by commas, e.g.
+/// `10:0.9,100:0.1`. Only the syntax is checked here; [`YcsbConfig::validate`] checks the
+/// values (sizes, shares summing to 1).
+pub fn parse_operations_mix(text: &str) -> Result<Vec<MixedSize>, LabError> {
+    let bad = |why: String| {
+        LabError::BadOption(format!(
+            "--operations-mix {text:?}: {why}; expected OPERATIONS:SHARE pairs separated by \
+             commas, e.g. 10:0.9,100:0.1"
+        ))
+    };
+    text.split(',')
+        .map(|pair| {
+            let (operations, share) = pair
+                .split_once(':')
+                .ok_or_else(|| bad(format!("{pair:?} has no ':'")))?;
+            let operations = operations
+                .trim()
+                .parse::<usize>()
+                .map_err(|e| bad(format!("{operations:?} is not a number of operations: {e}")))?;
+            let share = share
+                .trim()
+                .parse::<f64>()
+                .map_err(|e| bad(format!("{share:?} is not a share: {e}")))?;
+            Ok(MixedSize { operations, share })
+        })
+        .collect()
 }
 
 /// The read-only transactions of Wu et al.'s heterogeneous workload (§7.2, Figures 8 and 9),
@@ -92,6 +141,7 @@ impl YcsbConfig {
             fields: 10,
             field_bytes: 10,
             operations: 16,
+            operations_mix: Vec::new(),
             read_ratio: 0.9,
             theta: 0.6,
             read_columns: 10,
@@ -138,6 +188,7 @@ impl YcsbConfig {
                 self.operations, self.rows
             ));
         }
+        self.validate_mix()?;
         if !(0.0..=1.0).contains(&self.read_ratio) {
             return bad(format!(
                 "--read-ratio {} must lie in [0, 1]",
@@ -179,6 +230,49 @@ impl YcsbConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Checks `operations_mix`: sizes in [1, rows], each named once, shares in (0, 1]
+    /// summing to 1 within [`MIX_SHARE_TOLERANCE`].
+    fn validate_mix(&self) -> Result<(), LabError> {
+        let bad = |what: String| Err(LabError::BadOption(format!("--operations-mix: {what}")));
+        for (i, size) in self.operations_mix.iter().enumerate() {
+            if size.operations == 0 || size.operations as u64 > self.rows {
+                return bad(format!(
+                    "{} operations must lie in [1, rows = {}] (keys of a transaction are \
+                     distinct)",
+                    size.operations, self.rows
+                ));
+            }
+            if !(size.share > 0.0 && size.share <= 1.0) {
+                return bad(format!(
+                    "the share {} of {} operations must lie in (0, 1]",
+                    size.share, size.operations
+                ));
+            }
+            if self.operations_mix[..i]
+                .iter()
+                .any(|other| other.operations == size.operations)
+            {
+                return bad(format!("{} operations named twice", size.operations));
+            }
+        }
+        let sum: f64 = self.operations_mix.iter().map(|size| size.share).sum();
+        if !self.operations_mix.is_empty() && (sum - 1.0).abs() > MIX_SHARE_TOLERANCE {
+            return bad(format!(
+                "the shares sum to {sum}, not 1 (within {MIX_SHARE_TOLERANCE})"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The most operations a transaction has.
+    pub fn max_operations(&self) -> usize {
+        self.operations_mix
+            .iter()
+            .map(|size| size.operations)
+            .max()
+            .unwrap_or(self.operations)
     }
 }
 
@@ -228,7 +322,15 @@ impl Workload for YcsbWorkload {
             crate::format::thousands(c.rows as f64),
             c.fields,
             c.field_bytes,
-            c.operations,
+            if c.operations_mix.is_empty() {
+                c.operations.to_string()
+            } else {
+                c.operations_mix
+                    .iter()
+                    .map(|size| format!("{:.0}% {}", 100.0 * size.share, size.operations))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
             100.0 * c.read_ratio,
             c.read_columns,
             100.0 * (1.0 - c.read_ratio),
@@ -273,8 +375,15 @@ impl Workload for YcsbWorkload {
         })
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
-        &["ycsb"]
+    fn transaction_kinds(&self) -> Vec<String> {
+        if self.config.operations_mix.is_empty() {
+            return vec!["ycsb".to_owned()];
+        }
+        self.config
+            .operations_mix
+            .iter()
+            .map(|size| format!("{}_operations", size.operations))
+            .collect()
     }
 
     fn query_names(&self) -> &'static [&'static str] {
@@ -319,7 +428,8 @@ impl Workload for YcsbWorkload {
             table: db.table(TABLE)?,
             workload: self,
             rng: SplitMix64::new(seed),
-            operations: Vec::with_capacity(self.config.operations),
+            operations: Vec::with_capacity(self.config.max_operations()),
+            kind: 0,
             retry: false,
             changes,
             checksum: 0,
@@ -401,13 +511,16 @@ impl YcsbWorkload {
         draw_distinct(self.keys.items(), count, keys, || self.keys.next(rng));
     }
 
-    /// Draws one read-write transaction's operations into `operations` (Verso's workers
-    /// and the peers' draw the same ones from the same seed).
-    pub fn draw_operations(&self, rng: &mut SplitMix64, operations: &mut Vec<Operation>) {
+    /// Draws one read-write transaction's operations into `operations` and returns its
+    /// transaction type (an index of `transaction_kinds`: its size's, with a mix). Verso's
+    /// workers and the peers' draw the same ones from the same seed; without a mix no size
+    /// is drawn, so the stream is what it always was.
+    pub fn draw_operations(&self, rng: &mut SplitMix64, operations: &mut Vec<Operation>) -> usize {
         let config = &self.config;
+        let (kind, count) = self.draw_size(rng);
         operations.clear();
-        let mut keys = Vec::with_capacity(config.operations);
-        self.draw_distinct_keys(rng, config.operations, &mut keys);
+        let mut keys = Vec::with_capacity(count);
+        self.draw_distinct_keys(rng, count, &mut keys);
         for key in keys {
             let first = rng.below(config.fields as u64) as usize;
             if rng.next_f64() < config.read_ratio {
@@ -417,6 +530,26 @@ impl YcsbWorkload {
                 operations.push(Operation::Update { key, first, seed });
             }
         }
+        kind
+    }
+
+    /// The type and size of the next transaction: with a mix, one drawn by its shares.
+    fn draw_size(&self, rng: &mut SplitMix64) -> (usize, usize) {
+        let mix = &self.config.operations_mix;
+        if mix.is_empty() {
+            return (0, self.config.operations);
+        }
+        let draw = rng.next_f64();
+        let mut below = 0.0;
+        for (kind, size) in mix.iter().enumerate() {
+            below += size.share;
+            if draw < below {
+                return (kind, size.operations);
+            }
+        }
+        // The shares sum to 1 within rounding; a draw in that sliver takes the last size.
+        let last = mix.len() - 1;
+        (last, mix[last].operations)
     }
 
     /// The field numbers (0-based) an operation from field `first` on touches: `count`
@@ -509,6 +642,8 @@ struct YcsbWorker<'db> {
     workload: &'db YcsbWorkload,
     rng: SplitMix64,
     operations: Vec<Operation>,
+    /// The type (size) of the transaction in `operations`.
+    kind: usize,
     /// The previous attempt aborted: run the same operations again.
     retry: bool,
     /// The update's column changes, reused (the engine copies them).
@@ -519,7 +654,8 @@ struct YcsbWorker<'db> {
 
 impl YcsbWorker<'_> {
     fn draw(&mut self) {
-        self.workload
+        self.kind = self
+            .workload
             .draw_operations(&mut self.rng, &mut self.operations);
     }
 
@@ -564,7 +700,8 @@ impl OltpWorker for YcsbWorker<'_> {
             self.draw();
         }
         let result = self.attempt(isolation)?;
-        let outcome = TxnOutcome::of(0, result)?;
+        let work = Work::operations(self.operations.len() as u64);
+        let outcome = TxnOutcome::of(self.kind, work, result)?;
         self.retry = matches!(outcome, TxnOutcome::Aborted { .. });
         std::hint::black_box(self.checksum);
         Ok(outcome)

@@ -12,9 +12,9 @@ pub mod tpcc;
 pub mod tpcc_consistency;
 pub mod ycsb;
 
-use super::sql::{Session, SqlError, TableDef, TxnMode};
+use super::sql::{Session, SqlError, SqlRow, SqlValue, TableDef, TxnMode};
 use super::PeerKind;
-use crate::workload::{AbortReason, LabError, OlapWorker, OltpWorker, TxnOutcome};
+use crate::workload::{AbortReason, LabError, OlapWorker, OltpWorker, TxnOutcome, Work};
 
 /// A workload as the peers run it.
 pub trait SqlWorkload: Sync {
@@ -99,8 +99,16 @@ pub fn attempt(
     session
         .begin(mode)
         .map_err(|e| e.in_peer(peer.name(), what))?;
-    let ended = match body(session) {
-        Ok(Flow::Commit) => session.commit().map(|()| TxnOutcome::Committed { kind }),
+    let mut tally = Tally {
+        session,
+        work: Work::default(),
+    };
+    let flow = body(&mut tally);
+    let work = tally.work;
+    let ended = match flow {
+        Ok(Flow::Commit) => session
+            .commit()
+            .map(|()| TxnOutcome::Committed { kind, work }),
         Ok(Flow::RollBack) => session.rollback().map(|()| TxnOutcome::Aborted {
             kind,
             reason: AbortReason::ByWorkload,
@@ -118,6 +126,57 @@ pub fn attempt(
         Ok(outcome) => Ok(outcome),
         Err(SqlError::Abort(reason, _)) => Ok(TxnOutcome::Aborted { kind, reason }),
         Err(e) => Err(e.in_peer(peer.name(), what)),
+    }
+}
+
+/// A session that counts what a transaction's statements did, as [`Work`] (docs/lab.md,
+/// "Operations"): the rows queries returned and the rows statements changed; an `INSERT`
+/// adds its rows to the live rows, a `DELETE` takes them away. A query that aggregates
+/// counts the rows it returns, not those it read (TPC-C's Stock-Level returns one).
+struct Tally<'s> {
+    session: &'s mut dyn Session,
+    work: Work,
+}
+
+impl Session for Tally<'_> {
+    fn batch(&mut self, sql: &str) -> Result<(), SqlError> {
+        self.session.batch(sql)
+    }
+
+    fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64, SqlError> {
+        let changed = self.session.execute(sql, params)?;
+        self.work.operations += changed;
+        let statement = sql.trim_start();
+        let starts = |word: &str| {
+            statement
+                .get(..word.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(word))
+        };
+        let changed_rows = i64::try_from(changed).unwrap_or(i64::MAX);
+        if starts("INSERT") {
+            self.work.rows_added += changed_rows;
+        } else if starts("DELETE") {
+            self.work.rows_added -= changed_rows;
+        }
+        Ok(changed)
+    }
+
+    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>, SqlError> {
+        let rows = self.session.query(sql, params)?;
+        self.work.operations += rows.len() as u64;
+        Ok(rows)
+    }
+
+    fn begin(&mut self, mode: TxnMode) -> Result<(), SqlError> {
+        self.session.begin(mode)
+    }
+
+    fn commit(&mut self) -> Result<(), SqlError> {
+        self.session.commit()
+    }
+
+    fn rollback(&mut self) -> Result<(), SqlError> {
+        self.session.rollback()
     }
 }
 

@@ -110,7 +110,8 @@ impl SqlWorkload for YcsbWorkload {
             workload: self,
             statements: Statements::new(self),
             rng: SplitMix64::new(seed),
-            operations: Vec::with_capacity(self.config().operations),
+            operations: Vec::with_capacity(self.config().max_operations()),
+            kind: 0,
             retry: false,
             values: vec![SqlValue::Null; self.config().update_columns + 1],
             checksum: 0,
@@ -179,6 +180,8 @@ struct YcsbSqlWorker<'a> {
     statements: Statements,
     rng: SplitMix64,
     operations: Vec<Operation>,
+    /// The type (size) of the transaction in `operations`.
+    kind: usize,
     /// The previous attempt aborted: run the same operations again.
     retry: bool,
     /// An update's parameters, reused.
@@ -189,7 +192,8 @@ struct YcsbSqlWorker<'a> {
 impl OltpWorker for YcsbSqlWorker<'_> {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
         if !self.retry {
-            self.workload
+            self.kind = self
+                .workload
                 .draw_operations(&mut self.rng, &mut self.operations);
         }
         let config = self.workload.config();
@@ -201,7 +205,7 @@ impl OltpWorker for YcsbSqlWorker<'_> {
             self.peer,
             "ycsb",
             TxnMode::ReadWrite(isolation),
-            0,
+            self.kind,
             |s| {
                 for operation in operations {
                     match *operation {

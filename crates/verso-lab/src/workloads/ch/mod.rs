@@ -164,7 +164,7 @@ impl Workload for Ch {
         schema::load(db, self.config.seed, &progress)
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
+    fn transaction_kinds(&self) -> Vec<String> {
         self.tpcc.transaction_kinds()
     }
 

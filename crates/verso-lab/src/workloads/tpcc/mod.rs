@@ -199,8 +199,11 @@ impl Workload for Tpcc {
         load::load(db, &self.config, progress).map(drop)
     }
 
-    fn transaction_kinds(&self) -> &'static [&'static str] {
+    fn transaction_kinds(&self) -> Vec<String> {
         TRANSACTION_KINDS
+            .iter()
+            .map(|&kind| kind.to_owned())
+            .collect()
     }
 
     fn query_names(&self) -> &'static [&'static str] {

@@ -20,7 +20,7 @@ use super::schema::{
 };
 use super::terminal::{CustomerChoice, NewOrderInput, OrderItem, PaymentInput, Terminal};
 use super::{TpccConfig, LOAD_TIME_MICROS};
-use crate::workload::{AbortReason, LabError, OltpWorker, TxnOutcome};
+use crate::workload::{AbortReason, LabError, OltpWorker, TxnOutcome, Work};
 
 /// Index of New-Order in [`super::TRANSACTION_KINDS`].
 pub const NEW_ORDER: usize = 0;
@@ -36,7 +36,10 @@ pub const STOCK_LEVEL: usize = 4;
 /// How a transaction that raised no error ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Flow {
-    Committed,
+    /// Committed, having read and written what [`Work`] counts (docs/lab.md,
+    /// "Operations": each row a lookup found or a scan returned, each row inserted,
+    /// updated or deleted).
+    Committed(Work),
     /// New-Order's deliberate rollback on an unused item id (clause 2.4.2.3).
     RolledBack,
 }
@@ -212,7 +215,7 @@ impl<'db> TpccWorker<'db> {
             }
         };
         match result {
-            Ok(Flow::Committed) => Ok(TxnOutcome::Committed { kind }),
+            Ok(Flow::Committed(work)) => Ok(TxnOutcome::Committed { kind, work }),
             Ok(Flow::RolledBack) => Ok(TxnOutcome::Aborted {
                 kind,
                 reason: AbortReason::ByWorkload,
@@ -420,7 +423,13 @@ impl<'db> TpccWorker<'db> {
             total_cents: total.round() as i64,
             brand_lines,
         };
-        Ok(Flow::Committed)
+        // Warehouse, district (read, update), customer, the order and its NEW_ORDER entry;
+        // per line the item, the stock (read, update) and the order line.
+        let lines = self.order_items.len() as u64;
+        Ok(Flow::Committed(Work {
+            operations: 6 + 4 * lines,
+            rows_added: 2 + lines as i64,
+        }))
     }
 
     /// Payment (clause 2.5).
@@ -474,6 +483,7 @@ impl<'db> TpccWorker<'db> {
             || format!("district ({w_id}, {d_id})"),
         )?;
 
+        let mut customers_by_name = 0;
         let c_id = match customer {
             CustomerChoice::Id(c_id) => c_id,
             CustomerChoice::LastName => Self::customer_by_last_name(
@@ -483,7 +493,8 @@ impl<'db> TpccWorker<'db> {
                 c_w_id,
                 c_d_id,
                 self.terminal.last_name(),
-            )?,
+            )
+            .inspect(|_| customers_by_name = self.scratch_ids.len() as u64)?,
         };
         let customer_key = [Value::I64(c_w_id), Value::I64(c_d_id), Value::I64(c_id)];
         let (balance_cents, ytd_cents, payment_count, old_data) = must(
@@ -552,7 +563,12 @@ impl<'db> TpccWorker<'db> {
             ],
         )?;
         crate::clients::commit(txn)?;
-        Ok(Flow::Committed)
+        // Warehouse, district and customer (each read, updated), the customers of the
+        // name, the history row.
+        Ok(Flow::Committed(Work {
+            operations: 7 + customers_by_name,
+            rows_added: 1,
+        }))
     }
 
     /// Order-Status (clause 2.6). Declared read-only, so at `Serializable` it keeps no
@@ -562,6 +578,7 @@ impl<'db> TpccWorker<'db> {
         let tables = self.tables;
 
         let txn = self.db.begin_read_only(isolation);
+        let mut customers_by_name = 0;
         let c_id = match customer {
             CustomerChoice::Id(c_id) => c_id,
             CustomerChoice::LastName => Self::customer_by_last_name(
@@ -571,7 +588,8 @@ impl<'db> TpccWorker<'db> {
                 w_id,
                 d_id,
                 self.terminal.last_name(),
-            )?,
+            )
+            .inspect(|_| customers_by_name = self.scratch_ids.len() as u64)?,
         };
         let balance_cents = must(
             txn.get_view(
@@ -631,7 +649,10 @@ impl<'db> TpccWorker<'db> {
         debug_assert!((1..=15).contains(&lines), "order {o_id} has {lines} lines");
         debug_assert!(balance_cents > i64::MIN && amount_cents >= 0);
         crate::clients::commit(txn)?;
-        Ok(Flow::Committed)
+        // The customers of the name, the customer, the latest order, its lines.
+        Ok(Flow::Committed(Work::operations(
+            customers_by_name + 2 + lines as u64,
+        )))
     }
 
     /// Delivery (clause 2.7): one transaction over every district of the warehouse.
@@ -650,6 +671,7 @@ impl<'db> TpccWorker<'db> {
         let delivery_d = now_micros();
         let tables = self.tables;
         let mut skipped = 0;
+        let mut work = Work::default();
         let districts = i64::from(self.config.districts_per_warehouse);
         self.delivered_orders.clear();
 
@@ -709,6 +731,10 @@ impl<'db> TpccWorker<'db> {
                     true
                 },
             )?;
+            // The NEW_ORDER entry (found, deleted), the order (read, updated), its lines
+            // (updated), the customer (read, updated).
+            work.operations += 6 + lines as u64;
+            work.rows_added -= 1;
             if chosen == 0 || lines != chosen {
                 return Err(LabError::Inconsistent(format!(
                     "order ({w_id}, {d_id}, {o_id}): {chosen} lines read, {lines} updated"
@@ -749,7 +775,7 @@ impl<'db> TpccWorker<'db> {
         }
         self.counters.deliveries_skipped += skipped;
         self.counters.deliveries_done += districts as u64 - skipped;
-        Ok(Flow::Committed)
+        Ok(Flow::Committed(work))
     }
 
     /// Stock-Level (clause 2.8): distinct items of the district's last 20 orders whose
@@ -790,6 +816,7 @@ impl<'db> TpccWorker<'db> {
                 true
             },
         )?;
+        let order_lines = item_ids.len() as u64;
         item_ids.sort_unstable();
         item_ids.dedup();
         let mut low_stock = 0;
@@ -814,7 +841,10 @@ impl<'db> TpccWorker<'db> {
         }
         crate::clients::commit(txn)?;
         self.counters.last_low_stock = low_stock;
-        Ok(Flow::Committed)
+        // The district, the order lines, the stock of each distinct item.
+        Ok(Flow::Committed(Work::operations(
+            1 + order_lines + item_ids.len() as u64,
+        )))
     }
 }
 

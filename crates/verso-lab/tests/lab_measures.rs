@@ -1,0 +1,400 @@
+//! The measurements every workload gets (docs/lab.md): operations per second, mixed YCSB
+//! transaction sizes, latency percentiles per transaction type, the fixed-rate (open-loop)
+//! mode, the throughput's standard deviation, and the mean chain length over all rows.
+//! Each runs the `verso` binary in tiny mode and reads its JSON.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn verso(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_verso"))
+        .args(args)
+        .output()
+        .expect("the verso binary runs")
+}
+
+/// Runs `verso` with `args`, `--quiet` and `--json FILE`, checks that it succeeded, and
+/// returns its one run's JSON.
+fn run(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("out.json");
+    let mut args = args.to_vec();
+    args.extend(["--quiet", "--json", json.to_str().expect("utf-8 path")]);
+    let output = verso(&args);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let parsed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("valid");
+    parsed["runs"][0].clone()
+}
+
+/// Runs `verso` with `args` and returns what it wrote to stderr, checking that it failed.
+fn refused(args: &[&str]) -> String {
+    let output = verso(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+    stderr
+}
+
+fn number(value: &Value) -> f64 {
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
+
+fn count(value: &Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("not a count: {value}"))
+}
+
+/// The full samples' commit rates (an interval of at least half the nominal one), as the
+/// summary takes them.
+fn full_sample_rates(run: &Value) -> Vec<f64> {
+    let nominal = number(&run["configuration"]["sample_interval_seconds"]);
+    run["samples"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .filter(|s| number(&s["interval_seconds"]) >= 0.5 * nominal)
+        .map(|s| number(&s["oltp_commits_per_second"]))
+        .collect()
+}
+
+#[test]
+fn operations_per_second_count_each_committed_transactions_rows() {
+    // YCSB: every transaction is its 7 operations.
+    let ycsb = run(&[
+        "ycsb",
+        "--tiny",
+        "--operations",
+        "7",
+        "--duration",
+        "0.5",
+        "--sample-ms",
+        "100",
+    ]);
+    let commits = count(&ycsb["totals"]["oltp_commits"]);
+    assert!(commits > 0);
+    assert_eq!(count(&ycsb["totals"]["oltp_operations"]), 7 * commits);
+    for sample in ycsb["samples"].as_array().expect("samples") {
+        let (operations, transactions) = (
+            number(&sample["oltp_operations_per_second"]),
+            number(&sample["oltp_commits_per_second"]),
+        );
+        assert!((operations - 7.0 * transactions).abs() < 1e-6 * operations.max(1.0));
+    }
+    let summary = &ycsb["summary"];
+    assert!(
+        (number(&summary["oltp_operations_per_second"])
+            - 7.0 * number(&summary["oltp_commits_per_second"]))
+        .abs()
+            < 1e-6 * number(&summary["oltp_operations_per_second"])
+    );
+
+    // TPC-B: pgbench's five statements.
+    let tpcb = run(&["tpcb", "--tiny", "--duration", "0.3"]);
+    assert_eq!(
+        count(&tpcb["totals"]["oltp_operations"]),
+        5 * count(&tpcb["totals"]["oltp_commits"])
+    );
+
+    // TPC-C: rows read and written, between 2 (Order-Status's least) and some hundreds a
+    // transaction.
+    let tpcc = run(&["tpcc", "--tiny", "--duration", "0.5"]);
+    let (operations, commits) = (
+        count(&tpcc["totals"]["oltp_operations"]),
+        count(&tpcc["totals"]["oltp_commits"]),
+    );
+    assert!(commits > 0);
+    assert!(
+        operations > 10 * commits && operations < 500 * commits,
+        "{operations} operations over {commits} commits"
+    );
+}
+
+#[test]
+fn an_operations_mix_draws_each_transactions_size_and_reports_each_size_apart() {
+    let run = run(&[
+        "ycsb",
+        "--tiny",
+        "--operations-mix",
+        "10:0.8,100:0.2",
+        "--duration",
+        "1",
+    ]);
+    let by_kind = &run["totals"]["oltp_commits_by_kind"];
+    let (short, long) = (
+        count(&by_kind["10_operations"]),
+        count(&by_kind["100_operations"]),
+    );
+    assert!(by_kind.get("ycsb").is_none(), "{by_kind}");
+    // Drawn per transaction: about a fifth are long (a retried transaction keeps its size,
+    // so aborts do not bias the draw).
+    let share = long as f64 / (short + long) as f64;
+    assert!(short + long >= 100, "{short} + {long} transactions");
+    assert!(
+        (0.1..0.3).contains(&share),
+        "{long} long of {}",
+        short + long
+    );
+    assert_eq!(
+        count(&run["totals"]["oltp_operations"]),
+        10 * short + 100 * long
+    );
+    // Each size has its own latencies, and ten times the operations take longer.
+    let latency = &run["latency"];
+    assert_eq!(count(&latency["10_operations"]["count"]), short);
+    assert_eq!(count(&latency["100_operations"]["count"]), long);
+    assert!(
+        number(&latency["100_operations"]["p50"]) > number(&latency["10_operations"]["p50"]),
+        "{latency}"
+    );
+    assert!(run["configuration"]["workload_parameters"]
+        .as_str()
+        .expect("text")
+        .contains("80% 10, 20% 100 operations per transaction"));
+}
+
+#[test]
+fn bad_operations_mixes_are_refused_with_the_reason() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["ycsb", "--tiny", "--operations-mix", "10:0.9,100:0.05"],
+            "sum to",
+        ),
+        (
+            &["ycsb", "--tiny", "--operations-mix", "10:0.9,100"],
+            "has no ':'",
+        ),
+        (
+            &["ycsb", "--tiny", "--operations-mix", "ten:1"],
+            "not a number of operations",
+        ),
+        (
+            &["ycsb", "--tiny", "--operations-mix", "10:0.5,10:0.5"],
+            "named twice",
+        ),
+        (
+            &["ycsb", "--tiny", "--operations-mix", "10:1.5,100:-0.5"],
+            "must lie in (0, 1]",
+        ),
+        (
+            &["ycsb", "--tiny", "--operations-mix", "0:1"],
+            "must lie in [1, rows",
+        ),
+        (
+            &[
+                "ycsb",
+                "--tiny",
+                "--operations",
+                "5",
+                "--operations-mix",
+                "10:1",
+            ],
+            "cannot be used with",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = refused(args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn latency_percentiles_are_reported_per_transaction_type() {
+    let run = run(&["tpcc", "--tiny", "--duration", "1"]);
+    let latency = run["latency"].as_object().expect("latency by type");
+    let kinds: Vec<&str> = latency.keys().map(String::as_str).collect();
+    assert_eq!(
+        kinds,
+        [
+            "Delivery",
+            "NewOrder",
+            "OrderStatus",
+            "Payment",
+            "StockLevel"
+        ]
+    );
+    for (kind, summary) in latency {
+        // Every commit of the type is measured once.
+        assert_eq!(
+            count(&summary["count"]),
+            count(&run["totals"]["oltp_commits_by_kind"][kind]),
+            "{kind}"
+        );
+        if count(&summary["count"]) == 0 {
+            continue;
+        }
+        let p = |key: &str| number(&summary[key]);
+        assert!(p("p50") >= 1.0, "{kind}: {summary}");
+        assert!(
+            p("p50") <= p("p95") && p("p95") <= p("p99") && p("p99") <= p("max"),
+            "{kind}: {summary}"
+        );
+        assert!(
+            p("mean") > 0.0 && p("mean") <= p("max"),
+            "{kind}: {summary}"
+        );
+        assert!(p("stddev") >= 0.0, "{kind}: {summary}");
+    }
+    // The commit latencies of the clients stay as they were.
+    assert!(count(&run["durability"]["commits_acknowledged"]) > 0);
+    // One type for TPC-B.
+    let tpcb = run_tpcb_briefly();
+    let kinds: Vec<&String> = tpcb["latency"]
+        .as_object()
+        .expect("latency")
+        .keys()
+        .collect();
+    assert_eq!(kinds, ["tpcb"]);
+}
+
+fn run_tpcb_briefly() -> Value {
+    run(&["tpcb", "--tiny", "--duration", "0.3"])
+}
+
+/// A target of 200 transactions/s over two workers runs at 200/s, not at what the machine
+/// could do (thousands a second even in a debug build); the summary's mean and standard
+/// deviation are those of the full samples.
+#[test]
+fn a_target_rate_runs_at_that_rate_and_reports_what_it_achieved() {
+    let run = run(&[
+        "tpcb",
+        "--tiny",
+        "--workers",
+        "2",
+        "--target-rate",
+        "200",
+        "--duration",
+        "2",
+        "--sample-ms",
+        "250",
+    ]);
+    let fixed = &run["fixed_rate"];
+    assert_eq!(number(&fixed["target_per_second"]), 200.0);
+    let achieved = number(&fixed["achieved_per_second"]);
+    assert!(
+        (190.0..=210.0).contains(&achieved),
+        "achieved {achieved}/s of 200"
+    );
+    let commits = count(&run["totals"]["oltp_commits"]);
+    assert!((380..=420).contains(&commits), "{commits} commits in 2 s");
+    assert!(number(&fixed["behind_schedule_seconds"]) < 0.1, "{fixed}");
+
+    // The summary's throughput statistics are those of the full samples.
+    let rates = full_sample_rates(&run);
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let stddev = (rates.iter().map(|r| (r - mean) * (r - mean)).sum::<f64>()
+        / (rates.len() - 1) as f64)
+        .sqrt();
+    let summary = &run["summary"];
+    assert!((number(&summary["commits_per_second_mean"]) - mean).abs() < 1e-6);
+    assert!((number(&summary["commits_per_second_stddev"]) - stddev).abs() < 1e-6);
+    // Paced, the rate is steady: within a quarter of the target from sample to sample.
+    assert!(stddev < 50.0, "{rates:?}");
+
+    // Closed loop has no fixed rate.
+    assert!(run_tpcb_briefly()["fixed_rate"].is_null());
+}
+
+#[test]
+fn a_target_rate_the_system_cannot_reach_fails_the_run() {
+    let stderr = refused(&[
+        "tpcb",
+        "--tiny",
+        "--target-rate",
+        "100000000",
+        "--duration",
+        "0.5",
+        "--quiet",
+    ]);
+    assert!(stderr.contains("--target-rate 100000000"), "{stderr}");
+    assert!(stderr.contains("not reached"), "{stderr}");
+}
+
+#[test]
+fn a_target_rate_is_refused_where_it_cannot_work() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["tpcb", "--tiny", "--target-rate", "100", "--clients", "4"],
+            "one client per worker",
+        ),
+        (
+            &["tpcb", "--tiny", "--target-rate", "0"],
+            "must be a positive number",
+        ),
+        (
+            &["tpcb", "--tiny", "--target-rate", "-5"],
+            "must be a positive number",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = refused(args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    // One client per worker composes.
+    let run = run(&[
+        "tpcb",
+        "--tiny",
+        "--target-rate",
+        "100",
+        "--clients",
+        "1",
+        "--duration",
+        "1",
+    ]);
+    assert!(number(&run["fixed_rate"]["achieved_per_second"]) >= 95.0);
+}
+
+/// YCSB never inserts or deletes: every sample counts the loaded rows, and the mean chain
+/// is one plus the live versions per row. With a held snapshot and only updates the
+/// versions pile up, so the chain grows past 1.
+#[test]
+fn the_mean_chain_length_counts_stored_versions_over_all_rows() {
+    let run = run(&[
+        "ycsb",
+        "--tiny",
+        "--read-ratio",
+        "0",
+        "--hold-snapshot",
+        "--gc",
+        "watermark",
+        "--duration",
+        "0.5",
+        "--sample-ms",
+        "100",
+    ]);
+    let samples = run["samples"].as_array().expect("samples");
+    for sample in samples {
+        assert_eq!(count(&sample["live_rows"]), 2_000);
+        let expected = 1.0 + count(&sample["live_versions"]) as f64 / 2_000.0;
+        assert!((number(&sample["chain_length_mean"]) - expected).abs() < 1e-9);
+    }
+    let last = samples.last().expect("a sample");
+    assert!(number(&last["chain_length_mean"]) > 1.5, "{last}");
+    assert_eq!(
+        number(&run["summary"]["last_chain_length_mean"]),
+        number(&last["chain_length_mean"])
+    );
+
+    // TPC-B inserts a history row per commit: the live rows grow by the commits.
+    let tpcb = run_tpcb_briefly();
+    let config = verso_lab::workloads::tpcb::TpcbConfig::tiny();
+    let loaded = config.accounts() + config.tellers() + config.branches();
+    let last = tpcb["samples"]
+        .as_array()
+        .expect("samples")
+        .last()
+        .cloned()
+        .expect("one");
+    assert_eq!(
+        count(&last["live_rows"]),
+        loaded + count(&tpcb["totals"]["oltp_commits"])
+    );
+}
