@@ -263,6 +263,16 @@ pub struct CommonArgs {
     /// process's allocator (mimalloc, with per-thread heaps)].
     #[arg(long)]
     pub memory_spaces: Option<usize>,
+    /// With --storage tile-block: the persistent-memory media's write unit in bytes, 64,
+    /// 128 or 256 (TB-Collect's Table 3) [default: 256].
+    #[arg(long, value_parser = parse_pm_line)]
+    pub pm_line: Option<verso::pmem::LineSize>,
+    /// With --storage tile-block: emulate media that write at this share of DRAM's
+    /// bandwidth (0 < W <= 1; 0.5 is TB-Collect's configuration A, about 0.3 Optane) by a
+    /// delay per line persisted, derived from this machine's DRAM write bandwidth measured
+    /// once at start (an emulation of write bandwidth only) [default: no delay].
+    #[arg(long)]
+    pub pm_write_share: Option<f64>,
     /// Isolation level of the OLTP transactions (under the si protocol; under every other,
     /// each transaction is serializable, and the reports say so).
     #[arg(long, value_enum, default_value_t = IsolationArg::Snapshot)]
@@ -703,6 +713,27 @@ fn parse_non_inline(name: &str) -> Result<NonInline, String> {
     NonInline::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_pm_line(bytes: &str) -> Result<verso::pmem::LineSize, String> {
+    let bytes: u32 = bytes.parse().map_err(|e| format!("{bytes:?}: {e}"))?;
+    verso::pmem::LineSize::new(bytes).map_err(|e| e.to_string())
+}
+
+/// The persistent-memory region `--pm-line` and `--pm-write-share` ask for (the delay from
+/// this machine's DRAM write bandwidth, measured once per process).
+fn persistent_memory(common: &CommonArgs) -> Result<verso::pmem::PmOptions, LabError> {
+    let line = common.pm_line.unwrap_or_default();
+    let mut pm = verso::pmem::PmOptions::default().line(line);
+    if let Some(share) = common.pm_write_share {
+        static DRAM_BYTES_PER_SECOND: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+        let bandwidth = *DRAM_BYTES_PER_SECOND
+            .get_or_init(|| verso::pmem::measure_dram_write_bandwidth(256 << 20));
+        let delay = verso::pmem::emulated_line_delay(line, share, bandwidth)
+            .map_err(|e| LabError::BadOption(format!("--pm-write-share {share}: {e}")))?;
+        pm = pm.line_delay(delay);
+    }
+    Ok(pm)
+}
+
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {
     VersionStorageKind::from_name(name).map_err(|e| e.to_string())
 }
@@ -984,6 +1015,9 @@ impl VersoAxes {
             .index_pointers(common.index_pointers.unwrap_or_default())
             .non_inline(common.non_inline.unwrap_or_default());
         base.memory_spaces = common.memory_spaces;
+        if common.pm_line.is_some() || common.pm_write_share.is_some() {
+            base.persistent_memory = Some(persistent_memory(common)?);
+        }
         let Some(compared) = &common.compare else {
             let label = base.garbage_collector.name().to_owned();
             return Ok(VersoAxes {

@@ -94,6 +94,17 @@ pub struct Sample {
     /// it).
     #[serde(default)]
     pub checkpoint_running: bool,
+    /// Lines of the persistent-memory region persisted per second (a storage that keeps
+    /// its versions there; else 0).
+    #[serde(default)]
+    pub pm_lines_per_second: f64,
+    /// The media bytes those lines are, per second (lines × line size).
+    #[serde(default)]
+    pub pm_media_bytes_per_second: f64,
+    /// Media bytes written per byte the engine stored in the region, in the interval (0
+    /// without a region or without stores).
+    #[serde(default)]
+    pub pm_write_amplification: f64,
 }
 
 impl Sample {

@@ -1281,6 +1281,17 @@ fn read(
 }
 
 /// A counter of the log's statistics, if the database has a log.
+/// A persistent-memory counter now and at the previous reading (`None` without a region).
+fn region(
+    now: &verso::Stats,
+    before: &verso::Stats,
+    counter: impl Fn(&verso::pmem::PmStats) -> u64,
+) -> Option<(u64, u64)> {
+    let after = counter(now.persistent_memory.as_ref()?);
+    let before = before.persistent_memory.as_ref().map_or(0, &counter);
+    Some((after, before.min(after)))
+}
+
 fn durable(stats: &Stats, get: impl Fn(&verso::DurabilityStats) -> u64) -> Option<u64> {
     stats.durability.as_ref().map(get)
 }
@@ -1483,6 +1494,21 @@ impl<'c> Sampler<'c> {
                 d.checkpoint_running
                     || d.checkpoints > p.durability.as_ref().map_or(0, |p| p.checkpoints)
             }),
+            pm_lines_per_second: region(s, p, |r| r.lines_persisted())
+                .map_or(0.0, |(a, b)| rate(a, b)),
+            pm_media_bytes_per_second: region(s, p, |r| r.media_bytes_written())
+                .map_or(0.0, |(a, b)| rate(a, b)),
+            pm_write_amplification: match (
+                region(s, p, |r| r.media_bytes_written()),
+                region(s, p, |r| r.logical_bytes_stored()),
+            ) {
+                (Some((media, media_before)), Some((logical, logical_before)))
+                    if logical > logical_before =>
+                {
+                    (media - media_before) as f64 / (logical - logical_before) as f64
+                }
+                _ => 0.0,
+            },
         }
     }
 
