@@ -903,11 +903,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                     {
                         // The key has a row object (someone inserted it meanwhile, or the
                         // lookup was skipped): write over it. Our row was never published;
-                        // drop its lock.
+                        // drop its lock, and tell the storage its version is no one's.
                         if let Some(lock) = self.held.get_mut().remove(&row_address::<V>(&row)) {
                             let word = V::cc_word(&lock.row);
                             word.store(0, std::sync::atomic::Ordering::SeqCst);
                         }
+                        V::discard_unpublished(&row, owner);
                         continue;
                     }
                     let exact = table
@@ -1466,8 +1467,9 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         };
         // A storage with a durable home of its own makes the writes durable here, before
         // they become visible (`VersionStorage::commit_durably`). Such a storage has no
-        // redo log (`Options::validate`), so the log's append above did nothing for it, and
-        // a failure here leaves nothing of the transaction in either.
+        // redo log (`Options::validate`), so the log's append above did nothing for it; on
+        // a failure the storage fails for good and unmakes its commit record, so that the
+        // rolled-back transaction cannot read as committed after a restart.
         if let Err(error) = V::commit_durably(&self.engine.storage, &owner, self.start_ts) {
             return self.fail_at_commit(Some(&owner), None, error, Counter::AbortedDurability);
         }

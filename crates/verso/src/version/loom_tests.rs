@@ -102,7 +102,7 @@ fn loom_time_travel_commit_is_atomic_for_a_reader_that_starts_mid_commit() {
     commit_is_atomic_for_a_reader_that_starts_mid_commit::<TimeTravelStorage>();
 }
 
-fn commit_is_atomic_for_a_reader_that_starts_mid_commit<V: VersionStorage>() {
+fn commit_is_atomic_for_a_reader_that_starts_mid_commit<V: crate::version::HeapStorage>() {
     loom::model(|| {
         let (row, clock) = committed_row::<V>(10);
         let writer = {
@@ -142,7 +142,7 @@ fn loom_time_travel_pruning_never_changes_what_a_live_snapshot_reads() {
     pruning_never_changes_what_a_live_snapshot_reads::<TimeTravelStorage>();
 }
 
-fn pruning_never_changes_what_a_live_snapshot_reads<V: VersionStorage>() {
+fn pruning_never_changes_what_a_live_snapshot_reads<V: crate::version::HeapStorage>() {
     loom::model(|| {
         let (row, clock) = committed_row::<V>(10);
         // A long reader at snapshot 2 (sees only the insert).

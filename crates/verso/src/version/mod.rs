@@ -383,6 +383,11 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
         non_inline: NonInline,
     ) -> crate::error::Result<(Arc<Self::Row>, Created)>;
 
+    /// `row`, made by [`VersionStorage::insert_row`] for `owner`, was never published (the
+    /// key had a row object already, which the insert writes over instead): its version is
+    /// no one's. Nothing to do for the heap storages, whose row is simply dropped.
+    fn discard_unpublished(_row: &Self::Row, _owner: &TxnShared) {}
+
     /// The counters of the storage's persistent-memory region, if it has one.
     fn persistent_memory_stats(_shared: &Self::Shared) -> Option<crate::pmem::PmStats> {
         None

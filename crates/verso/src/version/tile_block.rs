@@ -23,16 +23,23 @@
 //!   timestamp). A commit appends a commit record (the number of records the transaction
 //!   appended) and persists every line its thread dirtied since its last persist point:
 //!   the records, the metadata lines, the directory words of blocks it opened
-//!   (`VersionStorage::commit_durably`). Nothing else is ever persisted.
+//!   (`VersionStorage::commit_durably`). Nothing else is ever persisted; so the persisted
+//!   update bitmap may hold bits of transactions that never committed, or miss a rollback's
+//!   clearing, and recovery must not trust it (commit records say what committed).
+//! - Of one transaction's records for one key, the last appended is its version: an own
+//!   rewrite appends a new record and an insert that finds the key taken leaves its record
+//!   unpublished (both marked aborted and obsolete in DRAM, not in the region).
 //!
 //! Invariants:
 //! - T1. At most one version of a row is uncommitted, and it is the head; `pending` is its
 //!   owner. A committed head is stamped (its `begin` set) before another transaction's
 //!   version covers it, so every version behind the head is stamped.
-//! - T2. A record's bytes never change once its header is published (the slot count of its
-//!   tile, stored with release ordering), and its block is never freed while a reader could
-//!   hold it (this storage never frees a block; tb-collect will, after a grace period).
-//!   That is what lets a reader borrow a version's values in place.
+//! - T2. A record's bytes never change once a row links its header (the link is stored
+//!   under the row's exclusive latch, which every reader takes, after the record and the
+//!   header were written), and its block is never freed while a reader could hold it (this
+//!   storage never frees a block; tb-collect will, after a grace period). That is what lets
+//!   a reader borrow a version's values in place. (A commit record that failed to persist
+//!   is the one record changed later, to unmake it; no row links it.)
 //! - T3. Records hold packed rows with every long value inline (`NonInline::Packed`): the
 //!   region holds no pointer into DRAM. `Options::validate` refuses the other policies.
 //! - A header is changed only under its row's exclusive latch, or before it is published.
@@ -129,13 +136,16 @@ struct Tile {
     headers: Box<[Header]>,
     /// The update bitmap's DRAM mirror: 1 = obsolete.
     bits: Box<[AtomicU64]>,
-    /// Slots published (release: their headers and records are complete).
+    /// Slots used (for tb-collect's share of obsolete slots).
     used: AtomicU32,
     /// Slots marked obsolete.
     obsolete: AtomicU32,
-    /// The highest id of a transaction that appended to the block or obsoleted a slot in it.
+    /// The highest id of a transaction that appended to the block or obsoleted a slot in it
+    /// (the region's `max_txnid` is raised only by obsoleting, TB §4.3; appenders too here,
+    /// so that a collection never takes a block an uncommitted appender still writes).
     max_txnid: AtomicU64,
-    /// The lowest id of a transaction that appended to the block.
+    /// The lowest id of a transaction that appended to the block (exact; the region's is
+    /// the first appender's, TB §4.1).
     min_txnid: AtomicU64,
 }
 
@@ -154,7 +164,9 @@ impl Tile {
     }
 }
 
-/// A thread's appending state: its writer, and the block it appends to.
+/// A thread's appending state: its writer, and the block it appends to. Only its thread
+/// uses it (so no lock); when the thread ends, its open block goes to the store's spares
+/// for the next thread, so threads that come and go do not leave near-empty blocks behind.
 struct Appender {
     writer: LineWriter,
     open: Option<OpenBlock>,
@@ -180,13 +192,26 @@ pub(crate) struct TileStore {
     slots_per_block: u32,
     /// The tile of each block, by the block's first frame.
     tiles: Box<[OnceLock<Box<Tile>>]>,
-    /// Every thread's appender (for the statistics and to seal blocks).
-    appenders: Mutex<Vec<std::sync::Arc<Mutex<Appender>>>>,
+    /// Open blocks of threads that ended, for the next thread that appends.
+    spare_blocks: Mutex<Vec<OpenBlock>>,
+}
+
+/// This thread's appender of each store it appended to.
+struct ThreadAppenders(Vec<(u64, Weak<TileStore>, Appender)>);
+
+impl Drop for ThreadAppenders {
+    /// The thread ends: each store that lives on gets the thread's open block back.
+    fn drop(&mut self) {
+        for (_, store, appender) in self.0.drain(..) {
+            if let (Some(store), Some(block)) = (store.upgrade(), appender.open) {
+                store.spare(block);
+            }
+        }
+    }
 }
 
 thread_local! {
-    /// This thread's appender of each store it appended to (weak: a store may close).
-    static APPENDERS: RefCell<Vec<(u64, Weak<Mutex<Appender>>)>> = const { RefCell::new(Vec::new()) };
+    static APPENDERS: RefCell<ThreadAppenders> = const { RefCell::new(ThreadAppenders(Vec::new())) };
 }
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
@@ -218,39 +243,57 @@ impl TileStore {
             space,
             slots_per_block,
             tiles,
-            appenders: Mutex::new(Vec::new()),
+            spare_blocks: Mutex::new(Vec::new()),
         };
-        store.adopt(writer);
+        drop(writer); // the format's persist points are counted; appenders start afresh
         Ok(store)
     }
 
-    /// Registers `writer` as this thread's appender.
-    fn adopt(&self, writer: LineWriter) -> std::sync::Arc<Mutex<Appender>> {
-        let appender = std::sync::Arc::new(Mutex::new(Appender { writer, open: None }));
-        self.appenders
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(std::sync::Arc::clone(&appender));
-        APPENDERS.with(|cache| {
+    /// Runs `f` with this thread's appender of this store (made on first use).
+    fn with_appender<R>(self: &std::sync::Arc<Self>, f: impl FnOnce(&mut Appender) -> R) -> R {
+        let mut f = Some(f);
+        let cached = APPENDERS.try_with(|cache| {
             let mut cache = cache.borrow_mut();
-            cache.retain(|(_, weak)| weak.strong_count() > 0);
-            cache.push((self.id, std::sync::Arc::downgrade(&appender)));
+            cache.0.retain(|(_, store, _)| store.strong_count() > 0);
+            let i = match cache.0.iter().position(|(id, _, _)| *id == self.id) {
+                Some(i) => i,
+                None => {
+                    let appender = Appender {
+                        writer: self.region.writer(),
+                        open: None,
+                    };
+                    cache
+                        .0
+                        .push((self.id, std::sync::Arc::downgrade(self), appender));
+                    cache.0.len() - 1
+                }
+            };
+            (f.take().expect("called once"))(&mut cache.0[i].2)
         });
-        appender
+        match cached {
+            Ok(result) => result,
+            // The thread's locals are being destroyed (a transaction dropped by another
+            // local's destructor): a passing appender, whose block goes to the spares.
+            Err(_) => {
+                let mut appender = Appender {
+                    writer: self.region.writer(),
+                    open: None,
+                };
+                let result = (f.take().expect("not called"))(&mut appender);
+                if let Some(block) = appender.open {
+                    self.spare(block);
+                }
+                result
+            }
+        }
     }
 
-    /// Runs `f` with this thread's appender.
-    fn with_appender<R>(&self, f: impl FnOnce(&mut Appender) -> R) -> R {
-        let cached = APPENDERS.with(|cache| {
-            cache
-                .borrow()
-                .iter()
-                .find(|(id, _)| *id == self.id)
-                .and_then(|(_, weak)| weak.upgrade())
-        });
-        let appender = cached.unwrap_or_else(|| self.adopt(self.region.writer()));
-        let mut appender = appender.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut appender)
+    /// An open block whose thread ended, for another.
+    fn spare(&self, block: OpenBlock) {
+        self.spare_blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(block);
     }
 
     fn tile(&self, link: Link) -> &Tile {
@@ -315,7 +358,12 @@ impl TileStore {
             slot: slot as u16,
             payload,
         });
-        appender.writer.store(record_at, &record, Purpose::Content);
+        let purpose = if kind == RecordKind::Commit {
+            Purpose::CommitRecord
+        } else {
+            Purpose::Content
+        };
+        appender.writer.store(record_at, &record, purpose);
         let tile = self.tiles[extent.first_frame as usize]
             .get()
             .expect("an open block has a tile");
@@ -336,68 +384,76 @@ impl TileStore {
         header.flags.store(exists, Ordering::Relaxed);
         tile.max_txnid.fetch_max(txn_id, Ordering::Relaxed);
         tile.min_txnid.fetch_min(txn_id, Ordering::Relaxed);
-        tile.used.store(slot + 1, Ordering::Release);
+        tile.used.store(slot + 1, Ordering::Relaxed);
         Ok(Link::new(extent.first_frame, extent.generation, slot))
     }
 
     /// This thread's open block with room for a record of `stored` bytes: the current one,
-    /// or a new one (the current one sealed).
+    /// a spare one a thread that ended left, or a new one; the current one is sealed when
+    /// another takes its place (only then: a full region refuses before anything changed).
     fn block_for<'a>(
         &self,
         appender: &'a mut Appender,
         stored: u64,
         txn_id: u64,
     ) -> Result<&'a mut OpenBlock> {
-        let fits = appender
-            .open
-            .as_ref()
-            .is_some_and(|b| b.slots < self.slots_per_block && b.cursor + stored <= b.bytes);
-        if !fits {
-            if let Some(full) = appender.open.take() {
+        let fits = |b: &OpenBlock| b.slots < self.slots_per_block && b.cursor + stored <= b.bytes;
+        if !appender.open.as_ref().is_some_and(fits) {
+            let spare = {
+                let mut spares = self.spare_blocks.lock().unwrap_or_else(|e| e.into_inner());
+                spares.iter().position(fits).map(|i| spares.swap_remove(i))
+            };
+            let next = match spare {
+                Some(block) => block,
+                None => self.open_block(appender, stored, txn_id)?,
+            };
+            if let Some(full) = appender.open.replace(next) {
                 self.space
                     .set_state(&mut appender.writer, full.extent, FrameState::Sealed);
             }
-            let g = *self.space.geometry();
-            let frames = (METADATA_LINE_BYTES + stored).div_ceil(g.frame_bytes);
-            let frames = u32::try_from(frames).unwrap_or(u32::MAX);
-            let extent = self
-                .space
-                .allocate(&mut appender.writer, frames, FrameState::Open)?;
-            let at = g.frame_offset(extent.first_frame);
-            // TB §4.1: the metadata line is written when the block gets its first version:
-            // an empty bitmap, `max_txnid` 0, `min_txnid` the first appender's id.
-            let mut line = [0u8; METADATA_LINE_BYTES as usize];
-            line[layout::MIN_TXNID_AT as usize..].copy_from_slice(&txn_id.to_le_bytes());
-            appender.writer.store(at, &line, Purpose::BlockMetadata);
-            let tile = Tile::new(at, extent.generation, self.slots_per_block);
-            if self.tiles[extent.first_frame as usize]
-                .set(Box::new(tile))
-                .is_err()
-            {
-                unreachable!("a freshly allocated block has no tile (blocks are never freed yet)");
-            }
-            appender.open = Some(OpenBlock {
-                extent,
-                at,
-                bytes: u64::from(frames) * g.frame_bytes,
-                cursor: METADATA_LINE_BYTES,
-                slots: 0,
-            });
         }
         Ok(appender.open.as_mut().expect("opened above"))
+    }
+
+    /// A new block with room for a record of `stored` bytes, its directory word and
+    /// metadata line stored through `appender`'s writer, its tile published.
+    fn open_block(&self, appender: &mut Appender, stored: u64, txn_id: u64) -> Result<OpenBlock> {
+        let g = *self.space.geometry();
+        let frames = (METADATA_LINE_BYTES + stored).div_ceil(g.frame_bytes);
+        let frames = u32::try_from(frames).unwrap_or(u32::MAX);
+        let extent = self
+            .space
+            .allocate(&mut appender.writer, frames, FrameState::Open)?;
+        let at = g.frame_offset(extent.first_frame);
+        // TB §4.1: the metadata line is written when the block gets its first version: an
+        // empty bitmap, `max_txnid` 0, `min_txnid` the first appender's id. (The DRAM side
+        // keeps the exact minimum, which a later, older appender may lower; tb-collect
+        // decides by the DRAM side.)
+        let mut line = [0u8; METADATA_LINE_BYTES as usize];
+        line[layout::MIN_TXNID_AT as usize..].copy_from_slice(&txn_id.to_le_bytes());
+        appender.writer.store(at, &line, Purpose::BlockMetadata);
+        let tile = Tile::new(at, extent.generation, self.slots_per_block);
+        if self.tiles[extent.first_frame as usize]
+            .set(Box::new(tile))
+            .is_err()
+        {
+            unreachable!("a freshly allocated block has no tile (blocks are never freed yet)");
+        }
+        Ok(OpenBlock {
+            extent,
+            at,
+            bytes: u64::from(frames) * g.frame_bytes,
+            cursor: METADATA_LINE_BYTES,
+            slots: 0,
+        })
     }
 
     /// Marks `link`'s slot obsolete (TB §4.3 step 2: the bit and `max_txnid` in the block's
     /// metadata line, one line) on behalf of transaction `by`.
     fn obsolete(&self, appender: &mut Appender, link: Link, by: u64) {
-        let tile = self.tile(link);
+        let tile = self.obsolete_in_dram(link, by);
         let slot = link.slot();
         let mask = 1u64 << (slot % 64);
-        let before = tile.bits[slot / 64].fetch_or(mask, Ordering::Relaxed);
-        if before & mask == 0 {
-            tile.obsolete.fetch_add(1, Ordering::Relaxed);
-        }
-        tile.max_txnid.fetch_max(by, Ordering::Relaxed);
         let word_at = tile.block_at + (slot / 64 * 8) as u64;
         appender
             .writer
@@ -407,6 +463,21 @@ impl TileStore {
             by,
             Purpose::BlockMetadata,
         );
+    }
+
+    /// Marks `link`'s slot obsolete in the tile only: for a slot whose record was never a
+    /// version anyone could read (a commit record), which the persisted bitmap need not
+    /// record (recovery never trusts it).
+    fn obsolete_in_dram(&self, link: Link, by: u64) -> &Tile {
+        let tile = self.tile(link);
+        let slot = link.slot();
+        let mask = 1u64 << (slot % 64);
+        let before = tile.bits[slot / 64].fetch_or(mask, Ordering::Relaxed);
+        if before & mask == 0 {
+            tile.obsolete.fetch_add(1, Ordering::Relaxed);
+        }
+        tile.max_txnid.fetch_max(by, Ordering::Relaxed);
+        tile
     }
 
     /// Clears `link`'s obsolete bit (a rollback restores the version as the row's newest).
@@ -451,6 +522,8 @@ pub(crate) struct TileChain {
     insert_record: bool,
     /// Set once the collector has removed the row from the indexes.
     dead: bool,
+    /// Versions behind the head (kept, not walked: a write asks for it every time).
+    len: usize,
 }
 
 impl TileChain {
@@ -515,13 +588,14 @@ impl TileChain {
     }
 
     /// Cuts the chain after `keeper`; returns the versions and bytes cut off.
-    fn cut_after(&self, keeper: Link) -> (usize, usize) {
+    fn cut_after(&mut self, keeper: Link) -> (usize, usize) {
         let gone = self
             .behind(keeper)
             .fold((0, 0), |(n, b), l| (n + 1, b + self.store.version_bytes(l)));
         self.header(keeper)
             .next
             .store(Link::NONE.0, Ordering::Relaxed);
+        self.len -= gone.0;
         gone
     }
 
@@ -623,6 +697,7 @@ impl TileChain {
                 bytes: store.version_bytes(head),
             };
             self.head = link;
+            self.len += 1;
             self.pending = Some(Arc::clone(owner));
             WriteResult::Installed {
                 chain: (),
@@ -691,6 +766,7 @@ impl VersionStorage for TileBlockStorage {
             pending: Some(Arc::clone(owner)),
             insert_record: true,
             dead: false,
+            len: 0,
         };
         let row = Arc::new(TileRow {
             cc: crate::sync::AtomicU64::new(0),
@@ -767,9 +843,14 @@ impl VersionStorage for TileBlockStorage {
         txn_id: u64,
     ) -> Result<()> {
         let records = owner.storage_records();
+        if shared.region.has_failed() {
+            return Err(Error::DurabilityLost {
+                reason: "an earlier persist point of the persistent-memory region failed".into(),
+            });
+        }
         shared.with_appender(|appender| {
             let payload = layout::commit_payload(records);
-            shared.append_version(
+            let link = shared.append_version(
                 appender,
                 RecordKind::Commit,
                 0,
@@ -778,14 +859,39 @@ impl VersionStorage for TileBlockStorage {
                 Link::NONE,
             )?;
             // The commit record's slot holds no version: obsolete from the start.
-            appender
-                .writer
-                .persist()
-                .map_err(|error| Error::DurabilityLost {
+            shared.obsolete_in_dram(link, txn_id);
+            appender.writer.persist().map_err(|error| {
+                // The transaction rolls back: its commit record must never read as whole,
+                // even if the page cache writes it back later. Its first word (kind, table,
+                // length) zeroed makes it a torn record: the end of what the block holds.
+                let header = shared.header(link);
+                let record_at =
+                    header.at.load(Ordering::Relaxed) - layout::RECORD_HEADER_BYTES as u64;
+                appender
+                    .writer
+                    .store_u64(record_at, 0, Purpose::CommitRecord);
+                Error::DurabilityLost {
                     reason: format!("persisting a commit to the persistent-memory region: {error}"),
-                })?;
+                }
+            })?;
             Ok(())
         })
+    }
+
+    fn discard_unpublished(row: &TileRow, owner: &TxnShared) {
+        // The row's only version is the insert's record, which no one can read: an aborted,
+        // obsolete slot. It stays counted in the transaction's records (it is in the
+        // region, with the transaction's id); recovery must take, of one transaction's
+        // records for one key, the last it appended (`docs/design/tile-block.md`).
+        let chain = row.write();
+        debug_assert!(chain.mine(owner) && chain.next(chain.head).is_none());
+        let store = std::sync::Arc::clone(&chain.store);
+        let txn_id = store.record_txn_id(chain.head);
+        chain
+            .header(chain.head)
+            .flags
+            .fetch_or(ABORTED, Ordering::Relaxed);
+        store.with_appender(|appender| store.obsolete(appender, chain.head, txn_id));
     }
 
     fn persistent_memory_stats(shared: &std::sync::Arc<TileStore>) -> Option<PmStats> {
@@ -810,7 +916,9 @@ impl ChainEdit for TileChain {
     }
 
     fn chain_len(&self) -> usize {
-        self.behind(self.head).count()
+        // Checked against a walk where the walk is cheap.
+        debug_assert!(self.len > 16 || self.len == self.behind(self.head).count());
+        self.len
     }
 
     fn chain_mask(&self) -> ColumnMask {
@@ -842,10 +950,10 @@ impl ChainEdit for TileChain {
         // The keeper is the first version committed below the watermark: every snapshot at
         // or after it stops there or before. The versions behind it are cut off; their
         // space comes back with their blocks (tb-collect), not one by one.
-        match self
+        let keeper = self
             .versions()
-            .find(|&l| self.commit_ts(l).is_some_and(|ts| ts < watermark))
-        {
+            .find(|&l| self.commit_ts(l).is_some_and(|ts| ts < watermark));
+        match keeper {
             Some(keeper) => self.cut_after(keeper),
             None => (0, 0),
         }
@@ -887,6 +995,7 @@ impl ChainEdit for TileChain {
                     report.removed += 1;
                     report.freed_bytes += self.store.version_bytes(link);
                     self.header(keeper).next.store(next.0, Ordering::Relaxed);
+                    self.len -= 1;
                 }
                 Decision::DropRest => {
                     let (count, bytes) = self.cut_after(keeper);
@@ -931,6 +1040,7 @@ impl ChainEdit for TileChain {
             self.header(previous).end.store(LATEST, Ordering::Relaxed);
             store.unobsolete(appender, previous);
             self.head = previous;
+            self.len -= 1;
             RollbackReport {
                 freed_records: 1,
                 freed_bytes: store.version_bytes(previous),
@@ -1061,5 +1171,110 @@ mod tests {
             }
         }
         assert!(crashes > 20, "{crashes} runs crashed");
+    }
+
+    fn store_of(slots: u32) -> std::sync::Arc<super::TileStore> {
+        use crate::version::VersionStorage;
+        let options = Options::default()
+            .version_storage(VersionStorageKind::TileBlock)
+            .concurrency_control(ConcurrencyControl::Mvto)
+            .garbage_collector(GarbageCollector::NoCollection)
+            .persistent_memory(
+                PmOptions::default()
+                    .backing(PmBacking::Simulated(SimulatedRegion::new(8 << 20, 7)))
+                    .slots_per_block(slots),
+            );
+        super::TileBlockStorage::open_shared(&options).unwrap()
+    }
+
+    /// Inserts one row of `id` for a new transaction of that id and commits it durably.
+    fn insert_and_commit(store: &std::sync::Arc<super::TileStore>, id: u64) {
+        use crate::version::{NewRowContext, VersionStorage};
+        let owner = crate::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let context = NewRowContext {
+            table: 0,
+            txn_id: id,
+        };
+        let values = [Value::U64(id), Value::I64(0)];
+        let (row, _) = super::TileBlockStorage::insert_row(
+            store,
+            context,
+            &values,
+            &owner,
+            crate::row::NonInline::Packed,
+        )
+        .unwrap();
+        owner.mark_committing();
+        super::TileBlockStorage::commit_durably(store, &owner, id).unwrap();
+        owner.mark_committed(id);
+        super::TileBlockStorage::stamp(&row, &owner, id);
+    }
+
+    fn blocks(store: &super::TileStore) -> usize {
+        store.tiles.iter().filter(|t| t.get().is_some()).count()
+    }
+
+    /// Blocks of 4 slots: 6 transactions of one version and one commit record fill 3
+    /// blocks; the full ones are sealed in the directory, the last stays open; a commit
+    /// record's slot is obsolete from the start.
+    #[test]
+    fn blocks_fill_seal_and_count_commit_slots_obsolete() {
+        let store = store_of(4);
+        for id in 1..=6 {
+            insert_and_commit(&store, id);
+        }
+        assert_eq!(blocks(&store), 3);
+        let g = *store.space.geometry();
+        let states: Vec<_> = (0..3)
+            .map(|f| {
+                layout::DirectoryEntry::decode(
+                    store
+                        .region
+                        .load_u64(g.directory_word(f), std::sync::atomic::Ordering::Acquire),
+                )
+                .unwrap()
+                .state
+            })
+            .collect();
+        use layout::FrameState::{Open, Sealed};
+        assert_eq!(states, [Sealed, Sealed, Open]);
+        for f in 0..3 {
+            let tile = store.tiles[f].get().unwrap();
+            let used = tile.used.load(std::sync::atomic::Ordering::Relaxed);
+            let obsolete = tile.obsolete.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                (used, obsolete),
+                (4, 2),
+                "block {f}: two versions, two commit records"
+            );
+        }
+    }
+
+    /// Threads that come and go hand their open block to the next one instead of leaving
+    /// near-empty blocks behind.
+    #[test]
+    fn threads_that_come_and_go_share_blocks() {
+        let store = store_of(64);
+        for id in 1..=20u64 {
+            let store = std::sync::Arc::clone(&store);
+            std::thread::spawn(move || insert_and_commit(&store, id))
+                .join()
+                .unwrap();
+        }
+        // 40 slots of 64: one block, whatever the number of threads.
+        assert_eq!(blocks(&store), 1);
+        assert_eq!(store.spare_blocks.lock().unwrap().len(), 1);
+        // Two threads at once each need a block of their own.
+        std::thread::scope(|scope| {
+            for id in [100u64, 200] {
+                let store = &store;
+                scope.spawn(move || {
+                    for i in 0..10 {
+                        insert_and_commit(store, id + i);
+                    }
+                });
+            }
+        });
+        assert!(blocks(&store) <= 2, "{} blocks", blocks(&store));
     }
 }
