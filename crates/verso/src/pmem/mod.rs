@@ -497,15 +497,13 @@ impl Region {
     /// If the bytes are not inside the region.
     pub fn read(&self, at: u64, buf: &mut [u8]) {
         self.check_range(at, buf.len());
-        let mut done = 0usize;
-        while done < buf.len() {
-            let offset = at + done as u64;
-            let word_at = offset & !7;
-            let skip = (offset - word_at) as usize;
-            let take = (8 - skip).min(buf.len() - done);
-            let bytes = self.word(word_at).load(Ordering::Relaxed).to_le_bytes();
-            buf[done..done + take].copy_from_slice(&bytes[skip..skip + take]);
-            done += take;
+        for piece in word_pieces(at, buf.len()) {
+            let bytes = self
+                .word(piece.word_at)
+                .load(Ordering::Relaxed)
+                .to_le_bytes();
+            buf[piece.done..piece.done + piece.take]
+                .copy_from_slice(&bytes[piece.skip..piece.skip + piece.take]);
         }
     }
 
@@ -624,6 +622,37 @@ pub fn measure_dram_write_bandwidth(bytes: usize) -> f64 {
         best = best.min(started.elapsed().as_secs_f64());
     }
     bytes as f64 / best.max(1e-9)
+}
+
+/// One word's share of a byte range: the word's offset, where the range starts in it, how
+/// many of its bytes the range takes, and how many bytes of the range came before.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WordPiece {
+    pub(crate) word_at: u64,
+    pub(crate) skip: usize,
+    pub(crate) take: usize,
+    pub(crate) done: usize,
+}
+
+/// The words `len` bytes at `at` lie in, first to last.
+pub(crate) fn word_pieces(at: u64, len: usize) -> impl Iterator<Item = WordPiece> {
+    let mut done = 0usize;
+    std::iter::from_fn(move || {
+        (done < len).then(|| {
+            let offset = at + done as u64;
+            let word_at = offset & !7;
+            let skip = (offset - word_at) as usize;
+            let take = (8 - skip).min(len - done);
+            let piece = WordPiece {
+                word_at,
+                skip,
+                take,
+                done,
+            };
+            done += take;
+            piece
+        })
+    })
 }
 
 /// Where a database's persistent-memory region lives, and how its writes are counted.

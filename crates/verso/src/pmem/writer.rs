@@ -60,12 +60,13 @@ impl LineWriter {
             return;
         }
         self.mark(at, bytes.len() as u64, purpose);
-        let mut done = 0usize;
-        while done < bytes.len() {
-            let offset = at + done as u64;
-            let word_at = offset & !7;
-            let skip = (offset - word_at) as usize;
-            let take = (8 - skip).min(bytes.len() - done);
+        for super::WordPiece {
+            word_at,
+            skip,
+            take,
+            done,
+        } in super::word_pieces(at, bytes.len())
+        {
             let word = self.region.word(word_at);
             if take == 8 {
                 let value = u64::from_le_bytes(bytes[done..done + 8].try_into().expect("8 bytes"));
@@ -77,7 +78,6 @@ impl LineWriter {
                 new_bytes[skip..skip + take].copy_from_slice(&bytes[done..done + take]);
                 merge_bytes(word, mask_of(skip, take), u64::from_le_bytes(new_bytes));
             }
-            done += take;
         }
     }
 
@@ -94,33 +94,25 @@ impl LineWriter {
     /// `word |= mask` on the word at `at`; returns the word before. Acquire-release.
     #[inline]
     pub fn fetch_or_u64(&mut self, at: u64, mask: u64, purpose: Purpose) -> u64 {
-        let before = self.region.word(at).fetch_or(mask, Ordering::AcqRel);
-        self.touched_word(at, purpose);
-        before
+        self.word_op(at, purpose, |word| word.fetch_or(mask, Ordering::AcqRel))
     }
 
     /// `word &= mask` on the word at `at`; returns the word before. Acquire-release.
     #[inline]
     pub fn fetch_and_u64(&mut self, at: u64, mask: u64, purpose: Purpose) -> u64 {
-        let before = self.region.word(at).fetch_and(mask, Ordering::AcqRel);
-        self.touched_word(at, purpose);
-        before
+        self.word_op(at, purpose, |word| word.fetch_and(mask, Ordering::AcqRel))
     }
 
     /// `word = max(word, value)` on the word at `at`; returns the word before.
     #[inline]
     pub fn fetch_max_u64(&mut self, at: u64, value: u64, purpose: Purpose) -> u64 {
-        let before = self.region.word(at).fetch_max(value, Ordering::AcqRel);
-        self.touched_word(at, purpose);
-        before
+        self.word_op(at, purpose, |word| word.fetch_max(value, Ordering::AcqRel))
     }
 
     /// `word = min(word, value)` on the word at `at`; returns the word before.
     #[inline]
     pub fn fetch_min_u64(&mut self, at: u64, value: u64, purpose: Purpose) -> u64 {
-        let before = self.region.word(at).fetch_min(value, Ordering::AcqRel);
-        self.touched_word(at, purpose);
-        before
+        self.word_op(at, purpose, |word| word.fetch_min(value, Ordering::AcqRel))
     }
 
     /// Replaces the word at `at` with `new` if it is `current`; returns what it was. The
@@ -201,6 +193,20 @@ impl LineWriter {
 
     fn count_logical(&self, purpose: Purpose, bytes: u64) {
         WriterCounters::bump(&self.counters.logical_bytes[purpose.index()], bytes);
+    }
+
+    /// A read-modify-write of the word at `at`, which dirties its line; returns the word
+    /// before.
+    #[inline]
+    fn word_op(
+        &mut self,
+        at: u64,
+        purpose: Purpose,
+        op: impl FnOnce(&std::sync::atomic::AtomicU64) -> u64,
+    ) -> u64 {
+        let before = op(self.region.word(at));
+        self.touched_word(at, purpose);
+        before
     }
 
     fn touched_word(&mut self, at: u64, purpose: Purpose) {

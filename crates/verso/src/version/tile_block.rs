@@ -639,23 +639,23 @@ impl TileChain {
         let (values, kind) = self.successor_values(&intent);
         let store = std::sync::Arc::clone(&self.store);
         store.with_appender(|appender| {
+            // The transaction's own version is replaced in its place in the chain (records
+            // never change in place); another's is covered by the new one.
+            let next = if mine { self.next(head) } else { head };
+            let link = match store.append_version(
+                appender,
+                kind,
+                self.table,
+                txn_id,
+                values.packed().bytes(),
+                next,
+            ) {
+                Ok(link) => link,
+                Err(_) => return WriteResult::Refused(Refusal::NoSpace),
+            };
+            owner.count_storage_record();
             if mine {
-                // The transaction's own version: only it can see it, so it is replaced by a
-                // new record in the same place of the chain (records never change in place),
-                // and the replaced one is an aborted slot.
-                let next = self.next(head);
-                let link = match store.append_version(
-                    appender,
-                    kind,
-                    self.table,
-                    txn_id,
-                    values.packed().bytes(),
-                    next,
-                ) {
-                    Ok(link) => link,
-                    Err(_) => return WriteResult::Refused(Refusal::NoSpace),
-                };
-                owner.count_storage_record();
+                // Only its transaction can see the replaced version: an aborted slot now.
                 let replaced = PackedRow::copy_of(self.values_of(head));
                 self.header(head).flags.fetch_or(ABORTED, Ordering::Relaxed);
                 store.obsolete(appender, head, txn_id);
@@ -667,18 +667,6 @@ impl TileChain {
                     replaced: Some(GoneVersion::untagged(replaced)),
                 };
             }
-            let link = match store.append_version(
-                appender,
-                kind,
-                self.table,
-                txn_id,
-                values.packed().bytes(),
-                head,
-            ) {
-                Ok(link) => link,
-                Err(_) => return WriteResult::Refused(Refusal::NoSpace),
-            };
-            owner.count_storage_record();
             // T1: the covered head's transaction committed (refuse_write checked); stamp it
             // before its owner is forgotten.
             if let Some(ts) = self.commit_ts(head) {
