@@ -689,11 +689,14 @@ impl<'a> PackedRef<'a> {
     /// Packed values stored outside any row object (a version's contents in a region of
     /// persistent memory), of a table of `arity` columns.
     ///
-    /// The caller guarantees what every `PackedRef` relies on: `bytes` were packed by this
-    /// module from checked values with every long value inline ([`NonInline::Packed`]: no
-    /// out-of-line descriptor, so nothing whose count the borrow must hold), and they do not
-    /// change while borrowed.
-    pub(crate) fn from_stored(bytes: &'a [u8], arity: usize) -> Self {
+    /// # Safety
+    /// `bytes` must be what this module packed for `arity` columns with every long value
+    /// inline ([`NonInline::Packed`]: no out-of-line descriptor, whose count a borrow would
+    /// have to hold), unchanged since and while borrowed: [`PackedRef::get`] reads text
+    /// without validating its UTF-8 again. Bytes read back from storage that may hold
+    /// anything (a region after a crash) must be validated first.
+    #[allow(unsafe_code)]
+    pub(crate) unsafe fn from_stored(bytes: &'a [u8], arity: usize) -> Self {
         PackedRef {
             bytes,
             arity: arity_u32(arity),

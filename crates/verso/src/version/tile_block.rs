@@ -558,8 +558,12 @@ impl TileChain {
         std::iter::once(self.head).chain(self.behind(self.head))
     }
 
+    #[allow(unsafe_code)]
     fn values_of(&self, link: Link) -> PackedRef<'_> {
-        PackedRef::from_stored(self.store.payload(link), self.arity)
+        // SAFETY: a record's payload is a row this storage packed with `NonInline::Packed`
+        // for the row's table (of `self.arity` columns) in this process, never changed
+        // since (T2, T3); the storage reads no record it did not write (no recovery yet).
+        unsafe { PackedRef::from_stored(self.store.payload(link), self.arity) }
     }
 
     fn mine(&self, owner: &TxnShared) -> bool {
