@@ -19,6 +19,7 @@ use crate::gc::hana::Hana;
 use crate::gc::hekaton::Hekaton;
 use crate::gc::none::NoCollection;
 use crate::gc::steam::Steam;
+use crate::gc::tb_collect::TbCollect;
 use crate::gc::txn_epochs::TxnEpochs;
 use crate::gc::vacuum::Vacuum;
 use crate::gc::watermark::WatermarkOnly;
@@ -106,9 +107,22 @@ pub enum GarbageCollector {
     /// finalizes every transaction committed before the oldest epoch that still has
     /// members, unlinking its versions as a batch.
     TransactionEpochs,
+    /// 'tb-collect' (TB-Collect, Wei et al. 2025, §4.2–§4.4): block-level collection over
+    /// the [`VersionStorageKind::TileBlock`] storage (and only it). A block more than 90%
+    /// of whose slots are obsolete is queued; once no active snapshot can read its obsolete
+    /// versions, its still-latest versions are moved to a new block and it is freed whole
+    /// (its tile too, or the tile kept while a long transaction may walk its headers).
+    /// Worker threads do the work after their transactions end; no background thread.
+    /// Not in [`GarbageCollector::ALL`], whose collectors run over the in-memory storages;
+    /// see [`GarbageCollector::BLOCK_LEVEL`].
+    TbCollect,
 }
 
 impl GarbageCollector {
+    /// The block-level collectors, each paired with the persistent-memory storage it
+    /// collects.
+    pub const BLOCK_LEVEL: [GarbageCollector; 1] = [GarbageCollector::TbCollect];
+
     /// Every collector, in the order reports list them: the Steam paper's, then Wu et
     /// al.'s granularities.
     pub const ALL: [GarbageCollector; 10] = [
@@ -149,6 +163,7 @@ impl GarbageCollector {
             GarbageCollector::Vacuum => Vacuum::NAME,
             GarbageCollector::Cooperative => Cooperative::NAME,
             GarbageCollector::TransactionEpochs => TxnEpochs::NAME,
+            GarbageCollector::TbCollect => TbCollect::NAME,
         }
     }
 
@@ -156,11 +171,13 @@ impl GarbageCollector {
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
+            .chain(Self::BLOCK_LEVEL)
             .find(|gc| gc.name() == name)
             .ok_or_else(|| Error::UnsupportedConfiguration {
                 reason: format!(
-                    "unknown garbage collector {name:?}; known: {}",
-                    Self::ALL.map(Self::name).join(", ")
+                    "unknown garbage collector {name:?}; known: {}, {}",
+                    Self::ALL.map(Self::name).join(", "),
+                    Self::BLOCK_LEVEL.map(Self::name).join(", ")
                 ),
             })
     }
@@ -189,10 +206,12 @@ impl GarbageCollector {
     }
 
     /// Whether the collector works only with some version storage, and which: 'coop'
-    /// needs chains walked from the oldest version.
+    /// needs chains walked from the oldest version; 'tb-collect' collects the tile-block
+    /// storage's blocks.
     pub fn required_storage(self) -> Option<VersionStorageKind> {
         match self {
             GarbageCollector::Cooperative => Some(VersionStorageKind::AppendOldestToNewest),
+            GarbageCollector::TbCollect => Some(VersionStorageKind::TileBlock),
             _ => None,
         }
     }
@@ -728,11 +747,13 @@ impl Options {
                 self.concurrency_control.name()
             ));
         }
-        if self.garbage_collector != GarbageCollector::NoCollection {
+        if !matches!(
+            self.garbage_collector,
+            GarbageCollector::NoCollection | GarbageCollector::TbCollect
+        ) {
             return refuse(format!(
-                "{storage} runs without a collector ('none') until its block-level collector \
-                 (tb-collect) is built; {} unlinks single versions, which frees nothing of a \
-                 block",
+                "{storage} is collected by its block-level collector (tb-collect) or not at \
+                 all ('none'); {} unlinks single versions, which frees nothing of a block",
                 self.garbage_collector.name()
             ));
         }
@@ -775,10 +796,19 @@ impl Options {
         let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
         if let Some(storage) = gc.required_storage() {
             if self.version_storage != storage {
+                let why = match gc {
+                    GarbageCollector::TbCollect => {
+                        "it frees whole blocks of versions, and only that storage keeps its \
+                         versions in blocks (TB-Collect §4.1)"
+                    }
+                    _ => {
+                        "cooperative cleaning spots obsolete versions as walks pass them, and \
+                         only a chain walked from its oldest version passes them (Wu et al. \
+                         §5.1)"
+                    }
+                };
                 return refuse(format!(
-                    "the {} collector needs the {} version storage, not {}: cooperative \
-                     cleaning spots obsolete versions as walks pass them, and only a chain \
-                     walked from its oldest version passes them (Wu et al. §5.1)",
+                    "the {} collector needs the {} version storage, not {}: {why}",
                     gc.name(),
                     storage.name(),
                     self.version_storage.name()
@@ -993,6 +1023,7 @@ enum AnyEngine {
     ErmiaTimeTravel(Engine<TimeTravelStorage, Ermia>),
     NoneTimeTravel(Engine<TimeTravelStorage, NoCollection>),
     NoneTileBlock(Engine<TileBlockStorage, NoCollection>),
+    TbCollectTileBlock(Engine<TileBlockStorage, TbCollect>),
     VacDelta(Engine<DeltaStorage, Vacuum>),
     VacAppend(Engine<AppendStorage, Vacuum>),
     VacAppendO2n(Engine<AppendO2nStorage, Vacuum>),
@@ -1036,6 +1067,7 @@ macro_rules! on_engine {
             AnyEngine::ErmiaTimeTravel($engine) => $body,
             AnyEngine::NoneTimeTravel($engine) => $body,
             AnyEngine::NoneTileBlock($engine) => $body,
+            AnyEngine::TbCollectTileBlock($engine) => $body,
             AnyEngine::VacDelta($engine) => $body,
             AnyEngine::VacAppend($engine) => $body,
             AnyEngine::VacAppendO2n($engine) => $body,
@@ -1169,8 +1201,14 @@ impl Database {
             (VersionStorageKind::TileBlock, GarbageCollector::NoCollection) => {
                 AnyEngine::NoneTileBlock(new_engine(tag, &config, &options)?)
             }
+            (VersionStorageKind::TileBlock, GarbageCollector::TbCollect) => {
+                AnyEngine::TbCollectTileBlock(new_engine(tag, &config, &options)?)
+            }
             (VersionStorageKind::TileBlock, _) => {
-                unreachable!("validate refuses tile-block with a collector")
+                unreachable!("validate refuses tile-block with another collector")
+            }
+            (_, GarbageCollector::TbCollect) => {
+                unreachable!("validate refuses tb-collect over another storage")
             }
             (VersionStorageKind::Delta, GarbageCollector::Vacuum) => {
                 AnyEngine::VacDelta(new_engine(tag, &config, &options)?)
@@ -1521,6 +1559,9 @@ impl Database {
             AnyEngine::NoneTileBlock(e) => {
                 AnyTxn::NoneTileBlock(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::TbCollectTileBlock(e) => {
+                AnyTxn::TbCollectTileBlock(EngineTxn::begin(e, isolation, read_only)?)
+            }
             AnyEngine::VacDelta(e) => AnyTxn::VacDelta(EngineTxn::begin(e, isolation, read_only)?),
             AnyEngine::VacAppend(e) => {
                 AnyTxn::VacAppend(EngineTxn::begin(e, isolation, read_only)?)
@@ -1712,6 +1753,7 @@ enum AnyTxn<'db> {
     ErmiaTimeTravel(EngineTxn<'db, TimeTravelStorage, Ermia>),
     NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection>),
     NoneTileBlock(EngineTxn<'db, TileBlockStorage, NoCollection>),
+    TbCollectTileBlock(EngineTxn<'db, TileBlockStorage, TbCollect>),
     VacDelta(EngineTxn<'db, DeltaStorage, Vacuum>),
     VacAppend(EngineTxn<'db, AppendStorage, Vacuum>),
     VacAppendO2n(EngineTxn<'db, AppendO2nStorage, Vacuum>),
@@ -1755,6 +1797,7 @@ macro_rules! on_txn {
             AnyTxn::ErmiaTimeTravel($txn) => $body,
             AnyTxn::NoneTimeTravel($txn) => $body,
             AnyTxn::NoneTileBlock($txn) => $body,
+            AnyTxn::TbCollectTileBlock($txn) => $body,
             AnyTxn::VacDelta($txn) => $body,
             AnyTxn::VacAppend($txn) => $body,
             AnyTxn::VacAppendO2n($txn) => $body,

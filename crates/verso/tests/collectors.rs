@@ -719,14 +719,14 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
 /// default protocol (every storage with every collector it supports, physical pointers
 /// with every collector each append-only order supports, long values copied and shared
 /// out of line over every storage and shared under physical pointers, and HyPer's
-/// removal), 15 under each other protocol, and each persistent-memory storage in its one
-/// configuration; each opens.
+/// removal), 15 under each other protocol, and each persistent-memory storage without a
+/// collector and with its block-level one; each opens.
 #[test]
 fn the_suites_run_the_configurations_the_docs_list() {
     let all = common::all_configurations();
     assert_eq!(common::si_configurations().len(), 66);
-    assert_eq!(common::persistent_memory_configurations().len(), 1);
-    assert_eq!(all.len(), 66 + 4 * 15 + 1);
+    assert_eq!(common::persistent_memory_configurations().len(), 2);
+    assert_eq!(all.len(), 66 + 4 * 15 + 2);
     let physical = all
         .iter()
         .filter(|o| o.index_pointers == verso::IndexPointers::Physical)

@@ -209,7 +209,11 @@ fn what_the_tile_block_storage_cannot_run_with_is_refused_with_a_reason() {
     );
     refused(
         tb.clone().garbage_collector(GarbageCollector::Steam),
-        "without a collector",
+        "block-level collector (tb-collect) or not at all",
+    );
+    refused(
+        Options::default().garbage_collector(GarbageCollector::TbCollect),
+        "needs the tile-block version storage",
     );
     refused(
         tb.clone().non_inline(verso::research::NonInline::Shared),

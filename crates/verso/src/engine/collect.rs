@@ -224,11 +224,60 @@ pub(crate) fn after_end<V: VersionStorage, G: Collector>(
     engine: &Engine<V, G>,
     local: &LocalSlot<WrittenRow<V>>,
     committed: bool,
+    start_ts: u64,
 ) {
     match G::FINALIZING {
         Finalizing::Interspersed => finalize_interspersed(engine, local, committed),
         Finalizing::BackgroundHandsToWorkers => finalize_assigned(engine, local),
         Finalizing::Background | Finalizing::Never | Finalizing::TupleLevel => {}
+    }
+    if G::BLOCK_LEVEL {
+        collect_blocks(engine, local, Some(start_ts));
+    }
+}
+
+/// Block-level collection (tb-collect): the storage's Algorithms 1 and 2 after the
+/// transaction that started at `ended` ended on this thread, or, with `None`, everything
+/// safe to collect (`collect_garbage`). The time of a collection that did something is
+/// counted in the thread's collection time.
+fn collect_blocks<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    local: &LocalSlot<WrittenRow<V>>,
+    ended: Option<u64>,
+) {
+    let started = Instant::now();
+    let active = || {
+        let mut buffer = Vec::new();
+        engine.txns.active_snapshots(&mut buffer)
+    };
+    let context = crate::version::BlockGcContext {
+        ended,
+        everything: ended.is_none(),
+        active: &active,
+        threads: engine.txns.slots().count(),
+        rows: &EngineRows(engine),
+    };
+    if V::collect_blocks(&engine.storage, &context) {
+        local
+            .slot
+            .stats
+            .add(Counter::GcNanos, started.elapsed().as_nanos() as u64);
+    }
+}
+
+/// The engine's primary indexes, for a storage that moves rows' newest versions.
+struct EngineRows<'a, V: VersionStorage, G: Collector>(&'a Engine<V, G>);
+
+impl<V: VersionStorage, G: Collector> crate::version::RowFinder<V::Row> for EngineRows<'_, V, G> {
+    fn arity(&self, table: u32) -> Option<usize> {
+        self.0.table_by_index(table).map(|t| t.schema.arity())
+    }
+
+    fn find(&self, table: u32, values: &RowView<'_>) -> Option<Arc<V::Row>> {
+        let table = self.0.table_by_index(table)?;
+        let mut key_bytes = Vec::new();
+        key::encode_row_key(&mut key_bytes, values, &table.schema.primary_key);
+        table.primary.with(&key_bytes, Arc::clone)
     }
 }
 
@@ -313,6 +362,11 @@ pub(crate) fn collect_all<V: VersionStorage, G: Collector>(
         for (bound, committed) in assigned {
             finalize_committed(engine, committed, bound, &local.slot.stats, &mut entry);
         }
+    }
+    if G::BLOCK_LEVEL {
+        // After finalizing, which unlinks the versions a block's collection waits on.
+        drop(_round);
+        collect_blocks(engine, local, None);
     }
 }
 

@@ -79,6 +79,7 @@ impl<'e, V: VersionStorage, G: Collector> Loader<'e, V, G> {
             let context = crate::version::NewRowContext {
                 table: table_index,
                 txn_id: self.commit.commit_ts,
+                indexed: !table.schema.indexes.is_empty(),
             };
             V::insert_row(
                 &self.engine.storage,

@@ -880,6 +880,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                         let context = crate::version::NewRowContext {
                             table: id.index,
                             txn_id: self.start_ts,
+                            indexed: !table.schema.indexes.is_empty(),
                         };
                         V::insert_row(
                             &self.engine.storage,
@@ -1222,6 +1223,12 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
                 limit: 0,
             }),
             WriteResult::RowGone => Ok(Written::RowGone),
+            WriteResult::Retry => {
+                // A collection is moving the row's newest version (tile-block): let it
+                // finish, then find the row again.
+                std::thread::yield_now();
+                Ok(Written::RowGone)
+            }
             WriteResult::Conflict => {
                 self.rollback(Counter::AbortedWriteConflict);
                 self.phase.set(Phase::RolledBack);
@@ -1369,7 +1376,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
     fn commit_read_only(self) -> Acknowledgement<'e> {
         self.finish();
         self.local.slot.stats.add(Counter::CommittedReadOnly, 1);
-        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false, self.start_ts);
         self.acknowledgement(None)
     }
 
@@ -1396,7 +1403,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         }
         self.rollback(reason);
         self.finish();
-        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false, self.start_ts);
         Err(error)
     }
 
@@ -1432,7 +1439,7 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             let horizon = self.engine.txns.serializable_horizon();
             crate::engine::collect::trim_validation_log(slot, horizon, &slot.stats);
         }
-        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, true);
+        crate::engine::collect::after_end::<V, G>(self.engine, &self.local, true, self.start_ts);
     }
 
     /// MVTO: the versions are stamped with the transaction's id. Before that, its written
@@ -1785,7 +1792,12 @@ impl<V: VersionStorage, G: Collector> Drop for EngineTxn<'_, V, G> {
     fn drop(&mut self) {
         if self.phase.get() != Phase::Finished {
             self.abort_in_place();
-            crate::engine::collect::after_end::<V, G>(self.engine, &self.local, false);
+            crate::engine::collect::after_end::<V, G>(
+                self.engine,
+                &self.local,
+                false,
+                self.start_ts,
+            );
         }
     }
 }

@@ -26,7 +26,8 @@
 //! [`none::NoCollection`]; and Wu et al.'s §5 granularities: [`vacuum::Vacuum`] (tuple-level
 //! background vacuuming with a dirty-block bitmap), [`cooperative::Cooperative`]
 //! (tuple-level cooperative cleaning, O2N only) and [`txn_epochs::TxnEpochs`]
-//! (transaction-level, epochs with membership counters).
+//! (transaction-level, epochs with membership counters); and TB-Collect's block-level
+//! collection, [`tb_collect::TbCollect`], over the tile-block storage.
 
 pub(crate) mod cooperative;
 pub(crate) mod deuteronomy;
@@ -37,6 +38,7 @@ pub(crate) mod hekaton;
 mod loom_tests;
 pub(crate) mod none;
 pub(crate) mod steam;
+pub(crate) mod tb_collect;
 pub(crate) mod txn_epochs;
 pub(crate) mod vacuum;
 pub(crate) mod watermark;
@@ -100,6 +102,10 @@ pub(crate) trait Collector: Send + Sync + Sized + 'static {
     /// [`Finalizing::TupleLevel`] with [`Self::COOPERATIVE`]: every this many rounds the
     /// thread vacuums every block (the dusty corners no walk reaches).
     const FULL_PASS_EVERY_ROUNDS: u64 = 0;
+    /// Block-level collection (tb-collect): after every transaction ends on a thread, the
+    /// version storage collects whole blocks (`VersionStorage::collect_blocks`), beside the
+    /// finalizing `FINALIZING` says.
+    const BLOCK_LEVEL: bool = false;
     /// How old (in nanoseconds) a thread's cached list of active snapshots may grow before
     /// a writer rebuilds it (Steam §4.3.1 uses a few milliseconds).
     const ACTIVE_LIST_MAX_AGE_NS: u64 = 1_000_000;

@@ -238,6 +238,45 @@ pub struct PmStats {
     /// Nanoseconds spent in the emulated per-line delay.
     pub line_delay_nanos: u64,
     by_purpose: [PurposeStats; PURPOSES],
+    /// The blocks of the storage in the region, and their collection.
+    pub blocks: BlockStats,
+}
+
+/// The blocks and tiles of the tile-block storage, and what its collector (tb-collect)
+/// did: counts since the database opened, and sizes now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockStats {
+    /// The bytes of one frame (a block spans one or more).
+    pub frame_bytes: u64,
+    /// Frames allocated to blocks now.
+    pub frames_in_use: u64,
+    /// Frames free now.
+    pub frames_free: u64,
+    /// Tiles in DRAM now (one per block, and the kept ones whose block was freed).
+    pub tiles: u64,
+    /// Of them, tiles kept for long transactions after their block was freed (TB §4.4
+    /// case 2).
+    pub tiles_kept: u64,
+    /// DRAM bytes the tiles take now (headers and update-bitmap mirrors).
+    pub tile_bytes: u64,
+    /// Blocks sealed (full).
+    pub blocks_sealed: u64,
+    /// Queues of blocks the collector froze and collected (TB Algorithm 2, lines 12–24).
+    pub collections: u64,
+    /// Blocks freed with their tile (case 1).
+    pub blocks_freed: u64,
+    /// Blocks freed while their tile was kept (case 2, or versions still linked).
+    pub blocks_freed_tile_kept: u64,
+    /// Kept tiles freed later.
+    pub kept_tiles_freed: u64,
+    /// Blocks put back in the pending queue when frozen (a writer or a snapshot came).
+    pub blocks_requeued: u64,
+    /// Still-latest versions copied out of blocks being freed.
+    pub versions_relocated: u64,
+    /// Latest tombstones of buried rows dropped instead of copied (nothing older of their
+    /// key is left in the region).
+    pub tombstones_dropped: u64,
 }
 
 impl PmStats {
@@ -248,6 +287,7 @@ impl PmStats {
             persist_points: 0,
             line_delay_nanos: 0,
             by_purpose: [PurposeStats::default(); PURPOSES],
+            blocks: BlockStats::default(),
         }
     }
 

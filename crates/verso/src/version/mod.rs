@@ -130,6 +130,10 @@ pub(crate) enum WriteResult<G> {
     Refused(Refusal),
     /// The collector removed the row from the indexes; look the key up again.
     RowGone,
+    /// The row's newest version is being moved by a block-level collection (its block is
+    /// frozen): nothing was written; try again once the move is done (the caller yields
+    /// and looks the key up again).
+    Retry,
 }
 
 impl WriteResult<()> {
@@ -151,6 +155,7 @@ impl WriteResult<()> {
             WriteResult::Conflict => WriteResult::Conflict,
             WriteResult::Refused(refusal) => WriteResult::Refused(refusal),
             WriteResult::RowGone => WriteResult::RowGone,
+            WriteResult::Retry => WriteResult::Retry,
         }
     }
 }
@@ -301,6 +306,33 @@ pub(crate) struct StampReport {
 pub(crate) struct NewRowContext {
     pub(crate) table: u32,
     pub(crate) txn_id: u64,
+    /// Whether the table has secondary indexes.
+    pub(crate) indexed: bool,
+}
+
+/// What a block-level collection is told by the engine.
+pub(crate) struct BlockGcContext<'a, R: ?Sized> {
+    /// The id (start timestamp) of the transaction that just ended on this thread; `None`
+    /// for `collect_garbage`.
+    pub(crate) ended: Option<u64>,
+    /// `collect_garbage`: collect every sealed block with an obsolete slot that is safe to
+    /// collect, whatever the threshold and the queues' capacities.
+    pub(crate) everything: bool,
+    /// An exact list of the active snapshots, taken now.
+    pub(crate) active: &'a dyn Fn() -> ActiveSnapshots,
+    /// Threads with a slot (the queues' capacity is split over them).
+    pub(crate) threads: usize,
+    /// Finds rows by their values: relocation moves a row's newest version, and only the
+    /// indexes know where the row is.
+    pub(crate) rows: &'a dyn RowFinder<R>,
+}
+
+/// The engine's indexes, as a storage that moves versions needs them.
+pub(crate) trait RowFinder<R: ?Sized> {
+    /// The number of columns of table `table` (`None`: no such table).
+    fn arity(&self, table: u32) -> Option<usize>;
+    /// The row object the primary index holds for the key of `values` in table `table`.
+    fn find(&self, table: u32, values: &RowView<'_>) -> Option<Arc<R>>;
 }
 
 /// A storage whose rows hold all their versions on the heap: nothing shared beside them,
@@ -391,6 +423,15 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// The counters of the storage's persistent-memory region, if it has one.
     fn persistent_memory_stats(_shared: &Self::Shared) -> Option<crate::pmem::PmStats> {
         None
+    }
+
+    /// Block-level collection (tb-collect, `gc/tb_collect.rs`): called by the engine on a
+    /// thread after each of its transactions ends, and by `collect_garbage`, only for a
+    /// collector with `Collector::BLOCK_LEVEL` (`Options::validate` pairs such collectors
+    /// with storages that implement it). Returns whether it did any work (scanned, froze,
+    /// relocated or freed). Nothing for the others.
+    fn collect_blocks(_shared: &Self::Shared, _context: &BlockGcContext<'_, Self::Row>) -> bool {
+        false
     }
 
     /// Makes `owner`'s writes durable before its commit becomes visible: called by the

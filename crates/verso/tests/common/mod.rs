@@ -54,24 +54,30 @@ pub fn logged_configurations() -> Vec<Options> {
         .collect()
 }
 
-/// The storages that keep their versions in a persistent-memory region, each in the
-/// configuration it runs in (MVTO, no collector yet), with small blocks so that tests fill
-/// and seal them.
+/// The storages that keep their versions in a persistent-memory region, each under MVTO
+/// (the only protocol they run under), without a collector and with each block-level
+/// collector that collects it, with small blocks so that tests fill, seal and free them.
 pub fn persistent_memory_configurations() -> Vec<Options> {
-    VersionStorageKind::PERSISTENT_MEMORY
-        .into_iter()
-        .map(|storage| {
-            Options::default()
-                .version_storage(storage)
-                .concurrency_control(ConcurrencyControl::Mvto)
-                .garbage_collector(GarbageCollector::NoCollection)
-                .persistent_memory(
-                    verso::pmem::PmOptions::default()
-                        .capacity_bytes(1 << 30)
-                        .slots_per_block(64),
-                )
-        })
-        .collect()
+    let mut all = Vec::new();
+    for storage in VersionStorageKind::PERSISTENT_MEMORY {
+        let collectors = GarbageCollector::BLOCK_LEVEL
+            .into_iter()
+            .filter(|gc| gc.required_storage() == Some(storage));
+        for gc in std::iter::once(GarbageCollector::NoCollection).chain(collectors) {
+            all.push(
+                Options::default()
+                    .version_storage(storage)
+                    .concurrency_control(ConcurrencyControl::Mvto)
+                    .garbage_collector(gc)
+                    .persistent_memory(
+                        verso::pmem::PmOptions::default()
+                            .capacity_bytes(1 << 30)
+                            .slots_per_block(64),
+                    ),
+            );
+        }
+    }
+    all
 }
 
 /// The configurations whose transactions read the snapshot taken at `begin` and are never

@@ -49,10 +49,12 @@
 //! header and its record.
 
 use std::cell::RefCell;
+use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock, Weak};
+use std::sync::{Mutex, Weak};
 
 use crate::error::{Error, Result};
+use crate::gc::tb_collect;
 use crate::pmem::layout::{self, FrameState, Record, RecordKind, METADATA_LINE_BYTES};
 use crate::pmem::space::{Extent, Opened, Space};
 use crate::pmem::{self, LineWriter, PmStats, Purpose, Region};
@@ -62,9 +64,14 @@ use crate::sync::{Arc, Latch, WriteGuard};
 use crate::txn::state::{TxnOutcome, TxnShared};
 use crate::value::Value;
 use crate::version::append::{whole_copies_mask, Decision, PruneDecisions};
+#[cfg(all(test, loom))]
+mod loom_tests;
+mod reclaim;
+
 use crate::version::{
-    ActiveSnapshots, ChainEdit, Created, GoneVersion, NewRowContext, PruneReport, ReadCost,
-    Refusal, RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
+    ActiveSnapshots, BlockGcContext, ChainEdit, Created, GoneVersion, NewRowContext, PruneReport,
+    ReadCost, Refusal, RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent,
+    WriteResult,
 };
 
 /// `begin` of a version whose transaction has not stamped it yet.
@@ -78,6 +85,9 @@ const LATEST: u64 = u64::MAX;
 /// Header flags.
 const EXISTS: u32 = 1;
 const ABORTED: u32 = 2;
+/// The tombstone of a buried row (or a relocated copy of one): obsolete for the block's
+/// share (no row reads it), yet a record relocation must weigh (D23) before it drops it.
+const BURIED: u32 = 4;
 
 /// The bytes a header takes in DRAM (counted in a version's bytes).
 const HEADER_BYTES: usize = std::mem::size_of::<Header>();
@@ -128,10 +138,54 @@ impl Link {
     }
 }
 
+/// The DRAM states of a block (`Tile::state`). Only the thread that moves a block out of
+/// `SEALED` (into a queue) owns it until it is freed or put back.
+mod block_state {
+    /// A thread appends to it.
+    pub(super) const OPEN: u64 = 0;
+    /// Full; no queue holds it.
+    pub(super) const SEALED: u64 = 1;
+    /// In one thread's queue (pending, local or long).
+    pub(super) const QUEUED: u64 = 2;
+    /// A collection is deciding its fate: writers that would obsolete one of its slots
+    /// retry (the Dekker pair with `max_txnid`, design note "Freezing").
+    pub(super) const FREEZING: u64 = 3;
+    /// A collection relocates its latest versions and frees it.
+    pub(super) const FROZEN: u64 = 4;
+    /// Its block is freed; the tile is kept while long transactions or links need its
+    /// headers (no content may be read through it).
+    pub(super) const BLOCK_FREED: u64 = 5;
+}
+
+/// The writer's half of the Dekker pair with a collection freezing a block (design note,
+/// "Block-level collection"): before transaction `id` covers a version in the block, it
+/// raises the block's `max_txnid`, then reads its state. False: the block is being frozen;
+/// the writer retries once its version was moved. Otherwise the freezer, which sets the
+/// state before it reads `max_txnid` ([`freeze`]), sees `id` in the block's bounds while
+/// the writer runs, and puts the block back.
+fn may_cover(max_txnid: &crate::sync::AtomicU64, state: &crate::sync::AtomicU64, id: u64) -> bool {
+    max_txnid.fetch_max(id, Ordering::SeqCst);
+    // (SeqCst accesses order the pair already; loom checks it through the fence.)
+    crate::sync::fence_seq_cst();
+    let state = state.load(Ordering::SeqCst);
+    debug_assert_ne!(state, block_state::BLOCK_FREED, "a head in a freed block");
+    state != block_state::FREEZING && state != block_state::FROZEN
+}
+
+/// The freezer's half: the state becomes `FREEZING` (from `QUEUED`); the caller then takes
+/// a fresh list of active snapshots and reads `max_txnid`, both after this store.
+fn freeze(state: &crate::sync::AtomicU64) {
+    let was = state.swap(block_state::FREEZING, Ordering::SeqCst);
+    debug_assert_eq!(was, block_state::QUEUED, "only a queued block is frozen");
+    crate::sync::fence_seq_cst();
+}
+
 /// The DRAM side of one block.
 struct Tile {
     /// Region offset of the block's first byte (its metadata line).
     block_at: u64,
+    /// The block's frames (freed with it).
+    extent: Extent,
     generation: u64,
     headers: Box<[Header]>,
     /// The update bitmap's DRAM mirror: 1 = obsolete.
@@ -143,23 +197,73 @@ struct Tile {
     /// The highest id of a transaction that appended to the block or obsoleted a slot in it
     /// (the region's `max_txnid` is raised only by obsoleting, TB §4.3; appenders too here,
     /// so that a collection never takes a block an uncommitted appender still writes).
-    max_txnid: AtomicU64,
+    /// Raised with `SeqCst` by an obsoleter before it reads `state` (the Dekker pair,
+    /// `may_cover` and `freeze`).
+    max_txnid: crate::sync::AtomicU64,
     /// The lowest id of a transaction that appended to the block (exact; the region's is
     /// the first appender's, TB §4.1).
     min_txnid: AtomicU64,
+    /// `block_state`.
+    state: crate::sync::AtomicU64,
+    /// Headers of this tile a chain still reaches other than as a latest version (bit 0)
+    /// that relocation moves: versions behind a row's newest, and the "never existed"
+    /// newest version a rolled-back insert leaves until its row is buried. The tile may be
+    /// freed only at zero (nothing reaches it then: relocation moved the rest).
+    pinned: AtomicU32,
+    /// Of them, those of rows in tables with secondary indexes: their contents are read by
+    /// finalizing's index upkeep, so the block may be freed only at zero.
+    pinned_indexed: AtomicU32,
+    /// The lowest begin of a committed version in this block that a newer one superseded
+    /// (`u64::MAX`: none): a latest tombstone older than every such version in the region
+    /// can be dropped (nothing older of its key is left for recovery to mistake for it).
+    min_superseded: AtomicU64,
 }
 
 impl Tile {
-    fn new(block_at: u64, generation: u64, slots: u32) -> Tile {
+    fn new(block_at: u64, extent: Extent, slots: u32) -> Tile {
         Tile {
             block_at,
-            generation,
+            extent,
+            generation: extent.generation,
             headers: (0..slots).map(|_| Header::default()).collect(),
             bits: (0..slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             used: AtomicU32::new(0),
             obsolete: AtomicU32::new(0),
-            max_txnid: AtomicU64::new(0),
+            max_txnid: crate::sync::AtomicU64::new(0),
             min_txnid: AtomicU64::new(u64::MAX),
+            state: crate::sync::AtomicU64::new(block_state::OPEN),
+            pinned: AtomicU32::new(0),
+            pinned_indexed: AtomicU32::new(0),
+            min_superseded: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// The DRAM bytes a tile of `slots` slots takes.
+    fn bytes(slots: u32) -> u64 {
+        (std::mem::size_of::<Tile>()
+            + slots as usize * HEADER_BYTES
+            + slots.div_ceil(64) as usize * 8) as u64
+    }
+
+    fn is_obsolete(&self, slot: usize) -> bool {
+        self.bits[slot / 64].load(Ordering::Relaxed) & (1 << (slot % 64)) != 0
+    }
+
+    /// Counts a header of a row in an `indexed` table that a chain now reaches other than
+    /// as a relocatable latest version (`Tile::pinned`).
+    fn pin(&self, indexed: bool) {
+        self.pinned.fetch_add(1, Ordering::SeqCst);
+        if indexed {
+            self.pinned_indexed.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn unpin(&self, indexed: bool) {
+        let before = self.pinned.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(before > 0, "unpinned more than pinned");
+        if indexed {
+            let before = self.pinned_indexed.fetch_sub(1, Ordering::SeqCst);
+            debug_assert!(before > 0, "unpinned more than pinned (indexed)");
         }
     }
 }
@@ -170,6 +274,24 @@ impl Tile {
 struct Appender {
     writer: LineWriter,
     open: Option<OpenBlock>,
+    /// The block a collection on this thread copies latest versions into (TB Algorithm
+    /// 2's "block N+1"), apart from `open`: its records carry old ids, which would widen
+    /// the append block's `[min_txnid, max_txnid]` and delay its collection.
+    relocation: Option<OpenBlock>,
+    /// This thread's collection queues (also in the store's registry).
+    gc: std::sync::Arc<Mutex<reclaim::ThreadGc>>,
+    /// Blocks this thread found to be candidates (state `QUEUED`), for its pending queue:
+    /// moved there at its next collection point, or when the thread ends.
+    candidates: Vec<usize>,
+}
+
+/// Which of a thread's open blocks a record goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// The block the thread's transactions append to.
+    Append,
+    /// The block its collections copy latest versions into.
+    Relocation,
 }
 
 struct OpenBlock {
@@ -190,10 +312,28 @@ pub(crate) struct TileStore {
     region: std::sync::Arc<Region>,
     space: Space,
     slots_per_block: u32,
-    /// The tile of each block, by the block's first frame.
-    tiles: Box<[OnceLock<Box<Tile>>]>,
+    /// The tile of each block, by the block's first frame (null: none). A tile is freed
+    /// (swapped out and dropped) only when nothing reaches it (`Tile::pinned` is zero and
+    /// its latest versions were relocated) and no queue holds it but the freeing thread's.
+    tiles: Box<[AtomicPtr<Tile>]>,
+    /// Tiles kept after their blocks were freed (TB §4.4 case 2), by the frame the block
+    /// had (null: none); at most one per frame (a block at a frame whose kept tile is still
+    /// there waits to be freed). Freed by the thread whose `kept` list holds the frame.
+    kept_tiles: Box<[AtomicPtr<Tile>]>,
+    /// Held by whoever walks the whole tile table (reading tiles it does not own) and by
+    /// a collection while it takes tiles out of the table.
+    table_scans: Mutex<()>,
     /// Open blocks of threads that ended, for the next thread that appends.
     spare_blocks: Mutex<Vec<OpenBlock>>,
+    /// Every thread's collection queues (Algorithm 2 scans them all when a long
+    /// transaction ends; `collect_garbage` drains them).
+    threads: Mutex<Vec<std::sync::Arc<Mutex<reclaim::ThreadGc>>>>,
+    /// When the store opened: the origin of the 40-ms epochs.
+    opened: std::time::Instant,
+    /// The newest start a classification marked long (D17): a transaction that ends with
+    /// a start at or below it runs Algorithm 2's step 1.
+    long_mark: AtomicU64,
+    counters: reclaim::Counters,
 }
 
 /// This thread's appender of each store it appended to.
@@ -203,8 +343,8 @@ impl Drop for ThreadAppenders {
     /// The thread ends: each store that lives on gets the thread's open block back.
     fn drop(&mut self) {
         for (_, store, appender) in self.0.drain(..) {
-            if let (Some(store), Some(block)) = (store.upgrade(), appender.open) {
-                store.spare(block);
+            if let Some(store) = store.upgrade() {
+                store.retire_appender(appender);
             }
         }
     }
@@ -234,16 +374,25 @@ impl TileStore {
             });
         }
         let slots_per_block = space.geometry().slots_per_block;
-        let tiles = (0..space.geometry().frame_count)
-            .map(|_| OnceLock::new())
-            .collect();
+        let null_table = || {
+            (0..space.geometry().frame_count)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect()
+        };
+        let (tiles, kept_tiles) = (null_table(), null_table());
         let store = TileStore {
             id: NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed),
             region,
             space,
             slots_per_block,
             tiles,
+            kept_tiles,
+            table_scans: Mutex::new(()),
             spare_blocks: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            opened: std::time::Instant::now(),
+            long_mark: AtomicU64::new(0),
+            counters: reclaim::Counters::default(),
         };
         drop(writer); // the format's persist points are counted; appenders start afresh
         Ok(store)
@@ -258,10 +407,7 @@ impl TileStore {
             let i = match cache.0.iter().position(|(id, _, _)| *id == self.id) {
                 Some(i) => i,
                 None => {
-                    let appender = Appender {
-                        writer: self.region.writer(),
-                        open: None,
-                    };
+                    let appender = self.new_appender();
                     cache
                         .0
                         .push((self.id, std::sync::Arc::downgrade(self), appender));
@@ -275,37 +421,79 @@ impl TileStore {
             // The thread's locals are being destroyed (a transaction dropped by another
             // local's destructor): a passing appender, whose block goes to the spares.
             Err(_) => {
-                let mut appender = Appender {
-                    writer: self.region.writer(),
-                    open: None,
-                };
+                let mut appender = self.new_appender();
                 let result = (f.take().expect("not called"))(&mut appender);
-                if let Some(block) = appender.open {
-                    self.spare(block);
-                }
+                self.retire_appender(appender);
                 result
             }
         }
     }
 
-    /// An open block whose thread ended, for another.
-    fn spare(&self, block: OpenBlock) {
-        self.spare_blocks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(block);
+    /// The appender of a thread that ends: its open blocks go to the spares, its
+    /// candidates to its pending queue (which stays in the registry for others to drain).
+    fn retire_appender(&self, appender: Appender) {
+        for block in [appender.open, appender.relocation].into_iter().flatten() {
+            self.spare(block);
+        }
+        lock(&appender.gc).pending.extend(appender.candidates);
     }
 
+    /// A thread's appender, its collection queues registered with the store.
+    fn new_appender(&self) -> Appender {
+        let gc = std::sync::Arc::new(Mutex::new(reclaim::ThreadGc::default()));
+        lock(&self.threads).push(std::sync::Arc::clone(&gc));
+        Appender {
+            writer: self.region.writer(),
+            open: None,
+            relocation: None,
+            gc,
+            candidates: Vec::new(),
+        }
+    }
+
+    /// An open block whose thread ended, for another.
+    fn spare(&self, block: OpenBlock) {
+        lock(&self.spare_blocks).push(block);
+    }
+
+    /// The tile of the block whose first frame is `frame`, if it has one.
+    #[allow(unsafe_code)]
+    fn tile_at(&self, frame: usize) -> Option<&Tile> {
+        let tile = self.tiles[frame].load(Ordering::Acquire);
+        if tile.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null entry points at a tile made by `Box::into_raw` in `open_block`,
+        // which `free_tile` drops only after swapping the entry to null, and only when no
+        // chain reaches the tile and no queue holds its block but the freeing thread's
+        // (invariants of `Tile::pinned` and `block_state`): whoever loaded the pointer
+        // reached it through a link a chain holds under its row's latch, or owns the block
+        // through a queue, or is the block's appender; none of them overlaps a free.
+        Some(unsafe { &*tile })
+    }
+
+    /// The tile kept at `frame` after its block was freed, if there is one.
+    #[allow(unsafe_code)]
+    fn kept_tile_at(&self, frame: usize) -> Option<&Tile> {
+        let tile = self.kept_tiles[frame].load(Ordering::Acquire);
+        if tile.is_null() {
+            return None;
+        }
+        // SAFETY: as in `tile_at`: a kept tile is freed (after its entry is nulled) only
+        // when nothing pins it, that is when no chain links into it.
+        Some(unsafe { &*tile })
+    }
+
+    /// The tile `link` names: its block's, or the tile kept after the block was freed. A
+    /// link into a freed tile is a broken invariant: it panics rather than read another
+    /// block's tile.
     fn tile(&self, link: Link) -> &Tile {
-        let tile = self.tiles[link.frame()]
-            .get()
-            .expect("a link names a block with a tile");
-        debug_assert_eq!(
-            tile.generation & 0x7FFF_FFFF,
-            link.generation(),
-            "a stale link"
-        );
-        tile
+        let generation = link.generation();
+        let matches = |tile: &&Tile| tile.generation & 0x7FFF_FFFF == generation;
+        self.tile_at(link.frame())
+            .filter(matches)
+            .or_else(|| self.kept_tile_at(link.frame()).filter(matches))
+            .unwrap_or_else(|| panic!("a link into a freed tile (frame {})", link.frame()))
     }
 
     fn header(&self, link: Link) -> &Header {
@@ -315,6 +503,11 @@ impl TileStore {
     /// The payload of `link`'s record, in place (invariant T2).
     #[allow(unsafe_code)]
     fn payload(&self, link: Link) -> &[u8] {
+        debug_assert_ne!(
+            self.tile(link).state.load(Ordering::Relaxed),
+            block_state::BLOCK_FREED,
+            "no one reads a version whose block was freed (case proofs, gc/tb_collect.rs)"
+        );
         let header = self.header(link);
         let (at, len) = (
             header.at.load(Ordering::Relaxed),
@@ -334,10 +527,12 @@ impl TileStore {
 
     /// Appends a record of `kind` to this thread's open block (opening one if needed) and
     /// publishes a header for it: `begin` unstamped, `end` latest, `next` as given.
+    #[allow(clippy::too_many_arguments)]
     fn append_version(
         &self,
         appender: &mut Appender,
-        kind: RecordKind,
+        into: Target,
+        (kind, flags): (RecordKind, u8),
         table: u32,
         txn_id: u64,
         payload: &[u8],
@@ -345,7 +540,7 @@ impl TileStore {
     ) -> Result<Link> {
         let table = u16::try_from(table).expect("at most 4,096 tables");
         let stored = layout::stored_record_bytes(payload.len()) as u64;
-        let block = self.block_for(appender, stored, txn_id)?;
+        let block = self.block_for(appender, into, stored, txn_id)?;
         let slot = block.slots;
         let record_at = block.at + block.cursor;
         block.cursor += stored;
@@ -353,16 +548,16 @@ impl TileStore {
         let extent = block.extent;
         let header = layout::record_header(&Record {
             kind,
-            flags: 0,
+            flags,
             table,
             txn_id,
             slot: slot as u16,
             payload,
         });
-        let purpose = if kind == RecordKind::Commit {
-            Purpose::CommitRecord
-        } else {
-            Purpose::Content
+        let purpose = match kind {
+            RecordKind::Commit => Purpose::CommitRecord,
+            RecordKind::Relocated => Purpose::Relocation,
+            RecordKind::Version | RecordKind::Tombstone => Purpose::Content,
         };
         // The header, the payload from where it is (no copy of the record put together
         // first: this is every write's path), then the padding to 8.
@@ -375,8 +570,8 @@ impl TileStore {
             &[0u8; 7][..padding],
             purpose,
         );
-        let tile = self.tiles[extent.first_frame as usize]
-            .get()
+        let tile = self
+            .tile_at(extent.first_frame as usize)
             .expect("an open block has a tile");
         let header = &tile.headers[slot as usize];
         header.begin.store(UNSTAMPED, Ordering::Relaxed);
@@ -384,43 +579,70 @@ impl TileStore {
         header.next.store(next.0, Ordering::Relaxed);
         header.at.store(payload_at, Ordering::Relaxed);
         header.len.store(payload.len() as u32, Ordering::Relaxed);
-        let exists = if kind == RecordKind::Version {
-            EXISTS
-        } else {
-            0
+        let exists = match kind {
+            RecordKind::Version => EXISTS,
+            RecordKind::Relocated if flags & layout::RELOCATED_TOMBSTONE == 0 => EXISTS,
+            _ => 0,
         };
         header.flags.store(exists, Ordering::Relaxed);
-        tile.max_txnid.fetch_max(txn_id, Ordering::Relaxed);
+        tile.max_txnid.fetch_max(txn_id, Ordering::SeqCst);
         tile.min_txnid.fetch_min(txn_id, Ordering::Relaxed);
         tile.used.store(slot + 1, Ordering::Relaxed);
         Ok(Link::new(extent.first_frame, extent.generation, slot))
     }
 
-    /// This thread's open block with room for a record of `stored` bytes: the current one,
-    /// a spare one a thread that ended left, or a new one; the current one is sealed when
-    /// another takes its place (only then: a full region refuses before anything changed).
+    /// This thread's open block (`into` says which: the append block or the relocation
+    /// block) with room for a record of `stored` bytes: the current one, a spare one a
+    /// thread that ended left, or a new one; the current one is sealed when another takes
+    /// its place (only then: a full region refuses before anything changed).
     fn block_for<'a>(
         &self,
         appender: &'a mut Appender,
+        into: Target,
         stored: u64,
         txn_id: u64,
     ) -> Result<&'a mut OpenBlock> {
         let fits = |b: &OpenBlock| b.slots < self.slots_per_block && b.cursor + stored <= b.bytes;
-        if !appender.open.as_ref().is_some_and(fits) {
+        let current = match into {
+            Target::Append => &appender.open,
+            Target::Relocation => &appender.relocation,
+        };
+        if !current.as_ref().is_some_and(fits) {
             let spare = {
-                let mut spares = self.spare_blocks.lock().unwrap_or_else(|e| e.into_inner());
+                let mut spares = lock(&self.spare_blocks);
                 spares.iter().position(fits).map(|i| spares.swap_remove(i))
             };
             let next = match spare {
                 Some(block) => block,
                 None => self.open_block(appender, stored, txn_id)?,
             };
-            if let Some(full) = appender.open.replace(next) {
-                self.space
-                    .set_state(&mut appender.writer, full.extent, FrameState::Sealed);
+            let current = match into {
+                Target::Append => &mut appender.open,
+                Target::Relocation => &mut appender.relocation,
+            };
+            if let Some(full) = current.replace(next) {
+                self.seal(appender, full);
             }
         }
-        Ok(appender.open.as_mut().expect("opened above"))
+        let current = match into {
+            Target::Append => &mut appender.open,
+            Target::Relocation => &mut appender.relocation,
+        };
+        Ok(current.as_mut().expect("opened above"))
+    }
+
+    /// Seals a full block: sealed in the directory (durable at the writer's next persist
+    /// point) and in DRAM, where it becomes a candidate (queued in this thread's pending
+    /// queue) if it is one already.
+    fn seal(&self, appender: &mut Appender, full: OpenBlock) {
+        self.space
+            .set_state(&mut appender.writer, full.extent, FrameState::Sealed);
+        let tile = self
+            .tile_at(full.extent.first_frame as usize)
+            .expect("an open block has a tile");
+        self.counters.add(&self.counters.blocks_sealed, 1);
+        tile.state.store(block_state::SEALED, Ordering::SeqCst);
+        self.queue_if_candidate(appender, full.extent.first_frame as usize, tile);
     }
 
     /// A new block with room for a record of `stored` bytes, its directory word and
@@ -440,13 +662,10 @@ impl TileStore {
         let mut line = [0u8; METADATA_LINE_BYTES as usize];
         line[layout::MIN_TXNID_AT as usize..].copy_from_slice(&txn_id.to_le_bytes());
         appender.writer.store(at, &line, Purpose::BlockMetadata);
-        let tile = Tile::new(at, extent.generation, self.slots_per_block);
-        if self.tiles[extent.first_frame as usize]
-            .set(Box::new(tile))
-            .is_err()
-        {
-            unreachable!("a freshly allocated block has no tile (blocks are never freed yet)");
-        }
+        let tile = Box::into_raw(Box::new(Tile::new(at, extent, self.slots_per_block)));
+        self.counters.blocks_live.fetch_add(1, Ordering::Relaxed);
+        let before = self.tiles[extent.first_frame as usize].swap(tile, Ordering::AcqRel);
+        debug_assert!(before.is_null(), "a freshly allocated block has no tile");
         Ok(OpenBlock {
             extent,
             at,
@@ -457,9 +676,10 @@ impl TileStore {
     }
 
     /// Marks `link`'s slot obsolete (TB §4.3 step 2: the bit and `max_txnid` in the block's
-    /// metadata line, one line) on behalf of transaction `by`.
-    fn obsolete(&self, appender: &mut Appender, link: Link, by: u64) {
-        let tile = self.obsolete_in_dram(link, by);
+    /// metadata line, one line) on behalf of transaction `by`; queues the block if that
+    /// made it a candidate (TB Algorithm 1, line 4). Returns whether the bit was clear.
+    fn obsolete(&self, appender: &mut Appender, link: Link, by: u64) -> bool {
+        let (tile, newly) = self.obsolete_in_dram(link, by);
         let slot = link.slot();
         let mask = 1u64 << (slot % 64);
         let word_at = tile.block_at + (slot / 64 * 8) as u64;
@@ -471,21 +691,50 @@ impl TileStore {
             by,
             Purpose::BlockMetadata,
         );
+        if newly {
+            self.queue_if_candidate(appender, link.frame(), tile);
+        }
+        newly
     }
 
     /// Marks `link`'s slot obsolete in the tile only: for a slot whose record was never a
     /// version anyone could read (a commit record), which the persisted bitmap need not
-    /// record (recovery never trusts it).
-    fn obsolete_in_dram(&self, link: Link, by: u64) -> &Tile {
+    /// record (recovery never trusts it). Returns the tile and whether the bit was clear.
+    fn obsolete_in_dram(&self, link: Link, by: u64) -> (&Tile, bool) {
         let tile = self.tile(link);
         let slot = link.slot();
         let mask = 1u64 << (slot % 64);
         let before = tile.bits[slot / 64].fetch_or(mask, Ordering::Relaxed);
-        if before & mask == 0 {
+        let newly = before & mask == 0;
+        if newly {
             tile.obsolete.fetch_add(1, Ordering::Relaxed);
         }
-        tile.max_txnid.fetch_max(by, Ordering::Relaxed);
-        tile
+        tile.max_txnid.fetch_max(by, Ordering::SeqCst);
+        (tile, newly)
+    }
+
+    /// A sealed block that just became a candidate goes to this thread's pending queue
+    /// (through `Appender::candidates`: the queue's lock may be held by this very thread's
+    /// collection, which seals relocation blocks); the state moves `SEALED` → `QUEUED`
+    /// once, so a block is in one queue at most.
+    fn queue_if_candidate(&self, appender: &mut Appender, frame: usize, tile: &Tile) {
+        let (obsolete, used) = (
+            tile.obsolete.load(Ordering::Relaxed),
+            tile.used.load(Ordering::Relaxed),
+        );
+        if tb_collect::is_candidate(obsolete, used)
+            && tile
+                .state
+                .compare_exchange(
+                    block_state::SEALED,
+                    block_state::QUEUED,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            appender.candidates.push(frame);
+        }
     }
 
     /// Clears `link`'s obsolete bit (a rollback restores the version as the row's newest).
@@ -504,10 +753,32 @@ impl TileStore {
             .fetch_and_u64(word_at, !mask, Purpose::BlockMetadata);
     }
 
-    /// The region's counters.
+    /// The region's counters, and the blocks'.
     pub(crate) fn stats(&self) -> PmStats {
-        self.region.stats()
+        let mut stats = self.region.stats();
+        stats.blocks = self.block_stats();
+        stats
     }
+}
+
+impl Drop for TileStore {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        for entry in self.tiles.iter().chain(self.kept_tiles.iter()) {
+            let tile = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !tile.is_null() {
+                // SAFETY: from `Box::into_raw`; the store is going, and no row outlives it
+                // (each holds an `Arc` of it).
+                drop(unsafe { Box::from_raw(tile) });
+            }
+        }
+    }
+}
+
+/// A mutex's guard, whether or not a thread panicked holding it (what it guards is kept
+/// consistent step by step).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One row, as the indexes point at it.
@@ -528,8 +799,13 @@ pub(crate) struct TileChain {
     pending: Option<Arc<TxnShared>>,
     /// The head is a new key's insert not yet folded by its commit (it counts as a record).
     insert_record: bool,
-    /// Set once the collector has removed the row from the indexes.
+    /// Set once the collector has removed the row from the indexes. A dead row's versions
+    /// are never read again (every running and future snapshot sees no row in it), so its
+    /// newest version's block may be freed under it.
     dead: bool,
+    /// Whether the row's table has secondary indexes (finalizing reads its old versions'
+    /// contents to keep them exact: `Tile::pinned_indexed`).
+    indexed: bool,
     /// Versions behind the head (kept, not walked: a write asks for it every time).
     len: usize,
 }
@@ -601,14 +877,20 @@ impl TileChain {
 
     /// Cuts the chain after `keeper`; returns the versions and bytes cut off.
     fn cut_after(&mut self, keeper: Link) -> (usize, usize) {
-        let gone = self
+        // Every header read before the first unpin: an unpinned tile may be freed at once.
+        let cut: Vec<(Link, usize)> = self
             .behind(keeper)
-            .fold((0, 0), |(n, b), l| (n + 1, b + self.store.version_bytes(l)));
+            .map(|l| (l, self.store.version_bytes(l)))
+            .collect();
         self.header(keeper)
             .next
             .store(Link::NONE.0, Ordering::Relaxed);
-        self.len -= gone.0;
-        gone
+        self.len -= cut.len();
+        let bytes = cut.iter().map(|&(_, b)| b).sum();
+        for &(link, _) in &cut {
+            self.store.tile(link).unpin(self.indexed);
+        }
+        (cut.len(), bytes)
     }
 
     /// The values `intent` makes of the newest version's.
@@ -650,13 +932,20 @@ impl TileChain {
         let txn_id = snapshot.start_ts;
         let (values, kind) = self.successor_values(&intent);
         let store = std::sync::Arc::clone(&self.store);
+        if !mine {
+            let tile = store.tile(head);
+            if !may_cover(&tile.max_txnid, &tile.state, txn_id) {
+                return WriteResult::Retry;
+            }
+        }
         store.with_appender(|appender| {
             // The transaction's own version is replaced in its place in the chain (records
             // never change in place); another's is covered by the new one.
             let next = if mine { self.next(head) } else { head };
             let link = match store.append_version(
                 appender,
-                kind,
+                Target::Append,
+                (kind, 0),
                 self.table,
                 txn_id,
                 values.packed().bytes(),
@@ -691,7 +980,14 @@ impl TileChain {
             }
             // TB §4.3: the end timestamp in DRAM; the bit and `max_txnid` in one line.
             self.header(head).end.store(txn_id, Ordering::Relaxed);
-            store.obsolete(appender, head, txn_id);
+            if store.obsolete(appender, head, txn_id) {
+                // A latest version is now behind the head: pinned until finalizing cuts it
+                // (a "never existed" head was pinned when its insert rolled back).
+                let tile = store.tile(head);
+                tile.pin(self.indexed);
+                let begin = self.header(head).begin.load(Ordering::Relaxed);
+                tile.min_superseded.fetch_min(begin, Ordering::SeqCst);
+            }
             let created = Created {
                 records: usize::from(!std::mem::take(&mut self.insert_record)),
                 bytes: store.version_bytes(head),
@@ -750,7 +1046,8 @@ impl VersionStorage for TileBlockStorage {
         let head = shared.with_appender(|appender| {
             shared.append_version(
                 appender,
-                RecordKind::Version,
+                Target::Append,
+                (RecordKind::Version, 0),
                 context.table,
                 context.txn_id,
                 packed.packed().bytes(),
@@ -766,6 +1063,7 @@ impl VersionStorage for TileBlockStorage {
             pending: Some(Arc::clone(owner)),
             insert_record: true,
             dead: false,
+            indexed: context.indexed,
             len: 0,
         };
         let row = Arc::new(TileRow {
@@ -788,6 +1086,11 @@ impl VersionStorage for TileBlockStorage {
         reader: impl FnOnce(Option<RowView<'_>>) -> R,
     ) -> (R, ReadCost) {
         let chain = row.read();
+        if chain.dead {
+            // Buried: no running or future snapshot sees a row in it (and its newest
+            // version's block may be gone).
+            return (reader(None), ReadCost::default());
+        }
         if chain.visible_to(chain.head, snapshot) {
             return (reader(chain.lend(chain.head)), ReadCost::default());
         }
@@ -852,7 +1155,8 @@ impl VersionStorage for TileBlockStorage {
             let payload = layout::commit_payload(records);
             let link = shared.append_version(
                 appender,
-                RecordKind::Commit,
+                Target::Append,
+                (RecordKind::Commit, 0),
                 0,
                 txn_id,
                 &payload,
@@ -892,6 +1196,13 @@ impl VersionStorage for TileBlockStorage {
             .flags
             .fetch_or(ABORTED, Ordering::Relaxed);
         store.with_appender(|appender| store.obsolete(appender, chain.head, txn_id));
+    }
+
+    fn collect_blocks(
+        shared: &std::sync::Arc<TileStore>,
+        context: &BlockGcContext<'_, TileRow>,
+    ) -> bool {
+        shared.collect_blocks(context)
     }
 
     fn persistent_memory_stats(shared: &std::sync::Arc<TileStore>) -> Option<PmStats> {
@@ -944,6 +1255,18 @@ impl ChainEdit for TileChain {
     fn mark_dead(&mut self) {
         debug_assert!(self.is_unreachable(u64::MAX));
         self.dead = true;
+        let head = self.head;
+        let begin = self.header(head).begin.load(Ordering::Relaxed);
+        if begin == NEVER_EXISTED {
+            // Pinned when its insert rolled back; a dead row's versions are never read.
+            self.store.tile(head).unpin(self.indexed);
+        } else {
+            // A committed delete's tombstone no row reads any more: it counts as obsolete
+            // toward its block's share, and relocation decides whether it must be kept.
+            self.header(head).flags.fetch_or(BURIED, Ordering::Relaxed);
+            let store = std::sync::Arc::clone(&self.store);
+            store.with_appender(|appender| store.obsolete(appender, head, begin));
+        }
     }
 
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
@@ -996,6 +1319,7 @@ impl ChainEdit for TileChain {
                     report.freed_bytes += self.store.version_bytes(link);
                     self.header(keeper).next.store(next.0, Ordering::Relaxed);
                     self.len -= 1;
+                    self.store.tile(link).unpin(self.indexed);
                 }
                 Decision::DropRest => {
                     let (count, bytes) = self.cut_after(keeper);
@@ -1030,6 +1354,9 @@ impl ChainEdit for TileChain {
                 let header = self.header(rolled_back);
                 header.flags.fetch_and(!EXISTS, Ordering::Relaxed);
                 header.begin.store(NEVER_EXISTED, Ordering::Release);
+                // Obsolete (no record of a key), yet the row's newest version until the row
+                // is buried: relocation would not move it, so its tile is pinned.
+                store.tile(rolled_back).pin(self.indexed);
                 return RollbackReport {
                     freed_records: 1,
                     freed_bytes: 0,
@@ -1038,7 +1365,11 @@ impl ChainEdit for TileChain {
             }
             // The previous newest version is the row again, no longer a record.
             self.header(previous).end.store(LATEST, Ordering::Relaxed);
-            store.unobsolete(appender, previous);
+            if self.header(previous).begin.load(Ordering::Relaxed) != NEVER_EXISTED {
+                store.unobsolete(appender, previous);
+                // Latest again: relocation moves it, nothing needs its tile pinned.
+                store.tile(previous).unpin(self.indexed);
+            }
             self.head = previous;
             self.len -= 1;
             RollbackReport {
@@ -1200,6 +1531,7 @@ pub(crate) mod tests {
         let context = NewRowContext {
             table: 0,
             txn_id: id,
+            indexed: false,
         };
         let values = [Value::U64(id), Value::I64(0)];
         let (row, _) = super::TileBlockStorage::insert_row(
@@ -1217,7 +1549,11 @@ pub(crate) mod tests {
     }
 
     fn blocks(store: &super::TileStore) -> usize {
-        store.tiles.iter().filter(|t| t.get().is_some()).count()
+        store
+            .tiles
+            .iter()
+            .filter(|t| !t.load(std::sync::atomic::Ordering::Relaxed).is_null())
+            .count()
     }
 
     /// Blocks of 4 slots: 6 transactions of one version and one commit record fill 3
@@ -1245,7 +1581,7 @@ pub(crate) mod tests {
         use layout::FrameState::{Open, Sealed};
         assert_eq!(states, [Sealed, Sealed, Open]);
         for f in 0..3 {
-            let tile = store.tiles[f].get().unwrap();
+            let tile = store.tile_at(f).unwrap();
             let used = tile.used.load(std::sync::atomic::Ordering::Relaxed);
             let obsolete = tile.obsolete.load(std::sync::atomic::Ordering::Relaxed);
             assert_eq!(

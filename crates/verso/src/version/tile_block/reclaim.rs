@@ -1,0 +1,574 @@
+//! TB-Collect's block-level collection over the tile-block storage (Wei et al. 2025,
+//! §4.2–§4.4, Algorithms 1 and 2): the mechanism. The policy (the three cases, θ, the
+//! queues' capacity, the epoch) is `gc/tb_collect.rs`.
+//!
+//! Definitions:
+//! - Each thread has a `ThreadGc`: `pending` (the paper's `gc_pending_queue`: candidates
+//!   not yet safe to collect), `local` (`local_gc_queue`: case 1), `long`
+//!   (`long_tx_gc_queue`: case 2), `kept` (tiles kept after their block was freed), and its
+//!   cached list of active snapshots with the epoch it was taken in (its *local epoch*).
+//! - A block is in at most one queue: its state moves `SEALED` → `QUEUED` once (by the
+//!   thread that found it a candidate), and only the thread whose queue holds it freezes,
+//!   frees or puts it back.
+//!
+//! Invariants:
+//! - A collection holds its thread's `ThreadGc` lock from its first step to its last; a
+//!   thread never holds two `ThreadGc` locks (it takes blocks out of another's queue, lets
+//!   go, then takes its own), so scans of others' queues cannot deadlock.
+//! - A block is frozen only after a fresh list of active snapshots, taken after its state
+//!   became `FREEZING`, classifies it `Reclaim` or `KeepTileFreeBlock` (D20's Dekker pair
+//!   with writers, which raise `max_txnid` before they read the state).
+//! - Its latest versions are copied to the collecting thread's relocation block and
+//!   persisted before the block's frames are freed (`Space::free` persists the `FREE`
+//!   words before the frames can be handed out again), so no committed newest version is
+//!   ever lost to a crash.
+//! - Its tile leaves the tile table before its frames are freed (a new block at the same
+//!   frame publishes a new tile there): freed at once if nothing pins it, else moved to the
+//!   kept-tile table until nothing does and no snapshot may walk it.
+//!
+//! The order of a collection's writes and persists (design note "Freeze, relocate, free"):
+//! `FROZEN` directory words, persist; relocated records, persist; `FREE` directory words,
+//! persist; then the frames go back to the free list.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use super::{block_state, lock, Appender, Link, Target, Tile, TileRow, TileStore, BURIED, EXISTS};
+use crate::gc::tb_collect::{self, BlockCase};
+use crate::pmem::layout::{self, FrameState, RecordKind, RecordScan};
+use crate::row::{PackedRef, RowView};
+use crate::version::{ActiveSnapshots, BlockGcContext};
+
+/// A thread's collection queues (TB §4.2), by block (its first frame).
+#[derive(Default)]
+pub(super) struct ThreadGc {
+    /// `gc_pending_queue`: candidates not yet safe to collect.
+    pub(super) pending: Vec<usize>,
+    /// `local_gc_queue`: blocks in case 1.
+    local: Vec<usize>,
+    /// `long_tx_gc_queue`: blocks in case 2.
+    long: Vec<usize>,
+    /// Tiles kept after their blocks were freed, by the frame their block had.
+    kept: Vec<usize>,
+    /// The thread's list of active snapshots, and the epoch it was taken in.
+    active: ActiveSnapshots,
+    epoch: Option<u64>,
+    /// `pending`'s length when it was last scanned (Algorithm 1 runs again when it grew).
+    scanned: usize,
+}
+
+/// What the collector did, since the store opened.
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) blocks_sealed: AtomicU64,
+    pub(super) blocks_live: AtomicU64,
+    collections: AtomicU64,
+    blocks_freed: AtomicU64,
+    blocks_freed_tile_kept: AtomicU64,
+    kept_tiles_freed: AtomicU64,
+    blocks_requeued: AtomicU64,
+    versions_relocated: AtomicU64,
+    tombstones_dropped: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn add(&self, counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// What a frozen block's collection does with its tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TileFate {
+    /// Case 1 with nothing pinning it: freed with the block.
+    Free,
+    /// Case 2 (long snapshots may walk its headers), or case 1 while finalizing has not
+    /// yet cut every link into it: kept until neither holds.
+    Keep,
+}
+
+impl TileStore {
+    /// Algorithms 1 and 2 on this thread after a transaction ended (or everything safe
+    /// to collect, for `collect_garbage`). Returns whether it did any work.
+    pub(super) fn collect_blocks(
+        self: &std::sync::Arc<Self>,
+        context: &BlockGcContext<'_, TileRow>,
+    ) -> bool {
+        self.with_appender(|appender| self.collect_on_thread(appender, context))
+    }
+
+    fn collect_on_thread(
+        &self,
+        appender: &mut Appender,
+        context: &BlockGcContext<'_, TileRow>,
+    ) -> bool {
+        let mine = std::sync::Arc::clone(&appender.gc);
+        let epoch = tb_collect::epoch(self.opened.elapsed());
+        let mut worked = false;
+        // Algorithm 2, lines 3–7: a long transaction ended; what waited for it may go.
+        let ended_long = context
+            .ended
+            .is_some_and(|ended| ended <= self.long_mark.load(Ordering::SeqCst));
+        if ended_long || context.everything {
+            let active = (context.active)();
+            let adopted = self.adopt_from_every_thread(&mine, &active, context.everything);
+            let mut gc = lock(&mine);
+            gc.local.extend(adopted);
+            gc.active = active;
+            gc.epoch = Some(epoch);
+            gc.scanned = 0;
+            worked = true;
+        }
+        let mut gc = lock(&mine);
+        gc.pending.append(&mut appender.candidates);
+        if context.everything {
+            self.seal_open_blocks(appender);
+            gc.pending.append(&mut appender.candidates);
+            self.queue_every_block_with_obsolete_slots(&mut gc);
+        }
+        let new_epoch = gc.epoch != Some(epoch);
+        if new_epoch {
+            gc.active = (context.active)();
+            gc.epoch = Some(epoch);
+        }
+        // Algorithm 1: only when the queue or the list changed (D28), so an unchanged
+        // pair of them costs nothing per transaction.
+        if new_epoch || gc.pending.len() != gc.scanned || context.everything {
+            self.scan_pending(&mut gc, context.everything);
+            worked = true;
+        }
+        if new_epoch && !gc.kept.is_empty() {
+            let active = gc.active.clone();
+            self.free_kept_tiles(&mut gc.kept, &active);
+        }
+        let capacity = tb_collect::queue_capacity(
+            self.counters.blocks_live.load(Ordering::Relaxed) as usize,
+            context.threads,
+        );
+        // Algorithm 2, lines 8–11: a full long queue frees its blocks, keeping the tiles.
+        if gc.long.len() >= capacity || (context.everything && !gc.long.is_empty()) {
+            let blocks = std::mem::take(&mut gc.long);
+            self.collect_queue(appender, &mut gc, blocks, context);
+            worked = true;
+        }
+        // Lines 12–24: a full local queue is frozen, relocated and freed.
+        if gc.local.len() >= capacity || (context.everything && !gc.local.is_empty()) {
+            let blocks = std::mem::take(&mut gc.local);
+            self.collect_queue(appender, &mut gc, blocks, context);
+            worked = true;
+        }
+        gc.scanned = gc.pending.len();
+        worked
+    }
+
+    /// Algorithm 2's step 1 across threads (and `collect_garbage`'s gathering): from every
+    /// thread's queues, the blocks `active` now classifies `Reclaim` (every queue, with
+    /// `everything`), for this thread's local queue; and the kept tiles nothing needs any
+    /// more, freed. Locks one thread's queues at a time, never this thread's with another.
+    fn adopt_from_every_thread(
+        &self,
+        mine: &std::sync::Arc<Mutex<ThreadGc>>,
+        active: &ActiveSnapshots,
+        everything: bool,
+    ) -> Vec<usize> {
+        let threads: Vec<_> = lock(&self.threads).clone();
+        let mut adopted = Vec::new();
+        for thread in threads {
+            let mut kept = {
+                let mut gc = lock(&thread);
+                let reclaimable = |frame: &usize| {
+                    let tile = self.tile_at(*frame).expect("a queued block has a tile");
+                    everything || self.case_of(tile, active) == BlockCase::Reclaim
+                };
+                let (take, stay): (Vec<usize>, Vec<usize>) =
+                    gc.long.drain(..).partition(reclaimable);
+                gc.long = stay;
+                adopted.extend(take);
+                if everything && !std::sync::Arc::ptr_eq(&thread, mine) {
+                    adopted.append(&mut gc.local);
+                    adopted.append(&mut gc.pending);
+                    gc.scanned = 0;
+                }
+                std::mem::take(&mut gc.kept)
+            };
+            self.free_kept_tiles(&mut kept, active);
+            if !kept.is_empty() {
+                lock(&thread).kept.append(&mut kept);
+            }
+        }
+        adopted
+    }
+
+    /// The case of `tile`'s block under `active`, with its current bounds.
+    fn case_of(&self, tile: &Tile, active: &ActiveSnapshots) -> BlockCase {
+        tb_collect::classify(
+            tile.min_txnid.load(Ordering::SeqCst),
+            tile.max_txnid.load(Ordering::SeqCst),
+            active,
+        )
+    }
+
+    /// Algorithm 1, lines 5–19: each pending block in case 1 goes to the local queue, in
+    /// case 2 to the long queue (its long snapshots marked, D17); case 3 stays.
+    fn scan_pending(&self, gc: &mut ThreadGc, everything: bool) {
+        let pending = std::mem::take(&mut gc.pending);
+        for frame in pending {
+            let tile = self.tile_at(frame).expect("a queued block has a tile");
+            match self.case_of(tile, &gc.active) {
+                BlockCase::Reclaim => gc.local.push(frame),
+                BlockCase::KeepTileFreeBlock { newest_long } => {
+                    self.long_mark.fetch_max(newest_long, Ordering::SeqCst);
+                    if everything {
+                        gc.local.push(frame);
+                    } else {
+                        gc.long.push(frame);
+                    }
+                }
+                BlockCase::Keep => gc.pending.push(frame),
+            }
+        }
+    }
+
+    /// `collect_garbage`: this thread's open blocks (and the spares threads that ended
+    /// left) are sealed, so that what they hold can be collected. Other running threads'
+    /// open blocks stay open (only their owner appends to them).
+    fn seal_open_blocks(&self, appender: &mut Appender) {
+        let spares: Vec<_> = lock(&self.spare_blocks).drain(..).collect();
+        let open = [appender.open.take(), appender.relocation.take()];
+        for block in open.into_iter().flatten().chain(spares) {
+            self.seal(appender, block);
+        }
+    }
+
+    /// `collect_garbage`: every sealed block with an obsolete slot is queued, whatever θ.
+    fn queue_every_block_with_obsolete_slots(&self, gc: &mut ThreadGc) {
+        let _scans = lock(&self.table_scans);
+        for frame in 0..self.tiles.len() {
+            let Some(tile) = self.tile_at(frame) else {
+                continue;
+            };
+            if tile.obsolete.load(Ordering::Relaxed) > 0
+                && tile
+                    .state
+                    .compare_exchange(
+                        block_state::SEALED,
+                        block_state::QUEUED,
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            {
+                gc.pending.push(frame);
+            }
+        }
+    }
+
+    /// Freezes, relocates and frees the blocks of one queue (TB Algorithm 2, lines 8–24;
+    /// design note "Freeze, relocate, free"). Blocks that no longer qualify go back to the
+    /// pending queue.
+    #[allow(unsafe_code)]
+    fn collect_queue(
+        &self,
+        appender: &mut Appender,
+        gc: &mut ThreadGc,
+        blocks: Vec<usize>,
+        context: &BlockGcContext<'_, TileRow>,
+    ) {
+        // F1: freezing. The state first, then a fresh list, then the bounds (D20).
+        for &frame in &blocks {
+            super::freeze(
+                &self
+                    .tile_at(frame)
+                    .expect("a queued block has a tile")
+                    .state,
+            );
+        }
+        let active = (context.active)();
+        let mut frozen = Vec::new();
+        for frame in blocks {
+            let tile = self.tile_at(frame).expect("a queued block has a tile");
+            match self.fate(frame, tile, &active) {
+                Some(fate) => frozen.push((frame, fate)),
+                None => {
+                    tile.state.store(block_state::QUEUED, Ordering::SeqCst);
+                    gc.pending.push(frame);
+                    self.counters.add(&self.counters.blocks_requeued, 1);
+                }
+            }
+        }
+        if frozen.is_empty() {
+            return;
+        }
+        self.counters.add(&self.counters.collections, 1);
+        // F2: the persisted frozen queue (D22): `FROZEN` directory words.
+        for &(frame, _) in &frozen {
+            let tile = self.tile_at(frame).expect("a frozen block has a tile");
+            self.space
+                .set_state(&mut appender.writer, tile.extent, FrameState::Frozen);
+            tile.state.store(block_state::FROZEN, Ordering::SeqCst);
+        }
+        if appender.writer.persist().is_err() {
+            return self.abandon(frozen);
+        }
+        // F3: the latest versions to block N+1, persisted before any block is freed. A
+        // block whose versions find no room (a full region) stays, sealed again.
+        let mut low_water = None;
+        let mut relocated = Vec::with_capacity(frozen.len());
+        for &(frame, fate) in &frozen {
+            if self
+                .relocate_block(appender, frame, context, &mut low_water, &frozen)
+                .is_ok()
+            {
+                relocated.push((frame, fate));
+            } else {
+                let tile = self.tile_at(frame).expect("a frozen block has a tile");
+                self.space
+                    .set_state(&mut appender.writer, tile.extent, FrameState::Sealed);
+                tile.state.store(block_state::QUEUED, Ordering::SeqCst);
+                gc.pending.push(frame);
+                self.counters.add(&self.counters.blocks_requeued, 1);
+            }
+        }
+        let frozen = relocated;
+        if appender.writer.persist().is_err() {
+            return self.abandon(frozen);
+        }
+        // F5 before F4's frames go back: each tile leaves the tile table (freed, or
+        // kept), so that a block allocated at its frame can publish its own. A kept tile
+        // is in the kept table before it leaves the tile table: a walker following a link
+        // into it finds it in one or the other.
+        let mut extents = Vec::with_capacity(frozen.len());
+        let _scans = lock(&self.table_scans);
+        for &(frame, fate) in &frozen {
+            let tile = self.tiles[frame].load(Ordering::Acquire);
+            // SAFETY: a frozen block's tile, owned by this collection (its queue).
+            let tile_ref = unsafe { &*tile };
+            extents.push(tile_ref.extent);
+            self.counters.blocks_live.fetch_sub(1, Ordering::Relaxed);
+            match fate {
+                TileFate::Free => {
+                    self.tiles[frame].store(std::ptr::null_mut(), Ordering::Release);
+                    // SAFETY: from `Box::into_raw` (`open_block`), out of the table now,
+                    // and nothing reaches it (`fate`: not pinned, latest versions moved).
+                    drop(unsafe { Box::from_raw(tile) });
+                    self.counters.add(&self.counters.blocks_freed, 1);
+                }
+                TileFate::Keep => {
+                    tile_ref
+                        .state
+                        .store(block_state::BLOCK_FREED, Ordering::SeqCst);
+                    let before = self.kept_tiles[frame].swap(tile, Ordering::AcqRel);
+                    debug_assert!(before.is_null(), "fate() checked the kept slot");
+                    self.tiles[frame].store(std::ptr::null_mut(), Ordering::Release);
+                    gc.kept.push(frame);
+                    self.counters.add(&self.counters.blocks_freed_tile_kept, 1);
+                }
+            }
+        }
+        drop(_scans);
+        // F4: `FREE` words persisted, then the frames are free to hand out.
+        let _ = self.space.free(&mut appender.writer, &extents);
+    }
+
+    /// F1's decision for a block in state `FREEZING`: what happens to its tile if it is
+    /// collected, or `None` to put it back (a snapshot or a writer is in its bounds, or
+    /// finalizing still reads contents of it, or a tile kept at its frame is still there).
+    #[allow(unsafe_code)]
+    fn fate(&self, frame: usize, tile: &Tile, active: &ActiveSnapshots) -> Option<TileFate> {
+        let case = self.case_of(tile, active);
+        if case == BlockCase::Keep || tile.pinned_indexed.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let fate = if case == BlockCase::Reclaim && tile.pinned.load(Ordering::SeqCst) == 0 {
+            TileFate::Free
+        } else {
+            TileFate::Keep
+        };
+        if fate == TileFate::Keep && !self.kept_tiles[frame].load(Ordering::Acquire).is_null() {
+            return None; // one kept tile per frame; the older one goes first
+        }
+        Some(fate)
+    }
+
+    /// After a failed persist (the region's durability is lost, every later commit is
+    /// refused): the blocks stay where they are, out of every queue, never freed.
+    fn abandon(&self, frozen: Vec<(usize, TileFate)>) {
+        for (frame, _) in frozen {
+            let tile = self.tile_at(frame).expect("a frozen block has a tile");
+            tile.state.store(block_state::QUEUED, Ordering::SeqCst);
+        }
+    }
+
+    /// F3 for one frozen block: every slot still latest (bit 0) is copied to this thread's
+    /// relocation block and its row's newest version switched to the copy, under the
+    /// row's latch. `low_water` is D23's bound, computed when first needed. Fails when the
+    /// region has no room for a copy (the versions moved so far stay moved).
+    #[allow(unsafe_code)]
+    fn relocate_block(
+        &self,
+        appender: &mut Appender,
+        frame: usize,
+        context: &BlockGcContext<'_, TileRow>,
+        low_water: &mut Option<u64>,
+        freeing: &[(usize, TileFate)],
+    ) -> crate::error::Result<()> {
+        let tile = self.tile_at(frame).expect("a frozen block has a tile");
+        let used = tile.used.load(Ordering::Relaxed) as usize;
+        let to_weigh = |slot: &usize| {
+            !tile.is_obsolete(*slot)
+                || tile.headers[*slot].flags.load(Ordering::Relaxed) & BURIED != 0
+        };
+        for slot in (0..used).filter(to_weigh) {
+            let header = &tile.headers[slot];
+            let payload_at = header.at.load(Ordering::Relaxed);
+            let len = header.len.load(Ordering::Relaxed) as usize;
+            let record_at = payload_at - layout::RECORD_HEADER_BYTES as u64;
+            let mut bytes = vec![0u8; layout::stored_record_bytes(len)];
+            self.region.read(record_at, &mut bytes);
+            let RecordScan::Valid(record) = layout::decode_record(&bytes) else {
+                unreachable!("frame {frame} slot {slot}: a record this process appended is whole")
+            };
+            if record.kind == RecordKind::Commit {
+                continue; // (commit slots are obsolete from the start)
+            }
+            let link = Link::new(frame as u64, tile.generation, slot as u32);
+            let table = u32::from(record.table);
+            let tombstone = header.flags.load(Ordering::Relaxed) & EXISTS == 0;
+            let row = context.rows.arity(table).and_then(|arity| {
+                // SAFETY: the payload is a row this storage packed for a table of `arity`
+                // columns with every value inline (T3), copied out of a record whose
+                // checksum was just verified.
+                let values = unsafe { PackedRef::from_stored(record.payload, arity) };
+                context.rows.find(table, &RowView::packed(values))
+            });
+            if let Some(row) = row {
+                let mut chain = row.write();
+                if !chain.dead && chain.head == link {
+                    debug_assert!(
+                        chain.pending.is_none(),
+                        "a latest version to move is committed"
+                    );
+                    let begin = header.begin.load(Ordering::Acquire);
+                    let flags = if tombstone {
+                        layout::RELOCATED_TOMBSTONE
+                    } else {
+                        0
+                    };
+                    let next = chain.next(link);
+                    chain.head = self.relocated_copy(appender, &record, flags, begin, next)?;
+                    continue;
+                }
+            }
+            // No row has this record as its newest: the tombstone of a buried row (or a
+            // copy of one). D23: it may go once nothing older of any key is left in the
+            // region; until then a copy no row links keeps it (and counts as obsolete).
+            let bound = *low_water.get_or_insert_with(|| self.oldest_superseded(freeing));
+            if record.txn_id < bound {
+                self.counters.add(&self.counters.tombstones_dropped, 1);
+            } else {
+                let flags = layout::RELOCATED_TOMBSTONE;
+                let begin = header.begin.load(Ordering::Acquire);
+                let copy = self.relocated_copy(appender, &record, flags, begin, Link::NONE)?;
+                let copy_tile = self.tile(copy);
+                copy_tile.headers[copy.slot()]
+                    .flags
+                    .fetch_or(BURIED, Ordering::Relaxed);
+                self.obsolete_in_dram(copy, begin);
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends a relocated copy of `record` (its table, payload and original id) to this
+    /// thread's relocation block, its header committed at `begin` with `next` behind it.
+    fn relocated_copy(
+        &self,
+        appender: &mut Appender,
+        record: &layout::Record<'_>,
+        flags: u8,
+        begin: u64,
+        next: Link,
+    ) -> crate::error::Result<Link> {
+        debug_assert_ne!(begin, super::UNSTAMPED, "a relocated version is committed");
+        let moved = self.append_version(
+            appender,
+            Target::Relocation,
+            (RecordKind::Relocated, flags),
+            u32::from(record.table),
+            record.txn_id,
+            record.payload,
+            next,
+        )?;
+        self.header(moved).begin.store(begin, Ordering::Release);
+        self.counters.add(&self.counters.versions_relocated, 1);
+        Ok(moved)
+    }
+
+    /// D23's bound: the lowest begin of a superseded committed version in any block that
+    /// stays in the region (not the `freeing` ones this collection frees; `u64::MAX` if
+    /// none).
+    fn oldest_superseded(&self, freeing: &[(usize, TileFate)]) -> u64 {
+        let _scans = lock(&self.table_scans);
+        (0..self.tiles.len())
+            .filter(|frame| !freeing.iter().any(|(f, _)| f == frame))
+            .filter_map(|frame| self.tile_at(frame))
+            .map(|tile| tile.min_superseded.load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Frees the kept tiles of `kept` that nothing reaches and no snapshot may walk any
+    /// more (their long transactions ended: the block is in case 1 now); the others stay.
+    #[allow(unsafe_code)]
+    fn free_kept_tiles(&self, kept: &mut Vec<usize>, active: &ActiveSnapshots) {
+        kept.retain(|&frame| {
+            let tile = self.kept_tiles[frame].load(Ordering::Acquire);
+            // SAFETY: a kept tile is freed only here, by the thread whose list held its
+            // frame, which is this one.
+            let tile_ref = unsafe { &*tile };
+            let free = tile_ref.pinned.load(Ordering::SeqCst) == 0
+                && self.case_of(tile_ref, active) == BlockCase::Reclaim;
+            if free {
+                self.kept_tiles[frame].store(std::ptr::null_mut(), Ordering::Release);
+                // SAFETY: from `Box::into_raw` in `collect_queue`, out of the table now.
+                drop(unsafe { Box::from_raw(tile) });
+                self.counters.add(&self.counters.kept_tiles_freed, 1);
+            }
+            !free
+        });
+    }
+
+    /// The blocks' counters now.
+    pub(super) fn block_stats(&self) -> crate::pmem::BlockStats {
+        let c = &self.counters;
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let live = self
+            .tiles
+            .iter()
+            .filter(|t| !t.load(Ordering::Relaxed).is_null())
+            .count() as u64;
+        let kept = self
+            .kept_tiles
+            .iter()
+            .filter(|t| !t.load(Ordering::Relaxed).is_null())
+            .count() as u64;
+        let g = self.space.geometry();
+        let free = self.space.free_frames();
+        crate::pmem::BlockStats {
+            frame_bytes: g.frame_bytes,
+            frames_free: free,
+            frames_in_use: g.frame_count - free,
+            tiles: live + kept,
+            tiles_kept: kept,
+            tile_bytes: (live + kept) * Tile::bytes(self.slots_per_block),
+            blocks_sealed: get(&c.blocks_sealed),
+            collections: get(&c.collections),
+            blocks_freed: get(&c.blocks_freed),
+            blocks_freed_tile_kept: get(&c.blocks_freed_tile_kept),
+            kept_tiles_freed: get(&c.kept_tiles_freed),
+            blocks_requeued: get(&c.blocks_requeued),
+            versions_relocated: get(&c.versions_relocated),
+            tombstones_dropped: get(&c.tombstones_dropped),
+        }
+    }
+}
