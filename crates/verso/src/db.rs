@@ -483,6 +483,11 @@ pub struct Options {
     /// 'txn' (its epoch length, Peloton's).
     /// Setting it for another collector is refused at [`Database::open`].
     pub background_gc_period: Option<std::time::Duration>,
+    /// For 'tb-collect': the length of its global epoch (TB §4.2: 40 ms, the default). A
+    /// thread rebuilds its list of active snapshots when it meets a newer epoch, so this is
+    /// how stale the collector's knowledge may grow. Setting it for another collector is
+    /// refused at [`Database::open`].
+    pub block_gc_epoch: Option<std::time::Duration>,
     /// For the epoch collectors ('Deuteronomy', 'Ermia'): how many commits pass between
     /// attempts to advance the global epoch. `None`: 100 for 'Deuteronomy', 1 for
     /// 'Ermia' (Table 4). Setting it for another collector is refused at [`Database::open`].
@@ -582,6 +587,7 @@ impl Default for Options {
             concurrency_control: ConcurrencyControl::default(),
             idle_collection_interval: Some(std::time::Duration::from_millis(10)),
             background_gc_period: None,
+            block_gc_epoch: None,
             epoch_advance_threshold: None,
             version_removal: VersionRemoval::default(),
             index_pointers: IndexPointers::default(),
@@ -632,6 +638,12 @@ impl Options {
     /// 'vac', 'coop', 'txn').
     pub fn background_gc_period(mut self, period: std::time::Duration) -> Self {
         self.background_gc_period = Some(period);
+        self
+    }
+
+    /// Options with this global epoch for 'tb-collect'.
+    pub fn block_gc_epoch(mut self, epoch: std::time::Duration) -> Self {
+        self.block_gc_epoch = Some(epoch);
         self
     }
 
@@ -866,6 +878,17 @@ impl Options {
         }
         if self.idle_collection_interval == Some(std::time::Duration::ZERO) {
             return refuse("the idle-collection interval must be longer than zero".into());
+        }
+        if let Some(epoch) = self.block_gc_epoch {
+            if gc != GarbageCollector::TbCollect {
+                return refuse(format!(
+                    "a block-level GC epoch applies only to tb-collect, not to {}",
+                    gc.name()
+                ));
+            }
+            if epoch.is_zero() {
+                return refuse("the block-level GC epoch must be longer than zero".into());
+            }
         }
         if let Some(period) = self.background_gc_period {
             if !gc.runs_in_background() {

@@ -94,6 +94,9 @@ impl<'e, V: VersionStorage, G: Collector> Loader<'e, V, G> {
             .insert_if_absent(&self.key, Arc::clone(&row))
             .is_err()
         {
+            // Never published: its version is no one's (the tile-block storage marks its
+            // record obsolete, so that a collection does not weigh it as a row's newest).
+            V::discard_unpublished(&row, &self.commit.owner);
             return Err(Error::DuplicateKey {
                 table: table.schema.name.clone(),
             });

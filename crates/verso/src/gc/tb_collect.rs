@@ -121,9 +121,10 @@ pub(crate) fn queue_capacity(blocks_in_use: usize, threads: usize) -> usize {
     (share.ceil() as usize).max(1)
 }
 
-/// The global epoch `elapsed` after the store opened.
-pub(crate) fn epoch(elapsed: Duration) -> u64 {
-    (elapsed.as_nanos() / EPOCH.as_nanos()) as u64
+/// The global epoch `elapsed` after the store opened, in epochs of `length`
+/// (`Options::block_gc_epoch`, [`EPOCH`] by default).
+pub(crate) fn epoch(elapsed: Duration, length: Duration) -> u64 {
+    (elapsed.as_nanos() / length.as_nanos().max(1)) as u64
 }
 
 #[cfg(all(test, not(loom)))]
@@ -198,9 +199,10 @@ mod tests {
 
     #[test]
     fn epochs_are_forty_milliseconds() {
-        assert_eq!(epoch(Duration::from_millis(39)), 0);
-        assert_eq!(epoch(Duration::from_millis(40)), 1);
-        assert_eq!(epoch(Duration::from_millis(1000)), 25);
+        assert_eq!(epoch(Duration::from_millis(39), EPOCH), 0);
+        assert_eq!(epoch(Duration::from_millis(40), EPOCH), 1);
+        assert_eq!(epoch(Duration::from_millis(1000), EPOCH), 25);
+        assert_eq!(epoch(Duration::from_millis(3), Duration::from_millis(1)), 3);
     }
 
     proptest::proptest! {

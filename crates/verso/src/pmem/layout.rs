@@ -24,8 +24,9 @@ use crate::schema::{Schema, TableSchema};
 
 /// The superblock's first bytes.
 pub(crate) const MAGIC: [u8; 8] = *b"VERSOPM1";
-/// The format this build writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The format this build writes and reads. 2: a record's checksum covers its block's
+/// frame and generation (`block_key`).
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// The superblock's size.
 pub(crate) const SUPERBLOCK_BYTES: u64 = 512;
 /// The catalog area's size by default.
@@ -521,7 +522,11 @@ pub(crate) const RELOCATED_TOMBSTONE: u8 = 1;
 
 /// A content record's header: `kind:u8 | flags:u8 | table:u16 | len:u32 | txn_id:u64 |
 /// slot:u16 | reserved:u16 | crc32c:u32`, then `len` payload bytes, padded to 8. The CRC
-/// covers the header with its CRC field zeroed, then the payload.
+/// covers the block's key (`block_key`: its first frame and generation), then the header
+/// with its CRC field zeroed, then the payload. The key makes a record left in frames that
+/// a freed block had read as invalid in a later block at those frames: appends do not
+/// clear what lies past them, so without it a new block's tail could run on into an old
+/// block's records (`regression_stale_records_in_reused_frames_are_not_read_as_the_new_blocks`).
 pub(crate) const RECORD_HEADER_BYTES: usize = 24;
 const RECORD_CRC_AT: usize = 20;
 
@@ -551,6 +556,17 @@ impl Record<'_> {
     }
 }
 
+/// The key a block's records are checksummed with: its first frame and its generation
+/// (the directory's 40 bits), which no other block at those frames has.
+pub(crate) fn block_key(first_frame: u64, generation: u64) -> u64 {
+    first_frame << 40 | (generation & ((1 << 40) - 1))
+}
+
+/// The record checksum's seed for a block.
+fn record_crc_seed(block: u64) -> u32 {
+    crc32c::crc32c(&block.to_le_bytes())
+}
+
 /// The bytes a record of `payload` bytes takes, padding included.
 pub(crate) fn stored_record_bytes(payload: usize) -> usize {
     RECORD_HEADER_BYTES + payload.div_ceil(8) * 8
@@ -558,9 +574,9 @@ pub(crate) fn stored_record_bytes(payload: usize) -> usize {
 
 /// The record's bytes, padded to 8.
 #[cfg(test)] // the storage stores the header and the payload separately
-pub(crate) fn encode_record(record: &Record<'_>) -> Vec<u8> {
+pub(crate) fn encode_record(record: &Record<'_>, block: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(record.stored_bytes());
-    out.extend_from_slice(&record_header(record));
+    out.extend_from_slice(&record_header(record, block));
     out.extend_from_slice(record.payload);
     out.resize(record.stored_bytes(), 0);
     out
@@ -569,7 +585,7 @@ pub(crate) fn encode_record(record: &Record<'_>) -> Vec<u8> {
 /// The record's 24-byte header, its checksum over the header and `record.payload`: what
 /// [`encode_record`] puts before the payload, for a writer that stores the payload where it
 /// already is instead of copying the record together first.
-pub(crate) fn record_header(record: &Record<'_>) -> [u8; RECORD_HEADER_BYTES] {
+pub(crate) fn record_header(record: &Record<'_>, block: u64) -> [u8; RECORD_HEADER_BYTES] {
     let mut header = [0u8; RECORD_HEADER_BYTES];
     header[0] = record.kind as u8;
     header[1] = record.flags;
@@ -578,7 +594,10 @@ pub(crate) fn record_header(record: &Record<'_>) -> [u8; RECORD_HEADER_BYTES] {
     header[4..8].copy_from_slice(&len.to_le_bytes());
     header[8..16].copy_from_slice(&record.txn_id.to_le_bytes());
     header[16..18].copy_from_slice(&record.slot.to_le_bytes());
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&header), record.payload);
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c_append(record_crc_seed(block), &header),
+        record.payload,
+    );
     header[RECORD_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
     header
 }
@@ -602,9 +621,9 @@ pub(crate) enum RecordScan<'a> {
     Invalid(&'static str),
 }
 
-/// Decodes the record at the start of `bytes` (the rest of its block).
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
-pub(crate) fn decode_record(bytes: &[u8]) -> RecordScan<'_> {
+/// Decodes the record at the start of `bytes` (the rest of the block whose `block_key` is
+/// `block`).
+pub(crate) fn decode_record(bytes: &[u8], block: u64) -> RecordScan<'_> {
     if bytes.len() < RECORD_HEADER_BYTES {
         return if bytes.iter().all(|&b| b == 0) {
             RecordScan::End
@@ -635,9 +654,12 @@ pub(crate) fn decode_record(bytes: &[u8]) -> RecordScan<'_> {
     let stored_crc = u32::from_le_bytes(header[RECORD_CRC_AT..].try_into().expect("4 bytes"));
     let mut zeroed = [0u8; RECORD_HEADER_BYTES];
     zeroed[..RECORD_CRC_AT].copy_from_slice(&header[..RECORD_CRC_AT]);
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&zeroed), payload);
+    let crc = crc32c::crc32c_append(
+        crc32c::crc32c_append(record_crc_seed(block), &zeroed),
+        payload,
+    );
     if crc != stored_crc {
-        return RecordScan::Invalid("a record whose checksum does not match");
+        return RecordScan::Invalid("a record whose checksum does not match (or of another block)");
     }
     RecordScan::Valid(Record {
         kind,
@@ -841,14 +863,14 @@ mod tests {
         ));
         // Another format version.
         let mut newer = bytes;
-        newer[8..12].copy_from_slice(&2u32.to_le_bytes());
+        newer[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         assert!(matches!(
             decode_superblock(&newer, 64 << 20, "r"),
             Err(Error::UnsupportedFormat {
-                found: 2,
-                supported: 1,
+                found,
+                supported: FORMAT_VERSION,
                 ..
-            })
+            }) if found == FORMAT_VERSION + 1
         ));
         // A flipped bit anywhere the checksum covers.
         let mut flipped = bytes;
@@ -958,42 +980,89 @@ mod tests {
             slot: 1919,
             payload: &payload,
         };
-        let bytes = encode_record(&record);
+        let bytes = encode_record(&record, 7);
         assert_eq!(bytes.len(), 24 + 24);
         let mut block = bytes.clone();
         block.extend_from_slice(&[0; 64]);
-        let RecordScan::Valid(decoded) = decode_record(&block) else {
+        let RecordScan::Valid(decoded) = decode_record(&block, 7) else {
             panic!("valid")
         };
         assert_eq!(decoded, record);
         assert_eq!(
-            decode_record(&block[decoded.stored_bytes()..]),
+            decode_record(&block[decoded.stored_bytes()..], 7),
             RecordScan::End
         );
         for bit in [0, 9, 17 * 8, 30 * 8 + 3] {
             let mut flipped = block.clone();
             flipped[bit / 8] ^= 1 << (bit % 8);
             assert!(
-                matches!(decode_record(&flipped), RecordScan::Invalid(_)),
+                matches!(decode_record(&flipped, 7), RecordScan::Invalid(_)),
                 "bit {bit}"
             );
         }
         assert!(
-            matches!(decode_record(&bytes[..40]), RecordScan::Invalid(_)),
+            matches!(decode_record(&bytes[..40], 7), RecordScan::Invalid(_)),
             "cut by the block's end"
         );
-        let commit = encode_record(&Record {
-            kind: RecordKind::Commit,
-            flags: 0,
-            table: 0,
-            txn_id: 77,
-            slot: 0,
-            payload: &commit_payload(3),
-        });
-        let RecordScan::Valid(decoded) = decode_record(&commit) else {
+        // Of another block (the same frames, another generation): invalid.
+        assert!(matches!(decode_record(&block, 8), RecordScan::Invalid(_)));
+        let commit = encode_record(
+            &Record {
+                kind: RecordKind::Commit,
+                flags: 0,
+                table: 0,
+                txn_id: 77,
+                slot: 0,
+                payload: &commit_payload(3),
+            },
+            7,
+        );
+        let RecordScan::Valid(decoded) = decode_record(&commit, 7) else {
             panic!("valid")
         };
         assert_eq!(decoded.committed_records(), Some(3));
+    }
+
+    /// Found by the tile-block collection's crash test: a block's frames freed and
+    /// allocated to a new block keep the old block's bytes past the new one's appends, so a
+    /// reader of the new block ran on into the old block's records wherever one began
+    /// where the new block's appends ended (same-sized records make that likely), taking a
+    /// superseded, deleted key's version for one of the new block's. The checksum now
+    /// covers the block's frame and generation.
+    #[test]
+    fn regression_stale_records_in_reused_frames_are_not_read_as_the_new_blocks() {
+        let record = |txn_id: u64, slot: u16| Record {
+            kind: RecordKind::Version,
+            flags: 0,
+            table: 1,
+            txn_id,
+            slot,
+            payload: b"sixteen bytes!!!",
+        };
+        let (old, new) = (block_key(3, 0), block_key(3, 1));
+        let mut frames = Vec::new();
+        for slot in 0..4 {
+            frames.extend_from_slice(&encode_record(&record(10 + u64::from(slot), slot), old));
+        }
+        frames.extend_from_slice(&[0; 64]);
+        // The new block at the same frames appends two records of the same size.
+        let mut at = 0;
+        for slot in 0..2 {
+            let bytes = encode_record(&record(50 + u64::from(slot), slot), new);
+            frames[at..at + bytes.len()].copy_from_slice(&bytes);
+            at += bytes.len();
+        }
+        let mut read = Vec::new();
+        let mut at = 0;
+        while let RecordScan::Valid(r) = decode_record(&frames[at..], new) {
+            read.push(r.txn_id);
+            at += r.stored_bytes();
+        }
+        assert_eq!(
+            read,
+            [50, 51],
+            "the old block's records 12 and 13 are not the new one's"
+        );
     }
 
     #[test]
@@ -1031,7 +1100,7 @@ mod tests {
         #[test]
         fn decoders_never_panic_on_random_bytes(bytes in prop::collection::vec(any::<u8>(), 0..700), word in any::<u64>()) {
             let _ = decode_superblock(&bytes, bytes.len() as u64, "r");
-            let _ = decode_record(&bytes);
+            let _ = decode_record(&bytes, 7);
             let _ = decode_catalog(&bytes, "r", 0);
             let _ = DirectoryEntry::decode(word);
             let words: Vec<u64> = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
@@ -1047,10 +1116,10 @@ mod tests {
             mask in 1u8..,
         ) {
             let record = Record { kind: RecordKind::Tombstone, flags: 0, table: 3, txn_id: 9, slot: 5, payload: &payload };
-            let mut bytes = encode_record(&record);
+            let mut bytes = encode_record(&record, 7);
             let i = position.index(bytes.len());
             bytes[i] ^= mask;
-            match decode_record(&bytes) {
+            match decode_record(&bytes, 7) {
                 RecordScan::Valid(decoded) => prop_assert_eq!(decoded, record, "byte {} is padding", i),
                 RecordScan::End | RecordScan::Invalid(_) => {}
             }

@@ -277,6 +277,9 @@ pub struct BlockStats {
     /// Latest tombstones of buried rows dropped instead of copied (nothing older of their
     /// key is left in the region).
     pub tombstones_dropped: u64,
+    /// Commit records copied out of blocks being freed because their transactions'
+    /// records in other blocks are still in the region.
+    pub commit_records_relocated: u64,
 }
 
 impl PmStats {

@@ -37,6 +37,11 @@ pub(crate) struct TxnShared {
     /// transaction (the tile-block storage's commit record carries the count). Only the
     /// transaction's own thread changes it.
     storage_records: std::sync::atomic::AtomicU32,
+    /// The blocks (the storage's ids) the transaction's records went to, in order; the
+    /// last also in `last_storage_block`, so that another record in the same block takes
+    /// no lock. Only the transaction's own thread changes them.
+    storage_blocks: std::sync::Mutex<Vec<u64>>,
+    last_storage_block: std::sync::atomic::AtomicU64,
 }
 
 impl TxnShared {
@@ -44,7 +49,28 @@ impl TxnShared {
         TxnShared {
             state: AtomicU64::new(ACTIVE),
             storage_records: std::sync::atomic::AtomicU32::new(0),
+            storage_blocks: std::sync::Mutex::new(Vec::new()),
+            last_storage_block: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// The transaction's storage appended a record to block `block`.
+    pub(crate) fn note_storage_block(&self, block: u64) {
+        if self.last_storage_block.load(Ordering::Relaxed) != block {
+            self.last_storage_block.store(block, Ordering::Relaxed);
+            self.storage_blocks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(block);
+        }
+    }
+
+    /// The blocks the transaction's records went to ([`Self::note_storage_block`]).
+    pub(crate) fn storage_blocks(&self) -> Vec<u64> {
+        self.storage_blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// One more record appended for the transaction by its storage.

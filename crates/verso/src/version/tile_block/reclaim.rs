@@ -33,7 +33,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::{block_state, lock, Appender, Link, Target, Tile, TileRow, TileStore, BURIED, EXISTS};
+use super::{
+    block_state, lock, Appender, Link, Target, Tile, TileRow, TileStore, ABORTED, BURIED,
+    COMMIT_SLOT, EXISTS, WEIGHED,
+};
 use crate::gc::tb_collect::{self, BlockCase};
 use crate::pmem::layout::{self, FrameState, RecordKind, RecordScan};
 use crate::row::{PackedRef, RowView};
@@ -55,6 +58,9 @@ pub(super) struct ThreadGc {
     epoch: Option<u64>,
     /// `pending`'s length when it was last scanned (Algorithm 1 runs again when it grew).
     scanned: usize,
+    /// Its thread ended: the running threads adopt what it holds (at their next epoch),
+    /// and it leaves the registry once empty.
+    pub(super) retired: bool,
 }
 
 /// What the collector did, since the store opened.
@@ -69,6 +75,7 @@ pub(super) struct Counters {
     blocks_requeued: AtomicU64,
     versions_relocated: AtomicU64,
     tombstones_dropped: AtomicU64,
+    commit_records_relocated: AtomicU64,
 }
 
 impl Counters {
@@ -103,7 +110,7 @@ impl TileStore {
         context: &BlockGcContext<'_, TileRow>,
     ) -> bool {
         let mine = std::sync::Arc::clone(&appender.gc);
-        let epoch = tb_collect::epoch(self.opened.elapsed());
+        let epoch = tb_collect::epoch(self.opened.elapsed(), self.epoch);
         let mut worked = false;
         // Algorithm 2, lines 3–7: a long transaction ended; what waited for it may go.
         let ended_long = context
@@ -120,16 +127,23 @@ impl TileStore {
             worked = true;
         }
         let mut gc = lock(&mine);
-        gc.pending.append(&mut appender.candidates);
+        self.take_candidates(&mut gc);
         if context.everything {
             self.seal_open_blocks(appender);
-            gc.pending.append(&mut appender.candidates);
+            self.take_candidates(&mut gc);
             self.queue_every_block_with_obsolete_slots(&mut gc);
         }
         let new_epoch = gc.epoch != Some(epoch);
         if new_epoch {
             gc.active = (context.active)();
             gc.epoch = Some(epoch);
+            drop(gc);
+            let adopted = self.adopt_from_retired_threads(&mine);
+            gc = lock(&mine);
+            gc.pending.extend(adopted.pending);
+            gc.local.extend(adopted.local);
+            gc.long.extend(adopted.long);
+            gc.kept.extend(adopted.kept);
         }
         // Algorithm 1: only when the queue or the list changed (D28), so an unchanged
         // pair of them costs nothing per transaction.
@@ -199,6 +213,44 @@ impl TileStore {
         adopted
     }
 
+    /// What the threads that ended left in their queues, for this thread; their emptied
+    /// queues leave the registry. Locks one thread's queues at a time.
+    fn adopt_from_retired_threads(&self, mine: &std::sync::Arc<Mutex<ThreadGc>>) -> ThreadGc {
+        let others: Vec<_> = lock(&self.threads)
+            .iter()
+            .filter(|thread| !std::sync::Arc::ptr_eq(thread, mine))
+            .cloned()
+            .collect();
+        let mut adopted = ThreadGc::default();
+        for thread in others {
+            let mut gc = lock(&thread);
+            if gc.retired {
+                adopted.pending.append(&mut gc.pending);
+                adopted.local.append(&mut gc.local);
+                adopted.long.append(&mut gc.long);
+                adopted.kept.append(&mut gc.kept);
+            }
+        }
+        lock(&self.threads).retain(|thread| {
+            let gc = lock(thread);
+            let empty = gc.pending.is_empty()
+                && gc.local.is_empty()
+                && gc.long.is_empty()
+                && gc.kept.is_empty();
+            std::sync::Arc::ptr_eq(thread, mine) || !(gc.retired && empty)
+        });
+        adopted
+    }
+
+    /// The store's new candidates, into this thread's pending queue.
+    fn take_candidates(&self, gc: &mut ThreadGc) {
+        if self.candidate_count.load(Ordering::Acquire) > 0 {
+            let mut candidates = lock(&self.candidates);
+            self.candidate_count.store(0, Ordering::Release);
+            gc.pending.append(&mut candidates);
+        }
+    }
+
     /// The case of `tile`'s block under `active`, with its current bounds.
     fn case_of(&self, tile: &Tile, active: &ActiveSnapshots) -> BlockCase {
         tb_collect::classify(
@@ -247,17 +299,7 @@ impl TileStore {
             let Some(tile) = self.tile_at(frame) else {
                 continue;
             };
-            if tile.obsolete.load(Ordering::Relaxed) > 0
-                && tile
-                    .state
-                    .compare_exchange(
-                        block_state::SEALED,
-                        block_state::QUEUED,
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-            {
+            if tile.obsolete.load(Ordering::Relaxed) > 0 && tile.claim_for_a_queue() {
                 gc.pending.push(frame);
             }
         }
@@ -311,16 +353,30 @@ impl TileStore {
             return self.abandon(frozen);
         }
         // F3: the latest versions to block N+1, persisted before any block is freed. A
-        // block whose versions find no room (a full region) stays, sealed again.
+        // block whose versions find no room (a full region), or with a record whose fate
+        // cannot be told yet, stays, sealed again.
         let mut low_water = None;
-        let mut relocated = Vec::with_capacity(frozen.len());
+        let mut relocated: Vec<(usize, TileFate)> = Vec::with_capacity(frozen.len());
         for &(frame, fate) in &frozen {
-            if self
-                .relocate_block(appender, frame, context, &mut low_water, &frozen)
-                .is_ok()
-            {
+            if let Ok(true) = self.relocate_block(appender, frame, context, &mut low_water) {
                 relocated.push((frame, fate));
             } else {
+                let tile = self.tile_at(frame).expect("a frozen block has a tile");
+                self.space
+                    .set_state(&mut appender.writer, tile.extent, FrameState::Sealed);
+                tile.state.store(block_state::QUEUED, Ordering::SeqCst);
+                gc.pending.push(frame);
+                self.counters.add(&self.counters.blocks_requeued, 1);
+            }
+        }
+        // The commit records of transactions whose records went to other blocks too, for
+        // the blocks that are freed now that it is known which are. If one finds no room,
+        // no block is freed (each was weighed against the others' going).
+        let committed_kept = relocated
+            .iter()
+            .try_for_each(|&(frame, _)| self.keep_commits(appender, frame, &relocated));
+        if committed_kept.is_err() {
+            for (frame, _) in relocated.drain(..) {
                 let tile = self.tile_at(frame).expect("a frozen block has a tile");
                 self.space
                     .set_state(&mut appender.writer, tile.extent, FrameState::Sealed);
@@ -379,14 +435,17 @@ impl TileStore {
         if case == BlockCase::Keep || tile.pinned_indexed.load(Ordering::SeqCst) > 0 {
             return None;
         }
+        if !self.kept_tiles[frame].load(Ordering::Acquire).is_null() {
+            // A tile is kept at this frame from an older block: a walker following a link
+            // into it reads this block's tile first (to compare generations), so this one
+            // stays until the kept one is gone.
+            return None;
+        }
         let fate = if case == BlockCase::Reclaim && tile.pinned.load(Ordering::SeqCst) == 0 {
             TileFate::Free
         } else {
             TileFate::Keep
         };
-        if fate == TileFate::Keep && !self.kept_tiles[frame].load(Ordering::Acquire).is_null() {
-            return None; // one kept tile per frame; the older one goes first
-        }
         Some(fate)
     }
 
@@ -401,8 +460,10 @@ impl TileStore {
 
     /// F3 for one frozen block: every slot still latest (bit 0) is copied to this thread's
     /// relocation block and its row's newest version switched to the copy, under the
-    /// row's latch. `low_water` is D23's bound, computed when first needed. Fails when the
-    /// region has no room for a copy (the versions moved so far stay moved).
+    /// row's latch. `low_water` is D23's bound, computed when first needed. `Ok(false)`: a
+    /// record no row links and no burial marked (a row being buried right now) must wait;
+    /// fails when the region has no room for a copy. Either way the block stays, and the
+    /// versions moved so far stay moved (their slots marked obsolete).
     #[allow(unsafe_code)]
     fn relocate_block(
         &self,
@@ -410,26 +471,33 @@ impl TileStore {
         frame: usize,
         context: &BlockGcContext<'_, TileRow>,
         low_water: &mut Option<u64>,
-        freeing: &[(usize, TileFate)],
-    ) -> crate::error::Result<()> {
+    ) -> crate::error::Result<bool> {
         let tile = self.tile_at(frame).expect("a frozen block has a tile");
         let used = tile.used.load(Ordering::Relaxed) as usize;
+        // Every record that is a key's newest (not superseded, rolled back, replaced,
+        // weighed before, nor a commit record), whatever its bit: the bit of a buried
+        // row's tombstone is set before `BURIED` is (`mark_dead`).
         let to_weigh = |slot: &usize| {
-            !tile.is_obsolete(*slot)
-                || tile.headers[*slot].flags.load(Ordering::Relaxed) & BURIED != 0
+            let header = &tile.headers[*slot];
+            header.end.load(Ordering::Relaxed) == super::LATEST
+                && header.flags.load(Ordering::Relaxed) & (ABORTED | WEIGHED | COMMIT_SLOT) == 0
         };
         for slot in (0..used).filter(to_weigh) {
             let header = &tile.headers[slot];
-            let payload_at = header.at.load(Ordering::Relaxed);
-            let len = header.len.load(Ordering::Relaxed) as usize;
-            let record_at = payload_at - layout::RECORD_HEADER_BYTES as u64;
-            let mut bytes = vec![0u8; layout::stored_record_bytes(len)];
-            self.region.read(record_at, &mut bytes);
-            let RecordScan::Valid(record) = layout::decode_record(&bytes) else {
-                unreachable!("frame {frame} slot {slot}: a record this process appended is whole")
+            let bytes = self.record_bytes(tile, slot);
+            let RecordScan::Valid(record) =
+                layout::decode_record(&bytes, super::block_id(tile.extent))
+            else {
+                // Only a commit record whose persist failed is unmade (and the region
+                // refuses everything since).
+                debug_assert!(
+                    self.region.has_failed(),
+                    "frame {frame} slot {slot} is torn"
+                );
+                continue;
             };
             if record.kind == RecordKind::Commit {
-                continue; // (commit slots are obsolete from the start)
+                continue; // (weighed once the blocks to free are known: `keep_commits`)
             }
             let link = Link::new(frame as u64, tile.generation, slot as u32);
             let table = u32::from(record.table);
@@ -456,13 +524,26 @@ impl TileStore {
                     };
                     let next = chain.next(link);
                     chain.head = self.relocated_copy(appender, &record, flags, begin, next)?;
+                    // Moved: should this block be put back later (a failure further on),
+                    // the slot is not weighed again; and its record, left beside the copy,
+                    // is an older record of the key for D23 once the copy is superseded (a
+                    // resurrected key in `collections_keep_every_acknowledged_write_...`).
+                    self.obsolete_in_dram(link, record.txn_id);
+                    header.flags.fetch_or(WEIGHED, Ordering::Relaxed);
+                    tile.min_superseded
+                        .fetch_min(record.txn_id, Ordering::SeqCst);
                     continue;
                 }
             }
-            // No row has this record as its newest: the tombstone of a buried row (or a
-            // copy of one). D23: it may go once nothing older of any key is left in the
-            // region; until then a copy no row links keeps it (and counts as obsolete).
-            let bound = *low_water.get_or_insert_with(|| self.oldest_superseded(freeing));
+            if header.flags.load(Ordering::Acquire) & BURIED == 0 {
+                // No row has it as its newest, yet no burial marked it: its row is being
+                // buried now (out of the index, `mark_dead` to come under its latch).
+                return Ok(false);
+            }
+            // The tombstone of a buried row (or a copy of one). D23: it may go once nothing
+            // older of any key is left in the region; until then a copy no row links keeps
+            // it (and counts as obsolete).
+            let bound = *low_water.get_or_insert_with(|| self.oldest_superseded());
             if record.txn_id < bound {
                 self.counters.add(&self.counters.tombstones_dropped, 1);
             } else {
@@ -475,6 +556,54 @@ impl TileStore {
                     .fetch_or(BURIED, Ordering::Relaxed);
                 self.obsolete_in_dram(copy, begin);
             }
+            // Weighed: not again, should the block be put back.
+            header.flags.fetch_or(WEIGHED, Ordering::Relaxed);
+        }
+        Ok(true)
+    }
+
+    /// Copies, out of a block being freed, the commit records of transactions whose
+    /// records went to other blocks too, while one of those is still in the region (not
+    /// among the `freeing` ones): the commit record is what says those records committed.
+    fn keep_commits(
+        &self,
+        appender: &mut Appender,
+        frame: usize,
+        freeing: &[(usize, TileFate)],
+    ) -> crate::error::Result<()> {
+        let tile = self.tile_at(frame).expect("a frozen block has a tile");
+        let spans = lock(&tile.spans).clone();
+        for (slot, blocks) in spans {
+            if !self.any_in_region(&blocks, freeing) {
+                continue;
+            }
+            let bytes = self.record_bytes(tile, slot as usize);
+            let RecordScan::Valid(record) =
+                layout::decode_record(&bytes, super::block_id(tile.extent))
+            else {
+                debug_assert!(
+                    self.region.has_failed(),
+                    "frame {frame} slot {slot} is torn"
+                );
+                continue;
+            };
+            debug_assert_eq!(record.kind, RecordKind::Commit);
+            let copy = self.append_version(
+                appender,
+                Target::Relocation,
+                (RecordKind::Commit, 0),
+                0,
+                record.txn_id,
+                record.payload,
+                Link::NONE,
+            )?;
+            let copy_tile = self.obsolete_in_dram(copy, record.txn_id).0;
+            copy_tile.headers[copy.slot()]
+                .flags
+                .fetch_or(COMMIT_SLOT, Ordering::Relaxed);
+            lock(&copy_tile.spans).push((copy.slot() as u32, blocks));
+            self.counters
+                .add(&self.counters.commit_records_relocated, 1);
         }
         Ok(())
     }
@@ -504,17 +633,31 @@ impl TileStore {
         Ok(moved)
     }
 
-    /// D23's bound: the lowest begin of a superseded committed version in any block that
-    /// stays in the region (not the `freeing` ones this collection frees; `u64::MAX` if
-    /// none).
-    fn oldest_superseded(&self, freeing: &[(usize, TileFate)]) -> u64 {
+    /// D23's bound: the lowest begin of a superseded committed version in any block of the
+    /// region (`u64::MAX` if none). The blocks this collection frees count too: a power
+    /// loss inside the persist point of their `FREE` words may keep one of them (`FROZEN`,
+    /// with its old records) and lose the tombstone's.
+    fn oldest_superseded(&self) -> u64 {
         let _scans = lock(&self.table_scans);
         (0..self.tiles.len())
-            .filter(|frame| !freeing.iter().any(|(f, _)| f == frame))
             .filter_map(|frame| self.tile_at(frame))
             .map(|tile| tile.min_superseded.load(Ordering::SeqCst))
             .min()
             .unwrap_or(u64::MAX)
+    }
+
+    /// Whether any of `blocks` (`block_id`s) is still in the region after this collection
+    /// (not one of the `freeing` ones; a block frozen by another thread's collection counts
+    /// as still there: its relocation may fail and put it back).
+    fn any_in_region(&self, blocks: &[u64], freeing: &[(usize, TileFate)]) -> bool {
+        let _scans = lock(&self.table_scans);
+        blocks.iter().any(|&id| {
+            let frame = (id >> 40) as usize;
+            !freeing.iter().any(|&(f, _)| f == frame)
+                && self
+                    .tile_at(frame)
+                    .is_some_and(|tile| super::block_id(tile.extent) == id)
+        })
     }
 
     /// Frees the kept tiles of `kept` that nothing reaches and no snapshot may walk any
@@ -569,6 +712,7 @@ impl TileStore {
             blocks_requeued: get(&c.blocks_requeued),
             versions_relocated: get(&c.versions_relocated),
             tombstones_dropped: get(&c.tombstones_dropped),
+            commit_records_relocated: get(&c.commit_records_relocated),
         }
     }
 }
