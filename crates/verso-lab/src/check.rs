@@ -5,9 +5,11 @@
 //! secondary index holds exactly one entry per row.
 //!
 //! The database is opened with default options: recovery needs none of the run's (the
-//! log and checkpoints are logical, the same under every configuration). It is closed
-//! again at the end, so a check leaves the directory as a clean shutdown would (a torn
-//! tail cut, a new log segment begun).
+//! log and checkpoints are logical, the same under every configuration). A directory
+//! holding a persistent-memory region (a tile-block run) is opened with that storage,
+//! under MVTO and without a collector: its recovery finishes an interrupted collection
+//! whatever the collector. It is closed again at the end, so a check leaves the directory
+//! as a clean shutdown would (a torn tail cut, a new log segment begun).
 
 use std::io::Write;
 use std::path::Path;
@@ -25,6 +27,8 @@ pub struct CheckReport {
     pub path: String,
     /// What recovery did at open.
     pub recovery: RecoveryReport,
+    /// For a persistent-memory region: what its recovery read and rebuilt.
+    pub region: Option<RegionRecovery>,
     /// Every table with its rows.
     pub tables: Vec<TableReport>,
     /// Which workload's conditions were checked (`tpcc`, `tpcb`), if the tables are one's.
@@ -77,6 +81,23 @@ impl From<RecoveryStats> for RecoveryReport {
     }
 }
 
+/// What the tile-block storage's recovery did ([`verso::pmem::RecoveryReport`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RegionRecovery {
+    /// Blocks the region's directory listed.
+    pub blocks: u64,
+    /// Whole records read from them.
+    pub records: u64,
+    /// Rows rebuilt.
+    pub rows: u64,
+    /// Records of transactions that never committed.
+    pub uncommitted_records: u64,
+    /// Blocks a crash left frozen, whose collection recovery finished.
+    pub frozen_blocks: u64,
+    /// Blocks without a whole record, freed.
+    pub empty_blocks_freed: u64,
+}
+
 /// One table of the database.
 #[derive(Clone, Debug, Serialize)]
 pub struct TableReport {
@@ -102,12 +123,14 @@ pub fn check(
     threads: CheckOptions,
     out: &mut dyn Write,
 ) -> Result<CheckReport, LabError> {
-    if !dir.join("MANIFEST").is_file() {
+    let region = dir.join(verso::pmem::REGION_FILE).is_file();
+    if !region && !dir.join("MANIFEST").is_file() {
         // Opening would create a database here: refuse instead.
         return Err(LabError::BadOption(format!(
-            "{}: no Verso database here (no MANIFEST file); `verso check` opens the \
-             directory of a run with --path (DIR/<n>-<label>)",
-            dir.display()
+            "{}: no Verso database here (no MANIFEST file, no {} region); `verso check` \
+             opens the directory of a run with --path (DIR/<n>-<label>)",
+            dir.display(),
+            verso::pmem::REGION_FILE
         )));
     }
     if threads.recovery_threads == Some(0) || threads.replay_threads == Some(0) {
@@ -116,15 +139,83 @@ pub fn check(
         ));
     }
     let mut options = Options::default().path(dir);
+    if region {
+        options = options
+            .version_storage(verso::VersionStorageKind::TileBlock)
+            .concurrency_control(verso::ConcurrencyControl::Mvto)
+            .garbage_collector(verso::GarbageCollector::NoCollection);
+    }
     options.recovery_threads = threads.recovery_threads;
     options.log_replay_threads = threads.replay_threads;
+    let opening = std::time::Instant::now();
     let db = Database::open(options)?;
-    let recovery = RecoveryReport::from(
+    let open_seconds = opening.elapsed().as_secs_f64();
+    let region = db
+        .stats()
+        .persistent_memory
+        .and_then(|pm| pm.recovery)
+        .map(|r| RegionRecovery {
+            blocks: r.blocks,
+            records: r.records,
+            rows: r.rows,
+            uncommitted_records: r.uncommitted_records,
+            frozen_blocks: r.frozen_blocks,
+            empty_blocks_freed: r.empty_blocks_freed,
+        });
+    let mut recovery = RecoveryReport::from(
         db.stats()
             .durability
             .map(|d| d.recovery)
             .unwrap_or_default(),
     );
+    if let Some(r) = &region {
+        recovery.seconds = open_seconds;
+        writeln!(
+            out,
+            "recovered {} (a persistent-memory region) in {:.2} s: {} blocks, {} records \
+             read ({} of transactions that never committed), {} rows rebuilt, {} frozen \
+             blocks' collection finished, {} empty blocks freed",
+            dir.display(),
+            open_seconds,
+            r.blocks,
+            r.records,
+            r.uncommitted_records,
+            r.rows,
+            r.frozen_blocks,
+            r.empty_blocks_freed
+        )?;
+    } else {
+        write_log_recovery(out, dir, &recovery)?;
+    }
+    let tables = check_tables(&db)?;
+    for table in &tables {
+        writeln!(out, "  {}: {} rows", table.name, table.rows)?;
+    }
+    let workload = check_workload(&db, &tables)?;
+    match &workload {
+        Some(name) => writeln!(out, "consistent: {name} hold")?,
+        None => writeln!(
+            out,
+            "consistent: every row readable, every secondary index one entry per row (no \
+             workload's tables recognised, so no workload's conditions checked)"
+        )?,
+    }
+    db.close()?;
+    Ok(CheckReport {
+        path: dir.display().to_string(),
+        recovery,
+        region,
+        tables,
+        workload,
+    })
+}
+
+/// What a log-based database's recovery did, in a line.
+fn write_log_recovery(
+    out: &mut dyn Write,
+    dir: &Path,
+    recovery: &RecoveryReport,
+) -> Result<(), LabError> {
     writeln!(
         out,
         "recovered {} in {:.2} s: {} checkpoint rows loaded in {:.2} s, secondary indexes \
@@ -147,26 +238,7 @@ pub fn check(
             ""
         }
     )?;
-    let tables = check_tables(&db)?;
-    for table in &tables {
-        writeln!(out, "  {}: {} rows", table.name, table.rows)?;
-    }
-    let workload = check_workload(&db, &tables)?;
-    match &workload {
-        Some(name) => writeln!(out, "consistent: {name} hold")?,
-        None => writeln!(
-            out,
-            "consistent: every row readable, every secondary index one entry per row (no \
-             workload's tables recognised, so no workload's conditions checked)"
-        )?,
-    }
-    db.close()?;
-    Ok(CheckReport {
-        path: dir.display().to_string(),
-        recovery,
-        tables,
-        workload,
-    })
+    Ok(())
 }
 
 /// Reads every table at one snapshot: its rows, and each secondary index's entries, which

@@ -688,11 +688,15 @@ pub struct DemoArgs {
     pub process: ProcessArgs,
 }
 
-/// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`]).
+/// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`], and the
+/// block-level ones, which collect the tile-block storage).
 fn gc_help() -> String {
     format!(
-        "Garbage collector: {} [default: {}]",
+        "Garbage collector: {}; for --storage tile-block: {} [default: {}]",
         GarbageCollector::ALL.map(GarbageCollector::name).join(", "),
+        GarbageCollector::BLOCK_LEVEL
+            .map(GarbageCollector::name)
+            .join(", "),
         GarbageCollector::default().name()
     )
 }
@@ -1480,7 +1484,11 @@ fn durability_note(config: &RunConfig) -> String {
     }
     if let (Some(path), Some(level)) = (&config.options.path, config.options.effective_durability())
     {
-        note.push_str(&format!(", {} log in {}", level.name(), path.display()));
+        if config.options.version_storage.uses_persistent_memory() {
+            note.push_str(&format!(", region file in {}", path.display()));
+        } else {
+            note.push_str(&format!(", {} log in {}", level.name(), path.display()));
+        }
     }
     note
 }

@@ -317,6 +317,18 @@ pub(crate) fn refuse_used_directory(dir: &std::path::Path) -> Result<(), LabErro
 
 /// What a Verso run's durability is, in words for the report.
 fn verso_durability(options: &Options) -> String {
+    if let (Some(path), true) = (
+        &options.path,
+        options.version_storage.uses_persistent_memory(),
+    ) {
+        return format!(
+            "a persistent-memory region file in {}, each commit persisted in it before it is \
+             visible (no log); nothing acknowledged is lost by a process crash, nor by a power \
+             loss when the file is on a disk (on a RAM-backed file system, a power loss loses \
+             the region)",
+            path.display()
+        );
+    }
     match (&options.path, options.effective_durability()) {
         (Some(path), Some(verso::Durability::Sync)) => format!(
             "sync: a redo log in {}, synced before each commit returns (group commit, \

@@ -782,11 +782,14 @@ impl Options {
                  memory spaces"
             ));
         }
-        if self.path.is_some() {
-            return refuse(format!(
-                "{storage} keeps a database in its persistent-memory region, without a path; \
-                 reopening one after a restart (TB-Collect §4.5) is not built yet"
-            ));
+        if let Some(durability) = self.durability {
+            if durability != Durability::Sync {
+                return refuse(format!(
+                    "{storage} persists every commit in its persistent-memory region before \
+                     the commit is visible (TB-Collect §4.3), which is Durability::Sync; it has \
+                     no log to sync later, so {durability:?} does not apply"
+                ));
+            }
         }
         let pm = self.persistent_memory.clone().unwrap_or_default();
         if pm.slots_per_block == 0 || pm.slots_per_block > crate::pmem::layout::SLOTS_PER_BLOCK {
@@ -1111,6 +1114,64 @@ pub struct Database {
     options: Arc<Options>,
     /// The directory, log and checkpoints of a persistent database.
     persistence: Option<Arc<Persistence>>,
+    /// The directory of a persistent database whose storage keeps its data itself (the
+    /// tile-block storage's region file), and its lock.
+    region_directory: Option<Arc<RegionDirectory>>,
+}
+
+/// A persistent-memory database's directory, locked while it is open.
+struct RegionDirectory {
+    dir: std::path::PathBuf,
+    lock: parking_lot::Mutex<Option<Box<dyn crate::fs::DirectoryLock>>>,
+}
+
+impl RegionDirectory {
+    /// Creates and locks `dir` (a second open gets [`Error::DatabaseLocked`]).
+    fn lock(options: &Options, dir: &std::path::Path) -> Result<RegionDirectory> {
+        let fs = options
+            .file_system
+            .clone()
+            .unwrap_or_else(FileSystemHandle::real)
+            .0;
+        let io_error =
+            |path: &std::path::Path, operation: &'static str, error: std::io::Error| Error::Io {
+                path: path.display().to_string(),
+                operation,
+                kind: error.kind(),
+                message: error.to_string(),
+            };
+        fs.create_dir_all(dir)
+            .map_err(|e| io_error(dir, "creating the database directory", e))?;
+        let lock_path = dir.join("LOCK");
+        let lock = fs.lock(&lock_path).map_err(|error| {
+            if error.kind() == std::io::ErrorKind::WouldBlock {
+                Error::DatabaseLocked {
+                    path: dir.display().to_string(),
+                }
+            } else {
+                io_error(&lock_path, "locking the database directory", error)
+            }
+        })?;
+        let manifest = dir.join(crate::durability::manifest::MANIFEST);
+        if fs
+            .exists(&manifest)
+            .map_err(|e| io_error(&manifest, "looking for a log-based database", e))?
+        {
+            // Opening would make a region beside a log nothing here would replay.
+            return Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "{} holds a database with a redo log (its MANIFEST): open it with the \
+                     storage it was made with, not {}",
+                    dir.display(),
+                    options.version_storage.name()
+                ),
+            });
+        }
+        Ok(RegionDirectory {
+            dir: dir.to_path_buf(),
+            lock: parking_lot::Mutex::new(Some(lock)),
+        })
+    }
 }
 
 static NEXT_DATABASE_TAG: AtomicU32 = AtomicU32::new(1);
@@ -1121,6 +1182,13 @@ impl Database {
     pub fn open(options: Options) -> Result<Database> {
         let tag = NEXT_DATABASE_TAG.fetch_add(1, Ordering::Relaxed);
         options.validate()?;
+        // A storage that keeps its data itself: its directory is locked before its region
+        // file is mapped, and it has no log.
+        let keeps_its_data = options.version_storage.uses_persistent_memory();
+        let region_directory = match (&options.path, keeps_its_data) {
+            (Some(dir), true) => Some(Arc::new(RegionDirectory::lock(&options, dir)?)),
+            _ => None,
+        };
         let config = GcConfig {
             epoch_threshold: options.epoch_advance_threshold,
         };
@@ -1265,12 +1333,14 @@ impl Database {
             }
         };
         let engine = Arc::new(engine);
+        let recovery_threads = options
+            .recovery_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
+        on_engine!(&*engine, e => crate::engine::load::adopt_recovered(e, recovery_threads))?;
         let persistence = match &options.path {
             None => None,
+            Some(_) if keeps_its_data => None,
             Some(dir) => {
-                let recovery_threads = options
-                    .recovery_threads
-                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
                 let settings = crate::durability::Settings {
                     fs: options
                         .file_system
@@ -1338,6 +1408,7 @@ impl Database {
             engine,
             options: Arc::new(options),
             persistence,
+            region_directory,
         })
     }
 
@@ -1346,6 +1417,15 @@ impl Database {
     /// checkpoint keeps at most one extra version per row written while it runs. Fails
     /// with [`Error::UnsupportedConfiguration`] in memory.
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
+        if self.region_directory.is_some() {
+            return Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "{} keeps every commit in place in its persistent-memory region: it has no \
+                     log for a checkpoint to cut short",
+                    self.options.version_storage.name()
+                ),
+            });
+        }
         let persistence = self.persistent("a checkpoint")?;
         if persistence.is_closed() {
             return Err(Error::DatabaseClosed);
@@ -1359,6 +1439,16 @@ impl Database {
     /// the last clone without `close` does the same, but cannot report an error. In
     /// memory, `close` only drops this handle.
     pub fn close(self) -> Result<()> {
+        if let Some(directory) = &self.region_directory {
+            // Every acknowledged commit is in the region already; nothing more is written
+            // to it (a running transaction fails to commit) before the lock goes.
+            match &*self.engine {
+                AnyEngine::NoneTileBlock(e) => e.storage.close(),
+                AnyEngine::TbCollectTileBlock(e) => e.storage.close(),
+                _ => unreachable!("a region directory belongs to a persistent-memory storage"),
+            }
+            directory.lock.lock().take();
+        }
         match &self.persistence {
             Some(persistence) => persistence.close(),
             None => Ok(()),
@@ -1367,7 +1457,10 @@ impl Database {
 
     /// The directory of a persistent database (`None` in memory).
     pub fn path(&self) -> Option<&std::path::Path> {
-        self.persistence.as_ref().map(|p| p.dir.as_path())
+        self.persistence
+            .as_ref()
+            .map(|p| p.dir.as_path())
+            .or_else(|| self.region_directory.as_ref().map(|d| d.dir.as_path()))
     }
 
     fn persistent(&self, what: &str) -> Result<&Arc<Persistence>> {

@@ -704,6 +704,46 @@ impl<'a> PackedRef<'a> {
         }
     }
 
+    /// Packed values read back from storage that may hold anything (a region after a
+    /// crash, whose checksum says only that the bytes are whole): checked to be what this
+    /// module packs for `arity` columns with every value inline (tags known, spans inside
+    /// the bytes, text UTF-8), so that reading them never panics nor trusts a lie.
+    pub(crate) fn from_untrusted(
+        bytes: &'a [u8],
+        arity: usize,
+    ) -> std::result::Result<Self, &'static str> {
+        let arity_u32 = u32::try_from(arity).map_err(|_| "more columns than a row has")?;
+        let slots_end = arity
+            .checked_mul(8)
+            .and_then(|slots| slots.checked_add(slots_start(arity)))
+            .ok_or("more columns than a row has")?;
+        if bytes.len() < slots_end {
+            return Err("a packed row shorter than its tags and slots");
+        }
+        for index in 0..arity {
+            let tag = bytes[index];
+            match tag {
+                TAG_NULL | TAG_I64 | TAG_U64 | TAG_F64 => {}
+                TAG_TEXT | TAG_BYTES => {
+                    let (offset, len) = variable_span(read_slot(bytes, arity, index));
+                    let data = offset
+                        .checked_add(len)
+                        .and_then(|end| bytes.get(offset..end))
+                        .ok_or("a value's bytes outside its packed row")?;
+                    if tag == TAG_TEXT && std::str::from_utf8(data).is_err() {
+                        return Err("text that is not UTF-8 in a packed row");
+                    }
+                }
+                _ => return Err("an unknown or out-of-line tag in a packed row"),
+            }
+        }
+        Ok(PackedRef {
+            bytes,
+            arity: arity_u32,
+            out_of_line: false,
+        })
+    }
+
     /// The packed bytes, as [`PackedRef::from_stored`] takes them back.
     pub(crate) fn bytes(&self) -> &'a [u8] {
         self.bytes

@@ -221,8 +221,9 @@ fn what_the_tile_block_storage_cannot_run_with_is_refused_with_a_reason() {
     );
     refused(
         tb.clone()
-            .path(std::env::temp_dir().join("verso-tb-refused")),
-        "not built yet",
+            .path(std::env::temp_dir().join("verso-tb-refused"))
+            .durability(verso::Durability::None),
+        "which is Durability::Sync",
     );
     refused(
         Options::default().persistent_memory(small_region()),

@@ -418,6 +418,17 @@ pub(crate) fn open_directory(settings: &Settings) -> Result<OpenedDirectory> {
     let names = fs
         .list_dir(dir)
         .map_err(|error| io_error(dir, "listing the database directory", &error))?;
+    if names.iter().any(|name| name == crate::pmem::REGION_FILE) {
+        // Opening would start a log beside a region nothing here reads.
+        return Err(Error::UnsupportedConfiguration {
+            reason: format!(
+                "{} holds a database of a persistent-memory storage (its region file {}): \
+                 open it with that storage (tile-block)",
+                dir.display(),
+                crate::pmem::REGION_FILE
+            ),
+        });
+    }
     Ok((lock, manifest, names))
 }
 

@@ -265,6 +265,24 @@ fn collect_blocks<V: VersionStorage, G: Collector>(
     }
 }
 
+/// After a storage's recovery put its rows in the indexes: the storage finishes the
+/// collection a crash interrupted (TB Algorithm 3), whatever the collector (a region
+/// collected under tb-collect may be reopened under 'none'), before the database opens.
+pub(crate) fn finish_recovery<V: VersionStorage, G: Collector>(engine: &Engine<V, G>) {
+    let active = || {
+        let mut buffer = Vec::new();
+        engine.txns.active_snapshots(&mut buffer)
+    };
+    let context = crate::version::BlockGcContext {
+        ended: None,
+        everything: false,
+        active: &active,
+        threads: engine.txns.slots().count().max(1),
+        rows: &EngineRows(engine),
+    };
+    V::collect_blocks(&engine.storage, &context);
+}
+
 /// The engine's primary indexes, for a storage that moves rows' newest versions.
 struct EngineRows<'a, V: VersionStorage, G: Collector>(&'a Engine<V, G>);
 

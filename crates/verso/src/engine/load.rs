@@ -192,3 +192,36 @@ fn build_one<V: VersionStorage>(table: &Table<V>, index: usize, entry: &mut Vec<
         },
     );
 }
+
+/// Adopts what a storage that keeps its data itself recovered at open (the tile-block
+/// storage, TB §4.5): its tables, created again in their order without being recorded
+/// again; the clock moved past every transaction id in the data (so that no new
+/// transaction reuses one, and ids keep ordering a key's records across restarts); each
+/// key's newest committed version as a committed row in its primary index; the secondary
+/// indexes built from them; then the collection a crash interrupted is finished
+/// (Algorithm 3), through the indexes. Nothing for the other storages.
+pub(crate) fn adopt_recovered<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    threads: usize,
+) -> Result<()> {
+    let Some(recovered) = V::take_recovered(&engine.storage) else {
+        return Ok(());
+    };
+    for (name, schema) in recovered.tables {
+        engine.create_recovered_table(&name, schema)?;
+    }
+    engine.txns.advance_clock_past(recovered.max_txn_id);
+    for (table_index, key, row) in recovered.rows {
+        let table = engine
+            .table_by_index(table_index)
+            .ok_or_else(|| Error::UnknownTable {
+                name: format!("table index {table_index}"),
+            })?;
+        if table.primary.insert_if_absent(&key, row).is_err() {
+            unreachable!("recovery gives one row per key");
+        }
+    }
+    build_secondary_indexes(engine, threads);
+    crate::engine::collect::finish_recovery(engine);
+    Ok(())
+}

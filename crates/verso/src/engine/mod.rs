@@ -215,6 +215,16 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
     }
 
     pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        self.create_table_as(name, schema, true)
+    }
+
+    /// Creates a table the storage's own catalog lists already (its recovery): the same,
+    /// without recording it there again.
+    pub(crate) fn create_recovered_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        self.create_table_as(name, schema, false)
+    }
+
+    fn create_table_as(&self, name: &str, schema: Schema, record: bool) -> Result<TableId> {
         let schema = schema.validate(name)?;
         // Creating a table is rare and not on any transaction's path: a mutex is fine.
         let mut names = self.table_names.lock();
@@ -229,6 +239,11 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
                 what: "tables".into(),
                 limit: MAX_TABLES,
             });
+        }
+        if record {
+            // Durable in the storage's catalog before anyone can write into it (a storage
+            // that keeps its own data; nothing for the others).
+            V::record_table(&self.storage, index as u32, &schema)?;
         }
         let secondary = schema.indexes.iter().map(|_| OrderedIndex::new()).collect();
         let primary = PrimaryIndex::new(schema.primary_key_index);

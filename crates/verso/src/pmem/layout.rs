@@ -25,8 +25,9 @@ use crate::schema::{Schema, TableSchema};
 /// The superblock's first bytes.
 pub(crate) const MAGIC: [u8; 8] = *b"VERSOPM1";
 /// The format this build writes and reads. 2: a record's checksum covers its block's
-/// frame and generation (`block_key`).
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// frame and generation (`block_key`). 3: a record carries its transaction's block
+/// sequence, and an insert whose key was taken leaves a `Withdrawn` record (recovery).
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// The superblock's size.
 pub(crate) const SUPERBLOCK_BYTES: u64 = 512;
 /// The catalog area's size by default.
@@ -509,19 +510,25 @@ pub(crate) enum RecordKind {
     Tombstone = 2,
     /// A committed version (or tombstone, flag [`RELOCATED_TOMBSTONE`]) copied by a
     /// collection, with its original transaction id.
-    #[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
     Relocated = 3,
     /// The record that makes a transaction's records committed; its payload is the number
     /// of version and tombstone records the transaction wrote.
     Commit = 4,
+    /// Takes back one record of its transaction, which its payload names (block key and
+    /// slot, [`withdrawn_payload`]): an insert whose key was taken leaves its record
+    /// unpublished, and the transaction may still commit (the caller gets `DuplicateKey`
+    /// and goes on).
+    Withdrawn = 5,
 }
 
 /// Flag of a `Relocated` record: the copy is of a tombstone.
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 pub(crate) const RELOCATED_TOMBSTONE: u8 = 1;
 
 /// A content record's header: `kind:u8 | flags:u8 | table:u16 | len:u32 | txn_id:u64 |
-/// slot:u16 | reserved:u16 | crc32c:u32`, then `len` payload bytes, padded to 8. The CRC
+/// slot:u16 | sequence:u16 | crc32c:u32`, then `len` payload bytes, padded to 8. The
+/// sequence is the number of blocks the transaction appended to before this record's (0
+/// for a collection's copies): with the position in a block it orders one transaction's
+/// records, so that recovery takes the last of them for a key. The CRC
 /// covers the block's key (`block_key`: its first frame and generation), then the header
 /// with its CRC field zeroed, then the payload. The key makes a record left in frames that
 /// a freed block had read as invalid in a later block at those frames: appends do not
@@ -538,18 +545,20 @@ pub(crate) struct Record<'a> {
     pub(crate) table: u16,
     pub(crate) txn_id: u64,
     pub(crate) slot: u16,
+    /// The transaction's blocks before this record's (see the header's layout).
+    pub(crate) sequence: u16,
     pub(crate) payload: &'a [u8],
 }
 
 impl Record<'_> {
     /// The bytes the record takes in its block, padding included.
-    #[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
     pub(crate) fn stored_bytes(&self) -> usize {
         stored_record_bytes(self.payload.len())
     }
 
-    /// A commit record's count of the transaction's version and tombstone records.
-    #[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
+    /// A commit record's count of the transaction's version and tombstone records (the
+    /// tests' check of whole transactions; recovery relies on no count).
+    #[cfg(test)]
     pub(crate) fn committed_records(&self) -> Option<u32> {
         (self.kind == RecordKind::Commit)
             .then(|| u32::from_le_bytes(self.payload[..4].try_into().expect("4 bytes")))
@@ -594,12 +603,24 @@ pub(crate) fn record_header(record: &Record<'_>, block: u64) -> [u8; RECORD_HEAD
     header[4..8].copy_from_slice(&len.to_le_bytes());
     header[8..16].copy_from_slice(&record.txn_id.to_le_bytes());
     header[16..18].copy_from_slice(&record.slot.to_le_bytes());
+    header[18..20].copy_from_slice(&record.sequence.to_le_bytes());
     let crc = crc32c::crc32c_append(
         crc32c::crc32c_append(record_crc_seed(block), &header),
         record.payload,
     );
     header[RECORD_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
     header
+}
+
+/// A `Withdrawn` record's payload: the block key and slot of the record it takes back.
+pub(crate) const WITHDRAWN_PAYLOAD_BYTES: usize = 16;
+
+/// A `Withdrawn` record's payload naming the record at `slot` of the block keyed `block`.
+pub(crate) fn withdrawn_payload(block: u64, slot: u32) -> [u8; WITHDRAWN_PAYLOAD_BYTES] {
+    let mut payload = [0u8; WITHDRAWN_PAYLOAD_BYTES];
+    payload[..8].copy_from_slice(&block.to_le_bytes());
+    payload[8..12].copy_from_slice(&slot.to_le_bytes());
+    payload
 }
 
 /// A commit record's payload: the count, padded to 8.
@@ -611,7 +632,6 @@ pub(crate) fn commit_payload(records: u32) -> [u8; 8] {
 
 /// What the bytes at a record position hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 pub(crate) enum RecordScan<'a> {
     /// A whole, checksummed record.
     Valid(Record<'a>),
@@ -640,6 +660,7 @@ pub(crate) fn decode_record(bytes: &[u8], block: u64) -> RecordScan<'_> {
         2 => RecordKind::Tombstone,
         3 => RecordKind::Relocated,
         4 => RecordKind::Commit,
+        5 => RecordKind::Withdrawn,
         _ => return RecordScan::Invalid("an unknown record kind"),
     };
     let len = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
@@ -649,6 +670,9 @@ pub(crate) fn decode_record(bytes: &[u8], block: u64) -> RecordScan<'_> {
     }
     if kind == RecordKind::Commit && len != 8 {
         return RecordScan::Invalid("a commit record whose payload is not its count");
+    }
+    if kind == RecordKind::Withdrawn && len != WITHDRAWN_PAYLOAD_BYTES {
+        return RecordScan::Invalid("a withdrawn record whose payload is not the record it names");
     }
     let payload = &bytes[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + len];
     let stored_crc = u32::from_le_bytes(header[RECORD_CRC_AT..].try_into().expect("4 bytes"));
@@ -667,6 +691,7 @@ pub(crate) fn decode_record(bytes: &[u8], block: u64) -> RecordScan<'_> {
         table: u16::from_le_bytes(header[2..4].try_into().expect("2 bytes")),
         txn_id: u64::from_le_bytes(header[8..16].try_into().expect("8 bytes")),
         slot: u16::from_le_bytes(header[16..18].try_into().expect("2 bytes")),
+        sequence: u16::from_le_bytes(header[18..20].try_into().expect("2 bytes")),
         payload,
     })
 }
@@ -674,7 +699,6 @@ pub(crate) fn decode_record(bytes: &[u8], block: u64) -> RecordScan<'_> {
 /// A catalog record: `len:u32 | crc32c:u32 | payload` padded to 8, the payload a table's
 /// name and schema as the log writes them (`codec::put_schema`). The CRC covers the length
 /// and the payload.
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 pub(crate) fn encode_catalog_record(schema: &TableSchema) -> Vec<u8> {
     let mut payload = Vec::new();
     codec::put_schema(&mut payload, schema);
@@ -691,7 +715,6 @@ pub(crate) fn encode_catalog_record(schema: &TableSchema) -> Vec<u8> {
 /// record goes. A record cut by a crash at the end (nothing valid after it) is a torn tail:
 /// its `create_table` never returned, so it is dropped. An invalid record with a valid one
 /// after it is corruption.
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 pub(crate) fn decode_catalog(
     area: &[u8],
     what: &str,
@@ -737,7 +760,6 @@ pub(crate) fn decode_catalog(
     }
 }
 
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 fn catalog_corruption(what: &str, offset: u64, reason: String) -> Error {
     Error::Corruption {
         file: what.to_string(),
@@ -746,14 +768,12 @@ fn catalog_corruption(what: &str, offset: u64, reason: String) -> Error {
     }
 }
 
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 enum CatalogScan<'a> {
     Valid { payload: &'a [u8], next: usize },
     End,
     Invalid(&'static str),
 }
 
-#[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
 fn catalog_record_at(area: &[u8], at: usize) -> CatalogScan<'_> {
     let Some(header) = area.get(at..at + 8) else {
         return CatalogScan::End;
@@ -978,6 +998,7 @@ mod tests {
             table: 4095,
             txn_id: 77,
             slot: 1919,
+            sequence: 65535,
             payload: &payload,
         };
         let bytes = encode_record(&record, 7);
@@ -1013,6 +1034,7 @@ mod tests {
                 table: 0,
                 txn_id: 77,
                 slot: 0,
+                sequence: 0,
                 payload: &commit_payload(3),
             },
             7,
@@ -1020,7 +1042,7 @@ mod tests {
         let RecordScan::Valid(decoded) = decode_record(&commit, 7) else {
             panic!("valid")
         };
-        assert_eq!(decoded.committed_records(), Some(3));
+        assert_eq!(decoded.payload, &commit_payload(3));
     }
 
     /// Found by the tile-block collection's crash test: a block's frames freed and
@@ -1037,6 +1059,7 @@ mod tests {
             table: 1,
             txn_id,
             slot,
+            sequence: 0,
             payload: b"sixteen bytes!!!",
         };
         let (old, new) = (block_key(3, 0), block_key(3, 1));
@@ -1115,7 +1138,7 @@ mod tests {
             position in any::<prop::sample::Index>(),
             mask in 1u8..,
         ) {
-            let record = Record { kind: RecordKind::Tombstone, flags: 0, table: 3, txn_id: 9, slot: 5, payload: &payload };
+            let record = Record { kind: RecordKind::Tombstone, flags: 0, table: 3, txn_id: 9, slot: 5, sequence: 2, payload: &payload };
             let mut bytes = encode_record(&record, 7);
             let i = position.index(bytes.len());
             bytes[i] ^= mask;

@@ -240,6 +240,29 @@ pub struct PmStats {
     by_purpose: [PurposeStats; PURPOSES],
     /// The blocks of the storage in the region, and their collection.
     pub blocks: BlockStats,
+    /// What the open recovered from the region (`None`: the region was new).
+    pub recovery: Option<RecoveryReport>,
+}
+
+/// What opening a region that held a database found and did (TB §4.5): the tile-block
+/// storage's recovery (`docs/design/tile-block.md`, "Recovery").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecoveryReport {
+    /// Blocks the directory listed.
+    pub blocks: u64,
+    /// Whole records read.
+    pub records: u64,
+    /// Rows rebuilt (keys whose newest committed version is not a tombstone).
+    pub rows: u64,
+    /// Records of transactions without a whole commit record.
+    pub uncommitted_records: u64,
+    /// Blocks a crash left frozen: Algorithm 3 finishes their collection.
+    pub frozen_blocks: u64,
+    /// Blocks without a single whole record, freed at once.
+    pub empty_blocks_freed: u64,
+    /// The highest transaction id in the region.
+    pub max_txn_id: u64,
 }
 
 /// The blocks and tiles of the tile-block storage, and what its collector (tb-collect)
@@ -291,6 +314,7 @@ impl PmStats {
             line_delay_nanos: 0,
             by_purpose: [PurposeStats::default(); PURPOSES],
             blocks: BlockStats::default(),
+            recovery: None,
         }
     }
 
@@ -771,13 +795,22 @@ pub enum PmBacking {
     Tmpfs(std::path::PathBuf),
     /// A simulated device, for crash tests.
     Simulated(SimulatedRegion),
+    /// A region file kept across restarts: the database's own with a path
+    /// (`Options::path` puts it at [`REGION_FILE`] in the database's directory). On a
+    /// RAM-backed file system it survives a process crash, on a disk a power loss too
+    /// ([`RegionKind`]).
+    File(std::path::PathBuf),
 }
+
+/// The region file's name in a persistent database's directory.
+pub const REGION_FILE: &str = "region.pm";
 
 impl PartialEq for PmBacking {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (PmBacking::Tmpfs(a), PmBacking::Tmpfs(b)) => a == b,
             (PmBacking::Simulated(a), PmBacking::Simulated(b)) => a.same_device(b),
+            (PmBacking::File(a), PmBacking::File(b)) => a == b,
             _ => false,
         }
     }
@@ -805,6 +838,23 @@ pub(crate) fn open_region(options: &PmOptions) -> Result<Arc<Region>> {
             let region = MmapRegion::open(&path, options.capacity_bytes).map_err(io_error)?;
             // The mapping outlives the name: the region goes with the last handle.
             std::fs::remove_file(&path).map_err(io_error)?;
+            Arc::new(region)
+        }
+        PmBacking::File(path) => {
+            let io_error = |operation: &'static str, err: io::Error| Error::Io {
+                path: path.display().to_string(),
+                operation,
+                kind: err.kind(),
+                message: err.to_string(),
+            };
+            let region = MmapRegion::open(path, options.capacity_bytes)
+                .map_err(|err| io_error("opening the persistent-memory region", err))?;
+            // A new file's name must survive a crash before anything in it is relied on.
+            if let Some(dir) = path.parent() {
+                std::fs::File::open(dir)
+                    .and_then(|dir| dir.sync_all())
+                    .map_err(|err| io_error("syncing the region's directory", err))?;
+            }
             Arc::new(region)
         }
         PmBacking::Simulated(device) => device.map().map_err(|err| Error::Io {

@@ -130,6 +130,20 @@ impl SimulatedRegion {
         }
     }
 
+    /// A device whose durable image is `image` (a non-zero multiple of [`REGION_ALIGN`]
+    /// bytes): for tests that feed recovery a region they built or mutated.
+    ///
+    /// # Panics
+    /// If `image`'s length is not such a multiple.
+    pub fn from_image(image: &[u8], seed: u64) -> SimulatedRegion {
+        let device = SimulatedRegion::new(image.len(), seed);
+        device.lock().durable = image
+            .chunks_exact(8)
+            .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
+            .collect();
+        device
+    }
+
     /// Whether `other` is a handle on the same device.
     pub fn same_device(&self, other: &SimulatedRegion) -> bool {
         Arc::ptr_eq(&self.device, &other.device)

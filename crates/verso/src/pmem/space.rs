@@ -16,9 +16,10 @@
 //!   (a sparse file, a zeroed device).
 //! - **Allocate.** Take the run from the free list (DRAM), then store its words (the
 //!   first frame's state, run length and generation; each later frame a tail with its
-//!   distance), dirtying them in the allocating writer. They become durable at that
-//!   writer's next persist point, the one that makes the first records in the block
-//!   durable; nothing acknowledged depends on the block before it.
+//!   distance), dirtying them in the allocating writer. The caller persists them before
+//!   it stores anything in the block (the tile-block storage does at once: records whose
+//!   block's words a crash lost would read as the next block's at those frames, which has
+//!   the same generation).
 //! - **Free.** Store `FREE | generation + 1` in every frame of every block, persist, and
 //!   only then put the frames back on the free list: a frame is never handed out again
 //!   while a crash could still bring back its old state.
@@ -54,12 +55,12 @@ pub(crate) struct Extent {
 pub(crate) struct Opened {
     pub(crate) space: Space,
     /// Whether the region was formatted now (a new database).
-    #[allow(dead_code)] // read by recovery (TB §4.5, issue 33's next part); tested here
+    #[allow(dead_code)] // tested here; recovery tells a new region by what it holds
     pub(crate) formatted: bool,
     /// The blocks the directory lists.
     pub(crate) blocks: Vec<ListedBlock>,
     /// Frames of runs a crash cut, freed by this open.
-    #[allow(dead_code)] // counted by recovery's statistics (issue 33's next part); tested here
+    #[allow(dead_code)] // tested here (recovery's report counts blocks, not frames)
     pub(crate) torn_frames_freed: u64,
 }
 
@@ -189,7 +190,7 @@ impl Space {
     }
 
     /// What the superblock records.
-    #[allow(dead_code)] // read by recovery (issue 33's next part)
+    #[allow(dead_code)] // tested here
     pub(crate) fn superblock(&self) -> &Superblock {
         &self.superblock
     }
@@ -280,7 +281,6 @@ impl Space {
     /// generation advanced, persisted, and only then are the frames free to hand out. On an
     /// error the frames stay out of the free list (their durable state is unknown) and the
     /// region's durability must be treated as lost.
-    #[allow(dead_code)] // tb-collect frees blocks through it (issue 33's next part); tested here
     pub(crate) fn free(&self, writer: &mut LineWriter, blocks: &[Extent]) -> Result<()> {
         let g = self.geometry();
         for block in blocks {

@@ -42,6 +42,11 @@ pub(crate) struct TxnShared {
     /// no lock. Only the transaction's own thread changes them.
     storage_blocks: std::sync::Mutex<Vec<u64>>,
     last_storage_block: std::sync::atomic::AtomicU64,
+    /// `storage_blocks`' length, read without the lock.
+    storage_block_count: std::sync::atomic::AtomicU32,
+    /// The storage could not record something the transaction's commit needs: it must
+    /// not commit.
+    storage_poisoned: std::sync::atomic::AtomicBool,
 }
 
 impl TxnShared {
@@ -51,6 +56,8 @@ impl TxnShared {
             storage_records: std::sync::atomic::AtomicU32::new(0),
             storage_blocks: std::sync::Mutex::new(Vec::new()),
             last_storage_block: std::sync::atomic::AtomicU64::new(u64::MAX),
+            storage_block_count: std::sync::atomic::AtomicU32::new(0),
+            storage_poisoned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -58,11 +65,33 @@ impl TxnShared {
     pub(crate) fn note_storage_block(&self, block: u64) {
         if self.last_storage_block.load(Ordering::Relaxed) != block {
             self.last_storage_block.store(block, Ordering::Relaxed);
+            self.storage_block_count.fetch_add(1, Ordering::Relaxed);
             self.storage_blocks
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(block);
         }
+    }
+
+    /// How many of the transaction's blocks come before `block` if its next record goes
+    /// there: the record's sequence, which orders its records across blocks for recovery.
+    pub(crate) fn storage_block_sequence(&self, block: u64) -> u32 {
+        let count = self.storage_block_count.load(Ordering::Relaxed);
+        if self.last_storage_block.load(Ordering::Relaxed) == block {
+            count - 1
+        } else {
+            count
+        }
+    }
+
+    /// The storage could not record what the transaction's commit needs: its commit fails.
+    pub(crate) fn poison_storage(&self) {
+        self.storage_poisoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Self::poison_storage`] was called.
+    pub(crate) fn storage_poisoned(&self) -> bool {
+        self.storage_poisoned.load(Ordering::Relaxed)
     }
 
     /// The blocks the transaction's records went to ([`Self::note_storage_block`]).

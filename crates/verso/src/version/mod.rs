@@ -310,6 +310,17 @@ pub(crate) struct NewRowContext {
     pub(crate) indexed: bool,
 }
 
+/// What a storage that keeps its data itself found at open
+/// ([`VersionStorage::take_recovered`]).
+pub(crate) struct Recovered<R: ?Sized> {
+    /// The tables, in the order of their indexes.
+    pub(crate) tables: Vec<(String, crate::schema::Schema)>,
+    /// Each key's row, committed, with its table and its encoded primary key.
+    pub(crate) rows: Vec<(u32, Vec<u8>, Arc<R>)>,
+    /// The highest transaction id in the data: the clock must move past it.
+    pub(crate) max_txn_id: u64,
+}
+
 /// What a block-level collection is told by the engine.
 pub(crate) struct BlockGcContext<'a, R: ?Sized> {
     /// The id (start timestamp) of the transaction that just ended on this thread; `None`
@@ -419,6 +430,25 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// key had a row object already, which the insert writes over instead): its version is
     /// no one's. Nothing to do for the heap storages, whose row is simply dropped.
     fn discard_unpublished(_row: &Self::Row, _owner: &TxnShared) {}
+
+    /// Records a new table (its index and its validated schema) in the storage's own
+    /// catalog, durably, before the engine creates it: for a storage that keeps its data
+    /// itself (persistent memory). An error fails the creation. Nothing for the others,
+    /// whose catalog is the log's.
+    fn record_table(
+        _shared: &Self::Shared,
+        _index: u32,
+        _schema: &crate::schema::TableSchema,
+    ) -> crate::error::Result<()> {
+        Ok(())
+    }
+
+    /// What a storage that keeps its data itself found in it at open (tables and each
+    /// key's newest committed version), taken once by the engine's recovery; `None` for a
+    /// new database and for the other storages.
+    fn take_recovered(_shared: &Self::Shared) -> Option<Recovered<Self::Row>> {
+        None
+    }
 
     /// The counters of the storage's persistent-memory region, if it has one.
     fn persistent_memory_stats(_shared: &Self::Shared) -> Option<crate::pmem::PmStats> {

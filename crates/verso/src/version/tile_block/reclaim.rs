@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::{
-    block_state, lock, Appender, Link, Target, Tile, TileRow, TileStore, ABORTED, BURIED,
+    block_state, lock, Appender, Link, Sequence, Target, Tile, TileRow, TileStore, ABORTED, BURIED,
     COMMIT_SLOT, EXISTS, WEIGHED,
 };
 use crate::gc::tb_collect::{self, BlockCase};
@@ -109,9 +109,20 @@ impl TileStore {
         appender: &mut Appender,
         context: &BlockGcContext<'_, TileRow>,
     ) -> bool {
+        if self.closed.load(Ordering::Acquire) {
+            return false; // nothing more is written to a closed database's region
+        }
         let mine = std::sync::Arc::clone(&appender.gc);
         let epoch = tb_collect::epoch(self.opened.elapsed(), self.epoch);
         let mut worked = false;
+        // Algorithm 3 (TB §4.5): the blocks a crash left frozen, collected by the first
+        // collection after recovery (the engine's recovery runs it before `open` returns).
+        let frozen = self.take_recovered_frozen();
+        if !frozen.is_empty() {
+            let mut gc = lock(&mine);
+            self.collect_queue(appender, &mut gc, frozen, context);
+            worked = true;
+        }
         // Algorithm 2, lines 3–7: a long transaction ended; what waited for it may go.
         let ended_long = context
             .ended
@@ -429,7 +440,6 @@ impl TileStore {
     /// F1's decision for a block in state `FREEZING`: what happens to its tile if it is
     /// collected, or `None` to put it back (a snapshot or a writer is in its bounds, or
     /// finalizing still reads contents of it, or a tile kept at its frame is still there).
-    #[allow(unsafe_code)]
     fn fate(&self, frame: usize, tile: &Tile, active: &ActiveSnapshots) -> Option<TileFate> {
         let case = self.case_of(tile, active);
         if case == BlockCase::Keep || tile.pinned_indexed.load(Ordering::SeqCst) > 0 {
@@ -587,12 +597,15 @@ impl TileStore {
                 );
                 continue;
             };
-            debug_assert_eq!(record.kind, RecordKind::Commit);
+            debug_assert!(matches!(
+                record.kind,
+                RecordKind::Commit | RecordKind::Withdrawn
+            ));
             let copy = self.append_version(
                 appender,
                 Target::Relocation,
-                (RecordKind::Commit, 0),
-                0,
+                (record.kind, 0),
+                (u32::from(record.table), Sequence::Copied(record.sequence)),
                 record.txn_id,
                 record.payload,
                 Link::NONE,
@@ -623,7 +636,7 @@ impl TileStore {
             appender,
             Target::Relocation,
             (RecordKind::Relocated, flags),
-            u32::from(record.table),
+            (u32::from(record.table), Sequence::Copied(record.sequence)),
             record.txn_id,
             record.payload,
             next,
