@@ -1133,30 +1133,11 @@ impl RegionDirectory {
             .clone()
             .unwrap_or_else(FileSystemHandle::real)
             .0;
-        let io_error =
-            |path: &std::path::Path, operation: &'static str, error: std::io::Error| Error::Io {
-                path: path.display().to_string(),
-                operation,
-                kind: error.kind(),
-                message: error.to_string(),
-            };
-        fs.create_dir_all(dir)
-            .map_err(|e| io_error(dir, "creating the database directory", e))?;
-        let lock_path = dir.join("LOCK");
-        let lock = fs.lock(&lock_path).map_err(|error| {
-            if error.kind() == std::io::ErrorKind::WouldBlock {
-                Error::DatabaseLocked {
-                    path: dir.display().to_string(),
-                }
-            } else {
-                io_error(&lock_path, "locking the database directory", error)
-            }
-        })?;
+        let lock = crate::durability::lock_directory(&*fs, dir)?;
         let manifest = dir.join(crate::durability::manifest::MANIFEST);
-        if fs
-            .exists(&manifest)
-            .map_err(|e| io_error(&manifest, "looking for a log-based database", e))?
-        {
+        if fs.exists(&manifest).map_err(|e| {
+            crate::durability::io_error(&manifest, "looking for a log-based database", &e)
+        })? {
             // Opening would make a region beside a log nothing here would replay.
             return Err(Error::UnsupportedConfiguration {
                 reason: format!(

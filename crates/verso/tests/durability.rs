@@ -5,6 +5,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+
+use common::Cleanup;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,20 +14,7 @@ use verso::fs::{Fault, FileSystem, SimulatedFileSystem};
 use verso::{ColumnType, Database, Durability, Error, Isolation, Options, Schema, Value};
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "verso-durability-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-struct Cleanup(PathBuf);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    common::temp_dir(&format!("durability-{name}"))
 }
 
 fn accounts_schema() -> Schema {

@@ -6,8 +6,12 @@
 //! what was not persisted, crash it at a random persist point (inside commits, inside
 //! collections and their relocations), reopen, and compare.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+use common::Cleanup;
 
 use verso::pmem::{AtomicUnit, PmBacking, PmOptions, RecoveryReport, SimulatedRegion};
 use verso::{
@@ -16,20 +20,7 @@ use verso::{
 };
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "verso-tb-recovery-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-struct Cleanup(PathBuf);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    common::temp_dir(&format!("tb-recovery-{name}"))
 }
 
 fn options(gc: GarbageCollector, pm: PmOptions, dir: &std::path::Path) -> Options {
@@ -39,6 +30,26 @@ fn options(gc: GarbageCollector, pm: PmOptions, dir: &std::path::Path) -> Option
         .garbage_collector(gc)
         .persistent_memory(pm)
         .path(dir)
+}
+
+/// A simulated region of 4 MiB (power losses drawn from `seed`) with blocks of `slots`
+/// slots, and the options of a database in `dir` on it (tb-collect's epochs of 200 µs, so
+/// that collections run in short tests).
+fn simulated(
+    seed: u64,
+    dir: &std::path::Path,
+    slots: u32,
+    gc: GarbageCollector,
+) -> (SimulatedRegion, Options) {
+    let device = SimulatedRegion::new(4 << 20, seed);
+    let pm = PmOptions::default()
+        .backing(PmBacking::Simulated(device.clone()))
+        .slots_per_block(slots);
+    let mut options = options(gc, pm, dir);
+    if gc == GarbageCollector::TbCollect {
+        options = options.block_gc_epoch(std::time::Duration::from_micros(200));
+    }
+    (device, options)
 }
 
 /// `accounts(id, owner, balance)` with a secondary index on `owner`.
@@ -358,12 +369,7 @@ fn every_acknowledged_commit_survives_a_power_loss_at_any_persist_point() {
     for seed in 0..seeds {
         let dir = temp_dir(&format!("crash-{seed}"));
         let _cleanup = Cleanup(dir.clone());
-        let device = SimulatedRegion::new(4 << 20, seed);
-        let pm = PmOptions::default()
-            .backing(PmBacking::Simulated(device.clone()))
-            .slots_per_block(6);
-        let options = options(GarbageCollector::TbCollect, pm, &dir)
-            .block_gc_epoch(std::time::Duration::from_micros(200));
+        let (device, options) = simulated(seed, &dir, 6, GarbageCollector::TbCollect);
         // Two lives, each crashed at a random persist point; the second starts from what
         // the first's recovery rebuilt.
         let mut model = Model::new();
@@ -431,12 +437,7 @@ fn concurrent_writers_lose_nothing_acknowledged_at_a_power_loss() {
     for seed in 0..seeds {
         let dir = temp_dir(&format!("concurrent-{seed}"));
         let _cleanup = Cleanup(dir.clone());
-        let device = SimulatedRegion::new(4 << 20, seed);
-        let pm = PmOptions::default()
-            .backing(PmBacking::Simulated(device.clone()))
-            .slots_per_block(6);
-        let options = options(GarbageCollector::TbCollect, pm, &dir)
-            .block_gc_epoch(std::time::Duration::from_micros(200));
+        let (device, options) = simulated(seed, &dir, 6, GarbageCollector::TbCollect);
         let db = Database::open(options.clone()).unwrap();
         let table = db.create_table("kv", kv_schema()).unwrap();
         device.crash_at_persist(1 + (seed * 11) % 120);
@@ -525,11 +526,7 @@ fn regression_a_block_a_thread_left_keeps_the_next_threads_commits() {
     for seed in 0..24 {
         let dir = temp_dir(&format!("left-block-{seed}"));
         let _cleanup = Cleanup(dir.clone());
-        let device = SimulatedRegion::new(4 << 20, seed);
-        let pm = PmOptions::default()
-            .backing(PmBacking::Simulated(device.clone()))
-            .slots_per_block(64);
-        let options = options(GarbageCollector::NoCollection, pm, &dir);
+        let (device, options) = simulated(seed, &dir, 64, GarbageCollector::NoCollection);
         let db = Database::open(options.clone()).unwrap();
         let table = db.create_table("kv", kv_schema()).unwrap();
         std::thread::scope(|scope| {
@@ -722,14 +719,10 @@ fn regression_records_of_a_block_whose_allocation_was_lost_never_come_back() {
     for seed in 0..64 {
         let dir = temp_dir(&format!("lost-allocation-{seed}"));
         let _cleanup = Cleanup(dir.clone());
-        let device = SimulatedRegion::new(4 << 20, seed);
+        let (device, options) = simulated(seed, &dir, 64, GarbageCollector::NoCollection);
         // Whole 256-byte lines kept or lost (word by word, four records' words all kept
         // are too rare to see).
         device.set_atomic_unit(AtomicUnit::MediaLine);
-        let pm = PmOptions::default()
-            .backing(PmBacking::Simulated(device.clone()))
-            .slots_per_block(64);
-        let options = options(GarbageCollector::NoCollection, pm, &dir);
         let db = Database::open(options.clone()).unwrap();
         let table = db.create_table("t", schema()).unwrap();
         // A first record of 80 bytes (its header, 24 bytes of tags and slots, 32 of text),

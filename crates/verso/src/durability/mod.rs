@@ -402,18 +402,7 @@ pub(crate) type OpenedDirectory = (Box<dyn DirectoryLock>, Option<Manifest>, Vec
 pub(crate) fn open_directory(settings: &Settings) -> Result<OpenedDirectory> {
     let fs = &*settings.fs;
     let dir = &settings.dir;
-    fs.create_dir_all(dir)
-        .map_err(|error| io_error(dir, "creating the database directory", &error))?;
-    let lock_path = dir.join("LOCK");
-    let lock = fs.lock(&lock_path).map_err(|error| {
-        if error.kind() == std::io::ErrorKind::WouldBlock {
-            Error::DatabaseLocked {
-                path: dir.display().to_string(),
-            }
-        } else {
-            io_error(&lock_path, "locking the database directory", &error)
-        }
-    })?;
+    let lock = lock_directory(fs, dir)?;
     let manifest = manifest::read(fs, dir)?;
     let names = fs
         .list_dir(dir)
@@ -430,6 +419,26 @@ pub(crate) fn open_directory(settings: &Settings) -> Result<OpenedDirectory> {
         });
     }
     Ok((lock, manifest, names))
+}
+
+/// Creates `dir` if needed and takes its lock (`LOCK`): a second open of it, in this
+/// process or another, gets [`Error::DatabaseLocked`] while the lock is held.
+pub(crate) fn lock_directory(
+    fs: &dyn FileSystem,
+    dir: &Path,
+) -> Result<Box<dyn crate::fs::DirectoryLock>> {
+    fs.create_dir_all(dir)
+        .map_err(|error| io_error(dir, "creating the database directory", &error))?;
+    let lock_path = dir.join("LOCK");
+    fs.lock(&lock_path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::WouldBlock {
+            Error::DatabaseLocked {
+                path: dir.display().to_string(),
+            }
+        } else {
+            io_error(&lock_path, "locking the database directory", &error)
+        }
+    })
 }
 
 /// Removes a file if it exists.

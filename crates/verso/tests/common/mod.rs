@@ -471,3 +471,24 @@ pub fn options_for(gc: GarbageCollector) -> Options {
         .garbage_collector(gc)
         .version_storage(gc.required_storage().unwrap_or_default())
 }
+
+/// A fresh directory under the system's temporary one, named for the test, the process and
+/// the thread (removed first if a previous run left it).
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "verso-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Removes its directory when dropped, also when the test fails.
+pub struct Cleanup(pub std::path::PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
