@@ -105,6 +105,14 @@ pub struct Sample {
     /// without a region or without stores).
     #[serde(default)]
     pub pm_write_amplification: f64,
+    /// Bytes of the persistent-memory region in blocks at the end of the interval (frames
+    /// in use × frame size; 0 without a region): its space, TB-Collect's Fig. 12 "NVM".
+    #[serde(default)]
+    pub pm_bytes_in_use: u64,
+    /// DRAM bytes of the region's tiles (version headers and bitmap mirrors, kept tiles
+    /// included) at the end of the interval: TB-Collect's Fig. 12 "DRAM" beside the rows.
+    #[serde(default)]
+    pub pm_tile_bytes: u64,
 }
 
 impl Sample {

@@ -1521,6 +1521,14 @@ impl<'c> Sampler<'c> {
                 }
                 _ => 0.0,
             },
+            pm_bytes_in_use: s
+                .persistent_memory
+                .as_ref()
+                .map_or(0, |pm| pm.blocks.frames_in_use * pm.blocks.frame_bytes),
+            pm_tile_bytes: s
+                .persistent_memory
+                .as_ref()
+                .map_or(0, |pm| pm.blocks.tile_bytes),
         }
     }
 

@@ -454,6 +454,19 @@ fn the_tile_block_storage_reports_its_persistent_memory_writes() {
         assert!(samples
             .iter()
             .any(|s| number(&s["pm_write_amplification"]) > 0.0));
+        // The region's space and the tiles' DRAM at every sample: the loaded rows' blocks
+        // at least (2,000 rows of about 160 bytes), tiles beside them.
+        for sample in samples {
+            let (space, tiles) = (
+                number(&sample["pm_bytes_in_use"]),
+                number(&sample["pm_tile_bytes"]),
+            );
+            assert!(
+                space >= 2_000.0 * 100.0,
+                "line {line}: {space} bytes in blocks"
+            );
+            assert!(tiles > 0.0, "line {line}: no tile bytes");
+        }
     }
     // Without the storage the counters stay 0.
     let run = run(&["ycsb", "--tiny", "--duration", "1"]);
@@ -461,7 +474,7 @@ fn the_tile_block_storage_reports_its_persistent_memory_writes() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|s| number(&s["pm_lines_per_second"]) == 0.0));
+        .all(|s| number(&s["pm_lines_per_second"]) == 0.0 && number(&s["pm_bytes_in_use"]) == 0.0));
     let stderr = refused(&[
         "ycsb",
         "--tiny",
