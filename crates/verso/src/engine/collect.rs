@@ -280,7 +280,7 @@ pub(crate) fn finish_recovery<V: VersionStorage, G: Collector>(engine: &Engine<V
         threads: engine.txns.slots().count().max(1),
         rows: &EngineRows(engine),
     };
-    V::collect_blocks(&engine.storage, &context);
+    V::finish_recovery(&engine.storage, &context);
 }
 
 /// The engine's primary indexes, for a storage that moves rows' newest versions.

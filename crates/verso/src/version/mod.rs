@@ -464,6 +464,12 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
         false
     }
 
+    /// After the engine adopted what [`VersionStorage::take_recovered`] gave (the rows are
+    /// in its indexes): finishes the work a crash interrupted that needs them (TB-Collect's
+    /// Algorithm 3: a collection's frozen blocks), whatever the collector. Nothing for the
+    /// others.
+    fn finish_recovery(_shared: &Self::Shared, _context: &BlockGcContext<'_, Self::Row>) {}
+
     /// Makes `owner`'s writes durable before its commit becomes visible: called by the
     /// protocols that support such a storage (`Options::validate` refuses the others)
     /// between the transaction's "committing" mark and its commit mark. An error fails the

@@ -1229,6 +1229,10 @@ impl VersionStorage for TileBlockStorage {
         lock(&shared.recovered).take()
     }
 
+    fn finish_recovery(shared: &std::sync::Arc<TileStore>, context: &BlockGcContext<'_, TileRow>) {
+        shared.finish_interrupted_collections(context);
+    }
+
     fn insert_row(
         shared: &std::sync::Arc<TileStore>,
         context: NewRowContext,

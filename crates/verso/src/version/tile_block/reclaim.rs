@@ -115,14 +115,6 @@ impl TileStore {
         let mine = std::sync::Arc::clone(&appender.gc);
         let epoch = tb_collect::epoch(self.opened.elapsed(), self.epoch);
         let mut worked = false;
-        // Algorithm 3 (TB §4.5): the blocks a crash left frozen, collected by the first
-        // collection after recovery (the engine's recovery runs it before `open` returns).
-        let frozen = self.take_recovered_frozen();
-        if !frozen.is_empty() {
-            let mut gc = lock(&mine);
-            self.collect_queue(appender, &mut gc, frozen, context);
-            worked = true;
-        }
         // Algorithm 2, lines 3–7: a long transaction ended; what waited for it may go.
         let ended_long = context
             .ended
@@ -184,6 +176,27 @@ impl TileStore {
         }
         gc.scanned = gc.pending.len();
         worked
+    }
+
+    /// Algorithm 3 (TB §4.5): the blocks a crash left frozen (the persisted
+    /// `local_gc_queue_frozen`) are collected now, on this thread, and nothing else: their
+    /// latest versions relocated (found through `context.rows`, which holds the recovered
+    /// rows), spanning commit and withdrawn records copied, then freed. A block the crash
+    /// had freed is not listed (its words say `FREE`, or its torn run was freed at open).
+    /// Run by the engine's recovery before `open` returns, whatever the collector.
+    pub(super) fn finish_interrupted_collections(
+        self: &std::sync::Arc<Self>,
+        context: &BlockGcContext<'_, TileRow>,
+    ) {
+        let frozen = self.take_recovered_frozen();
+        if frozen.is_empty() {
+            return;
+        }
+        self.with_appender(|appender| {
+            let mine = std::sync::Arc::clone(&appender.gc);
+            let mut gc = lock(&mine);
+            self.collect_queue(appender, &mut gc, frozen, context);
+        });
     }
 
     /// Algorithm 2's step 1 across threads (and `collect_garbage`'s gathering): from every

@@ -27,10 +27,10 @@
 //!   buried row's tombstone as in a running store (D23), so a later collection drops it only
 //!   when nothing older of any key is left.
 //!
-//! Key operations: `scan` (read the catalog and every listed block), `rebuild` (tiles, the
-//! winners as rows, candidates queued, `FROZEN` blocks handed to Algorithm 3), and
-//! `TileStore::finish_interrupted_collections` (run by the engine once the rows are in
-//! its indexes: relocation finds rows through them).
+//! Key operations: `scan` (read every listed block), `rebuild` (tiles, the winners as
+//! rows, candidates queued, `FROZEN` blocks kept for Algorithm 3), and
+//! `TileStore::finish_interrupted_collections` (`reclaim.rs`; run by the engine once the
+//! rows are in its indexes: relocation finds rows through them).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -410,10 +410,8 @@ impl TileStore {
         Ok(())
     }
 
-    /// Algorithm 3 (TB §4.5): the blocks a crash left frozen are collected now, on this
-    /// thread, before the database opens: their latest versions (found through the
-    /// engine's indexes, which hold the recovered rows now) relocated, spanning commit
-    /// records copied, then freed. Blocks the crash had freed already are not listed.
+    /// The blocks a crash left frozen, for Algorithm 3
+    /// (`TileStore::finish_interrupted_collections`), once.
     pub(super) fn take_recovered_frozen(&self) -> Vec<usize> {
         std::mem::take(&mut *lock(&self.recovered_frozen))
     }
