@@ -1115,19 +1115,42 @@ pub struct Database {
     /// The directory, log and checkpoints of a persistent database.
     persistence: Option<Arc<Persistence>>,
     /// The directory of a persistent database whose storage keeps its data itself (the
-    /// tile-block storage's region file), and its lock.
-    region_directory: Option<Arc<RegionDirectory>>,
+    /// tile-block storage's region file; its lock is the storage's, released when the
+    /// storage is dropped: nothing of this process writes into the region after that).
+    region_directory: Option<Arc<std::path::PathBuf>>,
+    /// Stops the database's collector threads (`close`).
+    collector_threads: Arc<CollectorThreads>,
 }
 
-/// A persistent-memory database's directory, locked while it is open.
-struct RegionDirectory {
-    dir: std::path::PathBuf,
-    lock: parking_lot::Mutex<Option<Box<dyn crate::fs::DirectoryLock>>>,
+/// What stops the collector threads: a flag, and the lock each round holds, so that the
+/// one who sets the flag can wait for a round running now.
+#[derive(Default)]
+struct CollectorThreads {
+    stopped: std::sync::atomic::AtomicBool,
+    round: parking_lot::Mutex<()>,
+    /// Threads started (each holds an `Arc` of this, beside every `Database` handle).
+    started: std::sync::atomic::AtomicUsize,
 }
+
+impl CollectorThreads {
+    /// Whether `threads` is held by one `Database` handle only (besides the threads).
+    fn last_handle(threads: &Arc<CollectorThreads>) -> bool {
+        Arc::strong_count(threads) - threads.started.load(Ordering::SeqCst) <= 1
+    }
+
+    /// No round starts after this returns, and none runs.
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        drop(self.round.lock());
+    }
+}
+
+/// A persistent-memory database's directory.
+struct RegionDirectory;
 
 impl RegionDirectory {
     /// Creates and locks `dir` (a second open gets [`Error::DatabaseLocked`]).
-    fn lock(options: &Options, dir: &std::path::Path) -> Result<RegionDirectory> {
+    fn lock(options: &Options, dir: &std::path::Path) -> Result<Box<dyn crate::fs::DirectoryLock>> {
         let fs = options
             .file_system
             .clone()
@@ -1148,10 +1171,7 @@ impl RegionDirectory {
                 ),
             });
         }
-        Ok(RegionDirectory {
-            dir: dir.to_path_buf(),
-            lock: parking_lot::Mutex::new(Some(lock)),
-        })
+        Ok(lock)
     }
 }
 
@@ -1166,8 +1186,8 @@ impl Database {
         // A storage that keeps its data itself: its directory is locked before its region
         // file is mapped, and it has no log.
         let keeps_its_data = options.version_storage.uses_persistent_memory();
-        let region_directory = match (&options.path, keeps_its_data) {
-            (Some(dir), true) => Some(Arc::new(RegionDirectory::lock(&options, dir)?)),
+        let region_lock = match (&options.path, keeps_its_data) {
+            (Some(dir), true) => Some(RegionDirectory::lock(&options, dir)?),
             _ => None,
         };
         let config = GcConfig {
@@ -1313,7 +1333,20 @@ impl Database {
                 unreachable!("validate refuses 'coop' without oldest-to-newest chains")
             }
         };
+        let region_directory = match region_lock {
+            Some(lock) => {
+                // The storage holds the lock from now on, and lets go of it when it goes.
+                match &engine {
+                    AnyEngine::NoneTileBlock(e) => e.storage.hold_directory_lock(lock),
+                    AnyEngine::TbCollectTileBlock(e) => e.storage.hold_directory_lock(lock),
+                    _ => unreachable!("a region directory belongs to a persistent-memory storage"),
+                }
+                options.path.clone().map(Arc::new)
+            }
+            None => None,
+        };
         let engine = Arc::new(engine);
+        let collector_threads = Arc::new(CollectorThreads::default());
         let recovery_threads = options
             .recovery_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
@@ -1375,6 +1408,7 @@ impl Database {
                         Arc::downgrade(&engine),
                         interval,
                         false,
+                        Arc::clone(&collector_threads),
                     )?;
                 }
             }
@@ -1382,7 +1416,13 @@ impl Database {
             | Finalizing::BackgroundHandsToWorkers
             | Finalizing::TupleLevel => {
                 let period = options.background_gc_period.unwrap_or(default_period);
-                spawn_collector_thread("verso-gc", Arc::downgrade(&engine), period, true)?;
+                spawn_collector_thread(
+                    "verso-gc",
+                    Arc::downgrade(&engine),
+                    period,
+                    true,
+                    Arc::clone(&collector_threads),
+                )?;
             }
         }
         Ok(Database {
@@ -1390,6 +1430,7 @@ impl Database {
             options: Arc::new(options),
             persistence,
             region_directory,
+            collector_threads,
         })
     }
 
@@ -1419,16 +1460,25 @@ impl Database {
     /// Every later call through any clone fails with [`Error::DatabaseClosed`]. Dropping
     /// the last clone without `close` does the same, but cannot report an error. In
     /// memory, `close` only drops this handle.
+    ///
+    /// A persistent-memory storage (tile-block) writes into its region directly, not
+    /// through a log, and a clone may still append uncommitted records: its directory is
+    /// released when the last handle goes (at once when this was the last), and until
+    /// then another `open` gets [`Error::DatabaseLocked`]. Commits through a clone fail
+    /// with [`Error::DatabaseClosed`] from now on.
     pub fn close(self) -> Result<()> {
-        if let Some(directory) = &self.region_directory {
-            // Every acknowledged commit is in the region already; nothing more is written
-            // to it (a running transaction fails to commit) before the lock goes.
+        if self.region_directory.is_some() {
+            // Every acknowledged commit is in the region already. Commits and collections
+            // through any clone are refused from now on; the collector threads stop (a
+            // round running now is waited for); the directory's lock goes with the
+            // storage, when this handle was the last (at once) or when the last clone goes.
             match &*self.engine {
                 AnyEngine::NoneTileBlock(e) => e.storage.close(),
                 AnyEngine::TbCollectTileBlock(e) => e.storage.close(),
                 _ => unreachable!("a region directory belongs to a persistent-memory storage"),
             }
-            directory.lock.lock().take();
+            self.collector_threads.stop();
+            return Ok(());
         }
         match &self.persistence {
             Some(persistence) => persistence.close(),
@@ -1441,7 +1491,7 @@ impl Database {
         self.persistence
             .as_ref()
             .map(|p| p.dir.as_path())
-            .or_else(|| self.region_directory.as_ref().map(|d| d.dir.as_path()))
+            .or_else(|| self.region_directory.as_ref().map(|dir| dir.as_path()))
     }
 
     fn persistent(&self, what: &str) -> Result<&Arc<Persistence>> {
@@ -1787,28 +1837,57 @@ fn spawn_collector_thread(
     engine: std::sync::Weak<AnyEngine>,
     period: std::time::Duration,
     background_collector: bool,
+    threads: Arc<CollectorThreads>,
 ) -> Result<()> {
-    std::thread::Builder::new()
+    threads.started.fetch_add(1, Ordering::SeqCst);
+    let counted = Arc::clone(&threads);
+    let spawned = std::thread::Builder::new()
         .name(name.into())
-        .spawn(move || loop {
-            std::thread::sleep(period);
-            let Some(engine) = engine.upgrade() else {
-                return;
-            };
-            on_engine!(&*engine, e => {
-                if let Some(local) = e.txns.local() {
-                    if background_collector {
-                        crate::engine::collect::background_round(e, &local);
-                    } else {
-                        crate::engine::collect::collect_idle(e, &local);
-                    }
+        .spawn(move || {
+            loop {
+                std::thread::sleep(period);
+                // A round holds the engine only while it runs, under the round lock (the
+                // engine is dropped before the lock), and none starts once the threads
+                // were stopped.
+                let _round = threads.round.lock();
+                if threads.stopped.load(Ordering::SeqCst) {
+                    break;
                 }
-            });
-        })
-        .map(drop)
-        .map_err(|error| Error::UnsupportedConfiguration {
-            reason: format!("cannot start the {name} thread: {error}"),
-        })
+                let Some(engine) = engine.upgrade() else {
+                    break;
+                };
+                on_engine!(&*engine, e => {
+                    if let Some(local) = e.txns.local() {
+                        if background_collector {
+                            crate::engine::collect::background_round(e, &local);
+                        } else {
+                            crate::engine::collect::collect_idle(e, &local);
+                        }
+                    }
+                });
+            }
+            threads.started.fetch_sub(1, Ordering::SeqCst);
+        });
+    match spawned {
+        Ok(_) => Ok(()),
+        Err(error) => {
+            counted.started.fetch_sub(1, Ordering::SeqCst);
+            Err(Error::UnsupportedConfiguration {
+                reason: format!("cannot start the {name} thread: {error}"),
+            })
+        }
+    }
+}
+
+impl Drop for Database {
+    /// The last handle stops the collector threads (waiting for a round running now), so
+    /// that the engine, and a persistent-memory storage's region and directory lock with
+    /// it, go as this handle does, not at the end of a round on another thread.
+    fn drop(&mut self) {
+        if CollectorThreads::last_handle(&self.collector_threads) {
+            self.collector_threads.stop();
+        }
+    }
 }
 
 impl std::fmt::Debug for Database {

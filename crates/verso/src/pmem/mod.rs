@@ -795,14 +795,11 @@ pub enum PmBacking {
     Tmpfs(std::path::PathBuf),
     /// A simulated device, for crash tests.
     Simulated(SimulatedRegion),
-    /// A region file kept across restarts: the database's own with a path
-    /// (`Options::path` puts it at [`REGION_FILE`] in the database's directory). On a
-    /// RAM-backed file system it survives a process crash, on a disk a power loss too
-    /// ([`RegionKind`]).
-    File(std::path::PathBuf),
 }
 
-/// The region file's name in a persistent database's directory.
+/// The region file's name in a persistent database's directory: with `Options::path`, a
+/// `Tmpfs` backing is replaced by this file, kept across restarts (on a RAM-backed file
+/// system it survives a process crash, on a disk a power loss too, [`RegionKind`]).
 pub const REGION_FILE: &str = "region.pm";
 
 impl PartialEq for PmBacking {
@@ -810,7 +807,6 @@ impl PartialEq for PmBacking {
         match (self, other) {
             (PmBacking::Tmpfs(a), PmBacking::Tmpfs(b)) => a == b,
             (PmBacking::Simulated(a), PmBacking::Simulated(b)) => a.same_device(b),
-            (PmBacking::File(a), PmBacking::File(b)) => a == b,
             _ => false,
         }
     }
@@ -818,11 +814,34 @@ impl PartialEq for PmBacking {
 
 impl Eq for PmBacking {}
 
-/// The region `options` describe, mapped.
-pub(crate) fn open_region(options: &PmOptions) -> Result<Arc<Region>> {
+/// The region `options` describe, mapped: in a database with a path (`database_dir`) the
+/// file [`REGION_FILE`] there instead of a file on tmpfs.
+pub(crate) fn open_region(
+    options: &PmOptions,
+    database_dir: Option<&std::path::Path>,
+) -> Result<Arc<Region>> {
     static NEXT_FILE: AtomicU64 = AtomicU64::new(0);
-    let backend: Arc<dyn RegionBackend> = match &options.backing {
-        PmBacking::Tmpfs(dir) => {
+    let backend: Arc<dyn RegionBackend> = match (&options.backing, database_dir) {
+        // A database with a path: its region file, kept.
+        (PmBacking::Tmpfs(_), Some(dir)) => {
+            let path = &dir.join(REGION_FILE);
+            let io_error = |operation: &'static str, err: io::Error| Error::Io {
+                path: path.display().to_string(),
+                operation,
+                kind: err.kind(),
+                message: err.to_string(),
+            };
+            let region = MmapRegion::open(path, options.capacity_bytes)
+                .map_err(|err| io_error("opening the persistent-memory region", err))?;
+            // A new file's name must survive a crash before anything in it is relied on.
+            if let Some(dir) = path.parent() {
+                std::fs::File::open(dir)
+                    .and_then(|dir| dir.sync_all())
+                    .map_err(|err| io_error("syncing the region's directory", err))?;
+            }
+            Arc::new(region)
+        }
+        (PmBacking::Tmpfs(dir), None) => {
             let name = format!(
                 "verso-pm-{}-{}",
                 std::process::id(),
@@ -840,24 +859,7 @@ pub(crate) fn open_region(options: &PmOptions) -> Result<Arc<Region>> {
             std::fs::remove_file(&path).map_err(io_error)?;
             Arc::new(region)
         }
-        PmBacking::File(path) => {
-            let io_error = |operation: &'static str, err: io::Error| Error::Io {
-                path: path.display().to_string(),
-                operation,
-                kind: err.kind(),
-                message: err.to_string(),
-            };
-            let region = MmapRegion::open(path, options.capacity_bytes)
-                .map_err(|err| io_error("opening the persistent-memory region", err))?;
-            // A new file's name must survive a crash before anything in it is relied on.
-            if let Some(dir) = path.parent() {
-                std::fs::File::open(dir)
-                    .and_then(|dir| dir.sync_all())
-                    .map_err(|err| io_error("syncing the region's directory", err))?;
-            }
-            Arc::new(region)
-        }
-        PmBacking::Simulated(device) => device.map().map_err(|err| Error::Io {
+        (PmBacking::Simulated(device), _) => device.map().map_err(|err| Error::Io {
             path: "simulated persistent-memory region".into(),
             operation: "mapping the persistent-memory region",
             kind: err.kind(),

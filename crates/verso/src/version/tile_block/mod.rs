@@ -381,9 +381,12 @@ pub(crate) struct TileStore {
     recovered_frozen: Mutex<Vec<usize>>,
     /// What the open recovered (`None`: a new region).
     recovery: Mutex<Option<RecoveryReport>>,
-    /// `Database::close` was called: nothing more is written to the region (another process
-    /// may open it once the directory's lock is released).
+    /// `Database::close` was called: no commit or collection writes to the region.
     closed: std::sync::atomic::AtomicBool,
+    /// The database directory's lock (with `Options::path`), held for as long as the store
+    /// lives, so that no other open maps the region while anything here may still write
+    /// to it (a clone's uncommitted appends, a round of the janitor).
+    directory_lock: Mutex<Option<Box<dyn crate::fs::DirectoryLock>>>,
 }
 
 /// This thread's appender of each store it appended to.
@@ -410,11 +413,8 @@ impl TileStore {
     /// Opens the region `options` name (in the database's directory with a path), with the
     /// catalog and blocks found in it scanned for recovery (`None`: nothing to recover).
     fn open(options: &crate::Options) -> Result<(TileStore, Option<recovery::Scan>)> {
-        let mut pm = options.persistent_memory.clone().unwrap_or_default();
-        if let (Some(dir), pmem::PmBacking::Tmpfs(_)) = (&options.path, &pm.backing) {
-            pm.backing = pmem::PmBacking::File(dir.join(pmem::REGION_FILE));
-        }
-        let region = pmem::open_region(&pm)?;
+        let pm = options.persistent_memory.clone().unwrap_or_default();
+        let region = pmem::open_region(&pm, options.path.as_deref())?;
         let mut writer = region.writer();
         let plan = layout::Plan {
             slots_per_block: pm.slots_per_block,
@@ -448,6 +448,7 @@ impl TileStore {
             recovered_frozen: Mutex::new(Vec::new()),
             recovery: Mutex::new(None),
             closed: std::sync::atomic::AtomicBool::new(false),
+            directory_lock: Mutex::new(None),
         };
         drop(writer); // the format's persist points are counted; appenders start afresh
         let scan = if tables.is_empty() && blocks.is_empty() {
@@ -466,10 +467,16 @@ impl TileStore {
         Ok(())
     }
 
-    /// `Database::close`: nothing more is written to the region (every acknowledged commit
-    /// is persisted already; a transaction still running fails to commit).
+    /// `Database::close`: no commit or collection writes to the region any more (every
+    /// acknowledged commit is persisted already; a transaction still running fails to
+    /// commit with `Error::DatabaseClosed`).
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+    }
+
+    /// Holds the database directory's lock until the store is dropped.
+    pub(crate) fn hold_directory_lock(&self, lock: Box<dyn crate::fs::DirectoryLock>) {
+        *self::lock(&self.directory_lock) = Some(lock);
     }
 
     /// What the open recovered (`None`: the region was new).
@@ -2212,6 +2219,122 @@ pub(crate) mod tests {
                 db.collect_garbage();
             }
         }
+    }
+
+    /// The region offset and checksum key of the first block `image`'s directory lists.
+    fn first_block(image: &[u8]) -> (usize, u64) {
+        let superblock = layout::decode_superblock(&image[..512], image.len() as u64, "image")
+            .expect("a formatted region");
+        let g = superblock.geometry;
+        let words: Vec<u64> = (0..g.frame_count)
+            .map(|f| {
+                let at = g.directory_word(f) as usize;
+                u64::from_le_bytes(image[at..at + 8].try_into().unwrap())
+            })
+            .collect();
+        let block = layout::scan_directory(&words)
+            .expect("a whole directory")
+            .blocks[0];
+        (
+            g.frame_offset(block.first_frame) as usize,
+            layout::block_key(block.first_frame, block.generation),
+        )
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Recovery's checks past the checksum, fuzzed: a record whose checksum is valid but
+        /// whose fields are anything (any kind, table, transaction id, slot, sequence, a
+        /// payload of random bytes or a well-formed row of other values) put first in a
+        /// block opens or is refused with a typed error; it never panics.
+        #[test]
+        fn a_checksummed_record_of_any_content_opens_or_is_refused_without_a_panic(
+            kind in 1u8..=5,
+            flags in proptest::prelude::any::<u8>(),
+            table in 0u16..3,
+            txn_id in proptest::prop_oneof![
+                proptest::strategy::Just(0u64),
+                1u64..2_000,
+                (1u64 << 62)..,
+            ],
+            slot in 0u16..3,
+            sequence in proptest::prelude::any::<u16>(),
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..80),
+            row in proptest::option::of((proptest::prelude::any::<u64>(), "[a-z]{0,12}")),
+        ) {
+            use std::sync::OnceLock;
+            static IMAGE: OnceLock<Vec<u8>> = OnceLock::new();
+            let mut image = IMAGE.get_or_init(worked_region_image).clone();
+            let (block_at, key) = first_block(&image);
+            let kind = match kind {
+                1 => RecordKind::Version,
+                2 => RecordKind::Tombstone,
+                3 => RecordKind::Relocated,
+                4 => RecordKind::Commit,
+                _ => RecordKind::Withdrawn,
+            };
+            let packed;
+            let payload: Vec<u8> = match (kind, row) {
+                (RecordKind::Commit, _) => bytes.iter().copied().chain([0; 8]).take(8).collect(),
+                (RecordKind::Withdrawn, _) => {
+                    bytes.iter().copied().chain([0; 16]).take(16).collect()
+                }
+                (_, Some((id, name))) => {
+                    packed = crate::row::PackedRow::from_values(
+                        &[Value::U64(id), Value::Text(name)],
+                        crate::row::NonInline::Packed,
+                    );
+                    packed.packed().bytes().to_vec()
+                }
+                (_, None) => bytes,
+            };
+            let record = layout::Record { kind, flags, table, txn_id, slot, sequence, payload: &payload };
+            let encoded = layout::encode_record(&record, key);
+            let at = block_at + layout::METADATA_LINE_BYTES as usize;
+            image[at..at + encoded.len()].copy_from_slice(&encoded);
+            let device = SimulatedRegion::from_image(&image, 5);
+            let options = simulated_options(&device, 6).garbage_collector(GarbageCollector::TbCollect);
+            if let Ok(db) = Database::open(options) {
+                if let Ok(t) = db.table("t") {
+                    let mut txn = db.begin(Isolation::Serializable);
+                    let rows: Vec<_> = txn.scan(t, ..).into_iter().flatten().collect();
+                    let _ = txn.insert(t, &[Value::U64(1000), Value::Text("new".into())]);
+                    let _ = txn.commit();
+                    drop(rows);
+                }
+                db.collect_garbage();
+            }
+        }
+    }
+
+    /// Found by the checksummed-record proptest: a whole `Withdrawn` record naming a frame
+    /// past the region's last went into the rebuilt commit spans, and the first collection
+    /// indexed the tile table with it (a panic). Recovery refuses it as corruption.
+    #[test]
+    fn regression_a_withdrawn_record_naming_a_frame_past_the_region_is_refused() {
+        let mut image = worked_region_image();
+        let (block_at, key) = first_block(&image);
+        let past = layout::block_key(1 << 20, 0);
+        let payload = layout::withdrawn_payload(past, 0);
+        let record = layout::Record {
+            kind: RecordKind::Withdrawn,
+            flags: 0,
+            table: 0,
+            txn_id: 1,
+            slot: 0,
+            sequence: 0,
+            payload: &payload,
+        };
+        let encoded = layout::encode_record(&record, key);
+        let at = block_at + layout::METADATA_LINE_BYTES as usize;
+        image[at..at + encoded.len()].copy_from_slice(&encoded);
+        let device = SimulatedRegion::from_image(&image, 5);
+        let options = simulated_options(&device, 6).garbage_collector(GarbageCollector::TbCollect);
+        let opened = Database::open(options);
+        assert!(
+            matches!(&opened, Err(crate::Error::Corruption { reason, .. }) if reason.contains("withdrawn")),
+            "{opened:?}"
+        );
     }
 
     /// An insert that loses its key to a concurrent insert leaves its record unpublished

@@ -115,6 +115,17 @@ impl TileStore {
                     break; // the end of what was appended, or a torn tail
                 };
                 let slot = records.len() as u32;
+                if record.txn_id == 0 || record.txn_id > crate::txn::state::MAX_TIMESTAMP {
+                    // No transaction has such an id: the clock could not move past it.
+                    return Err(corruption(
+                        self,
+                        at + cursor as u64,
+                        format!(
+                            "a record of transaction {}, beyond the clock",
+                            record.txn_id
+                        ),
+                    ));
+                }
                 if u32::from(record.slot) != slot {
                     return Err(corruption(
                         self,
@@ -145,6 +156,21 @@ impl TileStore {
                         u32::from_le_bytes(p[8..12].try_into().expect("checked by the decoder")),
                     )
                 });
+                if let Some((named, named_slot)) = names {
+                    // It must name a record a block of this region could hold (its frame is
+                    // what collections look the block up by).
+                    if named >> 40 >= g.frame_count || named_slot >= self.slots_per_block {
+                        return Err(corruption(
+                            self,
+                            at + cursor as u64,
+                            format!(
+                                "a withdrawn record naming slot {named_slot} of frame {}, \
+                                 which this region has not",
+                                named >> 40
+                            ),
+                        ));
+                    }
+                }
                 records.push(Found {
                     slot,
                     kind: record.kind,
