@@ -194,6 +194,55 @@ fn tpcc_on_an_async_log_is_recovered_and_its_twelve_conditions_hold() {
     assert!(stderr.contains("at least one thread"), "{stderr}");
 }
 
+/// TPC-C on the tile-block storage with `--path` keeps a region file (no log); `check`
+/// recovers it (TB-Collect §4.5), reports what recovery read, and TPC-C's conditions hold.
+/// A durability level other than sync is refused for it before anything runs.
+#[test]
+fn a_tile_block_run_keeps_its_region_and_check_recovers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = dir.path().join("db");
+    let tile_block = [
+        "--storage",
+        "tile-block",
+        "--protocol",
+        "mvto",
+        "--gc",
+        "tb-collect",
+        "--quiet",
+    ];
+    let mut args = vec![
+        "tpcc",
+        "--tiny",
+        "--duration",
+        "0.5",
+        "--path",
+        path(&databases),
+    ];
+    args.extend(tile_block);
+    succeeds("tpcc on tile-block", &args);
+    let kept = databases.join("01-tb-collect");
+    assert!(kept.join("region.pm").is_file());
+    assert!(!kept.join("MANIFEST").exists(), "no log beside a region");
+    let stdout = succeeds("check", &["check", path(&kept)]);
+    assert!(stdout.contains("a persistent-memory region"), "{stdout}");
+    assert!(
+        stdout.contains("consistent: TPC-C's twelve consistency conditions (clause 3.3.2) hold"),
+        "{stdout}"
+    );
+    let elsewhere = dir.path().join("async");
+    let mut args = vec![
+        "tpcc",
+        "--tiny",
+        "--path",
+        path(&elsewhere),
+        "--durability",
+        "async",
+    ];
+    args.extend(tile_block);
+    let stderr = fails("tile-block with an async log", &args);
+    assert!(stderr.contains("Durability::Sync"), "{stderr}");
+}
+
 #[test]
 fn in_memory_clients_are_served_by_deferred_commits_too() {
     let dir = tempfile::tempdir().unwrap();
