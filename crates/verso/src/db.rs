@@ -1135,7 +1135,7 @@ struct CollectorThreads {
 impl CollectorThreads {
     /// Whether `threads` is held by one `Database` handle only (besides the threads).
     fn last_handle(threads: &Arc<CollectorThreads>) -> bool {
-        Arc::strong_count(threads) - threads.started.load(Ordering::SeqCst) <= 1
+        Arc::strong_count(threads).saturating_sub(threads.started.load(Ordering::SeqCst)) <= 1
     }
 
     /// No round starts after this returns, and none runs.

@@ -376,8 +376,8 @@ pub(crate) struct TileStore {
     catalog_next: Mutex<u64>,
     /// What recovery rebuilt, until the engine takes it (`VersionStorage::take_recovered`).
     recovered: Mutex<Option<crate::version::Recovered<TileRow>>>,
-    /// Blocks a crash left frozen, queued for Algorithm 3 (taken by the first collection,
-    /// which the engine's recovery runs before the database opens).
+    /// Blocks a crash left frozen, for Algorithm 3 (`finish_interrupted_collections`, which
+    /// the engine's recovery runs before the database opens).
     recovered_frozen: Mutex<Vec<usize>>,
     /// What the open recovered (`None`: a new region).
     recovery: Mutex<Option<RecoveryReport>>,
@@ -1392,21 +1392,13 @@ impl VersionStorage for TileBlockStorage {
             if !in_one_block {
                 appender.writer.persist().map_err(lost)?;
             }
-            let link = shared.append_version(
+            let link = shared.append_marker(
                 appender,
                 Target::Append,
-                (RecordKind::Commit, 0),
-                (0, Sequence::Copied(0)),
+                (RecordKind::Commit, 0, Sequence::Copied(0)),
                 txn_id,
                 &payload,
-                Link::NONE,
             )?;
-            // The commit record's slot holds no version: obsolete from the start.
-            shared.obsolete_in_dram(link, txn_id);
-            shared
-                .header(link)
-                .flags
-                .fetch_or(COMMIT_SLOT, Ordering::Relaxed);
             let tile = shared.tile(link);
             let here = block_id(tile.extent);
             let elsewhere: Vec<u64> = owner
@@ -1671,25 +1663,47 @@ impl TileStore {
     ) -> Result<()> {
         let withdrawn_from = block_id(self.tile(chain.head).extent);
         let payload = layout::withdrawn_payload(withdrawn_from, chain.head.slot() as u32);
-        let marker = self.append_version(
+        let marker = self.append_marker(
             appender,
             Target::Append,
-            (RecordKind::Withdrawn, 0),
-            (0, Sequence::Copied(0)),
+            (RecordKind::Withdrawn, 0, Sequence::Copied(0)),
             txn_id,
             &payload,
-            Link::NONE,
         )?;
         owner.note_storage_block(block_id(self.tile(marker).extent));
-        self.obsolete_in_dram(marker, txn_id);
         let tile = self.tile(marker);
-        tile.headers[marker.slot()]
-            .flags
-            .fetch_or(COMMIT_SLOT, Ordering::Relaxed);
         if withdrawn_from != block_id(tile.extent) {
             lock(&tile.spans).push((marker.slot() as u32, vec![withdrawn_from]));
         }
         Ok(())
+    }
+
+    /// Appends a record that holds no version (a commit record, a withdrawn record, or a
+    /// collection's copy of one) to `into`: obsolete from the start, its slot a
+    /// `COMMIT_SLOT` (relocation never weighs it; `Tile::spans` says when it is copied).
+    fn append_marker(
+        &self,
+        appender: &mut Appender,
+        into: Target,
+        (kind, table, sequence): (RecordKind, u16, Sequence<'_>),
+        txn_id: u64,
+        payload: &[u8],
+    ) -> Result<Link> {
+        debug_assert!(matches!(kind, RecordKind::Commit | RecordKind::Withdrawn));
+        let link = self.append_version(
+            appender,
+            into,
+            (kind, 0),
+            (u32::from(table), sequence),
+            txn_id,
+            payload,
+            Link::NONE,
+        )?;
+        self.obsolete_in_dram(link, txn_id);
+        self.header(link)
+            .flags
+            .fetch_or(COMMIT_SLOT, Ordering::Relaxed);
+        Ok(link)
     }
 
     /// The transaction id in `link`'s record header.

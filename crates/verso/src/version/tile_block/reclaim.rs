@@ -614,19 +614,14 @@ impl TileStore {
                 record.kind,
                 RecordKind::Commit | RecordKind::Withdrawn
             ));
-            let copy = self.append_version(
+            let copy = self.append_marker(
                 appender,
                 Target::Relocation,
-                (record.kind, 0),
-                (u32::from(record.table), Sequence::Copied(record.sequence)),
+                (record.kind, record.table, Sequence::Copied(record.sequence)),
                 record.txn_id,
                 record.payload,
-                Link::NONE,
             )?;
-            let copy_tile = self.obsolete_in_dram(copy, record.txn_id).0;
-            copy_tile.headers[copy.slot()]
-                .flags
-                .fetch_or(COMMIT_SLOT, Ordering::Relaxed);
+            let copy_tile = self.tile(copy);
             lock(&copy_tile.spans).push((copy.slot() as u32, blocks));
             self.counters
                 .add(&self.counters.commit_records_relocated, 1);
