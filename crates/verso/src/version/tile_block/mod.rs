@@ -1887,9 +1887,12 @@ pub(crate) mod tests {
             let mut at = start + layout::METADATA_LINE_BYTES as usize;
             let key = layout::block_key(block.first_frame, block.generation);
             while let RecordScan::Valid(record) = layout::decode_record(&image[at..end], key) {
-                let row = (record.kind != RecordKind::Commit).then(|| {
+                let holds_a_row =
+                    !matches!(record.kind, RecordKind::Commit | RecordKind::Withdrawn);
+                let row = holds_a_row.then(|| {
                     // SAFETY: a payload this storage packed for the two-column table,
-                    // every value inline, its checksum just verified.
+                    // every value inline (commit and withdrawn records hold none), its
+                    // checksum just verified.
                     let values = unsafe { crate::row::PackedRef::from_stored(record.payload, 2) };
                     let key = match values.get(0) {
                         crate::row::ValueRef::U64(key) => key,
