@@ -67,6 +67,14 @@ pub struct Sample {
     pub gc_chain_mean: f64,
     /// Longest chain the collector met during the interval.
     pub gc_chain_max: u64,
+    /// Versions examined during the interval, by readers, writers and the collector
+    /// (`verso::Stats::version_accesses`), per live row: TB-Collect's Fig. 14 "version
+    /// accesses per tuple" is their sum over the samples up to a moment.
+    #[serde(default)]
+    pub version_accesses_per_tuple: f64,
+    /// The collector's part of `version_accesses_per_tuple`.
+    #[serde(default)]
+    pub collector_accesses_per_tuple: f64,
     /// Milliseconds per second all threads spent collecting garbage (finalizing plus
     /// eager pruning): 1000 is one core's worth.
     pub gc_ms_per_second: f64,

@@ -1446,6 +1446,13 @@ impl<'c> Sampler<'c> {
         let live_rows = self.rows_at_start.map_or(0, |rows| {
             u64::try_from(i128::from(rows) + i128::from(c.rows_added)).unwrap_or(0)
         });
+        let per_row = |count: u64| {
+            if live_rows == 0 {
+                0.0
+            } else {
+                count as f64 / live_rows as f64
+            }
+        };
         Sample {
             t_seconds: now.at.duration_since(self.first_at).as_secs_f64(),
             interval_seconds: interval,
@@ -1490,6 +1497,16 @@ impl<'c> Sampler<'c> {
             write_chain_max: s.write_chain_lengths.window_max,
             gc_chain_mean: chain_mean(&s.gc_chain_lengths, &p.gc_chain_lengths),
             gc_chain_max: s.gc_chain_lengths.window_max,
+            version_accesses_per_tuple: per_row(
+                s.version_accesses()
+                    .total()
+                    .saturating_sub(p.version_accesses().total()),
+            ),
+            collector_accesses_per_tuple: per_row(
+                s.version_accesses()
+                    .collector
+                    .saturating_sub(p.version_accesses().collector),
+            ),
             gc_ms_per_second: rate(s.gc_nanos + s.prune_nanos, p.gc_nanos + p.prune_nanos) / 1e6,
             prune_ms_per_second: rate(s.prune_nanos, p.prune_nanos) / 1e6,
             versions_created_per_second: rate(s.versions_created, p.versions_created),

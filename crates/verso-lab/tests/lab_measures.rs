@@ -364,6 +364,44 @@ fn a_target_rate_is_refused_where_it_cannot_work() {
     assert!(number(&run["fixed_rate"]["achieved_per_second"]) >= 95.0);
 }
 
+/// Every sample counts the versions examined per live row, the collector's among them:
+/// none under 'none', some under Steam (each writer prunes the chain it met), and never
+/// more than everyone's.
+#[test]
+fn samples_count_version_accesses_per_row_and_the_collectors_share() {
+    let mut collectors_total = Vec::new();
+    for gc in ["none", "steam"] {
+        let run = run(&[
+            "ycsb",
+            "--tiny",
+            "--read-ratio",
+            "0.5",
+            "--gc",
+            gc,
+            "--duration",
+            "0.5",
+            "--sample-ms",
+            "100",
+        ]);
+        let samples = run["samples"].as_array().expect("samples");
+        let (mut everyone, mut collector) = (0.0, 0.0);
+        for sample in samples {
+            let all = number(&sample["version_accesses_per_tuple"]);
+            let collector_part = number(&sample["collector_accesses_per_tuple"]);
+            assert!(collector_part <= all, "{gc}: {sample}");
+            everyone += all;
+            collector += collector_part;
+        }
+        assert!(everyone > 0.0, "{gc}: reads and writes examine versions");
+        collectors_total.push(collector);
+    }
+    assert_eq!(collectors_total[0], 0.0, "'none' examines nothing");
+    assert!(
+        collectors_total[1] > 0.0,
+        "Steam prunes: {collectors_total:?}"
+    );
+}
+
 /// YCSB never inserts or deletes: every sample counts the loaded rows, and the mean chain
 /// is one plus the live versions per row. With a held snapshot and only updates the
 /// versions pile up, so the chain grows past 1.

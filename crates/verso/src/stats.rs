@@ -408,6 +408,35 @@ pub struct Stats {
     pub gc_chain_lengths: ChainHistogram,
 }
 
+/// Versions looked at, by who looked ([`Stats::version_accesses`]). A version is counted
+/// each time an operation examines it (its header, to decide whether it applies, or its
+/// contents); what the counts include is exactly what each field says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VersionAccesses {
+    /// By reads: each read examines the row's newest version and then every version it
+    /// walks to the one its snapshot sees (per read, 1 + its `read_chain_lengths` entry).
+    pub readers: u64,
+    /// By writes: each write examines the row's newest version, once (one per
+    /// `write_chain_lengths` entry). A pruning walk a writer makes is the collector's.
+    pub writers: u64,
+    /// By the collector: every chain it met, whole (per `gc_chain_lengths` entry, the
+    /// newest version and the records behind it), and each version a block-level
+    /// collector (tb-collect) relocated out of a block it freed. A block-level collector
+    /// decides which slots are obsolete from the block's update bitmap, not by examining
+    /// versions, so the obsolete versions of a freed block are not counted.
+    pub collector: u64,
+}
+
+impl VersionAccesses {
+    /// Accesses by everyone.
+    pub fn total(&self) -> u64 {
+        self.readers
+            .saturating_add(self.writers)
+            .saturating_add(self.collector)
+    }
+}
+
 impl Stats {
     /// Version records alive now.
     pub fn live_versions(&self) -> u64 {
@@ -430,6 +459,22 @@ impl Stats {
     pub fn live_commit_records(&self) -> u64 {
         self.commit_records_published
             .saturating_sub(self.commit_records_dropped)
+    }
+
+    /// Versions looked at since the database opened, by who looked: TB-Collect's
+    /// "version accesses" (Wei et al. §5.6, Fig. 14: all accesses to versions, the
+    /// collector's included, per tuple).
+    pub fn version_accesses(&self) -> VersionAccesses {
+        let whole_chains = |lengths: &ChainHistogram| lengths.count().saturating_add(lengths.total);
+        VersionAccesses {
+            readers: whole_chains(&self.read_chain_lengths),
+            writers: self.write_chain_lengths.count(),
+            collector: whole_chains(&self.gc_chain_lengths).saturating_add(
+                self.persistent_memory
+                    .as_ref()
+                    .map_or(0, |pm| pm.blocks.versions_relocated),
+            ),
+        }
     }
 
     /// Transactions aborted for any reason.

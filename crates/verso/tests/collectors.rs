@@ -396,6 +396,60 @@ fn regression_commit_records_of_a_finished_thread_are_dropped_by_every_collector
     }
 }
 
+/// `Stats::version_accesses` counts what each operation examined: a read of an old
+/// snapshot the newest version and every version it walked, a write the newest version,
+/// a collection every chain it met, whole.
+#[test]
+fn version_accesses_count_each_examined_version_by_who_examined_it() {
+    const UPDATES: u64 = 5;
+    let (db, table) = open(
+        Options::default()
+            .version_storage(VersionStorageKind::AppendNewestToOldest)
+            .garbage_collector(GarbageCollector::WatermarkOnly)
+            .idle_collection_interval(None),
+    );
+    let held = db.begin(Isolation::Snapshot);
+    assert_eq!(
+        read(&db, &held, table),
+        0,
+        "the first read sees the newest version"
+    );
+    let before = db.stats().version_accesses();
+    assert_eq!(before.readers, 1, "{before:?}");
+    for i in 1..=UPDATES {
+        update(&db, table, i as i64);
+    }
+    let after_writes = db.stats().version_accesses();
+    assert_eq!(after_writes.writers - before.writers, UPDATES);
+    assert_eq!(
+        db.version_chain_length(table, &KEY),
+        Ok(Some(UPDATES as usize))
+    );
+    // The held snapshot's version is the oldest: the newest, then all five behind it.
+    assert_eq!(read(&db, &held, table), 0);
+    let after_read = db.stats().version_accesses();
+    assert_eq!(after_read.readers - after_writes.readers, 1 + UPDATES);
+    assert_eq!(
+        after_read.collector, after_writes.collector,
+        "nothing collected yet"
+    );
+    drop(held);
+    db.collect_garbage();
+    let stats = db.stats();
+    assert_eq!(stats.live_versions(), 0, "{stats:?}");
+    let collected = stats.version_accesses();
+    // Each of the five committed writes is finalized: the first to be met the whole chain
+    // (the newest and five behind it), the other four the newest alone.
+    assert_eq!(
+        collected.collector - after_read.collector,
+        (1 + UPDATES) + (UPDATES - 1)
+    );
+    assert_eq!(
+        collected.total(),
+        collected.readers + collected.writers + collected.collector
+    );
+}
+
 /// HyPer's version removal (one version at a time, each found by walking the chain from
 /// the newest record) frees exactly what Verso's cut below the bound frees, and walks about
 /// n²/2 records for a chain of n where the cut walks about n.
