@@ -688,13 +688,18 @@ pub struct DemoArgs {
     pub process: ProcessArgs,
 }
 
-/// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`], and the
-/// block-level ones, which collect the tile-block storage).
+/// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`], the
+/// block-level ones, which collect the tile-block storage, and TB-Collect's baselines',
+/// which collect the append-nvm storage).
 fn gc_help() -> String {
     format!(
-        "Garbage collector: {}; for --storage tile-block: {} [default: {}]",
+        "Garbage collector: {}; for --storage tile-block: {}; for --storage append-nvm: {} \
+         [default: {}]",
         GarbageCollector::ALL.map(GarbageCollector::name).join(", "),
         GarbageCollector::BLOCK_LEVEL
+            .map(GarbageCollector::name)
+            .join(", "),
+        GarbageCollector::NVM_BASELINES
             .map(GarbageCollector::name)
             .join(", "),
         GarbageCollector::default().name()

@@ -538,3 +538,45 @@ fn the_tile_block_storage_reports_its_persistent_memory_writes() {
     ]);
     assert!(stderr.contains("64, 128"), "{stderr}");
 }
+
+/// `--storage append-nvm` (TB-Collect's baselines' storage) runs under each of its
+/// collectors with its region's counters in every sample: lines persisted, the frames its
+/// slots take (space that reuse lists keep, never released), and no tiles (its headers are
+/// in the region).
+#[test]
+fn the_append_nvm_storage_runs_under_its_collectors_and_reports_its_region() {
+    for gc in ["none", "tvcp", "zen"] {
+        let run = run(&[
+            "ycsb",
+            "--tiny",
+            "--duration",
+            "0.5",
+            "--storage",
+            "append-nvm",
+            "--protocol",
+            "mvto",
+            "--gc",
+            gc,
+        ]);
+        let samples = run["samples"].as_array().expect("samples");
+        let lines: f64 = samples
+            .iter()
+            .map(|s| number(&s["pm_lines_per_second"]))
+            .sum();
+        assert!(lines > 0.0, "{gc}: no lines persisted");
+        for sample in samples {
+            assert!(
+                number(&sample["pm_bytes_in_use"]) >= 2_000.0 * 100.0,
+                "{gc}: {sample}"
+            );
+            assert_eq!(number(&sample["pm_tile_bytes"]), 0.0, "{gc}");
+        }
+        assert!(
+            run["configuration"]["design"]
+                .as_str()
+                .is_some_and(|d| d.contains("append-nvm") && d.contains(gc)),
+            "{}",
+            run["configuration"]
+        );
+    }
+}

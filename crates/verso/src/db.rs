@@ -20,9 +20,11 @@ use crate::gc::hekaton::Hekaton;
 use crate::gc::none::NoCollection;
 use crate::gc::steam::Steam;
 use crate::gc::tb_collect::TbCollect;
+use crate::gc::tvcp::Tvcp;
 use crate::gc::txn_epochs::TxnEpochs;
 use crate::gc::vacuum::Vacuum;
 use crate::gc::watermark::WatermarkOnly;
+use crate::gc::zen::Zen;
 use crate::gc::{Collector, Finalizing, GcConfig};
 use crate::row::NonInline;
 use crate::row::RowView;
@@ -31,6 +33,7 @@ use crate::schema::{Schema, TableSchema};
 use crate::stats::Stats;
 use crate::value::Value;
 use crate::version::append::AppendStorage;
+use crate::version::append_nvm::AppendNvmStorage;
 use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
 use crate::version::tile_block::TileBlockStorage;
@@ -116,12 +119,32 @@ pub enum GarbageCollector {
     /// Not in [`GarbageCollector::ALL`], whose collectors run over the in-memory storages;
     /// see [`GarbageCollector::BLOCK_LEVEL`].
     TbCollect,
+    /// 'tvcp' (TB-Collect §2.3.1: timely version chain pruning, as TB-Collect adapts Steam
+    /// and N2DB to persistent memory; not Verso's own Steam): after every commit the
+    /// committing thread prunes, exactly, the rows of its recycle queue (the rows its
+    /// transactions wrote whose chains still hold old versions), the transaction's own
+    /// rows first; what it removes is marked obsolete and goes to its table's reuse list.
+    /// Over the [`VersionStorageKind::AppendNvm`] storage only; see
+    /// [`GarbageCollector::NVM_BASELINES`].
+    Tvcp,
+    /// 'zen' (TB-Collect §2.3.2: background scanning, as TB-Collect runs Zen's): a
+    /// background thread every [`Options::background_gc_period`] (1 ms) finalizes the
+    /// transactions below the oldest snapshot and prunes, exactly, the rows written after
+    /// it; what it removes goes to its table's reuse list. Over the
+    /// [`VersionStorageKind::AppendNvm`] storage only.
+    Zen,
 }
 
 impl GarbageCollector {
     /// The block-level collectors, each paired with the persistent-memory storage it
     /// collects.
     pub const BLOCK_LEVEL: [GarbageCollector; 1] = [GarbageCollector::TbCollect];
+
+    /// The collectors of TB-Collect's baselines (§2.3, §5.1 Table 2), each over the
+    /// append-nvm storage: timely version chain pruning (its Steam and N2DB) and
+    /// background scanning (its Zen).
+    pub const NVM_BASELINES: [GarbageCollector; 2] =
+        [GarbageCollector::Tvcp, GarbageCollector::Zen];
 
     /// Every collector, in the order reports list them: the Steam paper's, then Wu et
     /// al.'s granularities.
@@ -164,6 +187,8 @@ impl GarbageCollector {
             GarbageCollector::Cooperative => Cooperative::NAME,
             GarbageCollector::TransactionEpochs => TxnEpochs::NAME,
             GarbageCollector::TbCollect => TbCollect::NAME,
+            GarbageCollector::Tvcp => Tvcp::NAME,
+            GarbageCollector::Zen => Zen::NAME,
         }
     }
 
@@ -172,12 +197,14 @@ impl GarbageCollector {
         Self::ALL
             .into_iter()
             .chain(Self::BLOCK_LEVEL)
+            .chain(Self::NVM_BASELINES)
             .find(|gc| gc.name() == name)
             .ok_or_else(|| Error::UnsupportedConfiguration {
                 reason: format!(
-                    "unknown garbage collector {name:?}; known: {}, {}",
+                    "unknown garbage collector {name:?}; known: {}, {}, {}",
                     Self::ALL.map(Self::name).join(", "),
-                    Self::BLOCK_LEVEL.map(Self::name).join(", ")
+                    Self::BLOCK_LEVEL.map(Self::name).join(", "),
+                    Self::NVM_BASELINES.map(Self::name).join(", ")
                 ),
             })
     }
@@ -192,6 +219,7 @@ impl GarbageCollector {
                 | GarbageCollector::Vacuum
                 | GarbageCollector::Cooperative
                 | GarbageCollector::TransactionEpochs
+                | GarbageCollector::Zen
         )
     }
 
@@ -212,6 +240,7 @@ impl GarbageCollector {
         match self {
             GarbageCollector::Cooperative => Some(VersionStorageKind::AppendOldestToNewest),
             GarbageCollector::TbCollect => Some(VersionStorageKind::TileBlock),
+            GarbageCollector::Tvcp | GarbageCollector::Zen => Some(VersionStorageKind::AppendNvm),
             _ => None,
         }
     }
@@ -409,6 +438,13 @@ pub enum VersionStorageKind {
     /// [`crate::pmem`]), one persist point per commit. MVTO only, without a collector yet
     /// ('none'), in memory (no path) for now; `open` refuses the rest.
     TileBlock,
+    /// The append-only storage with version headers in persistent memory that TB-Collect's
+    /// baselines run over (§2.3, §5.1): every version a slot of the region (its header of
+    /// begin and end timestamps and link, then its contents), the old version's end
+    /// timestamp rewritten in place on update, collected versions' slots on per-table
+    /// reuse lists. MVTO only; collected by 'tvcp', 'zen' or not at all ('none'); in
+    /// memory only (it recovers nothing: no path). It exists to measure the baselines.
+    AppendNvm,
 }
 
 impl VersionStorageKind {
@@ -420,6 +456,7 @@ impl VersionStorageKind {
             VersionStorageKind::AppendOldestToNewest => AppendO2nStorage::NAME,
             VersionStorageKind::TimeTravel => TimeTravelStorage::NAME,
             VersionStorageKind::TileBlock => TileBlockStorage::NAME,
+            VersionStorageKind::AppendNvm => AppendNvmStorage::NAME,
         }
     }
 
@@ -431,7 +468,24 @@ impl VersionStorageKind {
 
     /// The storages that keep their versions in a persistent-memory region: they run
     /// under fewer protocols and collectors than the others (see each one).
-    pub const PERSISTENT_MEMORY: [VersionStorageKind; 1] = [VersionStorageKind::TileBlock];
+    pub const PERSISTENT_MEMORY: [VersionStorageKind; 2] =
+        [VersionStorageKind::TileBlock, VersionStorageKind::AppendNvm];
+
+    /// The collectors a persistent-memory storage runs under ('none' first); empty for the
+    /// others, which run under [`GarbageCollector::ALL`] (but for 'coop', see it).
+    pub fn persistent_memory_collectors(self) -> &'static [GarbageCollector] {
+        match self {
+            VersionStorageKind::TileBlock => {
+                &[GarbageCollector::NoCollection, GarbageCollector::TbCollect]
+            }
+            VersionStorageKind::AppendNvm => &[
+                GarbageCollector::NoCollection,
+                GarbageCollector::Tvcp,
+                GarbageCollector::Zen,
+            ],
+            _ => &[],
+        }
+    }
 
     /// Every storage that keeps its versions in DRAM (and combines with every protocol and,
     /// but for 'coop', every collector), the default first.
@@ -759,14 +813,33 @@ impl Options {
                 self.concurrency_control.name()
             ));
         }
-        if !matches!(
-            self.garbage_collector,
-            GarbageCollector::NoCollection | GarbageCollector::TbCollect
-        ) {
+        let collectors = self.version_storage.persistent_memory_collectors();
+        if !collectors.contains(&self.garbage_collector) {
+            let why = match self.version_storage {
+                VersionStorageKind::TileBlock => {
+                    "it is collected block by block; a collector that unlinks single versions \
+                     frees nothing of a block"
+                }
+                _ => {
+                    "those are the collectors of TB-Collect's baselines it stands for (§5.1 \
+                     Table 2: Steam, N2DB and Zen over append-only NVM storage)"
+                }
+            };
             return refuse(format!(
-                "{storage} is collected by its block-level collector (tb-collect) or not at \
-                 all ('none'); {} unlinks single versions, which frees nothing of a block",
+                "{storage} runs under the collectors {} only, not {}: {why}",
+                collectors
+                    .iter()
+                    .map(|gc| gc.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 self.garbage_collector.name()
+            ));
+        }
+        if self.version_storage == VersionStorageKind::AppendNvm && self.path.is_some() {
+            return refuse(format!(
+                "{storage} recovers nothing from its region (it writes no commit records; it \
+                 exists to measure TB-Collect's baselines), so a database of it stays in \
+                 memory: no path"
             ));
         }
         if self.non_inline != NonInline::Packed {
@@ -815,6 +888,10 @@ impl Options {
                     GarbageCollector::TbCollect => {
                         "it frees whole blocks of versions, and only that storage keeps its \
                          versions in blocks (TB-Collect §4.1)"
+                    }
+                    GarbageCollector::Tvcp | GarbageCollector::Zen => {
+                        "it is one of TB-Collect's baselines, which run over append-only \
+                         storage with version headers in persistent memory (§5.1 Table 2)"
                     }
                     _ => {
                         "cooperative cleaning spots obsolete versions as walks pass them, and \
@@ -897,7 +974,7 @@ impl Options {
             if !gc.runs_in_background() {
                 return refuse(format!(
                     "a background GC period applies only to the background collectors \
-                     (hana, hekaton, vac, coop, txn), not to {}",
+                     (hana, hekaton, vac, coop, txn, zen), not to {}",
                     gc.name()
                 ));
             }
@@ -1050,6 +1127,9 @@ enum AnyEngine {
     NoneTimeTravel(Engine<TimeTravelStorage, NoCollection>),
     NoneTileBlock(Engine<TileBlockStorage, NoCollection>),
     TbCollectTileBlock(Engine<TileBlockStorage, TbCollect>),
+    NoneAppendNvm(Engine<AppendNvmStorage, NoCollection>),
+    TvcpAppendNvm(Engine<AppendNvmStorage, Tvcp>),
+    ZenAppendNvm(Engine<AppendNvmStorage, Zen>),
     VacDelta(Engine<DeltaStorage, Vacuum>),
     VacAppend(Engine<AppendStorage, Vacuum>),
     VacAppendO2n(Engine<AppendO2nStorage, Vacuum>),
@@ -1094,6 +1174,9 @@ macro_rules! on_engine {
             AnyEngine::NoneTimeTravel($engine) => $body,
             AnyEngine::NoneTileBlock($engine) => $body,
             AnyEngine::TbCollectTileBlock($engine) => $body,
+            AnyEngine::NoneAppendNvm($engine) => $body,
+            AnyEngine::TvcpAppendNvm($engine) => $body,
+            AnyEngine::ZenAppendNvm($engine) => $body,
             AnyEngine::VacDelta($engine) => $body,
             AnyEngine::VacAppend($engine) => $body,
             AnyEngine::VacAppendO2n($engine) => $body,
@@ -1298,6 +1381,21 @@ impl Database {
             }
             (VersionStorageKind::TileBlock, _) => {
                 unreachable!("validate refuses tile-block with another collector")
+            }
+            (VersionStorageKind::AppendNvm, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneAppendNvm(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::AppendNvm, GarbageCollector::Tvcp) => {
+                AnyEngine::TvcpAppendNvm(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::AppendNvm, GarbageCollector::Zen) => {
+                AnyEngine::ZenAppendNvm(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::AppendNvm, _) => {
+                unreachable!("validate refuses append-nvm with another collector")
+            }
+            (_, GarbageCollector::Tvcp | GarbageCollector::Zen) => {
+                unreachable!("validate refuses the NVM baselines' collectors over another storage")
             }
             (_, GarbageCollector::TbCollect) => {
                 unreachable!("validate refuses tb-collect over another storage")
@@ -1709,6 +1807,15 @@ impl Database {
             AnyEngine::TbCollectTileBlock(e) => {
                 AnyTxn::TbCollectTileBlock(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::NoneAppendNvm(e) => {
+                AnyTxn::NoneAppendNvm(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::TvcpAppendNvm(e) => {
+                AnyTxn::TvcpAppendNvm(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::ZenAppendNvm(e) => {
+                AnyTxn::ZenAppendNvm(EngineTxn::begin(e, isolation, read_only)?)
+            }
             AnyEngine::VacDelta(e) => AnyTxn::VacDelta(EngineTxn::begin(e, isolation, read_only)?),
             AnyEngine::VacAppend(e) => {
                 AnyTxn::VacAppend(EngineTxn::begin(e, isolation, read_only)?)
@@ -1930,6 +2037,9 @@ enum AnyTxn<'db> {
     NoneTimeTravel(EngineTxn<'db, TimeTravelStorage, NoCollection>),
     NoneTileBlock(EngineTxn<'db, TileBlockStorage, NoCollection>),
     TbCollectTileBlock(EngineTxn<'db, TileBlockStorage, TbCollect>),
+    NoneAppendNvm(EngineTxn<'db, AppendNvmStorage, NoCollection>),
+    TvcpAppendNvm(EngineTxn<'db, AppendNvmStorage, Tvcp>),
+    ZenAppendNvm(EngineTxn<'db, AppendNvmStorage, Zen>),
     VacDelta(EngineTxn<'db, DeltaStorage, Vacuum>),
     VacAppend(EngineTxn<'db, AppendStorage, Vacuum>),
     VacAppendO2n(EngineTxn<'db, AppendO2nStorage, Vacuum>),
@@ -1974,6 +2084,9 @@ macro_rules! on_txn {
             AnyTxn::NoneTimeTravel($txn) => $body,
             AnyTxn::NoneTileBlock($txn) => $body,
             AnyTxn::TbCollectTileBlock($txn) => $body,
+            AnyTxn::NoneAppendNvm($txn) => $body,
+            AnyTxn::TvcpAppendNvm($txn) => $body,
+            AnyTxn::ZenAppendNvm($txn) => $body,
             AnyTxn::VacDelta($txn) => $body,
             AnyTxn::VacAppend($txn) => $body,
             AnyTxn::VacAppendO2n($txn) => $body,

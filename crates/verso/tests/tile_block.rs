@@ -209,7 +209,7 @@ fn what_the_tile_block_storage_cannot_run_with_is_refused_with_a_reason() {
     );
     refused(
         tb.clone().garbage_collector(GarbageCollector::Steam),
-        "block-level collector (tb-collect) or not at all",
+        "the collectors none, tb-collect only, not steam: it is collected block by block",
     );
     refused(
         Options::default().garbage_collector(GarbageCollector::TbCollect),

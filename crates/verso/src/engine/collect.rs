@@ -320,6 +320,9 @@ fn finalize_interspersed<V: VersionStorage, G: Collector>(
             let mut queue = local.slot.committed.lock();
             finalize_queue(engine, &mut queue, bound, &local.slot.stats);
         }
+        if G::COMMIT_PRUNING {
+            prune_recycle_queue(engine, local);
+        }
     }
     if help {
         let bound = bound.unwrap_or_else(|| engine.gc.reclaim_bound(&engine.txns));
@@ -488,21 +491,12 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
             for committed in &taken {
                 debug_assert!(committed.commit_ts >= bound, "finalizing took those below");
                 for written in &committed.rows {
-                    let table = engine
-                        .table_by_index(written.table)
-                        .expect("a written table exists");
-                    V::edit(&written.row, |chain| {
-                        if chain.is_dead() || chain.chain_len() < 2 {
-                            return;
-                        }
-                        stats.record_gc_chain(chain.chain_len());
-                        let report =
-                            with_index_upkeep(table, &written.row, chain, &mut entry, |chain| {
-                                chain.prune(&active)
-                            });
-                        pruned += report.removed;
-                        freed += report.freed_bytes;
-                    });
+                    if let Some((removed, bytes, _)) =
+                        prune_exactly(engine, written, &active, 2, stats, &mut entry)
+                    {
+                        pruned += removed;
+                        freed += bytes;
+                    }
                 }
             }
             stats.add(Counter::VersionsPrunedInBackground, pruned as u64);
@@ -518,6 +512,85 @@ fn collect_in_background<V: VersionStorage, G: Collector>(
             stats.add(Counter::RowsFolded, moved as u64);
         }
     }
+}
+
+/// Prunes `written`'s chain exactly against `active` if it holds at least `at_least`
+/// versions behind the newest (and the row is not buried), keeping its secondary indexes
+/// exact and recording the chain met. Returns the versions and bytes removed and the
+/// versions left behind the newest, or `None` if it did not prune.
+fn prune_exactly<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    written: &WrittenRow<V>,
+    active: &crate::version::ActiveSnapshots,
+    at_least: usize,
+    stats: &crate::stats::SlotStats,
+    entry: &mut Vec<u8>,
+) -> Option<(usize, usize, usize)> {
+    let table = engine
+        .table_by_index(written.table)
+        .expect("a written table exists");
+    V::edit(&written.row, |chain| {
+        if chain.is_dead() || chain.chain_len() < at_least {
+            return None;
+        }
+        stats.record_gc_chain(chain.chain_len());
+        let report = with_index_upkeep(table, &written.row, chain, entry, |chain| {
+            chain.prune(active)
+        });
+        Some((report.removed, report.freed_bytes, chain.chain_len()))
+    })
+}
+
+/// 'tvcp' after a commit (`gc/tvcp.rs`): the rows the committed transaction wrote join the
+/// thread's recycle queue, and every row in it is pruned exactly against a fresh list of
+/// the active snapshots; a row left with no version behind its newest (or buried) leaves.
+fn prune_recycle_queue<V: VersionStorage, G: Collector>(
+    engine: &Engine<V, G>,
+    local: &LocalSlot<WrittenRow<V>>,
+) {
+    let started = ticks::now();
+    let stats = &local.slot.stats;
+    let mut recycle = local.recycle.borrow_mut();
+    let (rows, joined_up_to) = &mut *recycle;
+    {
+        // The newest entry of the queue is the transaction that just committed, unless it
+        // queued nothing (then it left nothing behind a newest version either).
+        let queue = local.slot.committed.lock();
+        if let Some(newest) = queue.back() {
+            if newest.commit_ts > *joined_up_to {
+                *joined_up_to = newest.commit_ts;
+                let queued: std::collections::HashSet<usize> =
+                    rows.iter().map(RowIdentity::identity).collect();
+                for written in &newest.rows {
+                    if !queued.contains(&written.identity()) {
+                        rows.push(WrittenRow {
+                            table: written.table,
+                            row: Arc::clone(&written.row),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let (_, active) = engine.gc.active_snapshots(&engine.txns);
+    let mut entry = Vec::new();
+    let (mut pruned, mut freed) = (0, 0);
+    rows.retain(
+        |written| match prune_exactly(engine, written, &active, 1, stats, &mut entry) {
+            Some((removed, bytes, left)) => {
+                pruned += removed;
+                freed += bytes;
+                left > 0
+            }
+            None => false,
+        },
+    );
+    stats.add(Counter::VersionsPrunedEagerly, pruned as u64);
+    stats.add(Counter::VersionBytesFreed, freed as u64);
+    stats.add(Counter::PruneTicks, ticks::now().saturating_sub(started));
 }
 
 /// 'Hekaton''s round: refresh the global minimum, take every thread's committed

@@ -27,7 +27,9 @@
 //! background vacuuming with a dirty-block bitmap), [`cooperative::Cooperative`]
 //! (tuple-level cooperative cleaning, O2N only) and [`txn_epochs::TxnEpochs`]
 //! (transaction-level, epochs with membership counters); and TB-Collect's block-level
-//! collection, [`tb_collect::TbCollect`], over the tile-block storage.
+//! collection, [`tb_collect::TbCollect`], over the tile-block storage; and the baselines
+//! TB-Collect compares itself with over the append-nvm storage, [`tvcp::Tvcp`] (timely
+//! version chain pruning at commit) and [`zen::Zen`] (background scanning).
 
 pub(crate) mod cooperative;
 pub(crate) mod deuteronomy;
@@ -39,9 +41,11 @@ mod loom_tests;
 pub(crate) mod none;
 pub(crate) mod steam;
 pub(crate) mod tb_collect;
+pub(crate) mod tvcp;
 pub(crate) mod txn_epochs;
 pub(crate) mod vacuum;
 pub(crate) mod watermark;
+pub(crate) mod zen;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -89,8 +93,11 @@ pub(crate) trait Collector: Send + Sync + Sized + 'static {
     /// Whether a writer prunes every chain it installs a version into (Steam's EPO, §4.3).
     const EAGER_PRUNING: bool = false;
     /// Whether the background thread prunes the chains of every version committed after
-    /// the oldest snapshot, exactly ('Hana''s interval GC, §4.3.2).
+    /// the oldest snapshot, exactly ('Hana''s interval GC, §4.3.2; 'zen').
     const BACKGROUND_PRUNING: bool = false;
+    /// Whether the committing thread prunes, exactly, the rows of its recycle queue after
+    /// every commit ('tvcp': TB-Collect §2.3.1's timely version chain pruning).
+    const COMMIT_PRUNING: bool = false;
     /// The background thread's default period (Table 4: 1 ms for 'Hana' and 'Hekaton').
     const DEFAULT_BACKGROUND_PERIOD: Duration = Duration::from_millis(1);
     /// [`Finalizing::TupleLevel`]: writers mark the block of every row they write dirty,

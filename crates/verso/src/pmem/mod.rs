@@ -40,6 +40,7 @@
 //! bandwidth at the point a real program waits for it (the fence): it spins. It does not
 //! emulate read latency; loads from the region are loads from DRAM.
 
+pub(crate) mod appenders;
 pub(crate) mod layout;
 pub mod mmap;
 pub mod simulated;
@@ -180,11 +181,14 @@ pub enum Purpose {
     Superblock,
     /// Writes made while recovering after a crash.
     Recovery,
+    /// A version header rewritten in place (the append-nvm storage: an end timestamp, a
+    /// link, an obsolete mark).
+    VersionHeader,
 }
 
 impl Purpose {
     /// Every purpose, in the order of [`Purpose::index`].
-    pub const ALL: [Purpose; 8] = [
+    pub const ALL: [Purpose; 9] = [
         Purpose::Content,
         Purpose::CommitRecord,
         Purpose::BlockMetadata,
@@ -193,6 +197,7 @@ impl Purpose {
         Purpose::Catalog,
         Purpose::Superblock,
         Purpose::Recovery,
+        Purpose::VersionHeader,
     ];
 
     /// The purpose's position in [`Purpose::ALL`].
@@ -211,6 +216,7 @@ impl Purpose {
             Purpose::Catalog => "catalog",
             Purpose::Superblock => "superblock",
             Purpose::Recovery => "recovery",
+            Purpose::VersionHeader => "version-header",
         }
     }
 }
@@ -240,6 +246,9 @@ pub struct PmStats {
     by_purpose: [PurposeStats; PURPOSES],
     /// The blocks of the storage in the region, and their collection.
     pub blocks: BlockStats,
+    /// The slots of the append-nvm storage and its reuse lists (zero for the tile-block
+    /// storage).
+    pub slots: SlotStats,
     /// What the open recovered from the region (`None`: the region was new).
     pub recovery: Option<RecoveryReport>,
 }
@@ -305,6 +314,24 @@ pub struct BlockStats {
     pub commit_records_relocated: u64,
 }
 
+/// The append-nvm storage's slots (one version each) and its per-table reuse lists
+/// (TB-Collect §2.3: collected versions' space is reused, not released): counts since the
+/// database opened, and sizes now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SlotStats {
+    /// New slots cut from frames.
+    pub slots_cut: u64,
+    /// Slots taken from a reuse list for a new version.
+    pub slots_reused: u64,
+    /// Slots a collector (or a rollback) put on a reuse list.
+    pub slots_freed: u64,
+    /// Slots on the reuse lists now.
+    pub slots_on_reuse_lists: u64,
+    /// Their bytes.
+    pub bytes_on_reuse_lists: u64,
+}
+
 impl PmStats {
     /// Zero counts in lines of `line_bytes`.
     pub fn new(line_bytes: u32) -> PmStats {
@@ -314,6 +341,7 @@ impl PmStats {
             line_delay_nanos: 0,
             by_purpose: [PurposeStats::default(); PURPOSES],
             blocks: BlockStats::default(),
+            slots: SlotStats::default(),
             recovery: None,
         }
     }

@@ -415,6 +415,10 @@ pub(crate) struct LocalSlot<R> {
     /// A persistent database's emptied redo buffer, for this thread's next writing
     /// transaction (empty; capacity at most `SPARE_REDO_CAPACITY`).
     spare_redo: RefCell<Vec<u8>>,
+    /// 'tvcp''s local recycle queue (`engine::collect::prune_recycle_queue`): rows this
+    /// thread's transactions wrote whose chains held versions no pruning could remove yet,
+    /// each once; and the commit timestamp of the newest queue entry whose rows joined it.
+    pub(crate) recycle: RefCell<(Vec<R>, u64)>,
 }
 
 /// A redo buffer that grew beyond this (a bulk load's) is freed, not kept.
@@ -434,6 +438,7 @@ impl<R> LocalSlot<R> {
             gc: RefCell::new(crate::gc::LocalGc::default()),
             spare_row_lists: RefCell::new(Vec::new()),
             spare_redo: RefCell::new(Vec::new()),
+            recycle: RefCell::new((Vec::new(), 0)),
         }
     }
 

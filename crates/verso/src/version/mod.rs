@@ -24,8 +24,10 @@
 //! [`time_travel::TimeTravelStorage`] (master in place, whole copies behind it; §4.2).
 
 pub(crate) mod append;
+pub(crate) mod append_nvm;
 pub(crate) mod append_o2n;
 pub(crate) mod delta;
+pub(crate) mod linked;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod tile_block;

@@ -55,15 +55,13 @@ pub fn logged_configurations() -> Vec<Options> {
 }
 
 /// The storages that keep their versions in a persistent-memory region, each under MVTO
-/// (the only protocol they run under), without a collector and with each block-level
-/// collector that collects it, with small blocks so that tests fill, seal and free them.
+/// (the only protocol they run under), under every collector it runs under ('none', its
+/// block-level collector, the baselines' collectors), with small blocks so that tests
+/// fill, seal and free them.
 pub fn persistent_memory_configurations() -> Vec<Options> {
     let mut all = Vec::new();
     for storage in VersionStorageKind::PERSISTENT_MEMORY {
-        let collectors = GarbageCollector::BLOCK_LEVEL
-            .into_iter()
-            .filter(|gc| gc.required_storage() == Some(storage));
-        for gc in std::iter::once(GarbageCollector::NoCollection).chain(collectors) {
+        for &gc in storage.persistent_memory_collectors() {
             all.push(
                 Options::default()
                     .version_storage(storage)

@@ -4,6 +4,7 @@
 //! they use are the store's (`mod.rs`); the invariants T1-T3 stated there hold here.
 
 use super::*;
+use crate::version::linked::LinkedChain;
 
 /// One row, as the indexes point at it.
 pub(crate) struct TileRow {
@@ -34,53 +35,20 @@ pub(crate) struct TileChain {
     pub(super) len: usize,
 }
 
-impl TileChain {
-    pub(super) fn header(&self, link: Link) -> &Header {
-        self.store.header(link)
+impl LinkedChain for TileChain {
+    type Link = Link;
+
+    fn head(&self) -> Link {
+        self.head
     }
 
-    /// Whether `link`'s pin counts in `Tile::pinned_indexed` too: a version of a row with
-    /// secondary indexes, or a "never existed" one (its burial reads its values).
-    pub(super) fn pin_class(&self, link: Link) -> bool {
-        self.indexed || self.header(link).begin.load(Ordering::Relaxed) == NEVER_EXISTED
-    }
-
-    pub(super) fn exists(&self, link: Link) -> bool {
-        self.header(link).flags.load(Ordering::Relaxed) & EXISTS != 0
-    }
-
-    pub(super) fn next(&self, link: Link) -> Link {
-        Link(self.header(link).next.load(Ordering::Relaxed))
-    }
-
-    /// The versions behind `from`, newest first.
-    pub(super) fn behind(&self, from: Link) -> impl Iterator<Item = Link> + '_ {
-        let some = |link: Link| (!link.is_none()).then_some(link);
-        std::iter::successors(some(self.next(from)), move |&l| some(self.next(l)))
-    }
-
-    /// The versions, newest first.
-    pub(super) fn versions(&self) -> impl Iterator<Item = Link> + '_ {
-        std::iter::once(self.head).chain(self.behind(self.head))
-    }
-
-    #[allow(unsafe_code)]
-    pub(super) fn values_of(&self, link: Link) -> PackedRef<'_> {
-        // SAFETY: a record's payload is a row this storage packed with `NonInline::Packed`
-        // for the row's table (of `self.arity` columns) in this process, never changed
-        // since (T2, T3); the storage reads no record it did not write (no recovery yet).
-        unsafe { PackedRef::from_stored(self.store.payload(link), self.arity) }
-    }
-
-    pub(super) fn mine(&self, owner: &TxnShared) -> bool {
-        self.pending
-            .as_ref()
-            .is_some_and(|p| std::ptr::eq(&**p, owner))
+    fn older(&self, link: Link) -> Option<Link> {
+        Some(self.next(link)).filter(|next| !next.is_none())
     }
 
     /// The creating transaction's commit timestamp, if it committed (only the head can be
     /// unstamped, T1).
-    pub(super) fn commit_ts(&self, link: Link) -> Option<u64> {
+    fn commit_ts(&self, link: Link) -> Option<u64> {
         let begin = self.header(link).begin.load(Ordering::Acquire);
         if begin != UNSTAMPED {
             return Some(begin);
@@ -92,21 +60,26 @@ impl TileChain {
         }
     }
 
-    pub(super) fn visible_to(&self, link: Link, snapshot: &Snapshot<'_>) -> bool {
-        if link == self.head && snapshot.owner.is_some_and(|me| self.mine(me)) {
-            return true;
-        }
-        self.commit_ts(link)
-            .is_some_and(|ts| ts < snapshot.start_ts)
+    fn mine(&self, owner: &TxnShared) -> bool {
+        self.pending
+            .as_ref()
+            .is_some_and(|p| std::ptr::eq(&**p, owner))
     }
 
-    pub(super) fn lend(&self, link: Link) -> Option<RowView<'_>> {
-        self.exists(link)
-            .then(|| RowView::packed(self.values_of(link)))
+    fn exists(&self, link: Link) -> bool {
+        self.header(link).flags.load(Ordering::Relaxed) & EXISTS != 0
+    }
+
+    #[allow(unsafe_code)]
+    fn values_of(&self, link: Link) -> PackedRef<'_> {
+        // SAFETY: a record's payload is a row this storage packed with `NonInline::Packed`
+        // for the row's table (of `self.arity` columns) in this process, never changed
+        // since (T2, T3); the storage reads no record it did not write (no recovery yet).
+        unsafe { PackedRef::from_stored(self.store.payload(link), self.arity) }
     }
 
     /// Cuts the chain after `keeper`; returns the versions and bytes cut off.
-    pub(super) fn cut_after(&mut self, keeper: Link) -> (usize, usize) {
+    fn cut_after(&mut self, keeper: Link) -> (usize, usize) {
         // Every header read before the first unpin: an unpinned tile may be freed at once.
         let cut: Vec<(Link, usize)> = self
             .behind(keeper)
@@ -122,6 +95,22 @@ impl TileChain {
             self.store.tile(link).unpin(class);
         }
         (cut.len(), bytes)
+    }
+}
+
+impl TileChain {
+    pub(super) fn header(&self, link: Link) -> &Header {
+        self.store.header(link)
+    }
+
+    /// Whether `link`'s pin counts in `Tile::pinned_indexed` too: a version of a row with
+    /// secondary indexes, or a "never existed" one (its burial reads its values).
+    pub(super) fn pin_class(&self, link: Link) -> bool {
+        self.indexed || self.header(link).begin.load(Ordering::Relaxed) == NEVER_EXISTED
+    }
+
+    pub(super) fn next(&self, link: Link) -> Link {
+        Link(self.header(link).next.load(Ordering::Relaxed))
     }
 
     /// The values `intent` makes of the newest version's.
@@ -353,21 +342,7 @@ impl VersionStorage for TileBlockStorage {
             // version's block may be gone).
             return (reader(None), ReadCost::default());
         }
-        if chain.visible_to(chain.head, snapshot) {
-            return (reader(chain.lend(chain.head)), ReadCost::default());
-        }
-        let started = std::time::Instant::now();
-        let mut walked = 0;
-        let seen = chain.behind(chain.head).find(|&link| {
-            walked += 1;
-            chain.visible_to(link, snapshot)
-        });
-        let cost = ReadCost {
-            walked,
-            reconstruct_nanos: started.elapsed().as_nanos() as u64,
-            passed_obsolete: false,
-        };
-        (reader(seen.and_then(|link| chain.lend(link))), cost)
+        chain.read_visible(snapshot, reader)
     }
 
     fn write<'a>(
@@ -552,9 +527,7 @@ impl ChainEdit for TileChain {
         if self.dead {
             return; // (buried: no version is read again)
         }
-        for link in self.versions().filter(|&l| self.exists(l)) {
-            visit(RowView::packed(self.values_of(link)));
-        }
+        self.each_existing(visit);
     }
 
     fn is_dead(&self) -> bool {
@@ -562,9 +535,7 @@ impl ChainEdit for TileChain {
     }
 
     fn is_unreachable(&self, bound: u64) -> bool {
-        !self.exists(self.head)
-            && self.next(self.head).is_none()
-            && self.commit_ts(self.head).is_some_and(|ts| ts < bound)
+        self.unreachable_below(bound)
     }
 
     fn mark_dead(&mut self) {
@@ -588,33 +559,13 @@ impl ChainEdit for TileChain {
     }
 
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
-        // The keeper is the first version committed below the watermark: every snapshot at
-        // or after it stops there or before. The versions behind it are cut off; their
-        // space comes back with their blocks (tb-collect), not one by one.
-        let keeper = self
-            .versions()
-            .find(|&l| self.commit_ts(l).is_some_and(|ts| ts < watermark));
-        match keeper {
-            Some(keeper) => self.cut_after(keeper),
-            None => (0, 0),
-        }
+        // The versions behind the keeper are cut off; their space comes back with their
+        // blocks (tb-collect), not one by one.
+        self.truncate_below(watermark)
     }
 
     fn unlink_oldest(&mut self, watermark: u64) -> (usize, Option<usize>) {
-        let versions: Vec<Link> = self.versions().collect();
-        let walked = versions.len() - 1;
-        if walked == 0 {
-            return (0, None);
-        }
-        let second_oldest = versions[walked - 1];
-        if self
-            .commit_ts(second_oldest)
-            .is_none_or(|ts| ts >= watermark)
-        {
-            return (walked, None);
-        }
-        let (_, bytes) = self.cut_after(second_oldest);
-        (walked, Some(bytes))
+        self.unlink_oldest_below(watermark)
     }
 
     fn prune(&mut self, active: &ActiveSnapshots) -> PruneReport {

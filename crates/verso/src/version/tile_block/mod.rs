@@ -48,10 +48,9 @@
 //! the head, plus a new key's insert until its commit folds it; a version's bytes are its
 //! header and its record.
 
-use std::cell::RefCell;
 use std::sync::atomic::AtomicPtr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::gc::tb_collect;
@@ -120,7 +119,7 @@ struct Header {
 
 /// A version's name: `frame:22 | generation:31 | slot + 1:11` (zero: none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Link(u64);
+pub(crate) struct Link(u64);
 
 impl Link {
     const NONE: Link = Link(0);
@@ -392,22 +391,13 @@ pub(crate) struct TileStore {
     directory_lock: Mutex<Option<Box<dyn crate::fs::DirectoryLock>>>,
 }
 
-/// This thread's appender of each store it appended to.
-struct ThreadAppenders(Vec<(u64, Weak<TileStore>, Appender)>);
-
-impl Drop for ThreadAppenders {
-    /// The thread ends: each store that lives on gets the thread's open block back.
-    fn drop(&mut self) {
-        for (_, store, appender) in self.0.drain(..) {
-            if let Some(store) = store.upgrade() {
-                store.retire_appender(appender);
-            }
-        }
+impl pmem::appenders::Retire for TileStore {
+    fn retire(&self, appender: Box<dyn std::any::Any>) {
+        let appender = appender
+            .downcast::<Appender>()
+            .expect("the tile-block store makes tile-block appenders");
+        self.retire_appender(*appender);
     }
-}
-
-thread_local! {
-    static APPENDERS: RefCell<ThreadAppenders> = const { RefCell::new(ThreadAppenders(Vec::new())) };
 }
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
@@ -518,33 +508,7 @@ impl TileStore {
 
     /// Runs `f` with this thread's appender of this store (made on first use).
     fn with_appender<R>(self: &std::sync::Arc<Self>, f: impl FnOnce(&mut Appender) -> R) -> R {
-        let mut f = Some(f);
-        let cached = APPENDERS.try_with(|cache| {
-            let mut cache = cache.borrow_mut();
-            cache.0.retain(|(_, store, _)| store.strong_count() > 0);
-            let i = match cache.0.iter().position(|(id, _, _)| *id == self.id) {
-                Some(i) => i,
-                None => {
-                    let appender = self.new_appender();
-                    cache
-                        .0
-                        .push((self.id, std::sync::Arc::downgrade(self), appender));
-                    cache.0.len() - 1
-                }
-            };
-            (f.take().expect("called once"))(&mut cache.0[i].2)
-        });
-        match cached {
-            Ok(result) => result,
-            // The thread's locals are being destroyed (a transaction dropped by another
-            // local's destructor): a passing appender, whose block goes to the spares.
-            Err(_) => {
-                let mut appender = self.new_appender();
-                let result = (f.take().expect("not called"))(&mut appender);
-                self.retire_appender(appender);
-                result
-            }
-        }
+        pmem::appenders::with_thread_appender(self, self.id, || self.new_appender(), f)
     }
 
     /// The appender of a thread that ends: its open blocks go to the spares, its
@@ -941,12 +905,7 @@ impl Drop for TileStore {
         // so that the mapping goes with the store (a reopening maps it again; the
         // simulated device refuses a second live mapping). Another thread's goes when that
         // thread ends or next appends to any store.
-        let id = self.id;
-        let _ = APPENDERS.try_with(|cache| {
-            if let Ok(mut cache) = cache.try_borrow_mut() {
-                cache.0.retain(|(store, _, _)| *store != id);
-            }
-        });
+        pmem::appenders::forget(self.id);
     }
 }
 

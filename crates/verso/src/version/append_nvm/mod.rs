@@ -1,0 +1,388 @@
+//! The append-nvm storage: the append-only storage with version headers in persistent
+//! memory that TB-Collect's baselines run over (Wei et al. 2025, §2.3 and §5.1: Steam,
+//! N2DB and Zen are "DBx1000 … adopting … append-only NVM storage"), over the same emulated
+//! region and counters as the tile-block storage.
+//!
+//! Definitions:
+//! - A *version* is a *slot* of the region: a 32-byte header (begin and end timestamps,
+//!   the link to the next older version, and a word of length, capacity and flags)
+//!   followed by the version's contents (a packed row). Header and contents are written
+//!   together when the version is created ([`Purpose::Content`]); afterwards only header
+//!   words are rewritten in place ([`Purpose::VersionHeader`]): the end timestamp when a
+//!   newer version covers it (TB §2.3 and the reading notes: "modifies the old version's
+//!   header in place"), the link when a collector unlinks the version behind it, the
+//!   flags when a collector marks it obsolete or a rollback makes it a "never existed".
+//! - A slot's *capacity* is its header and contents rounded up to 64 bytes. New slots are
+//!   cut from the thread's *open frame* (a frame of the region's space); a slot too large
+//!   for a frame gets frames of its own.
+//! - A *reuse list* per table holds the slots a collector freed, by capacity: a new version
+//!   of that table whose capacity matches takes one before a new slot is cut (TB §2.3.1:
+//!   "placed into the reuse list of the corresponding table"; space is reused, never
+//!   released). One mutex per table, as contended as the paper says it is.
+//! - A transaction's id is its MVTO timestamp, its start and its commit timestamp: a
+//!   version's begin is written once, with its contents. Whether the newest version's
+//!   transaction committed is the DRAM row's business (`pending`), as in the other storages.
+//!
+//! Invariants:
+//! - N1. A slot is in at most one place: linked in one chain, on one reuse list, or held by
+//!   a thread that is writing it. A slot is freed only under the exclusive latch of the row
+//!   that linked it, after it was unlinked (or with the row buried): so no reader (every
+//!   reader holds its row's latch while it reads a version) can still reach it, and it may
+//!   be reused at once, with no grace period.
+//! - N2. A version's contents never change while a chain links it (readers borrow them in
+//!   place); its header words change only under its row's exclusive latch, as atomic
+//!   stores (readers load them atomically).
+//! - N3. Every value is inline (`NonInline::Packed`): the region holds no pointer into DRAM.
+//!
+//! Durability: a commit persists every line its thread dirtied since its last persist point
+//! (the versions it appended, the headers it rewrote), so that the line counts and the
+//! emulated media delay are the same discipline as the tile-block storage's. Nothing is
+//! recovered from the region: there are no commit records, and a database of this storage
+//! stays in memory (`Options::path` is refused); it exists to measure the baselines.
+
+pub(crate) mod chain;
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::pmem::layout::{FrameState, Plan};
+use crate::pmem::space::{Opened, Space};
+use crate::pmem::{self, LineWriter, PmStats, Purpose, Region};
+
+pub(crate) use chain::AppendNvmStorage;
+
+/// Bytes of a version's header.
+const HEADER_BYTES: u64 = 32;
+/// Slots are cut in multiples of this (and start at such offsets).
+const SLOT_ALIGN: u64 = 64;
+/// Header words, by offset in the slot.
+const BEGIN: u64 = 0;
+const END: u64 = 8;
+const NEXT: u64 = 16;
+const META: u64 = 24;
+/// The end timestamp of a version nothing covers.
+const LATEST: u64 = u64::MAX;
+/// The begin timestamp of a rolled-back insert's version (no snapshot sees it).
+const NEVER_EXISTED: u64 = 0;
+/// A link to no version (offset 0 is the superblock's: never a slot).
+const NONE: u64 = 0;
+/// The meta word: the contents' length in bits 0..32, the slot's capacity in 64-byte units
+/// in bits 32..62 (a packed row is under 4 GiB: `schema::MAX_VALUE_BYTES` × `MAX_COLUMNS`
+/// is 2 GiB), the flags in bits 62 and 63.
+const CAPACITY_UNITS: u64 = (1 << 30) - 1;
+const EXISTS: u64 = 1 << 62;
+const OBSOLETE: u64 = 1 << 63;
+
+/// The meta word of a slot of `capacity` bytes holding `len` bytes of contents.
+fn meta(len: usize, capacity: u64, exists: bool) -> u64 {
+    debug_assert!(capacity % SLOT_ALIGN == 0 && capacity / SLOT_ALIGN <= CAPACITY_UNITS);
+    debug_assert!(len as u64 + HEADER_BYTES <= capacity);
+    let len = u32::try_from(len).expect("a packed row is under 4 GiB");
+    u64::from(len) | ((capacity / SLOT_ALIGN) << 32) | if exists { EXISTS } else { 0 }
+}
+
+/// The capacity of a slot for `len` bytes of contents.
+fn capacity_for(len: usize) -> u64 {
+    (HEADER_BYTES + len as u64).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+}
+
+/// A thread's appending state: its writer (whose dirty lines its commit persists) and the
+/// frame it cuts new slots from.
+pub(crate) struct Appender {
+    writer: LineWriter,
+    /// The open frame: the next free byte and the frame's end.
+    open: Option<(u64, u64)>,
+}
+
+/// The reuse lists of one table: free slots by capacity.
+type ReuseList = Mutex<std::collections::BTreeMap<u64, Vec<u64>>>;
+
+/// What the append-nvm storage keeps beside its rows.
+pub(crate) struct NvmStore {
+    /// Tells stores apart in the threads' appender caches.
+    id: u64,
+    region: Arc<Region>,
+    space: Space,
+    /// Each table's reuse lists, by table index (grown as tables are made).
+    reuse: RwLock<Vec<Arc<ReuseList>>>,
+    /// Open frames of threads that ended, for the next thread that appends.
+    spare_frames: Mutex<Vec<(u64, u64)>>,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    slots_cut: AtomicU64,
+    slots_reused: AtomicU64,
+    slots_freed: AtomicU64,
+    /// Slots on the reuse lists now, and their bytes.
+    slots_on_reuse_lists: AtomicU64,
+    bytes_on_reuse_lists: AtomicU64,
+}
+
+static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
+
+impl pmem::appenders::Retire for NvmStore {
+    fn retire(&self, appender: Box<dyn std::any::Any>) {
+        let mut appender = appender
+            .downcast::<Appender>()
+            .expect("the append-nvm store makes append-nvm appenders");
+        // What it stored and did not persist (a rolled-back transaction's versions) is
+        // counted now, as the tile-block storage counts it.
+        let _ = appender.writer.persist();
+        if let Some(open) = appender.open.take() {
+            lock(&self.spare_frames).push(open);
+        }
+    }
+}
+
+impl NvmStore {
+    /// A store over a new region as `options` describe it.
+    fn open(options: &crate::Options) -> Result<NvmStore> {
+        let pm = options.persistent_memory.clone().unwrap_or_default();
+        debug_assert!(options.path.is_none(), "validate refuses a path");
+        let region = pmem::open_region(&pm, None)?;
+        let mut writer = region.writer();
+        let plan = Plan {
+            slots_per_block: pm.slots_per_block,
+            ..Plan::default()
+        };
+        let Opened { space, blocks, .. } = Space::open(&region, &mut writer, plan)?;
+        debug_assert!(blocks.is_empty(), "a new region");
+        drop(writer);
+        Ok(NvmStore {
+            id: NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed),
+            region,
+            space,
+            reuse: RwLock::new(Vec::new()),
+            spare_frames: Mutex::new(Vec::new()),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Runs `f` with this thread's appender of this store (made on first use).
+    fn with_appender<R>(self: &Arc<Self>, f: impl FnOnce(&mut Appender) -> R) -> R {
+        let make = || Appender {
+            writer: self.region.writer(),
+            open: lock(&self.spare_frames).pop(),
+        };
+        pmem::appenders::with_thread_appender(self, self.id, make, f)
+    }
+
+    /// `table`'s reuse lists.
+    fn reuse_list(&self, table: u32) -> Arc<ReuseList> {
+        let index = table as usize;
+        if let Some(list) = read(&self.reuse).get(index) {
+            return Arc::clone(list);
+        }
+        let mut lists = write(&self.reuse);
+        while lists.len() <= index {
+            lists.push(Arc::default());
+        }
+        Arc::clone(&lists[index])
+    }
+
+    /// Stores a new version of `table` holding `contents` (a packed row), begun by
+    /// `begin`, linked to `next`: into a slot of its capacity from the table's reuse list,
+    /// or a new one. Returns the slot's offset. Refused when the region has no room.
+    fn append_version(
+        &self,
+        appender: &mut Appender,
+        table: u32,
+        begin: u64,
+        next: u64,
+        (contents, exists): (&[u8], bool),
+    ) -> Result<u64> {
+        let capacity = capacity_for(contents.len());
+        let reused = lock(&self.reuse_list(table))
+            .get_mut(&capacity)
+            .and_then(Vec::pop);
+        let at = match reused {
+            Some(at) => {
+                self.counters.slots_reused.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .slots_on_reuse_lists
+                    .fetch_sub(1, Ordering::Relaxed);
+                self.counters
+                    .bytes_on_reuse_lists
+                    .fetch_sub(capacity, Ordering::Relaxed);
+                at
+            }
+            None => {
+                let at = self.cut_slot(appender, capacity)?;
+                self.counters.slots_cut.fetch_add(1, Ordering::Relaxed);
+                at
+            }
+        };
+        let mut bytes = Vec::with_capacity(HEADER_BYTES as usize + contents.len());
+        bytes.extend_from_slice(&begin.to_le_bytes());
+        bytes.extend_from_slice(&LATEST.to_le_bytes());
+        bytes.extend_from_slice(&next.to_le_bytes());
+        bytes.extend_from_slice(&meta(contents.len(), capacity, exists).to_le_bytes());
+        bytes.extend_from_slice(contents);
+        appender.writer.store(at, &bytes, Purpose::Content);
+        Ok(at)
+    }
+
+    /// A new slot of `capacity` bytes: cut from the thread's open frame, from a new frame
+    /// when it does not fit (the rest of the old one is left unused), or frames of its own
+    /// when it is larger than a frame.
+    fn cut_slot(&self, appender: &mut Appender, capacity: u64) -> Result<u64> {
+        let g = *self.space.geometry();
+        if capacity > g.frame_bytes {
+            let frames = u32::try_from(capacity.div_ceil(g.frame_bytes)).unwrap_or(u32::MAX);
+            let extent = self
+                .space
+                .allocate(&mut appender.writer, frames, FrameState::Open)?;
+            return Ok(g.frame_offset(extent.first_frame));
+        }
+        if let Some((next, end)) = appender.open {
+            if next + capacity <= end {
+                appender.open = Some((next + capacity, end));
+                return Ok(next);
+            }
+        }
+        let extent = self
+            .space
+            .allocate(&mut appender.writer, 1, FrameState::Open)?;
+        let at = g.frame_offset(extent.first_frame);
+        debug_assert_eq!(at % SLOT_ALIGN, 0);
+        appender.open = Some((at + capacity, at + g.frame_bytes));
+        Ok(at)
+    }
+
+    /// Puts the slot at `at` (unlinked from every chain, N1) on its table's reuse list.
+    fn free_slot(&self, table: u32, at: u64) {
+        let capacity = self.capacity(at);
+        lock(&self.reuse_list(table))
+            .entry(capacity)
+            .or_default()
+            .push(at);
+        self.counters.slots_freed.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .slots_on_reuse_lists
+            .fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes_on_reuse_lists
+            .fetch_add(capacity, Ordering::Relaxed);
+    }
+
+    fn word(&self, at: u64, field: u64) -> u64 {
+        self.region.load_u64(at + field, Ordering::Acquire)
+    }
+
+    fn begin(&self, at: u64) -> u64 {
+        self.word(at, BEGIN)
+    }
+
+    fn end(&self, at: u64) -> u64 {
+        self.word(at, END)
+    }
+
+    fn next(&self, at: u64) -> u64 {
+        self.word(at, NEXT)
+    }
+
+    fn exists(&self, at: u64) -> bool {
+        self.word(at, META) & EXISTS != 0
+    }
+
+    fn contents_len(&self, at: u64) -> usize {
+        (self.word(at, META) & 0xFFFF_FFFF) as usize
+    }
+
+    fn capacity(&self, at: u64) -> u64 {
+        ((self.word(at, META) >> 32) & CAPACITY_UNITS) * SLOT_ALIGN
+    }
+
+    /// Rewrites one header word of the version at `at`, in place.
+    fn set(&self, appender: &mut Appender, at: u64, field: u64, value: u64) {
+        appender
+            .writer
+            .store_u64(at + field, value, Purpose::VersionHeader);
+    }
+
+    /// Marks the version at `at` obsolete in place (TVCP: "marked as obsolete and placed
+    /// into the reuse list"), before it is freed.
+    fn mark_obsolete(&self, appender: &mut Appender, at: u64) {
+        let meta = self.word(at, META);
+        self.set(appender, at, META, meta | OBSOLETE);
+    }
+
+    /// The contents of the version at `at`, in place.
+    #[allow(unsafe_code)]
+    fn contents(&self, at: u64) -> &[u8] {
+        let len = self.contents_len(at);
+        // SAFETY: the contents were stored before any chain linked the slot (under the
+        // row's latch, which the caller holds), and no one stores into them while a chain
+        // links it or frees the slot while the row's latch is held by a reader (N1, N2):
+        // header words are stored to, but they lie before the contents.
+        unsafe { self.region.bytes(at + HEADER_BYTES, len) }
+    }
+
+    /// Bytes of the version at `at` (what the statistics count): its slot.
+    fn version_bytes(&self, at: u64) -> usize {
+        self.capacity(at) as usize
+    }
+
+    /// Persists what this thread stored since its last persist point (a commit's
+    /// versions and rewritten headers).
+    fn persist(self: &Arc<Self>) -> Result<()> {
+        if self.region.has_failed() {
+            return Err(Error::DurabilityLost {
+                reason: "an earlier persist point of the persistent-memory region failed".into(),
+            });
+        }
+        self.with_appender(|appender| {
+            appender
+                .writer
+                .persist()
+                .map(|_| ())
+                .map_err(|error| Error::DurabilityLost {
+                    reason: format!("persisting a commit to the persistent-memory region: {error}"),
+                })
+        })
+    }
+
+    /// The region's counters, and the slots'.
+    pub(crate) fn stats(&self) -> PmStats {
+        let mut stats = self.region.stats();
+        let g = self.space.geometry();
+        let free = self.space.free_frames();
+        stats.blocks.frame_bytes = g.frame_bytes;
+        stats.blocks.frames_free = free;
+        stats.blocks.frames_in_use = g.frame_count - free;
+        let c = &self.counters;
+        stats.slots = pmem::SlotStats {
+            slots_cut: c.slots_cut.load(Ordering::Relaxed),
+            slots_reused: c.slots_reused.load(Ordering::Relaxed),
+            slots_freed: c.slots_freed.load(Ordering::Relaxed),
+            slots_on_reuse_lists: c.slots_on_reuse_lists.load(Ordering::Relaxed),
+            bytes_on_reuse_lists: c.bytes_on_reuse_lists.load(Ordering::Relaxed),
+        };
+        stats
+    }
+}
+
+impl Drop for NvmStore {
+    fn drop(&mut self) {
+        // This thread's appender holds the region (its writer): it goes with the store.
+        pmem::appenders::forget(self.id);
+    }
+}
+
+/// A mutex's guard, whether or not a thread panicked holding it.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
