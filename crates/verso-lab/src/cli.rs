@@ -238,7 +238,9 @@ pub struct CommonArgs {
     pub compare: Option<Compared>,
     /// Version storage of every configuration: delta (undo-log deltas, the default),
     /// append-n2o or append-o2n (append-only whole copies, newest to oldest or oldest to
-    /// newest), or time-travel (master in place, whole copies behind it) [default: delta].
+    /// newest), time-travel (master in place, whole copies behind it), or, on emulated
+    /// persistent memory under --protocol mvto, tile-block (TB-Collect's) or append-nvm
+    /// (its baselines' append-only storage) [default: delta].
     #[arg(long, value_parser = parse_storage)]
     pub storage: Option<VersionStorageKind>,
     /// Concurrency-control protocol of every configuration: si (snapshot isolation,
