@@ -154,12 +154,15 @@ pub(crate) trait Collector: Send + Sync + Sized + 'static {
         Some(self.reclaim_bound(txns))
     }
 
-    /// For [`Collector::BACKGROUND_PRUNING`]: the bound and the snapshots that may read
-    /// old versions, taken together.
+    /// For [`Collector::BACKGROUND_PRUNING`] and [`Collector::COMMIT_PRUNING`]: the bound
+    /// and the snapshots that may read old versions, taken together. By default the list
+    /// first, then the slot watermark (exact, `txn/slots.rs`), capped at the list's horizon:
+    /// a smaller reclaim bound is still one, and a round needs the bound at most the
+    /// horizon.
     fn active_snapshots<R: Send + 'static>(&self, txns: &TxnManager<R>) -> (u64, ActiveSnapshots) {
         let mut buffer = Vec::new();
         let active = txns.active_snapshots(&mut buffer);
-        (txns.watermark(), active)
+        (txns.watermark().min(active.horizon), active)
     }
 
     /// The bound the janitor finalizes idle threads with: the epoch collectors advance

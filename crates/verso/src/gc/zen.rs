@@ -17,14 +17,12 @@
 //! tables, not part of collection. The period is unspecified by the paper: 1 ms, as
 //! 'Hana''s (`Options::background_gc_period` sets it).
 //!
-//! Reclaim bound and its proof: the active list is taken first (its horizon is the clock
-//! read before the slots are scanned), then the slot watermark, which is exact
-//! (`txn/slots.rs`); the bound is the smaller of the two, so it is a reclaim bound and at
-//! most the list's horizon, as a round needs.
+//! Reclaim bound and its proof (`Collector::active_snapshots`' default): the active list is
+//! taken first (its horizon is the clock read before the slots are scanned), then the slot
+//! watermark, which is exact (`txn/slots.rs`); the bound is the smaller of the two, so it
+//! is a reclaim bound and at most the list's horizon, as a round needs.
 
 use super::{Collector, Finalizing, GcConfig};
-use crate::txn::slots::TxnManager;
-use crate::version::ActiveSnapshots;
 
 /// Zen's collector (its state is the engine's background thread and the threads' queues).
 pub(crate) struct Zen;
@@ -36,12 +34,5 @@ impl Collector for Zen {
 
     fn new(_config: &GcConfig) -> Self {
         Zen
-    }
-
-    fn active_snapshots<R: Send + 'static>(&self, txns: &TxnManager<R>) -> (u64, ActiveSnapshots) {
-        let mut buffer = Vec::new();
-        let active = txns.active_snapshots(&mut buffer);
-        let bound = txns.watermark().min(active.horizon);
-        (bound, active)
     }
 }
