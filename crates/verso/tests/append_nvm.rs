@@ -292,3 +292,40 @@ fn regression_a_version_larger_than_4_mib_gets_a_slot_of_its_own_and_is_reused()
     assert_eq!(read(&txn, table, 1), text(2, LEN));
     txn.commit().unwrap();
 }
+
+/// Found in review: 'tvcp''s recycle queue was kept in the thread's handle on its slot,
+/// which outlives the database (until the thread next begins a transaction elsewhere or
+/// ends), and the rows in it hold the storage: a database dropped with rows in the queue
+/// kept its region mapped. Now the queue is the slot's, which the engine clears as it goes.
+/// The simulated device maps one region at a time, so a second open tells.
+#[test]
+fn regression_a_dropped_database_lets_go_of_its_region_with_rows_in_the_recycle_queue() {
+    let device = verso::pmem::SimulatedRegion::new(16 << 20, 7);
+    let options = options(GarbageCollector::Tvcp, LineSize::B256).persistent_memory(
+        PmOptions::default()
+            .capacity_bytes(16 << 20)
+            .backing(verso::pmem::PmBacking::Simulated(device.clone())),
+    );
+    let db = Database::open(options.clone()).unwrap();
+    let table = table(&db, "t");
+    insert(&db, table, 1, 40);
+    let held = db.begin(Isolation::Serializable);
+    assert_eq!(read(&held, table, 1), text(0, 40));
+    update(&db, table, 1, 1, 40);
+    // The held snapshot reads the old version: the row stays in the recycle queue.
+    assert_eq!(
+        db.version_chain_length(table, &[Value::U64(1)]),
+        Ok(Some(1))
+    );
+    held.commit().unwrap();
+    drop(db);
+    // Mapped again: refused because it holds a database (this storage reads nothing back),
+    // not because the dropped one still maps it.
+    match Database::open(options) {
+        Err(Error::UnsupportedConfiguration { reason }) => {
+            assert!(reason.contains("needs a new region"), "{reason}")
+        }
+        Err(other) => panic!("the region is still held: {other}"),
+        Ok(_) => panic!("append-nvm opened a region that holds a database"),
+    }
+}

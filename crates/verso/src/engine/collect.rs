@@ -550,7 +550,7 @@ fn prune_recycle_queue<V: VersionStorage, G: Collector>(
 ) {
     let started = ticks::now();
     let stats = &local.slot.stats;
-    let mut recycle = local.recycle.borrow_mut();
+    let mut recycle = local.slot.recycle.lock();
     let (rows, joined_up_to) = &mut *recycle;
     {
         // The newest entry of the queue is the transaction that just committed, unless it

@@ -371,6 +371,7 @@ impl<V: VersionStorage, G: Collector> Drop for Engine<V, G> {
         for slot in self.txns.slots() {
             slot.committed.lock().clear();
             slot.assigned.lock().clear();
+            slot.recycle.lock().0.clear();
         }
     }
 }

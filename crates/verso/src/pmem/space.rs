@@ -55,7 +55,6 @@ pub(crate) struct Extent {
 pub(crate) struct Opened {
     pub(crate) space: Space,
     /// Whether the region was formatted now (a new database).
-    #[allow(dead_code)] // tested here; recovery tells a new region by what it holds
     pub(crate) formatted: bool,
     /// The blocks the directory lists.
     pub(crate) blocks: Vec<ListedBlock>,

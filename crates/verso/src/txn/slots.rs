@@ -93,6 +93,12 @@ pub(crate) struct Slot<R> {
     /// Committed transactions a background collector handed to the owner to finalize
     /// ('Hekaton'), each with the reclaim bound it was found below.
     pub(crate) assigned: Mutex<VecDeque<(u64, Committed<R>)>>,
+    /// 'tvcp''s local recycle queue (`engine::collect::prune_recycle_queue`): rows the
+    /// slot's transactions wrote whose chains held versions no pruning could remove yet,
+    /// each once; and the commit timestamp of the newest queue entry whose rows joined it.
+    /// Only the slot's thread uses it; it is here, not in the thread's handle, so that the
+    /// engine's drop clears it (a handle may outlive the engine, and rows hold storage).
+    pub(crate) recycle: Mutex<(Vec<R>, u64)>,
     pub(crate) stats: SlotStats,
 }
 
@@ -110,6 +116,7 @@ impl<R> Slot<R> {
             validation_log: Mutex::new(VecDeque::new()),
             collector_value: AtomicU64::new(u64::MAX),
             assigned: Mutex::new(VecDeque::new()),
+            recycle: Mutex::new((Vec::new(), 0)),
             stats: SlotStats::default(),
         }
     }
@@ -415,10 +422,6 @@ pub(crate) struct LocalSlot<R> {
     /// A persistent database's emptied redo buffer, for this thread's next writing
     /// transaction (empty; capacity at most `SPARE_REDO_CAPACITY`).
     spare_redo: RefCell<Vec<u8>>,
-    /// 'tvcp''s local recycle queue (`engine::collect::prune_recycle_queue`): rows this
-    /// thread's transactions wrote whose chains held versions no pruning could remove yet,
-    /// each once; and the commit timestamp of the newest queue entry whose rows joined it.
-    pub(crate) recycle: RefCell<(Vec<R>, u64)>,
 }
 
 /// A redo buffer that grew beyond this (a bulk load's) is freed, not kept.
@@ -438,7 +441,6 @@ impl<R> LocalSlot<R> {
             gc: RefCell::new(crate::gc::LocalGc::default()),
             spare_row_lists: RefCell::new(Vec::new()),
             spare_redo: RefCell::new(Vec::new()),
-            recycle: RefCell::new((Vec::new(), 0)),
         }
     }
 

@@ -95,6 +95,8 @@ pub(crate) struct Appender {
     writer: LineWriter,
     /// The open frame: the next free byte and the frame's end.
     open: Option<(u64, u64)>,
+    /// The store's spare frames, where the open frame goes when it retires.
+    spares: Arc<Mutex<Vec<(u64, u64)>>>,
 }
 
 /// The reuse lists of one table: free slots by capacity.
@@ -109,7 +111,9 @@ pub(crate) struct NvmStore {
     /// Each table's reuse lists, by table index (grown as tables are made).
     reuse: RwLock<Vec<Arc<ReuseList>>>,
     /// Open frames of threads that ended, for the next thread that appends.
-    spare_frames: Mutex<Vec<(u64, u64)>>,
+    spare_frames: Arc<Mutex<Vec<(u64, u64)>>>,
+    /// Every thread's appender of this store (`pmem/appenders.rs`).
+    appenders: pmem::appenders::Registry,
     counters: Counters,
 }
 
@@ -125,17 +129,19 @@ struct Counters {
 
 static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
 
-impl pmem::appenders::Retire for NvmStore {
-    fn retire(&self, appender: Box<dyn std::any::Any>) {
-        let mut appender = appender
-            .downcast::<Appender>()
-            .expect("the append-nvm store makes append-nvm appenders");
-        // What it stored and did not persist (a rolled-back transaction's versions) is
-        // counted now, as the tile-block storage counts it.
-        let _ = appender.writer.persist();
-        if let Some(open) = appender.open.take() {
-            lock(&self.spare_frames).push(open);
+impl pmem::appenders::ThreadAppender for Appender {
+    /// The thread ends (or the store goes): what it stored and did not persist (a
+    /// rolled-back transaction's versions) is counted now, as the tile-block storage
+    /// counts it, and its open frame goes to the spares.
+    fn retire(&mut self) {
+        let _ = self.writer.persist();
+        if let Some(open) = self.open.take() {
+            lock(&self.spares).push(open);
         }
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
@@ -150,15 +156,28 @@ impl NvmStore {
             slots_per_block: pm.slots_per_block,
             ..Plan::default()
         };
-        let Opened { space, blocks, .. } = Space::open(&region, &mut writer, plan)?;
-        debug_assert!(blocks.is_empty(), "a new region");
+        let Opened {
+            space, formatted, ..
+        } = Space::open(&region, &mut writer, plan)?;
+        if !formatted {
+            // A simulated device handed over again keeps what it held: this storage reads
+            // nothing back, so it takes only a new region.
+            return Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "append-nvm recovers nothing from a region, and {} holds a database \
+                     already: it needs a new region",
+                    region.describe()
+                ),
+            });
+        }
         drop(writer);
         Ok(NvmStore {
             id: NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed),
             region,
             space,
             reuse: RwLock::new(Vec::new()),
-            spare_frames: Mutex::new(Vec::new()),
+            spare_frames: Arc::default(),
+            appenders: pmem::appenders::Registry::default(),
             counters: Counters::default(),
         })
     }
@@ -168,8 +187,9 @@ impl NvmStore {
         let make = || Appender {
             writer: self.region.writer(),
             open: lock(&self.spare_frames).pop(),
+            spares: Arc::clone(&self.spare_frames),
         };
-        pmem::appenders::with_thread_appender(self, self.id, make, f)
+        pmem::appenders::with_thread_appender(self.id, &self.appenders, make, f)
     }
 
     /// `table`'s reuse lists.
@@ -369,8 +389,9 @@ impl NvmStore {
 
 impl Drop for NvmStore {
     fn drop(&mut self) {
-        // This thread's appender holds the region (its writer): it goes with the store.
-        pmem::appenders::forget(self.id);
+        // Every thread's appender holds the region (its writer): all retire now, so that
+        // the mapping goes with the store.
+        self.appenders.retire_all();
     }
 }
 

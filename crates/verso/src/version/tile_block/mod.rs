@@ -309,6 +309,8 @@ struct Appender {
     relocation: Option<OpenBlock>,
     /// This thread's collection queues (also in the store's registry).
     gc: std::sync::Arc<Mutex<reclaim::ThreadGc>>,
+    /// The store's spare blocks, where its open blocks go when it retires.
+    spares: std::sync::Arc<Mutex<Vec<OpenBlock>>>,
 }
 
 /// Which of a thread's open blocks a record goes to.
@@ -363,7 +365,9 @@ pub(crate) struct TileStore {
     /// a collection while it takes tiles out of the table.
     table_scans: Mutex<()>,
     /// Open blocks of threads that ended, for the next thread that appends.
-    spare_blocks: Mutex<Vec<OpenBlock>>,
+    spare_blocks: std::sync::Arc<Mutex<Vec<OpenBlock>>>,
+    /// Every thread's appender of this store (`pmem/appenders.rs`).
+    appenders: pmem::appenders::Registry,
     /// Every thread's collection queues (Algorithm 2 scans them all when a long
     /// transaction ends; `collect_garbage` drains them).
     threads: Mutex<Vec<std::sync::Arc<Mutex<reclaim::ThreadGc>>>>,
@@ -391,12 +395,28 @@ pub(crate) struct TileStore {
     directory_lock: Mutex<Option<Box<dyn crate::fs::DirectoryLock>>>,
 }
 
-impl pmem::appenders::Retire for TileStore {
-    fn retire(&self, appender: Box<dyn std::any::Any>) {
-        let appender = appender
-            .downcast::<Appender>()
-            .expect("the tile-block store makes tile-block appenders");
-        self.retire_appender(*appender);
+impl pmem::appenders::ThreadAppender for Appender {
+    /// The thread ends (or the store goes): its open blocks go to the spares, its
+    /// candidates stay in its pending queue (in the store's registry, for others to drain).
+    fn retire(&mut self) {
+        // What the thread stored but never persisted (a rolled-back transaction's records,
+        // a directory word of a block it opened) is persisted before another thread
+        // appends after it: recovery reads a block up to its first torn record, and the
+        // other thread's persist points cover only its own stores
+        // (`regression_a_block_a_thread_left_keeps_the_next_threads_commits`). A failure
+        // fails the region, which then refuses every commit.
+        let _ = self.writer.persist();
+        for block in [self.open.take(), self.relocation.take()]
+            .into_iter()
+            .flatten()
+        {
+            lock(&self.spares).push(block);
+        }
+        lock(&self.gc).retired = true;
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
@@ -430,7 +450,8 @@ impl TileStore {
             table_scans: Mutex::new(()),
             candidates: Mutex::new(Vec::new()),
             candidate_count: std::sync::atomic::AtomicUsize::new(0),
-            spare_blocks: Mutex::new(Vec::new()),
+            spare_blocks: std::sync::Arc::default(),
+            appenders: pmem::appenders::Registry::default(),
             threads: Mutex::new(Vec::new()),
             opened: std::time::Instant::now(),
             epoch: options.block_gc_epoch.unwrap_or(tb_collect::EPOCH),
@@ -508,23 +529,7 @@ impl TileStore {
 
     /// Runs `f` with this thread's appender of this store (made on first use).
     fn with_appender<R>(self: &std::sync::Arc<Self>, f: impl FnOnce(&mut Appender) -> R) -> R {
-        pmem::appenders::with_thread_appender(self, self.id, || self.new_appender(), f)
-    }
-
-    /// The appender of a thread that ends: its open blocks go to the spares, its
-    /// candidates to its pending queue (which stays in the registry for others to drain).
-    fn retire_appender(&self, mut appender: Appender) {
-        // What the thread stored but never persisted (a rolled-back transaction's records,
-        // a directory word of a block it opened) is persisted before another thread
-        // appends after it: recovery reads a block up to its first torn record, and the
-        // other thread's persist points cover only its own stores
-        // (`regression_a_block_a_thread_left_keeps_the_next_threads_commits`). A failure
-        // fails the region, which then refuses every commit.
-        let _ = appender.writer.persist();
-        for block in [appender.open, appender.relocation].into_iter().flatten() {
-            self.spare(block);
-        }
-        lock(&appender.gc).retired = true;
+        pmem::appenders::with_thread_appender(self.id, &self.appenders, || self.new_appender(), f)
     }
 
     /// A thread's appender, its collection queues registered with the store.
@@ -536,12 +541,8 @@ impl TileStore {
             open: None,
             relocation: None,
             gc,
+            spares: std::sync::Arc::clone(&self.spare_blocks),
         }
-    }
-
-    /// An open block whose thread ended, for another.
-    fn spare(&self, block: OpenBlock) {
-        lock(&self.spare_blocks).push(block);
     }
 
     /// The tile of the block whose first frame is `frame`, if it has one.
@@ -893,6 +894,10 @@ impl TileStore {
 impl Drop for TileStore {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        // Every thread's appender holds the region (its writer): all retire now, so that
+        // the mapping goes with the store (a reopening maps it again; the simulated device
+        // refuses a second live mapping), whatever threads are still alive.
+        self.appenders.retire_all();
         for entry in self.tiles.iter().chain(self.kept_tiles.iter()) {
             let tile = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
             if !tile.is_null() {
@@ -901,11 +906,6 @@ impl Drop for TileStore {
                 drop(unsafe { Box::from_raw(tile) });
             }
         }
-        // This thread's appender of the store holds the region (its writer): dropped now,
-        // so that the mapping goes with the store (a reopening maps it again; the
-        // simulated device refuses a second live mapping). Another thread's goes when that
-        // thread ends or next appends to any store.
-        pmem::appenders::forget(self.id);
     }
 }
 

@@ -19,7 +19,7 @@
 //! Invariants this relies on (design note "Commit records" and "Recovery"):
 //! - A block holds no persisted record after an unpersisted one: its records are appended
 //!   by one thread at a time, whose persist points cover every line it stored, and a
-//!   thread persists before its open block passes to another (`retire_appender`).
+//!   thread persists before its open block passes to another (`Appender::retire`).
 //! - A whole commit record comes with every record it counts, and outlives them (copied
 //!   when its block is freed while theirs remain); a `Withdrawn` record likewise outlives
 //!   the record it names.
