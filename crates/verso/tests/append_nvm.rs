@@ -329,3 +329,28 @@ fn regression_a_dropped_database_lets_go_of_its_region_with_rows_in_the_recycle_
         Ok(_) => panic!("append-nvm opened a region that holds a database"),
     }
 }
+
+/// Found by CI: each region storage numbered its stores from 1, and a thread's appender
+/// cache tells stores apart by that number, so a thread that had written to a tile-block
+/// database and then to an append-nvm one found the first one's (emptied) entry under the
+/// second one's number and panicked. Both storages now draw from one counter.
+#[test]
+fn regression_stores_of_both_region_storages_have_distinct_ids() {
+    let tile_block = Database::open(
+        Options::default()
+            .version_storage(VersionStorageKind::TileBlock)
+            .concurrency_control(ConcurrencyControl::Mvto)
+            .garbage_collector(GarbageCollector::NoCollection)
+            .persistent_memory(PmOptions::default().capacity_bytes(64 << 20)),
+    )
+    .unwrap();
+    let t = table(&tile_block, "t");
+    insert(&tile_block, t, 1, 40);
+    drop(tile_block);
+    for _ in 0..2 {
+        let db = Database::open(options(GarbageCollector::Tvcp, LineSize::B256)).unwrap();
+        let t = table(&db, "t");
+        insert(&db, t, 1, 40);
+        update(&db, t, 1, 1, 40);
+    }
+}

@@ -24,6 +24,13 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 
+/// A new store's id, unique in the process among the stores of every storage (a thread's
+/// cache tells stores apart by it: `regression_stores_of_both_region_storages_have_distinct_ids`).
+pub(crate) fn new_store_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A thread's appender of a store.
 pub(crate) trait ThreadAppender: Any + Send {
     /// The thread ends or the store goes: persist what it stored and hand back what it

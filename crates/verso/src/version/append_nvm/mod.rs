@@ -127,8 +127,6 @@ struct Counters {
     bytes_on_reuse_lists: AtomicU64,
 }
 
-static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
-
 impl pmem::appenders::ThreadAppender for Appender {
     /// The thread ends (or the store goes): what it stored and did not persist (a
     /// rolled-back transaction's versions) is counted now, as the tile-block storage
@@ -172,7 +170,7 @@ impl NvmStore {
         }
         drop(writer);
         Ok(NvmStore {
-            id: NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed),
+            id: pmem::appenders::new_store_id(),
             region,
             space,
             reuse: RwLock::new(Vec::new()),

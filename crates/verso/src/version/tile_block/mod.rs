@@ -420,8 +420,6 @@ impl pmem::appenders::ThreadAppender for Appender {
     }
 }
 
-static NEXT_STORE_ID: AtomicU64 = AtomicU64::new(1);
-
 impl TileStore {
     /// Opens the region `options` name (in the database's directory with a path), with the
     /// catalog and blocks found in it scanned for recovery (`None`: nothing to recover).
@@ -441,7 +439,7 @@ impl TileStore {
             layout::decode_catalog(&catalog, &region.describe(), g.catalog_offset)?;
         let slots_per_block = g.slots_per_block;
         let store = TileStore {
-            id: NEXT_STORE_ID.fetch_add(1, Ordering::Relaxed),
+            id: pmem::appenders::new_store_id(),
             region,
             space,
             slots_per_block,
