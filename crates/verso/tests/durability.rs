@@ -122,6 +122,90 @@ fn a_second_open_of_the_same_directory_is_refused_until_the_first_closes() {
     again.close().unwrap();
 }
 
+/// Regression: the directory's lock was an `flock`, which belongs to the open file
+/// description, and a child process that any thread forks shares the descriptions of every
+/// open file until it execs. A database closed while another thread's child was between its
+/// fork and its exec stayed locked for as long as that child took to exec: reopening it got
+/// `DatabaseLocked` (the kill loops of `tb_recovery.rs` fork children while its other tests
+/// reopen their directories). A process's own lock must go when its last handle does,
+/// whatever its children hold.
+#[test]
+fn regression_a_child_forked_while_the_database_was_open_does_not_keep_its_lock() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+
+    let dir = temp_dir("forked");
+    let _cleanup = Cleanup(dir.clone());
+    let db = Database::open(Options::default().path(&dir)).unwrap();
+    let (mut forked, mut forked_signal) = std::io::pipe().unwrap();
+    let mut command = std::process::Command::new("true");
+    // SAFETY: the closure runs in the forked child before it execs: it writes one byte to a
+    // pipe and sleeps (`write` and `nanosleep`, both async-signal-safe); it allocates nothing
+    // and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            forked_signal.write_all(b"f")?;
+            std::thread::sleep(Duration::from_millis(1500));
+            Ok(())
+        });
+    }
+    // `spawn` returns once the child has exec'd, so it runs beside this thread.
+    let spawner = std::thread::spawn(move || command.status());
+    let mut byte = [0u8];
+    forked.read_exact(&mut byte).unwrap();
+    // The child now holds copies of this process's descriptors, the lock file's among them.
+    db.close().unwrap();
+    let reopened = Database::open(Options::default().path(&dir))
+        .expect("the lock goes with the last handle, whatever a forked child holds");
+    reopened.close().unwrap();
+    assert!(spawner.join().unwrap().unwrap().success());
+}
+
+/// The lock excludes other processes too: a child process opening the directory while this
+/// one holds it gets `DatabaseLocked`, and opens it once this one has closed it.
+#[test]
+fn another_process_cannot_open_a_directory_this_one_holds() {
+    let dir = temp_dir("other-process");
+    let _cleanup = Cleanup(dir.clone());
+    let db = Database::open(Options::default().path(&dir)).unwrap();
+    let child_open = || {
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "open_the_directory_in_a_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("VERSO_CHILD_OPEN_DIR", &dir)
+            .output()
+            .unwrap()
+    };
+    let refused = child_open();
+    let said = String::from_utf8_lossy(&refused.stdout).into_owned();
+    assert!(said.contains("child open: locked"), "{said}");
+    db.close().unwrap();
+    let opened = child_open();
+    let said = String::from_utf8_lossy(&opened.stdout).into_owned();
+    assert!(said.contains("child open: opened"), "{said}");
+}
+
+/// Run by `another_process_cannot_open_a_directory_this_one_holds` in a child process.
+#[test]
+#[ignore = "a child process of another_process_cannot_open_a_directory_this_one_holds"]
+fn open_the_directory_in_a_child() {
+    let Some(dir) = std::env::var_os("VERSO_CHILD_OPEN_DIR") else {
+        return;
+    };
+    match Database::open(Options::default().path(PathBuf::from(dir))) {
+        Ok(db) => {
+            db.close().unwrap();
+            println!("child open: opened");
+        }
+        Err(Error::DatabaseLocked { .. }) => println!("child open: locked"),
+        Err(other) => println!("child open: failed: {other}"),
+    }
+}
+
 #[test]
 fn dropping_the_last_handle_keeps_everything_committed() {
     let fs = SimulatedFileSystem::new(1);

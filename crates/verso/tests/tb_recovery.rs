@@ -819,13 +819,14 @@ fn regression_records_of_a_block_whose_allocation_was_lost_never_come_back() {
 /// `DatabaseLocked`, because the storage, which holds the directory's lock, outlived the
 /// handle on another thread (a thread's cache of appenders upgraded its weak reference to
 /// the storage as the thread ended, which with scoped threads is after the scope returned).
+/// A second cause showed in the long runs after that fix: this binary's kill loop forks
+/// children, which shared the lock's open file description until they exec'd (the lock was
+/// an `flock` then; `durability.rs`,
+/// `regression_a_child_forked_while_the_database_was_open_does_not_keep_its_lock`).
 /// Opened, written and dropped many times in a row (`TB_REOPENS`, 200 by default; the bug
 /// showed within 100), with the idle collector running every millisecond and writer threads
 /// that come and go, each open must find the directory free.
 #[test]
-#[ignore = "a known issue (docs/known-issues.md): one cause is fixed, but under load the \
-            directory is still held now and then (round 230 of 1,000 in release); run with \
-            --ignored, TB_REOPENS for more rounds"]
 fn regression_the_directory_is_free_as_soon_as_the_last_handle_goes() {
     let dir = temp_dir("free-at-once");
     let _cleanup = common::Cleanup(dir.clone());

@@ -141,32 +141,100 @@ impl File for RealFile {
     }
 }
 
+/// A held directory lock: a POSIX record lock on the whole `LOCK` file, and this process's
+/// entry for that file in [`LOCKS_HELD`].
+///
+/// Why a record lock and not `flock`: an `flock` belongs to the open file description, which
+/// a child process forked by any thread of this one shares until it execs (or, without
+/// close-on-exec, for its life), so a directory closed here stayed locked while such a
+/// child lived on (`regression_a_child_forked_while_the_database_was_open_does_not_keep_its_lock`).
+/// A record lock belongs to the process: a child never inherits it, and it goes when the
+/// process closes any descriptor of the file or dies. Two consequences, both kept by
+/// [`LOCKS_HELD`]: a process does not conflict with its own record locks (so the registry
+/// refuses a second open in this process), and this process must never open and close a
+/// held `LOCK` file beside the lock's own descriptor (so the registry is checked by path
+/// before the file is opened).
 #[derive(Debug)]
 struct RealLock {
-    // The lock lives as long as the open file description.
-    _file: std::fs::File,
+    /// The descriptor the lock was taken through; `None` only inside `drop`.
+    file: Option<std::fs::File>,
+    /// The file's identity in [`LOCKS_HELD`].
+    id: FileId,
+}
+
+/// A file's device and inode number.
+type FileId = (u64, u64);
+
+/// The `LOCK` files this process holds a lock on. Taking, refusing and releasing a lock all
+/// hold this mutex, so that no thread opens a held file's path while another closes it.
+static LOCKS_HELD: std::sync::Mutex<Vec<FileId>> = std::sync::Mutex::new(Vec::new());
+
+fn locks_held() -> std::sync::MutexGuard<'static, Vec<FileId>> {
+    // Every change under the mutex is one push or one removal, so a panic while it is
+    // held leaves a consistent list.
+    LOCKS_HELD
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn file_id(metadata: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+fn held_elsewhere_in_this_process() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WouldBlock,
+        "another open database of this process holds the lock",
+    )
+}
+
+impl Drop for RealLock {
+    /// Order: the descriptor is closed (releasing the record lock) before the registry
+    /// entry goes, both under the registry's mutex: until the entry is gone no thread of
+    /// this process opens the path, and once it is, no descriptor of ours is left to close.
+    fn drop(&mut self) {
+        let mut held = locks_held();
+        drop(self.file.take());
+        let position = held.iter().position(|id| *id == self.id);
+        debug_assert!(position.is_some(), "a held lock is registered");
+        if let Some(position) = position {
+            held.swap_remove(position);
+        }
+    }
 }
 
 impl DirectoryLock for RealLock {}
 
-/// Takes `flock(LOCK_EX | LOCK_NB)` on the file: held by its open file description until
-/// it is closed (a process that dies closes it), and exclusive between two descriptions
-/// even in one process.
+/// Takes a POSIX write lock on the whole file without waiting (`fcntl(F_SETLK)`): held by
+/// this process until it closes a descriptor of the file or dies; never inherited by a child.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn lock_exclusive(file: &std::fs::File) -> io::Result<()> {
     use std::os::unix::io::AsRawFd;
-    // SAFETY: `flock` only reads its arguments; the descriptor is open for as long as
-    // `file` lives, which outlives the call.
-    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    // A write lock from byte 0 to the end of the file, however it grows (`l_len` 0).
+    let whole_file = libc::flock {
+        l_type: libc::F_WRLCK as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    };
+    // SAFETY: `fcntl(F_SETLK)` reads the `flock` struct through the pointer, which points at
+    // a live local for the duration of the call; the descriptor belongs to `file`, borrowed
+    // for the call, so it is open.
+    let locked = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &whole_file) };
     if locked == 0 {
         return Ok(());
     }
     let error = io::Error::last_os_error();
-    if error.kind() == io::ErrorKind::WouldBlock {
+    if matches!(
+        error.raw_os_error(),
+        Some(libc::EACCES) | Some(libc::EAGAIN)
+    ) {
         return Err(io::Error::new(
             io::ErrorKind::WouldBlock,
-            "another process (or another open database of this one) holds the lock",
+            "another process holds the lock",
         ));
     }
     Err(error)
@@ -176,7 +244,7 @@ fn lock_exclusive(file: &std::fs::File) -> io::Result<()> {
 fn lock_exclusive(_file: &std::fs::File) -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
-        "persistent databases lock their directory with flock, on Linux only",
+        "persistent databases lock their directory with fcntl record locks, on Linux only",
     ))
 }
 
@@ -222,15 +290,39 @@ impl FileSystem for RealFileSystem {
         path.try_exists()
     }
 
+    /// Order, under [`LOCKS_HELD`]'s mutex: the path is looked up by `stat` (no descriptor
+    /// opened, since closing one would release this process's lock), then opened (created
+    /// if new), identified again through the descriptor, locked, and registered.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn DirectoryLock>> {
+        let mut held = locks_held();
+        match std::fs::metadata(path) {
+            Ok(metadata) if held.contains(&file_id(&metadata)) => {
+                return Err(held_elsewhere_in_this_process());
+            }
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
+        }
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(path)?;
+        let id = file_id(&file.metadata()?);
+        if held.contains(&id) {
+            // Another process swapped a held lock file into this path between the two
+            // looks. Closing this descriptor would release our own lock on it, so it is
+            // left open (one descriptor, for a case that needs a hostile renamer).
+            std::mem::forget(file);
+            return Err(held_elsewhere_in_this_process());
+        }
         lock_exclusive(&file)?;
-        Ok(Box::new(RealLock { _file: file }))
+        held.push(id);
+        Ok(Box::new(RealLock {
+            file: Some(file),
+            id,
+        }))
     }
 }
 
