@@ -692,18 +692,22 @@ pub struct DemoArgs {
 
 /// `--gc`'s help: every collector the engine has ([`GarbageCollector::ALL`], the
 /// block-level ones, which collect the tile-block storage, and TB-Collect's baselines',
-/// which collect the append-nvm storage).
+/// which collect the append-nvm and delta-nvm storages).
 fn gc_help() -> String {
     format!(
-        "Garbage collector: {}; for --storage tile-block: {}; for --storage append-nvm: {} \
-         [default: {}]",
+        "Garbage collector: {}; for --storage tile-block: {}; for --storage append-nvm: {}; \
+         for --storage delta-nvm: {} [default: {}]",
         GarbageCollector::ALL.map(GarbageCollector::name).join(", "),
         GarbageCollector::BLOCK_LEVEL
             .map(GarbageCollector::name)
             .join(", "),
         GarbageCollector::NVM_BASELINES
+            .into_iter()
+            .filter(|gc| gc.required_storage() == Some(VersionStorageKind::AppendNvm))
             .map(GarbageCollector::name)
+            .collect::<Vec<_>>()
             .join(", "),
+        GarbageCollector::OneShot.name(),
         GarbageCollector::default().name()
     )
 }

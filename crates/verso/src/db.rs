@@ -18,6 +18,7 @@ use crate::gc::ermia::Ermia;
 use crate::gc::hana::Hana;
 use crate::gc::hekaton::Hekaton;
 use crate::gc::none::NoCollection;
+use crate::gc::oneshot::OneShot;
 use crate::gc::steam::Steam;
 use crate::gc::tb_collect::TbCollect;
 use crate::gc::tvcp::Tvcp;
@@ -36,6 +37,7 @@ use crate::version::append::AppendStorage;
 use crate::version::append_nvm::AppendNvmStorage;
 use crate::version::append_o2n::AppendO2nStorage;
 use crate::version::delta::DeltaStorage;
+use crate::version::delta_nvm::DeltaNvmStorage;
 use crate::version::tile_block::TileBlockStorage;
 use crate::version::time_travel::TimeTravelStorage;
 use crate::version::VersionStorage;
@@ -133,6 +135,13 @@ pub enum GarbageCollector {
     /// it; what it removes goes to its table's reuse list. Over the
     /// [`VersionStorageKind::AppendNvm`] storage only.
     Zen,
+    /// 'oneshot' (TB-Collect §2.3.3: partition clearing, after OneShotGC): over the
+    /// [`VersionStorageKind::DeltaNvm`] storage only. Old versions are appended to
+    /// partitions; after each transaction ends, the worker releases the oldest sealed
+    /// partitions whole once no snapshot can read them, or, when only long snapshots
+    /// (older than every update in it) may, after copying what they read into the
+    /// partition's version index (a hash index in the region, built with small writes).
+    OneShot,
 }
 
 impl GarbageCollector {
@@ -140,11 +149,14 @@ impl GarbageCollector {
     /// collects.
     pub const BLOCK_LEVEL: [GarbageCollector; 1] = [GarbageCollector::TbCollect];
 
-    /// The collectors of TB-Collect's baselines (§2.3, §5.1 Table 2), each over the
-    /// append-nvm storage: timely version chain pruning (its Steam and N2DB) and
-    /// background scanning (its Zen).
-    pub const NVM_BASELINES: [GarbageCollector; 2] =
-        [GarbageCollector::Tvcp, GarbageCollector::Zen];
+    /// The collectors of TB-Collect's baselines (§2.3, §5.1 Table 2): timely version chain
+    /// pruning (its Steam and N2DB) and background scanning (its Zen), over the append-nvm
+    /// storage; partition clearing (its OneShot), over the delta-nvm storage.
+    pub const NVM_BASELINES: [GarbageCollector; 3] = [
+        GarbageCollector::Tvcp,
+        GarbageCollector::Zen,
+        GarbageCollector::OneShot,
+    ];
 
     /// Every collector, in the order reports list them: the Steam paper's, then Wu et
     /// al.'s granularities.
@@ -189,6 +201,7 @@ impl GarbageCollector {
             GarbageCollector::TbCollect => TbCollect::NAME,
             GarbageCollector::Tvcp => Tvcp::NAME,
             GarbageCollector::Zen => Zen::NAME,
+            GarbageCollector::OneShot => OneShot::NAME,
         }
     }
 
@@ -241,6 +254,7 @@ impl GarbageCollector {
             GarbageCollector::Cooperative => Some(VersionStorageKind::AppendOldestToNewest),
             GarbageCollector::TbCollect => Some(VersionStorageKind::TileBlock),
             GarbageCollector::Tvcp | GarbageCollector::Zen => Some(VersionStorageKind::AppendNvm),
+            GarbageCollector::OneShot => Some(VersionStorageKind::DeltaNvm),
             _ => None,
         }
     }
@@ -445,6 +459,12 @@ pub enum VersionStorageKind {
     /// reuse lists. MVTO only; collected by 'tvcp', 'zen' or not at all ('none'); in
     /// memory only (it recovers nothing: no path). It exists to measure the baselines.
     AppendNvm,
+    /// The delta storage OneShot runs over in TB-Collect's experiments (§2.3.3, §5.1): each
+    /// row's newest version in place in a main heap in the region, and before an update
+    /// overwrites it, its before-image appended to the open partition of a version store;
+    /// partitions released whole. MVTO only; collected by 'oneshot' or not at all
+    /// ('none'); in memory only (no path). It exists to measure the baseline.
+    DeltaNvm,
 }
 
 impl VersionStorageKind {
@@ -457,6 +477,7 @@ impl VersionStorageKind {
             VersionStorageKind::TimeTravel => TimeTravelStorage::NAME,
             VersionStorageKind::TileBlock => TileBlockStorage::NAME,
             VersionStorageKind::AppendNvm => AppendNvmStorage::NAME,
+            VersionStorageKind::DeltaNvm => DeltaNvmStorage::NAME,
         }
     }
 
@@ -468,8 +489,11 @@ impl VersionStorageKind {
 
     /// The storages that keep their versions in a persistent-memory region: they run
     /// under fewer protocols and collectors than the others (see each one).
-    pub const PERSISTENT_MEMORY: [VersionStorageKind; 2] =
-        [VersionStorageKind::TileBlock, VersionStorageKind::AppendNvm];
+    pub const PERSISTENT_MEMORY: [VersionStorageKind; 3] = [
+        VersionStorageKind::TileBlock,
+        VersionStorageKind::AppendNvm,
+        VersionStorageKind::DeltaNvm,
+    ];
 
     /// The collectors a persistent-memory storage runs under ('none' first); empty for the
     /// others, which run under [`GarbageCollector::ALL`] (but for 'coop', see it).
@@ -483,6 +507,9 @@ impl VersionStorageKind {
                 GarbageCollector::Tvcp,
                 GarbageCollector::Zen,
             ],
+            VersionStorageKind::DeltaNvm => {
+                &[GarbageCollector::NoCollection, GarbageCollector::OneShot]
+            }
             _ => &[],
         }
     }
@@ -820,6 +847,10 @@ impl Options {
                     "it is collected block by block; a collector that unlinks single versions \
                      frees nothing of a block"
                 }
+                VersionStorageKind::DeltaNvm => {
+                    "it stands for OneShot's storage (§5.1 Table 2: partition clearing over \
+                     delta NVM storage), whose old versions go with their partitions"
+                }
                 _ => {
                     "those are the collectors of TB-Collect's baselines it stands for (§5.1 \
                      Table 2: Steam, N2DB and Zen over append-only NVM storage)"
@@ -835,7 +866,11 @@ impl Options {
                 self.garbage_collector.name()
             ));
         }
-        if self.version_storage == VersionStorageKind::AppendNvm && self.path.is_some() {
+        if matches!(
+            self.version_storage,
+            VersionStorageKind::AppendNvm | VersionStorageKind::DeltaNvm
+        ) && self.path.is_some()
+        {
             return refuse(format!(
                 "{storage} recovers nothing from its region (it writes no commit records; it \
                  exists to measure TB-Collect's baselines), so a database of it stays in \
@@ -892,6 +927,12 @@ impl Options {
                     GarbageCollector::Tvcp | GarbageCollector::Zen => {
                         "it is one of TB-Collect's baselines, which run over append-only \
                          storage with version headers in persistent memory (§5.1 Table 2)"
+                    }
+                    GarbageCollector::OneShot => {
+                        "it releases whole partitions of old versions, and only that storage \
+                         keeps its old versions apart from the newest, in partitions (TB \
+                         §2.3.3: OneShotGC \"requires the latest versions and old versions to \
+                         be stored in different table heaps\")"
                     }
                     _ => {
                         "cooperative cleaning spots obsolete versions as walks pass them, and \
@@ -1130,6 +1171,8 @@ enum AnyEngine {
     NoneAppendNvm(Engine<AppendNvmStorage, NoCollection>),
     TvcpAppendNvm(Engine<AppendNvmStorage, Tvcp>),
     ZenAppendNvm(Engine<AppendNvmStorage, Zen>),
+    NoneDeltaNvm(Engine<DeltaNvmStorage, NoCollection>),
+    OneShotDeltaNvm(Engine<DeltaNvmStorage, OneShot>),
     VacDelta(Engine<DeltaStorage, Vacuum>),
     VacAppend(Engine<AppendStorage, Vacuum>),
     VacAppendO2n(Engine<AppendO2nStorage, Vacuum>),
@@ -1177,6 +1220,8 @@ macro_rules! on_engine {
             AnyEngine::NoneAppendNvm($engine) => $body,
             AnyEngine::TvcpAppendNvm($engine) => $body,
             AnyEngine::ZenAppendNvm($engine) => $body,
+            AnyEngine::NoneDeltaNvm($engine) => $body,
+            AnyEngine::OneShotDeltaNvm($engine) => $body,
             AnyEngine::VacDelta($engine) => $body,
             AnyEngine::VacAppend($engine) => $body,
             AnyEngine::VacAppendO2n($engine) => $body,
@@ -1393,6 +1438,18 @@ impl Database {
             }
             (VersionStorageKind::AppendNvm, _) => {
                 unreachable!("validate refuses append-nvm with another collector")
+            }
+            (VersionStorageKind::DeltaNvm, GarbageCollector::NoCollection) => {
+                AnyEngine::NoneDeltaNvm(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::DeltaNvm, GarbageCollector::OneShot) => {
+                AnyEngine::OneShotDeltaNvm(new_engine(tag, &config, &options)?)
+            }
+            (VersionStorageKind::DeltaNvm, _) => {
+                unreachable!("validate refuses delta-nvm with another collector")
+            }
+            (_, GarbageCollector::OneShot) => {
+                unreachable!("validate refuses oneshot over another storage")
             }
             (_, GarbageCollector::Tvcp | GarbageCollector::Zen) => {
                 unreachable!("validate refuses the NVM baselines' collectors over another storage")
@@ -1816,6 +1873,12 @@ impl Database {
             AnyEngine::ZenAppendNvm(e) => {
                 AnyTxn::ZenAppendNvm(EngineTxn::begin(e, isolation, read_only)?)
             }
+            AnyEngine::NoneDeltaNvm(e) => {
+                AnyTxn::NoneDeltaNvm(EngineTxn::begin(e, isolation, read_only)?)
+            }
+            AnyEngine::OneShotDeltaNvm(e) => {
+                AnyTxn::OneShotDeltaNvm(EngineTxn::begin(e, isolation, read_only)?)
+            }
             AnyEngine::VacDelta(e) => AnyTxn::VacDelta(EngineTxn::begin(e, isolation, read_only)?),
             AnyEngine::VacAppend(e) => {
                 AnyTxn::VacAppend(EngineTxn::begin(e, isolation, read_only)?)
@@ -2040,6 +2103,8 @@ enum AnyTxn<'db> {
     NoneAppendNvm(EngineTxn<'db, AppendNvmStorage, NoCollection>),
     TvcpAppendNvm(EngineTxn<'db, AppendNvmStorage, Tvcp>),
     ZenAppendNvm(EngineTxn<'db, AppendNvmStorage, Zen>),
+    NoneDeltaNvm(EngineTxn<'db, DeltaNvmStorage, NoCollection>),
+    OneShotDeltaNvm(EngineTxn<'db, DeltaNvmStorage, OneShot>),
     VacDelta(EngineTxn<'db, DeltaStorage, Vacuum>),
     VacAppend(EngineTxn<'db, AppendStorage, Vacuum>),
     VacAppendO2n(EngineTxn<'db, AppendO2nStorage, Vacuum>),
@@ -2087,6 +2152,8 @@ macro_rules! on_txn {
             AnyTxn::NoneAppendNvm($txn) => $body,
             AnyTxn::TvcpAppendNvm($txn) => $body,
             AnyTxn::ZenAppendNvm($txn) => $body,
+            AnyTxn::NoneDeltaNvm($txn) => $body,
+            AnyTxn::OneShotDeltaNvm($txn) => $body,
             AnyTxn::VacDelta($txn) => $body,
             AnyTxn::VacAppend($txn) => $body,
             AnyTxn::VacAppendO2n($txn) => $body,

@@ -6,11 +6,15 @@
 
 use std::time::{Duration, Instant};
 
-use verso::pmem::{LineSize, PmOptions, PmStats, Purpose};
+use verso::pmem::{LineSize, PmOptions, Purpose};
 use verso::{
-    ColumnType, ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, Schema,
-    TableId, Value, VersionStorageKind,
+    ConcurrencyControl, Database, Error, GarbageCollector, Isolation, Options, TableId, Value,
+    VersionStorageKind,
 };
+
+#[path = "common/region.rs"]
+mod region;
+use region::{delta, insert, pm, table, text, update};
 
 fn options(gc: GarbageCollector, line: LineSize) -> Options {
     Options::default()
@@ -20,54 +24,8 @@ fn options(gc: GarbageCollector, line: LineSize) -> Options {
         .persistent_memory(PmOptions::default().capacity_bytes(64 << 20).line(line))
 }
 
-/// A table whose rows are 8 bytes of key and a text of `text_len` bytes.
-fn table(db: &Database, name: &str) -> TableId {
-    db.create_table(
-        name,
-        Schema::new()
-            .column("id", ColumnType::U64)
-            .column("text", ColumnType::Text)
-            .primary_key(&["id"]),
-    )
-    .unwrap()
-}
-
-fn text(n: u64, len: usize) -> Value {
-    let digits = n.to_string();
-    Value::Text(digits.repeat(len / digits.len() + 1)[..len].to_owned())
-}
-
-fn insert(db: &Database, table: TableId, id: u64, len: usize) {
-    let mut txn = db.begin(Isolation::Serializable);
-    txn.insert(table, &[Value::U64(id), text(0, len)]).unwrap();
-    txn.commit().unwrap();
-}
-
-fn update(db: &Database, table: TableId, id: u64, n: u64, len: usize) {
-    let mut txn = db.begin(Isolation::Serializable);
-    assert!(txn
-        .update(table, &[Value::U64(id)], &[(1, text(n, len))])
-        .unwrap());
-    txn.commit().unwrap();
-}
-
 fn read(txn: &verso::Transaction<'_>, table: TableId, id: u64) -> Value {
     txn.get(table, &[Value::U64(id)]).unwrap().expect("row")[1].clone()
-}
-
-fn pm(db: &Database) -> PmStats {
-    db.stats()
-        .persistent_memory
-        .expect("an append-nvm database counts its region")
-}
-
-/// Lines persisted and bytes stored for `purpose` between two counts.
-fn delta(after: &PmStats, before: &PmStats, purpose: Purpose) -> (u64, u64) {
-    let (a, b) = (after.purpose(purpose), before.purpose(purpose));
-    (
-        a.lines_persisted - b.lines_persisted,
-        a.logical_bytes - b.logical_bytes,
-    )
 }
 
 /// An update appends the new version whole (its 32-byte header and its contents) and
@@ -254,7 +212,7 @@ fn what_append_nvm_cannot_run_with_is_refused_with_a_reason() {
     let dir = std::env::temp_dir().join(format!("verso-append-nvm-{}", std::process::id()));
     refused(nvm().path(&dir), "no path");
     assert!(!dir.exists(), "a refused open creates nothing");
-    for gc in GarbageCollector::NVM_BASELINES {
+    for gc in [GarbageCollector::Tvcp, GarbageCollector::Zen] {
         refused(
             Options::default().garbage_collector(gc),
             "needs the append-nvm version storage",

@@ -337,6 +337,9 @@ impl<V: VersionStorage, G: Collector> Engine<V, G> {
         for slot in self.txns.slots() {
             slot.stats.add_to(&mut stats, rate, new_window);
         }
+        let (versions, bytes) = V::reclaimed_outside_chains(&self.storage);
+        stats.versions_reclaimed += versions;
+        stats.version_bytes_freed += bytes;
         stats
     }
 

@@ -39,6 +39,7 @@ pub(crate) mod hekaton;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod none;
+pub(crate) mod oneshot;
 pub(crate) mod steam;
 pub(crate) mod tb_collect;
 pub(crate) mod tvcp;

@@ -44,6 +44,7 @@ pub(crate) mod appenders;
 pub(crate) mod layout;
 pub mod mmap;
 pub mod simulated;
+pub(crate) mod slot_heap;
 pub(crate) mod space;
 mod writer;
 
@@ -184,11 +185,16 @@ pub enum Purpose {
     /// A version header rewritten in place (the append-nvm storage: an end timestamp, a
     /// link, an obsolete mark).
     VersionHeader,
+    /// A row's newest version rewritten in place in the main heap (the delta-nvm storage).
+    NewestInPlace,
+    /// A released partition's version index: its entries and bucket heads (the delta-nvm
+    /// storage under OneShot).
+    VersionIndex,
 }
 
 impl Purpose {
     /// Every purpose, in the order of [`Purpose::index`].
-    pub const ALL: [Purpose; 9] = [
+    pub const ALL: [Purpose; 11] = [
         Purpose::Content,
         Purpose::CommitRecord,
         Purpose::BlockMetadata,
@@ -198,6 +204,8 @@ impl Purpose {
         Purpose::Superblock,
         Purpose::Recovery,
         Purpose::VersionHeader,
+        Purpose::NewestInPlace,
+        Purpose::VersionIndex,
     ];
 
     /// The purpose's position in [`Purpose::ALL`].
@@ -217,6 +225,8 @@ impl Purpose {
             Purpose::Superblock => "superblock",
             Purpose::Recovery => "recovery",
             Purpose::VersionHeader => "version-header",
+            Purpose::NewestInPlace => "newest-in-place",
+            Purpose::VersionIndex => "version-index",
         }
     }
 }
@@ -249,6 +259,8 @@ pub struct PmStats {
     /// The slots of the append-nvm storage and its reuse lists (zero for the tile-block
     /// storage).
     pub slots: SlotStats,
+    /// The delta-nvm storage's partitions and version indexes (zero for the others).
+    pub partitions: PartitionStats,
     /// What the open recovered from the region (`None`: the region was new).
     pub recovery: Option<RecoveryReport>,
 }
@@ -332,6 +344,33 @@ pub struct SlotStats {
     pub bytes_on_reuse_lists: u64,
 }
 
+/// The delta-nvm storage's partitions (OneShot's partition clearing) and version indexes:
+/// counts since the database opened, and sizes now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PartitionStats {
+    /// Partitions not released now (the open one and the sealed ones waiting).
+    pub partitions_now: u64,
+    /// Released partitions whose version index lives now.
+    pub indexes_now: u64,
+    /// Partitions sealed (full, or sealed by `collect_garbage`).
+    pub sealed: u64,
+    /// Partitions released (their frames freed).
+    pub released: u64,
+    /// Of those, the ones released after their version index was built.
+    pub released_with_index: u64,
+    /// Version indexes freed.
+    pub indexes_freed: u64,
+    /// Old versions the released partitions held.
+    pub versions_released: u64,
+    /// Entries of the indexes that live now.
+    pub index_entries: u64,
+    /// The copies among them (the rest are stubs a walk passes).
+    pub index_copies: u64,
+    /// The indexes' bytes in the region.
+    pub index_bytes: u64,
+}
+
 impl PmStats {
     /// Zero counts in lines of `line_bytes`.
     pub fn new(line_bytes: u32) -> PmStats {
@@ -342,6 +381,7 @@ impl PmStats {
             by_purpose: [PurposeStats::default(); PURPOSES],
             blocks: BlockStats::default(),
             slots: SlotStats::default(),
+            partitions: PartitionStats::default(),
             recovery: None,
         }
     }
@@ -765,6 +805,9 @@ pub struct PmOptions {
     /// Content slots per block: TB's 1,920 (§4.1) unless a test asks for fewer.
     #[doc(hidden)]
     pub slots_per_block: u32,
+    /// Frames per partition of the delta-nvm storage's version store (OneShot's partition
+    /// size); 32 by default (about 15 MiB with TB's blocks). Ignored by the others.
+    pub partition_frames: u32,
 }
 
 impl Default for PmOptions {
@@ -777,6 +820,7 @@ impl Default for PmOptions {
             line_delay: Duration::ZERO,
             capacity_bytes: 8 << 30,
             slots_per_block: layout::SLOTS_PER_BLOCK,
+            partition_frames: crate::version::delta_nvm::DEFAULT_PARTITION_FRAMES,
         }
     }
 }
@@ -812,6 +856,13 @@ impl PmOptions {
         self.slots_per_block = slots;
         self
     }
+
+    /// These options with partitions of `frames` frames in the delta-nvm storage (tests: to
+    /// seal partitions quickly; at least 1).
+    pub fn partition_frames(mut self, frames: u32) -> Self {
+        self.partition_frames = frames;
+        self
+    }
 }
 
 /// The backing of a database's region.
@@ -841,6 +892,53 @@ impl PartialEq for PmBacking {
 }
 
 impl Eq for PmBacking {}
+
+/// A new region for a storage that recovers nothing from one (append-nvm, delta-nvm,
+/// named `storage`), as `options` describe it, formatted, with its space. A simulated
+/// device handed over again keeps what it held: refused, since nothing would read it.
+pub(crate) fn open_new_region(
+    options: &crate::Options,
+    storage: &str,
+) -> Result<(Arc<Region>, space::Space)> {
+    let pm = options.persistent_memory.clone().unwrap_or_default();
+    debug_assert!(options.path.is_none(), "validate refuses a path");
+    let region = open_region(&pm, None)?;
+    let mut writer = region.writer();
+    let plan = layout::Plan {
+        slots_per_block: pm.slots_per_block,
+        ..layout::Plan::default()
+    };
+    let space::Opened {
+        space, formatted, ..
+    } = space::Space::open(&region, &mut writer, plan)?;
+    if !formatted {
+        return Err(Error::UnsupportedConfiguration {
+            reason: format!(
+                "{storage} recovers nothing from a region, and {} holds a database already: \
+                 it needs a new region",
+                region.describe()
+            ),
+        });
+    }
+    Ok((region, space))
+}
+
+/// A commit of a region storage that persists no commit record (append-nvm, delta-nvm):
+/// persists what `writer` stored since its last persist point; refused once an earlier
+/// persist point of the region failed.
+pub(crate) fn persist_commit(region: &Region, writer: &mut LineWriter) -> Result<()> {
+    if region.has_failed() {
+        return Err(Error::DurabilityLost {
+            reason: "an earlier persist point of the persistent-memory region failed".into(),
+        });
+    }
+    writer
+        .persist()
+        .map(|_| ())
+        .map_err(|error| Error::DurabilityLost {
+            reason: format!("persisting a commit to the persistent-memory region: {error}"),
+        })
+}
 
 /// The region `options` describe, mapped: in a database with a path (`database_dir`) the
 /// file [`REGION_FILE`] there instead of a file on tmpfs.

@@ -10,8 +10,47 @@
 //! oldest.
 
 use crate::row::{PackedRef, RowView};
+use crate::sync::{Arc, Latch, ReadGuard, WriteGuard};
 use crate::txn::state::TxnShared;
-use crate::version::{ReadCost, Snapshot};
+use crate::version::{Created, ReadCost, Snapshot};
+
+/// A row of a region storage, as the indexes point at it: the protocol's word and the
+/// latch over the row's chain `C` (the tile-block, append-nvm and delta-nvm storages'
+/// chains), which keeps the versions in the region.
+pub(crate) struct LatchedRow<C> {
+    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
+    pub(crate) cc: crate::sync::AtomicU64,
+    latch: Latch<C>,
+}
+
+impl<C> LatchedRow<C> {
+    pub(crate) fn new(chain: C) -> LatchedRow<C> {
+        LatchedRow {
+            cc: crate::sync::AtomicU64::new(0),
+            latch: Latch::new(chain),
+        }
+    }
+
+    /// A row made by an insert, and what it counts: as in the other storages, a record
+    /// until its commit folds it, no bytes.
+    pub(crate) fn inserted(chain: C) -> (Arc<LatchedRow<C>>, Created) {
+        (
+            Arc::new(LatchedRow::new(chain)),
+            Created {
+                records: 1,
+                bytes: 0,
+            },
+        )
+    }
+
+    pub(crate) fn read(&self) -> ReadGuard<'_, C> {
+        self.latch.read()
+    }
+
+    pub(crate) fn write(&self) -> WriteGuard<'_, C> {
+        self.latch.write()
+    }
+}
 
 /// A chain of versions named by links, newest to oldest.
 pub(crate) trait LinkedChain {

@@ -27,6 +27,7 @@ pub(crate) mod append;
 pub(crate) mod append_nvm;
 pub(crate) mod append_o2n;
 pub(crate) mod delta;
+pub(crate) mod delta_nvm;
 pub(crate) mod linked;
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -455,6 +456,13 @@ pub(crate) trait VersionStorage: Send + Sync + 'static {
     /// The counters of the storage's persistent-memory region, if it has one.
     fn persistent_memory_stats(_shared: &Self::Shared) -> Option<crate::pmem::PmStats> {
         None
+    }
+
+    /// Versions and their bytes the storage freed without a chain walk reporting them
+    /// (the delta-nvm storage's partitions, released whole), since it opened: the engine
+    /// counts them as reclaimed. Nothing for the others.
+    fn reclaimed_outside_chains(_shared: &Self::Shared) -> (u64, u64) {
+        (0, 0)
     }
 
     /// Block-level collection (tb-collect, `gc/tb_collect.rs`): called by the engine on a

@@ -56,8 +56,8 @@ pub fn logged_configurations() -> Vec<Options> {
 
 /// The storages that keep their versions in a persistent-memory region, each under MVTO
 /// (the only protocol they run under), under every collector it runs under ('none', its
-/// block-level collector, the baselines' collectors), with small blocks so that tests
-/// fill, seal and free them.
+/// block-level collector, the baselines' collectors), with small blocks and partitions so
+/// that tests fill, seal and free them.
 pub fn persistent_memory_configurations() -> Vec<Options> {
     let mut all = Vec::new();
     for storage in VersionStorageKind::PERSISTENT_MEMORY {
@@ -70,7 +70,8 @@ pub fn persistent_memory_configurations() -> Vec<Options> {
                     .persistent_memory(
                         verso::pmem::PmOptions::default()
                             .capacity_bytes(1 << 30)
-                            .slots_per_block(64),
+                            .slots_per_block(64)
+                            .partition_frames(2),
                     ),
             );
         }

@@ -11,22 +11,18 @@ use crate::error::Result;
 use crate::pmem::PmStats;
 use crate::row::{NonInline, PackedRef, PackedRow, RowView};
 use crate::schema::ColumnMask;
-use crate::sync::{Arc, Latch, WriteGuard};
+use crate::sync::{Arc, WriteGuard};
 use crate::txn::state::{TxnOutcome, TxnShared};
 use crate::value::Value;
 use crate::version::append::{whole_copies_mask, Decision, PruneDecisions};
-use crate::version::linked::LinkedChain;
+use crate::version::linked::{LatchedRow, LinkedChain};
 use crate::version::{
     ActiveSnapshots, ChainEdit, Created, GoneVersion, NewRowContext, PruneReport, ReadCost,
     Refusal, RollbackReport, Snapshot, StampReport, VersionStorage, WriteIntent, WriteResult,
 };
 
 /// One row, as the indexes point at it.
-pub(crate) struct NvmRow {
-    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
-    cc: crate::sync::AtomicU64,
-    latch: Latch<NvmChain>,
-}
+pub(crate) type NvmRow = LatchedRow<NvmChain>;
 
 /// A row's chain, under its latch.
 pub(crate) struct NvmChain {
@@ -204,16 +200,6 @@ impl NvmChain {
 /// The append-nvm storage design.
 pub(crate) struct AppendNvmStorage;
 
-impl NvmRow {
-    fn read(&self) -> crate::sync::ReadGuard<'_, NvmChain> {
-        self.latch.read()
-    }
-
-    fn write(&self) -> WriteGuard<'_, NvmChain> {
-        self.latch.write()
-    }
-}
-
 impl VersionStorage for AppendNvmStorage {
     type Row = NvmRow;
     type Chain = NvmChain;
@@ -258,18 +244,7 @@ impl VersionStorage for AppendNvmStorage {
             dead: false,
             len: 0,
         };
-        let row = Arc::new(NvmRow {
-            cc: crate::sync::AtomicU64::new(0),
-            latch: Latch::new(chain),
-        });
-        // As in the other storages: a record until its commit folds it; no bytes counted.
-        Ok((
-            row,
-            Created {
-                records: 1,
-                bytes: 0,
-            },
-        ))
+        Ok(LatchedRow::inserted(chain))
     }
 
     fn read<R>(

@@ -44,20 +44,18 @@ pub(crate) mod chain;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, Result};
-use crate::pmem::layout::{FrameState, Plan};
-use crate::pmem::space::{Opened, Space};
+use crate::error::Result;
+use crate::pmem::slot_heap::{self, SlotHeap, SLOT_ALIGN};
+use crate::pmem::space::Space;
 use crate::pmem::{self, LineWriter, PmStats, Purpose, Region};
 
 pub(crate) use chain::AppendNvmStorage;
 
 /// Bytes of a version's header.
 const HEADER_BYTES: u64 = 32;
-/// Slots are cut in multiples of this (and start at such offsets).
-const SLOT_ALIGN: u64 = 64;
 /// Header words, by offset in the slot.
 const BEGIN: u64 = 0;
 const END: u64 = 8;
@@ -86,7 +84,7 @@ fn meta(len: usize, capacity: u64, exists: bool) -> u64 {
 
 /// The capacity of a slot for `len` bytes of contents.
 fn capacity_for(len: usize) -> u64 {
-    (HEADER_BYTES + len as u64).div_ceil(SLOT_ALIGN) * SLOT_ALIGN
+    slot_heap::capacity_for(HEADER_BYTES + len as u64)
 }
 
 /// A thread's appending state: its writer (whose dirty lines its commit persists) and the
@@ -99,32 +97,18 @@ pub(crate) struct Appender {
     spares: Arc<Mutex<Vec<(u64, u64)>>>,
 }
 
-/// The reuse lists of one table: free slots by capacity.
-type ReuseList = Mutex<std::collections::BTreeMap<u64, Vec<u64>>>;
-
 /// What the append-nvm storage keeps beside its rows.
 pub(crate) struct NvmStore {
     /// Tells stores apart in the threads' appender caches.
     id: u64,
     region: Arc<Region>,
     space: Space,
-    /// Each table's reuse lists, by table index (grown as tables are made).
-    reuse: RwLock<Vec<Arc<ReuseList>>>,
+    /// Each table's reuse lists and the counters of the slots.
+    slots: SlotHeap,
     /// Open frames of threads that ended, for the next thread that appends.
     spare_frames: Arc<Mutex<Vec<(u64, u64)>>>,
     /// Every thread's appender of this store (`pmem/appenders.rs`).
     appenders: pmem::appenders::Registry,
-    counters: Counters,
-}
-
-#[derive(Default)]
-struct Counters {
-    slots_cut: AtomicU64,
-    slots_reused: AtomicU64,
-    slots_freed: AtomicU64,
-    /// Slots on the reuse lists now, and their bytes.
-    slots_on_reuse_lists: AtomicU64,
-    bytes_on_reuse_lists: AtomicU64,
 }
 
 impl pmem::appenders::ThreadAppender for Appender {
@@ -146,37 +130,14 @@ impl pmem::appenders::ThreadAppender for Appender {
 impl NvmStore {
     /// A store over a new region as `options` describe it.
     fn open(options: &crate::Options) -> Result<NvmStore> {
-        let pm = options.persistent_memory.clone().unwrap_or_default();
-        debug_assert!(options.path.is_none(), "validate refuses a path");
-        let region = pmem::open_region(&pm, None)?;
-        let mut writer = region.writer();
-        let plan = Plan {
-            slots_per_block: pm.slots_per_block,
-            ..Plan::default()
-        };
-        let Opened {
-            space, formatted, ..
-        } = Space::open(&region, &mut writer, plan)?;
-        if !formatted {
-            // A simulated device handed over again keeps what it held: this storage reads
-            // nothing back, so it takes only a new region.
-            return Err(Error::UnsupportedConfiguration {
-                reason: format!(
-                    "append-nvm recovers nothing from a region, and {} holds a database \
-                     already: it needs a new region",
-                    region.describe()
-                ),
-            });
-        }
-        drop(writer);
+        let (region, space) = pmem::open_new_region(options, "append-nvm")?;
         Ok(NvmStore {
             id: pmem::appenders::new_store_id(),
             region,
             space,
-            reuse: RwLock::new(Vec::new()),
+            slots: SlotHeap::default(),
             spare_frames: Arc::default(),
             appenders: pmem::appenders::Registry::default(),
-            counters: Counters::default(),
         })
     }
 
@@ -188,19 +149,6 @@ impl NvmStore {
             spares: Arc::clone(&self.spare_frames),
         };
         pmem::appenders::with_thread_appender(self.id, &self.appenders, make, f)
-    }
-
-    /// `table`'s reuse lists.
-    fn reuse_list(&self, table: u32) -> Arc<ReuseList> {
-        let index = table as usize;
-        if let Some(list) = read(&self.reuse).get(index) {
-            return Arc::clone(list);
-        }
-        let mut lists = write(&self.reuse);
-        while lists.len() <= index {
-            lists.push(Arc::default());
-        }
-        Arc::clone(&lists[index])
     }
 
     /// Stores a new version of `table` holding `contents` (a packed row), begun by
@@ -215,26 +163,12 @@ impl NvmStore {
         (contents, exists): (&[u8], bool),
     ) -> Result<u64> {
         let capacity = capacity_for(contents.len());
-        let reused = lock(&self.reuse_list(table))
-            .get_mut(&capacity)
-            .and_then(Vec::pop);
-        let at = match reused {
-            Some(at) => {
-                self.counters.slots_reused.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .slots_on_reuse_lists
-                    .fetch_sub(1, Ordering::Relaxed);
-                self.counters
-                    .bytes_on_reuse_lists
-                    .fetch_sub(capacity, Ordering::Relaxed);
-                at
-            }
-            None => {
-                let at = self.cut_slot(appender, capacity)?;
-                self.counters.slots_cut.fetch_add(1, Ordering::Relaxed);
-                at
-            }
-        };
+        let at = self.slots.take(
+            &self.space,
+            &mut appender.writer,
+            &mut appender.open,
+            (table, capacity),
+        )?;
         let mut bytes = Vec::with_capacity(HEADER_BYTES as usize + contents.len());
         bytes.extend_from_slice(&begin.to_le_bytes());
         bytes.extend_from_slice(&LATEST.to_le_bytes());
@@ -245,47 +179,9 @@ impl NvmStore {
         Ok(at)
     }
 
-    /// A new slot of `capacity` bytes: cut from the thread's open frame, from a new frame
-    /// when it does not fit (the rest of the old one is left unused), or frames of its own
-    /// when it is larger than a frame.
-    fn cut_slot(&self, appender: &mut Appender, capacity: u64) -> Result<u64> {
-        let g = *self.space.geometry();
-        if capacity > g.frame_bytes {
-            let frames = u32::try_from(capacity.div_ceil(g.frame_bytes)).unwrap_or(u32::MAX);
-            let extent = self
-                .space
-                .allocate(&mut appender.writer, frames, FrameState::Open)?;
-            return Ok(g.frame_offset(extent.first_frame));
-        }
-        if let Some((next, end)) = appender.open {
-            if next + capacity <= end {
-                appender.open = Some((next + capacity, end));
-                return Ok(next);
-            }
-        }
-        let extent = self
-            .space
-            .allocate(&mut appender.writer, 1, FrameState::Open)?;
-        let at = g.frame_offset(extent.first_frame);
-        debug_assert_eq!(at % SLOT_ALIGN, 0);
-        appender.open = Some((at + capacity, at + g.frame_bytes));
-        Ok(at)
-    }
-
     /// Puts the slot at `at` (unlinked from every chain, N1) on its table's reuse list.
     fn free_slot(&self, table: u32, at: u64) {
-        let capacity = self.capacity(at);
-        lock(&self.reuse_list(table))
-            .entry(capacity)
-            .or_default()
-            .push(at);
-        self.counters.slots_freed.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .slots_on_reuse_lists
-            .fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .bytes_on_reuse_lists
-            .fetch_add(capacity, Ordering::Relaxed);
+        self.slots.free(table, at, self.capacity(at));
     }
 
     fn word(&self, at: u64, field: u64) -> u64 {
@@ -349,20 +245,7 @@ impl NvmStore {
     /// Persists what this thread stored since its last persist point (a commit's
     /// versions and rewritten headers).
     fn persist(self: &Arc<Self>) -> Result<()> {
-        if self.region.has_failed() {
-            return Err(Error::DurabilityLost {
-                reason: "an earlier persist point of the persistent-memory region failed".into(),
-            });
-        }
-        self.with_appender(|appender| {
-            appender
-                .writer
-                .persist()
-                .map(|_| ())
-                .map_err(|error| Error::DurabilityLost {
-                    reason: format!("persisting a commit to the persistent-memory region: {error}"),
-                })
-        })
+        self.with_appender(|appender| pmem::persist_commit(&self.region, &mut appender.writer))
     }
 
     /// The region's counters, and the slots'.
@@ -373,14 +256,7 @@ impl NvmStore {
         stats.blocks.frame_bytes = g.frame_bytes;
         stats.blocks.frames_free = free;
         stats.blocks.frames_in_use = g.frame_count - free;
-        let c = &self.counters;
-        stats.slots = pmem::SlotStats {
-            slots_cut: c.slots_cut.load(Ordering::Relaxed),
-            slots_reused: c.slots_reused.load(Ordering::Relaxed),
-            slots_freed: c.slots_freed.load(Ordering::Relaxed),
-            slots_on_reuse_lists: c.slots_on_reuse_lists.load(Ordering::Relaxed),
-            bytes_on_reuse_lists: c.bytes_on_reuse_lists.load(Ordering::Relaxed),
-        };
+        stats.slots = self.slots.stats();
         stats
     }
 }
@@ -396,12 +272,4 @@ impl Drop for NvmStore {
 /// A mutex's guard, whether or not a thread panicked holding it.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(|e| e.into_inner())
 }

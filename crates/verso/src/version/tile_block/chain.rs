@@ -4,14 +4,10 @@
 //! they use are the store's (`mod.rs`); the invariants T1-T3 stated there hold here.
 
 use super::*;
-use crate::version::linked::LinkedChain;
+use crate::version::linked::{LatchedRow, LinkedChain};
 
 /// One row, as the indexes point at it.
-pub(crate) struct TileRow {
-    /// The concurrency-control protocol's row word (`VersionStorage::cc_word`).
-    pub(super) cc: crate::sync::AtomicU64,
-    pub(super) latch: Latch<TileChain>,
-}
+pub(crate) type TileRow = LatchedRow<TileChain>;
 
 /// A row's chain, under its latch.
 pub(crate) struct TileChain {
@@ -234,16 +230,6 @@ impl TileChain {
 /// The tile-block storage design.
 pub(crate) struct TileBlockStorage;
 
-impl TileRow {
-    pub(super) fn read(&self) -> crate::sync::ReadGuard<'_, TileChain> {
-        self.latch.read()
-    }
-
-    pub(super) fn write(&self) -> WriteGuard<'_, TileChain> {
-        self.latch.write()
-    }
-}
-
 impl VersionStorage for TileBlockStorage {
     type Row = TileRow;
     type Chain = TileChain;
@@ -317,18 +303,7 @@ impl VersionStorage for TileBlockStorage {
             indexed: context.indexed,
             len: 0,
         };
-        let row = Arc::new(TileRow {
-            cc: crate::sync::AtomicU64::new(0),
-            latch: Latch::new(chain),
-        });
-        // As in the other storages: a record until its commit folds it; no bytes counted.
-        Ok((
-            row,
-            Created {
-                records: 1,
-                bytes: 0,
-            },
-        ))
+        Ok(LatchedRow::inserted(chain))
     }
 
     fn read<R>(

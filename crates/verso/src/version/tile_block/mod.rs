@@ -59,7 +59,7 @@ use crate::pmem::space::{Extent, Opened, Space};
 use crate::pmem::{self, LineWriter, PmStats, Purpose, RecoveryReport, Region};
 use crate::row::{NonInline, PackedRef, PackedRow, RowView};
 use crate::schema::ColumnMask;
-use crate::sync::{Arc, Latch, WriteGuard};
+use crate::sync::{Arc, WriteGuard};
 use crate::txn::state::{TxnOutcome, TxnShared};
 use crate::value::Value;
 use crate::version::append::{whole_copies_mask, Decision, PruneDecisions};

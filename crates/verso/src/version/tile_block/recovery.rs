@@ -45,7 +45,7 @@ use crate::pmem::space::Extent;
 use crate::pmem::RecoveryReport;
 use crate::row::PackedRef;
 use crate::schema::{Schema, TableSchema};
-use crate::sync::{Arc, Latch};
+use crate::sync::Arc;
 use crate::version::Recovered;
 
 /// A whole record found in a block.
@@ -398,10 +398,7 @@ impl TileStore {
                     indexed: !schema.indexes.is_empty(),
                     len: 0,
                 };
-                let row = Arc::new(TileRow {
-                    cc: crate::sync::AtomicU64::new(0),
-                    latch: Latch::new(chain),
-                });
+                let row = Arc::new(TileRow::new(chain));
                 (table, key, row)
             })
             .collect();
