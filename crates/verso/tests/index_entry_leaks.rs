@@ -153,9 +153,55 @@ fn update_delete_reinsert() {
     );
 }
 
+/// Found when OneShot's storage joined (delta-nvm under 'oneshot'): its finalizing cut no
+/// chain (its versions go with their partitions), so the entry of each value an update of
+/// an indexed column replaced stayed in the secondary index after the version's partition
+/// went, one per update, for ever. The chain is now cut in DRAM at finalizing, and the
+/// entries only the cut versions had are removed.
+fn delta_nvm_updates_of_an_indexed_column() {
+    let db = open_quiet(
+        Options::default()
+            .version_storage(verso::VersionStorageKind::DeltaNvm)
+            .concurrency_control(verso::ConcurrencyControl::Mvto)
+            .garbage_collector(verso::GarbageCollector::OneShot)
+            .persistent_memory(
+                verso::pmem::PmOptions::default()
+                    .capacity_bytes(256 << 20)
+                    .slots_per_block(16)
+                    .partition_frames(32),
+            ),
+    );
+    let table = common::create_named(&db);
+    let mut txn = db.begin(Isolation::Serializable);
+    txn.insert(table, &[Value::U64(1), Value::from("a")])
+        .unwrap();
+    txn.commit().unwrap();
+    let leaking = growth_per_step(&db, 20_000, |i| {
+        let mut txn = db.begin(Isolation::Serializable);
+        let name = format!("name-{i:08}");
+        assert!(txn
+            .update(table, &[Value::U64(1)], &[(1, Value::from(name.as_str()))])
+            .unwrap());
+        txn.commit().unwrap();
+    });
+    let released = db
+        .stats()
+        .persistent_memory
+        .expect("a region")
+        .partitions
+        .released;
+    assert!(released > 10, "partitions were released: {released}");
+    assert!(
+        leaking < 8,
+        "{}: updates of an indexed column grow memory by {leaking} bytes each",
+        db.design()
+    );
+}
+
 /// One test, so that nothing else runs in this process while it measures.
 #[test]
 fn regression_update_then_delete_leaks_no_index_entry() {
     update_then_delete_then_abort();
     update_delete_reinsert();
+    delta_nvm_updates_of_an_indexed_column();
 }

@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
-use super::{DeltaStore, Located, MAIN_BEGIN, MAIN_LINK_AT, MAIN_LINK_PART, MAIN_META};
+use super::{DeltaStore, Located, MAIN_BEGIN, MAIN_META};
 use super::{EXISTS, NEVER_EXISTED, NO_LINK};
 use crate::error::Result;
 use crate::pmem::PmStats;
@@ -49,11 +49,26 @@ pub(crate) struct DeltaNvmChain {
     /// (below `oldest_live`, P2) are dropped as the row is next touched (P3 makes them the
     /// oldest).
     runs: VecDeque<(u64, u32)>,
+    /// Where walks stop (D5): the link behind the first version committed below the last
+    /// finalizing's watermark (no snapshot at or after it reads further), a cut kept in
+    /// DRAM only; `NO_LINK` when nothing was cut.
+    cut_at: (u64, u64),
 }
 
 impl DeltaNvmChain {
+    /// The newest version's link, as the main heap holds it.
     fn head_link(&self) -> (u64, u64) {
         self.store.main_link(self.main)
+    }
+
+    /// The link to the newest old version a walk may reach (`NO_LINK`: none).
+    fn older_link(&self) -> (u64, u64) {
+        let link = self.head_link();
+        if link == self.cut_at {
+            NO_LINK
+        } else {
+            link
+        }
     }
 
     /// The newest version's commit timestamp, if it committed.
@@ -106,13 +121,32 @@ impl DeltaNvmChain {
         }
     }
 
+    /// Keeps the newest `versions` old versions in the runs (the rest were cut).
+    fn keep_runs(&mut self, versions: usize) {
+        let mut left = versions;
+        let mut kept = 0;
+        for (_, count) in self.runs.iter_mut() {
+            if left == 0 {
+                break;
+            }
+            let take = (*count as usize).min(left);
+            *count = take as u32;
+            left -= take;
+            kept += 1;
+        }
+        self.runs.truncate(kept);
+    }
+
     /// Visits the old versions newest first, each pinned while `visit` sees it; `visit`
     /// returns `true` to stop (the pin of the version it stopped at is kept and returned).
     fn walk(&self, mut visit: impl FnMut(Located) -> bool) -> (Option<Located>, usize) {
         let store = &self.store;
-        let mut link = self.head_link();
+        let mut link = self.older_link();
         let mut walked = 0;
-        while let Some(located) = store.locate(link) {
+        while link != self.cut_at {
+            let Some(located) = store.locate(link) else {
+                break;
+            };
             walked += 1;
             if visit(located) {
                 return (Some(located), walked);
@@ -262,6 +296,7 @@ impl VersionStorage for DeltaNvmStorage {
             insert_record: true,
             dead: false,
             runs: VecDeque::new(),
+            cut_at: NO_LINK,
         };
         Ok(LatchedRow::inserted(chain))
     }
@@ -335,7 +370,7 @@ impl VersionStorage for DeltaNvmStorage {
             folded_records: usize::from(folded),
             freed_bytes: 0,
             nothing_to_finalize: chain.store.main_exists(chain.main)
-                && chain.head_link() == NO_LINK,
+                && chain.older_link() == NO_LINK,
         }
     }
 
@@ -428,7 +463,7 @@ impl ChainEdit for DeltaNvmChain {
 
     fn is_unreachable(&self, bound: u64) -> bool {
         !self.store.main_exists(self.main)
-            && self.head_link() == NO_LINK
+            && self.older_link() == NO_LINK
             && self.head_commit_ts().is_some_and(|ts| ts < bound)
     }
 
@@ -439,21 +474,24 @@ impl ChainEdit for DeltaNvmChain {
         self.store.free_main(self.table, self.main);
     }
 
-    /// Versions go with their partitions, not one by one (no chain is walked to free
-    /// them), so a chain is cut only where that lets a deleted row be buried: behind a
-    /// tombstone every snapshot sees (one word rewritten in place). Counted when the
-    /// partitions go, not here.
+    /// Versions go with their partitions, not one by one (OneShot walks no chain to free
+    /// them, and they are counted when their partitions go): the chain is cut in DRAM only
+    /// (D5), behind the first version committed below the watermark, so that walks, the
+    /// secondary indexes' upkeep and the burying of deleted rows stop there, and nothing
+    /// is written to the region.
     fn truncate(&mut self, watermark: u64) -> (usize, usize) {
-        let tombstone = !self.store.main_exists(self.main);
-        let below = self.head_commit_ts().is_some_and(|ts| ts < watermark);
-        if tombstone && below && self.head_link() != NO_LINK {
-            let store = std::sync::Arc::clone(&self.store);
-            let main = self.main;
-            store.with_appender(|appender| {
-                store.set_main(appender, main, MAIN_LINK_PART, NO_LINK.0);
-                store.set_main(appender, main, MAIN_LINK_AT, NO_LINK.1);
-            });
+        self.trim_runs();
+        if self.head_commit_ts().is_some_and(|ts| ts < watermark) {
+            self.cut_at = self.head_link();
             self.runs.clear();
+            return (0, 0);
+        }
+        let store = std::sync::Arc::clone(&self.store);
+        let (found, walked) = self.walk(|located| store.old_begin(located) < watermark);
+        if let Some(located) = found {
+            self.cut_at = store.old_link(located);
+            store.unpin(located);
+            self.keep_runs(walked);
         }
         (0, 0)
     }

@@ -32,6 +32,11 @@
 //!   transaction still running, which keeps its partition from being released (the
 //!   partition's bounds contain the id: `gc/oneshot.rs`).
 //! - D4. Every value is inline (`NonInline::Packed`): the region holds no pointer into DRAM.
+//! - D5. A row's walks stop at its *cut* (`DeltaNvmChain::cut_at`, DRAM only): the link
+//!   behind the first version committed below a finalizing's watermark. No snapshot at or
+//!   after the watermark reads past that version, and every running or future snapshot is
+//!   at or after it, so what lies behind is never read again; it stays in its partition
+//!   until the partition goes.
 //!
 //! Durability: as the append-nvm storage, a commit persists every line its thread dirtied
 //! (its before-images, its rewritten newest versions); nothing is recovered from the region
