@@ -898,7 +898,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 22);
+    assert_eq!(EXPERIMENTS.len(), 26);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));
@@ -1043,4 +1043,101 @@ fn the_command_line_runs_each_point_in_a_child_process() {
     assert_eq!(child.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&child.stderr).contains("point 99 does not exist"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The configuration (`storage/gc/protocol` design) of each TB-Collect system, by the
+/// start of its series name.
+fn tb_design_of(series: &str) -> &'static str {
+    for (name, design) in [
+        ("NoGC", "append-nvm/none/mvto"),
+        ("TB-Collect", "tile-block/tb-collect/mvto"),
+        ("Steam/N2DB", "append-nvm/tvcp/mvto"),
+        ("Zen", "append-nvm/zen/mvto"),
+        ("OneShot", "delta-nvm/oneshot/mvto"),
+    ] {
+        if series.starts_with(name) {
+            return design;
+        }
+    }
+    panic!("no TB-Collect system is called {series:?}")
+}
+
+/// Checks that every point of a TB-Collect reproduction runs its system's configuration,
+/// on persistent memory, and that the systems write lines of it.
+fn assert_tb_points(r: &Reproduction) {
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        assert!(
+            design.starts_with(tb_design_of(&point.series)),
+            "{}: {design}",
+            point.series
+        );
+        assert!(
+            point
+                .run
+                .samples
+                .iter()
+                .any(|s| s.pm_lines_per_second > 0.0),
+            "{}: no line of the region persisted",
+            point.series
+        );
+    }
+}
+
+/// TB-Collect Figure 8: five systems at 1 and 2 threads under 50% and 100% writes, and at
+/// three shares of writes; each panel draws commits/s and the share of NoGC's.
+#[test]
+fn tb_fig8_runs_the_five_systems_on_persistent_memory() {
+    let (r, _) = quick("tb-fig8");
+    assert_eq!(
+        r.points.len(),
+        5 * (2 + 2 + 3),
+        "systems x points of the three panels"
+    );
+    assert_tb_points(&r);
+    assert_eq!(r.panels.len(), 3);
+    for panel in &r.panels {
+        assert_eq!(panel.figures.len(), 2, "commits/s and the share of NoGC's");
+    }
+    assert_eq!(
+        r.notes.len(),
+        4,
+        "one note of shares per panel, one of the spread"
+    );
+}
+
+/// TB-Collect Figures 9 and 10: the five systems over theta and over the transaction size.
+#[test]
+fn tb_fig9_and_fig10_sweep_skew_and_transaction_size() {
+    let (r, _) = quick("tb-fig9");
+    assert_eq!(r.points.len(), 5 * 2, "systems x thetas");
+    assert_tb_points(&r);
+    let (r, _) = quick("tb-fig10");
+    assert_eq!(r.points.len(), 5 * 2, "systems x sizes");
+    assert_tb_points(&r);
+    assert_eq!(
+        r.panels[0].figures.len(),
+        3,
+        "commits/s, share, operations/s"
+    );
+}
+
+/// TB-Collect Figure 7: the five systems on TPC-C at 1 and 2 threads; shares (a) and
+/// latency (c) as tables, scalability (b) as figures.
+#[test]
+fn tb_fig7_runs_tpcc_on_the_five_systems_with_latency_by_type() {
+    let (r, _) = quick("tb-fig7");
+    assert_eq!(r.points.len(), 5 * 2, "systems x thread counts");
+    assert_tb_points(&r);
+    assert_eq!(r.panels.len(), 3);
+    assert_eq!(r.panels[0].table.as_ref().expect("shares").rows.len(), 5);
+    assert_eq!(r.panels[1].figures.len(), 2);
+    let latency = r.panels[2].table.as_ref().expect("latency");
+    for row in &latency.rows {
+        assert!(
+            !row[1].starts_with('-') && !row[2].starts_with('-'),
+            "NewOrder and Payment latency of {}",
+            row[0]
+        );
+    }
 }

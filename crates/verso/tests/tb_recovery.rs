@@ -872,3 +872,91 @@ fn regression_the_directory_is_free_as_soon_as_the_last_handle_goes() {
         }
     }
 }
+
+/// Found by the long crash runs (`concurrent_writers_lose_nothing_...`, once in 3,000
+/// seeds): a refused insert's record in one block, its `Withdrawn` record in the next,
+/// and the transaction's commit record in a third. A collection freeing the first two
+/// blocks dropped the `Withdrawn` record, because the block it names was being freed
+/// too. But a power loss in the persist point of the `FREE` words keeps any subset of
+/// them: the named block survived (`FROZEN`, its records read again by recovery) while
+/// the `Withdrawn` record's block was gone, and with the commit record surviving, the
+/// refused insert's record, the highest id of its key, came back as the key's value.
+/// A `Withdrawn` record now stays until the block it names is durably free. Crashes at
+/// every persist point of the collection, over seeds each keeping another subset.
+#[test]
+fn regression_a_refused_insert_stays_withdrawn_when_a_crash_frees_only_some_blocks() {
+    let mut crashes_inside = 0;
+    let mut recovered_frozen = 0;
+    for seed in 0..crash_seeds(48) {
+        // Persist points of the collection, measured on a run without a crash (the same
+        // single-threaded run replays exactly).
+        let mut persists_of_collection = None;
+        let mut crash_at = 1;
+        loop {
+            let dir = temp_dir(&format!("withdrawn-across-blocks-{seed}-{crash_at}"));
+            let _cleanup = Cleanup(dir.clone());
+            let (device, options) = simulated(seed, &dir, 4, GarbageCollector::TbCollect);
+            // No collection but the one this test asks for.
+            let options = options.block_gc_epoch(std::time::Duration::from_secs(3600));
+            let db = Database::open(options.clone()).unwrap();
+            let table = db.create_table("kv", kv_schema_for(0)).unwrap();
+            let mut txn = db.begin(Isolation::Serializable);
+            txn.insert(table, &[Value::U64(1), Value::I64(1)]).unwrap();
+            txn.commit().unwrap();
+            // Blocks of 4 slots: key 1's version and its commit record, then this
+            // transaction's insert of key 2 and its refused insert of key 1 fill the first
+            // block; the `Withdrawn` record and the inserts of keys 3 to 5 fill the second;
+            // the commit record opens the third.
+            let mut txn = db.begin(Isolation::Serializable);
+            txn.insert(table, &[Value::U64(2), Value::I64(2)]).unwrap();
+            let taken = txn.insert(table, &[Value::U64(1), Value::I64(-2)]);
+            assert!(
+                matches!(taken, Err(Error::DuplicateKey { .. })),
+                "{taken:?}"
+            );
+            for k in 3..6 {
+                txn.insert(table, &[Value::U64(k), Value::I64(k as i64)])
+                    .unwrap();
+            }
+            txn.commit().unwrap();
+            let expected = Model::from([(1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]);
+            let before = device.persists();
+            if persists_of_collection.is_some() {
+                device.crash_at_persist(crash_at);
+            }
+            db.collect_garbage();
+            let persists = device.persists() - before;
+            let freed = db.stats().persistent_memory.expect("a region").blocks;
+            drop(db);
+            device.crash();
+            let Some(total) = persists_of_collection else {
+                assert!(
+                    freed.blocks_freed >= 3,
+                    "seed {seed}: the collection freed the three blocks: {freed:?}"
+                );
+                persists_of_collection = Some(persists);
+                continue;
+            };
+            let db = Database::open(options).unwrap_or_else(|e| {
+                panic!("seed {seed} crash at {crash_at}: the region does not open: {e}")
+            });
+            recovered_frozen += report(&db).map_or(0, |r| r.frozen_blocks);
+            crashes_inside += 1;
+            assert_eq!(
+                read_model(&db, db.table("kv").unwrap()),
+                expected,
+                "seed {seed}, crash at persist point {crash_at} of {total} in the collection"
+            );
+            drop(db);
+            crash_at += 1;
+            if crash_at > total {
+                break;
+            }
+        }
+    }
+    assert!(crashes_inside > 0, "no crash fell inside a collection");
+    assert!(
+        recovered_frozen > 0,
+        "no crash left a block frozen: the case this test is for never happened"
+    );
+}

@@ -13,9 +13,11 @@
 //! Every experiment has a full size (a few minutes on a 2-core machine, release build) and a
 //! `quick` size (tiny data, sub-second runs) that the tests run. The experiments of the
 //! Steam paper (Böttcher et al., PVLDB 13(2), 2019, §5) are in [`steam`]; those of Wu et
-//! al. (PVLDB 10(7), 2017, §7) in [`wu`].
+//! al. (PVLDB 10(7), 2017, §7) in [`wu`]; TB-Collect's (Wei et al., Electronics 2025,
+//! §5.2) in [`tb`].
 
 pub mod steam;
+pub mod tb;
 pub mod wu;
 
 use std::io::Write;
@@ -73,6 +75,10 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG22,
     wu::FIG23,
     wu::FIG24,
+    tb::FIG7,
+    tb::FIG8,
+    tb::FIG9,
+    tb::FIG10,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.

@@ -364,6 +364,16 @@ pub(crate) struct TileStore {
     /// Held by whoever walks the whole tile table (reading tiles it does not own) and by
     /// a collection while it takes tiles out of the table.
     table_scans: Mutex<()>,
+    /// Blocks a collection took out of the tile table whose `FREE` words are not persisted
+    /// yet, as (block id, `min_superseded`): a power loss may still keep any of them
+    /// (`FROZEN`, read again by recovery), so for every other collection they are still in
+    /// the region (D23's bound, a `Withdrawn` record naming one). Entered under
+    /// `table_scans` before the tile leaves the table; left once the words are persisted.
+    frees_not_durable: Mutex<Vec<(u64, u64)>>,
+    /// Tests: run by the next collection between its tiles leaving the table and the
+    /// persist point of its `FREE` words (another collection runs there).
+    #[cfg(test)]
+    before_free_is_durable: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// Open blocks of threads that ended, for the next thread that appends.
     spare_blocks: std::sync::Arc<Mutex<Vec<OpenBlock>>>,
     /// Every thread's appender of this store (`pmem/appenders.rs`).
@@ -446,6 +456,9 @@ impl TileStore {
             tiles: recovery::null_table(g.frame_count),
             kept_tiles: recovery::null_table(g.frame_count),
             table_scans: Mutex::new(()),
+            frees_not_durable: Mutex::new(Vec::new()),
+            #[cfg(test)]
+            before_free_is_durable: Mutex::new(None),
             candidates: Mutex::new(Vec::new()),
             candidate_count: std::sync::atomic::AtomicUsize::new(0),
             spare_blocks: std::sync::Arc::default(),

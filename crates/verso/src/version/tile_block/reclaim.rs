@@ -333,7 +333,7 @@ impl TileStore {
     /// design note "Freeze, relocate, free"). Blocks that no longer qualify go back to the
     /// pending queue.
     #[allow(unsafe_code)]
-    fn collect_queue(
+    pub(super) fn collect_queue(
         &self,
         appender: &mut Appender,
         gc: &mut ThreadGc,
@@ -418,12 +418,17 @@ impl TileStore {
         // is in the kept table before it leaves the tile table: a walker following a link
         // into it finds it in one or the other.
         let mut extents = Vec::with_capacity(frozen.len());
+        let mut ids = Vec::with_capacity(frozen.len());
         let _scans = lock(&self.table_scans);
         for &(frame, fate) in &frozen {
             let tile = self.tiles[frame].load(Ordering::Acquire);
             // SAFETY: a frozen block's tile, owned by this collection (its queue).
             let tile_ref = unsafe { &*tile };
             extents.push(tile_ref.extent);
+            let id = super::block_id(tile_ref.extent);
+            ids.push(id);
+            lock(&self.frees_not_durable)
+                .push((id, tile_ref.min_superseded.load(Ordering::SeqCst)));
             self.counters.blocks_live.fetch_sub(1, Ordering::Relaxed);
             match fate {
                 TileFate::Free => {
@@ -446,8 +451,19 @@ impl TileStore {
             }
         }
         drop(_scans);
-        // F4: `FREE` words persisted, then the frames are free to hand out.
-        let _ = self.space.free(&mut appender.writer, &extents);
+        #[cfg(test)]
+        {
+            let hook = lock(&self.before_free_is_durable).take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        // F4: `FREE` words persisted, then the frames are free to hand out. Until then the
+        // blocks stay in `frees_not_durable` (for good if the persist failed: the region
+        // refuses every later write, and the next open finishes them).
+        if self.space.free(&mut appender.writer, &extents).is_ok() {
+            lock(&self.frees_not_durable).retain(|(id, _)| !ids.contains(id));
+        }
     }
 
     /// F1's decision for a block in state `FREEZING`: what happens to its tile if it is
@@ -597,9 +613,6 @@ impl TileStore {
         let tile = self.tile_at(frame).expect("a frozen block has a tile");
         let spans = lock(&tile.spans).clone();
         for (slot, blocks) in spans {
-            if !self.any_in_region(&blocks, freeing) {
-                continue;
-            }
             let bytes = self.record_bytes(tile, slot as usize);
             let RecordScan::Valid(record) =
                 layout::decode_record(&bytes, super::block_id(tile.extent))
@@ -614,6 +627,9 @@ impl TileStore {
                 record.kind,
                 RecordKind::Commit | RecordKind::Withdrawn
             ));
+            if !self.still_vouches(record.kind, &blocks, freeing) {
+                continue;
+            }
             let copy = self.append_marker(
                 appender,
                 Target::Relocation,
@@ -655,29 +671,58 @@ impl TileStore {
     }
 
     /// D23's bound: the lowest begin of a superseded committed version in any block of the
-    /// region (`u64::MAX` if none). The blocks this collection frees count too: a power
-    /// loss inside the persist point of their `FREE` words may keep one of them (`FROZEN`,
-    /// with its old records) and lose the tombstone's.
-    fn oldest_superseded(&self) -> u64 {
+    /// region (`u64::MAX` if none). The blocks this collection frees count too, and those
+    /// other collections took out of the table without their `FREE` words persisted yet
+    /// (`frees_not_durable`): a power loss inside the persist point of those words may keep
+    /// one of them (`FROZEN`, with its old records) and lose the tombstone's.
+    pub(super) fn oldest_superseded(&self) -> u64 {
         let _scans = lock(&self.table_scans);
-        (0..self.tiles.len())
+        let in_table = (0..self.tiles.len())
             .filter_map(|frame| self.tile_at(frame))
-            .map(|tile| tile.min_superseded.load(Ordering::SeqCst))
-            .min()
-            .unwrap_or(u64::MAX)
+            .map(|tile| tile.min_superseded.load(Ordering::SeqCst));
+        let freeing = lock(&self.frees_not_durable)
+            .iter()
+            .map(|&(_, oldest)| oldest)
+            .min();
+        in_table.chain(freeing).min().unwrap_or(u64::MAX)
     }
 
-    /// Whether any of `blocks` (`block_id`s) is still in the region after this collection
-    /// (not one of the `freeing` ones; a block frozen by another thread's collection counts
-    /// as still there: its relocation may fail and put it back).
-    fn any_in_region(&self, blocks: &[u64], freeing: &[(usize, TileFate)]) -> bool {
+    /// Whether a `kind` record (commit or `Withdrawn`) in a block this collection frees
+    /// must be copied, because one of the `blocks` it vouches for (`block_id`s) may still
+    /// be in the region after a power loss:
+    /// - A commit record says the records in those blocks committed. One in the tile table
+    ///   and not among the `freeing` blocks counts (frozen by another thread's collection
+    ///   too: its relocation may fail and put it back). One freed with this collection, or
+    ///   by another whose `FREE` words are not persisted yet, does not: its latest
+    ///   versions were relocated (committed copies) and persisted before any `FREE` word,
+    ///   so should a power loss keep it, its records that lose their commit are superseded
+    ///   ones, and a record that loses its commit can only lose, never win, a key.
+    /// - A `Withdrawn` record says a record is nobody's version; lost while that record's
+    ///   block stays, the record would win its key (the highest id). So it stays until the
+    ///   block is durably free: in the table, among the `freeing` ones (their `FREE` words
+    ///   are persisted in one persist point, of which a power loss keeps any subset), or in
+    ///   `frees_not_durable` all count
+    ///   (`regression_a_refused_insert_stays_withdrawn_when_a_crash_frees_only_some_blocks`).
+    fn still_vouches(
+        &self,
+        kind: RecordKind,
+        blocks: &[u64],
+        freeing: &[(usize, TileFate)],
+    ) -> bool {
+        let withdrawn = kind == RecordKind::Withdrawn;
         let _scans = lock(&self.table_scans);
+        let not_durable = lock(&self.frees_not_durable);
         blocks.iter().any(|&id| {
             let frame = (id >> 40) as usize;
-            !freeing.iter().any(|&(f, _)| f == frame)
-                && self
-                    .tile_at(frame)
-                    .is_some_and(|tile| super::block_id(tile.extent) == id)
+            let in_table = self
+                .tile_at(frame)
+                .is_some_and(|tile| super::block_id(tile.extent) == id);
+            let freed_now = freeing.iter().any(|&(f, _)| f == frame);
+            if withdrawn {
+                in_table || not_durable.iter().any(|&(freed, _)| freed == id)
+            } else {
+                in_table && !freed_now
+            }
         })
     }
 

@@ -757,3 +757,174 @@ fn threads_that_come_and_go_share_blocks() {
     });
     assert!(blocks(&store) <= 2, "{} blocks", blocks(&store));
 }
+
+/// The rows of a test driven through the storage, by key (column 0, a `U64`), for a
+/// collection's relocation.
+struct RowsByKey(std::sync::Mutex<BTreeMap<u64, std::sync::Arc<super::TileRow>>>);
+
+impl crate::version::RowFinder<super::TileRow> for RowsByKey {
+    fn arity(&self, table: u32) -> Option<usize> {
+        (table == 0).then_some(2)
+    }
+
+    fn find(&self, _table: u32, values: &RowView<'_>) -> Option<std::sync::Arc<super::TileRow>> {
+        match values.get(0) {
+            crate::row::ValueRef::U64(k) => self.0.lock().unwrap().get(&k).cloned(),
+            _ => None,
+        }
+    }
+}
+
+/// Collects the block at `frame` (queued) on this thread, as `collect_garbage` would,
+/// with no snapshot active.
+fn collect_on_this_thread(
+    store: &std::sync::Arc<super::TileStore>,
+    frame: usize,
+    rows: &RowsByKey,
+) {
+    let active = || crate::version::ActiveSnapshots::new(u64::MAX, Vec::new());
+    let context = crate::version::BlockGcContext {
+        ended: None,
+        everything: true,
+        active: &active,
+        threads: 2,
+        rows,
+    };
+    store.with_appender(|appender| {
+        let mine = std::sync::Arc::clone(&appender.gc);
+        let mut gc = super::lock(&mine);
+        store.collect_queue(appender, &mut gc, vec![frame], &context);
+    });
+}
+
+/// Found while fixing the same-collection case
+/// (`tb_recovery.rs`, `regression_a_refused_insert_stays_withdrawn_when_a_crash_frees_only_some_blocks`):
+/// two collections at once. Collection X takes block A (a refused insert's record) out of
+/// the tile table; before X's `FREE` words are persisted, collection Y frees block B, which
+/// holds the `Withdrawn` record naming it. Y read "A is gone" from the table and dropped
+/// the `Withdrawn` record; a power loss in X's persist point keeping A (`FROZEN`) brought
+/// the refused insert's record back as its key's version (its transaction's commit record
+/// is in a third block, untouched). Y now counts A as in the region until X's words are
+/// durable (`frees_not_durable`), and so does D23's bound, read by Y's relocation to decide
+/// whether a buried row's tombstone may go (found by reading, the same window). Driven
+/// through the storage, Y on a second thread inside X (a test hook), the power lost in X's
+/// persist point, over seeds keeping A's word or not.
+#[test]
+fn regression_a_block_another_collection_frees_stays_in_the_region_until_its_free_is_durable() {
+    use crate::version::{NewRowContext, VersionStorage as _};
+    type Storage = super::TileBlockStorage;
+    let mut frozen_after_crash = 0;
+    for seed in 0..16 {
+        let device = SimulatedRegion::new(4 << 20, seed);
+        let options = simulated_options(&device, 4);
+        let schema = Schema::new()
+            .column("id", ColumnType::U64)
+            .column("value", ColumnType::I64)
+            .primary_key(&["id"]);
+        let store = Storage::open_shared(&options).unwrap();
+        Storage::record_table(&store, 0, &schema.clone().validate("t").unwrap()).unwrap();
+        let rows = RowsByKey(std::sync::Mutex::new(BTreeMap::new()));
+        let insert = |owner: &std::sync::Arc<crate::txn::state::TxnShared>, id: u64, k: u64| {
+            let context = NewRowContext {
+                table: 0,
+                txn_id: id,
+                indexed: false,
+            };
+            let values = [Value::U64(k), Value::I64(id as i64)];
+            let (row, _) = Storage::insert_row(
+                &store,
+                context,
+                &values,
+                owner,
+                crate::row::NonInline::Packed,
+            )
+            .unwrap();
+            row
+        };
+        let commit = |owner: &std::sync::Arc<crate::txn::state::TxnShared>,
+                      id: u64,
+                      written: Vec<(u64, std::sync::Arc<super::TileRow>)>| {
+            owner.mark_committing();
+            Storage::commit_durably(&store, owner, id).unwrap();
+            owner.mark_committed(id);
+            for (k, row) in written {
+                Storage::stamp(&row, owner, id);
+                rows.0.lock().unwrap().insert(k, row);
+            }
+        };
+        // Block A: key 5 by transaction 5 and its commit record; transaction 9's insert
+        // of key 7 and its refused insert of key 5. Block B: the `Withdrawn` record and
+        // keys 8, 11, 12. Block C: transaction 9's commit record.
+        let owner = std::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let row = insert(&owner, 5, 5);
+        commit(&owner, 5, vec![(5, row)]);
+        let owner = std::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let mut written = vec![(7, insert(&owner, 9, 7))];
+        let refused = insert(&owner, 9, 5);
+        Storage::discard_unpublished(&refused, &owner);
+        for k in [8, 11, 12] {
+            written.push((k, insert(&owner, 9, k)));
+        }
+        commit(&owner, 9, written);
+        let used = |frame: usize| {
+            store
+                .tile_at(frame)
+                .map(|t| t.used.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        assert_eq!((used(0), used(1), used(2)), (Some(4), Some(4), Some(1)));
+        for frame in [0, 1] {
+            assert!(store.tile_at(frame).unwrap().claim_for_a_queue(), "sealed");
+        }
+        // Y, on another thread, once X took A out of the table; then the power goes in
+        // X's persist point.
+        let hook_store = std::sync::Arc::clone(&store);
+        let hook_rows = RowsByKey(std::sync::Mutex::new(rows.0.lock().unwrap().clone()));
+        let hook_device = device.clone();
+        *super::lock(&store.before_free_is_durable) = Some(Box::new(move || {
+            // D23's bound, which decides whether Y may drop a buried row's tombstone, still
+            // counts A: its superseded records (key 5's and 7's originals, moved; the
+            // refused insert's) may come back with it.
+            assert_eq!(
+                hook_store.oldest_superseded(),
+                5,
+                "block A, out of the table but not durably free, bounds D23"
+            );
+            std::thread::spawn(move || {
+                collect_on_this_thread(&hook_store, 1, &hook_rows);
+                assert!(hook_store.tile_at(1).is_none(), "Y freed block B");
+            })
+            .join()
+            .unwrap();
+            hook_device.crash_at_persist(1);
+        }));
+        collect_on_this_thread(&store, 0, &rows);
+        assert!(
+            super::lock(&store.before_free_is_durable).is_none(),
+            "the hook ran"
+        );
+        drop(rows);
+        drop(store);
+        device.crash();
+        let store = Storage::open_shared(&options).unwrap();
+        frozen_after_crash += store.stats().recovery.map_or(0, |r| r.frozen_blocks);
+        let recovered = Storage::take_recovered(&store).expect("recovered");
+        let mut by_txn: Vec<u64> = recovered
+            .rows
+            .iter()
+            .map(|(_, _, row)| {
+                let chain = row.read();
+                chain.store.record_txn_id(chain.head)
+            })
+            .collect();
+        by_txn.sort_unstable();
+        assert_eq!(
+            by_txn,
+            [5, 9, 9, 9, 9],
+            "seed {seed}: key 5's version is transaction 5's, the refused insert stays withdrawn"
+        );
+    }
+    assert!(
+        frozen_after_crash > 0,
+        "no power loss kept block A frozen: the case this test is for never happened"
+    );
+}
