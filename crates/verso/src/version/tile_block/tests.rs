@@ -760,14 +760,14 @@ fn threads_that_come_and_go_share_blocks() {
 
 /// The rows of a test driven through the storage, by key (column 0, a `U64`), for a
 /// collection's relocation.
-struct RowsByKey(std::sync::Mutex<BTreeMap<u64, std::sync::Arc<super::TileRow>>>);
+struct RowsByKey(std::sync::Mutex<BTreeMap<u64, crate::sync::Arc<super::TileRow>>>);
 
 impl crate::version::RowFinder<super::TileRow> for RowsByKey {
     fn arity(&self, table: u32) -> Option<usize> {
         (table == 0).then_some(2)
     }
 
-    fn find(&self, _table: u32, values: &RowView<'_>) -> Option<std::sync::Arc<super::TileRow>> {
+    fn find(&self, _table: u32, values: &RowView<'_>) -> Option<crate::sync::Arc<super::TileRow>> {
         match values.get(0) {
             crate::row::ValueRef::U64(k) => self.0.lock().unwrap().get(&k).cloned(),
             _ => None,
@@ -824,7 +824,7 @@ fn regression_a_block_another_collection_frees_stays_in_the_region_until_its_fre
         let store = Storage::open_shared(&options).unwrap();
         Storage::record_table(&store, 0, &schema.clone().validate("t").unwrap()).unwrap();
         let rows = RowsByKey(std::sync::Mutex::new(BTreeMap::new()));
-        let insert = |owner: &std::sync::Arc<crate::txn::state::TxnShared>, id: u64, k: u64| {
+        let insert = |owner: &crate::sync::Arc<crate::txn::state::TxnShared>, id: u64, k: u64| {
             let context = NewRowContext {
                 table: 0,
                 txn_id: id,
@@ -841,9 +841,9 @@ fn regression_a_block_another_collection_frees_stays_in_the_region_until_its_fre
             .unwrap();
             row
         };
-        let commit = |owner: &std::sync::Arc<crate::txn::state::TxnShared>,
+        let commit = |owner: &crate::sync::Arc<crate::txn::state::TxnShared>,
                       id: u64,
-                      written: Vec<(u64, std::sync::Arc<super::TileRow>)>| {
+                      written: Vec<(u64, crate::sync::Arc<super::TileRow>)>| {
             owner.mark_committing();
             Storage::commit_durably(&store, owner, id).unwrap();
             owner.mark_committed(id);
@@ -855,10 +855,10 @@ fn regression_a_block_another_collection_frees_stays_in_the_region_until_its_fre
         // Block A: key 5 by transaction 5 and its commit record; transaction 9's insert
         // of key 7 and its refused insert of key 5. Block B: the `Withdrawn` record and
         // keys 8, 11, 12. Block C: transaction 9's commit record.
-        let owner = std::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let owner = crate::sync::Arc::new(crate::txn::state::TxnShared::new());
         let row = insert(&owner, 5, 5);
         commit(&owner, 5, vec![(5, row)]);
-        let owner = std::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let owner = crate::sync::Arc::new(crate::txn::state::TxnShared::new());
         let mut written = vec![(7, insert(&owner, 9, 7))];
         let refused = insert(&owner, 9, 5);
         Storage::discard_unpublished(&refused, &owner);
