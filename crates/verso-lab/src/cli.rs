@@ -733,20 +733,14 @@ fn parse_pm_line(bytes: &str) -> Result<verso::pmem::LineSize, String> {
     verso::pmem::LineSize::new(bytes).map_err(|e| e.to_string())
 }
 
-/// The persistent-memory region `--pm-line` and `--pm-write-share` ask for (the delay from
-/// this machine's DRAM write bandwidth, measured once per process).
+/// The persistent-memory region `--pm-line` and `--pm-write-share` ask for
+/// ([`crate::pm_media`]).
 fn persistent_memory(common: &CommonArgs) -> Result<verso::pmem::PmOptions, LabError> {
-    let line = common.pm_line.unwrap_or_default();
-    let mut pm = verso::pmem::PmOptions::default().line(line);
-    if let Some(share) = common.pm_write_share {
-        static DRAM_BYTES_PER_SECOND: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-        let bandwidth = *DRAM_BYTES_PER_SECOND
-            .get_or_init(|| verso::pmem::measure_dram_write_bandwidth(256 << 20));
-        let delay = verso::pmem::emulated_line_delay(line, share, bandwidth)
-            .map_err(|e| LabError::BadOption(format!("--pm-write-share {share}: {e}")))?;
-        pm = pm.line_delay(delay);
-    }
-    Ok(pm)
+    crate::pm_media::emulated_media(common.pm_line.unwrap_or_default(), common.pm_write_share)
+        .map_err(|e| match e {
+            LabError::BadOption(what) => LabError::BadOption(format!("--pm-write-share: {what}")),
+            other => other,
+        })
 }
 
 fn parse_storage(name: &str) -> Result<VersionStorageKind, String> {

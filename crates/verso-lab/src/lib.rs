@@ -31,6 +31,7 @@ pub mod memory;
 pub mod metrics;
 pub mod peers;
 pub mod plot;
+pub mod pm_media;
 pub mod progress;
 pub mod publish;
 pub mod report;

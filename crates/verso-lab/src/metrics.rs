@@ -51,6 +51,11 @@ pub struct Sample {
     pub chain_length_mean: f64,
     /// Resident memory of the whole process at the end of the interval (0 if unknown).
     pub rss_bytes: u64,
+    /// The part of it not backed by a file or shared memory (0 if unknown): the
+    /// process's DRAM without the pages of the persistent-memory region's mapping
+    /// (`crate::memory::anonymous_resident_bytes`); TB-Collect's Fig. 12 "DRAM".
+    #[serde(default)]
+    pub dram_bytes: u64,
     /// Mean number of version records a read walked during the interval.
     pub read_chain_mean: f64,
     /// Longest chain a read walked during the interval.
@@ -190,6 +195,10 @@ pub struct Configuration {
     /// What [`Sample::growth_bytes`] measures for this system.
     #[serde(default)]
     pub growth_measure: String,
+    /// The emulated persistent memory's media (line size, delay per line persisted) of a
+    /// storage that keeps its versions in a region; empty otherwise.
+    #[serde(default)]
+    pub persistent_memory_media: String,
     /// The committed OLTP transactions planned, if the run was counted.
     pub transactions: Option<u64>,
     /// The sampling interval in seconds.

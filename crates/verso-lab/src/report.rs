@@ -919,6 +919,13 @@ fn configurations_html(runs: &[RunResult]) -> String {
         if let Some(commits) = c.epoch_advance_threshold {
             let _ = write!(settings, ", epoch advanced every {commits} commit(s)");
         }
+        if !c.persistent_memory_media.is_empty() {
+            let _ = write!(
+                settings,
+                ", emulated persistent memory: {}",
+                c.persistent_memory_media
+            );
+        }
         let _ = writeln!(
             html,
             "<li><b>{}</b>: {}{}, {} isolation, {} OLTP + {} OLAP worker(s){}, {:.1} s run, seed {}",
@@ -1249,6 +1256,7 @@ mod tests {
                 settings: String::new(),
                 durability: "WAL; not synced".into(),
                 growth_measure: String::new(),
+                persistent_memory_media: String::new(),
                 transactions: None,
                 sample_interval_seconds: 1.0,
             },

@@ -628,3 +628,35 @@ fn summary_table_lists_every_configuration() {
         "no OLAP columns without OLAP workers:\n{table}"
     );
 }
+
+/// A target rate far beyond the machine fails the run (`LabError::TargetRateMissed`),
+/// unless the configuration says it need not be met (the quick size of a reproduction),
+/// and then the run reports the rate it achieved.
+#[test]
+fn a_missed_target_rate_fails_the_run_unless_it_is_not_enforced() {
+    let unreachable = RunConfig {
+        target_rate: Some(1e9),
+        ..timed(GarbageCollector::Steam, 200)
+    };
+    match run_configuration(&kv(), &unreachable) {
+        Err(LabError::TargetRateMissed {
+            target_per_second, ..
+        }) => assert_eq!(target_per_second, 1e9),
+        other => panic!(
+            "expected a missed target rate, got {:?}",
+            other.map(|r| r.fixed_rate)
+        ),
+    }
+    let lenient = RunConfig {
+        target_rate_enforced: false,
+        ..unreachable
+    };
+    let result = run(&kv(), &lenient);
+    let fixed = result
+        .fixed_rate
+        .expect("a fixed-rate run reports its rate");
+    assert!(
+        fixed.achieved_per_second > 0.0 && fixed.achieved_per_second < 1e9,
+        "{fixed:?}"
+    );
+}

@@ -75,10 +75,15 @@ pub const EXPERIMENTS: &[Experiment] = &[
     wu::FIG22,
     wu::FIG23,
     wu::FIG24,
+    tb::FIG1,
     tb::FIG7,
     tb::FIG8,
     tb::FIG9,
     tb::FIG10,
+    tb::FIG12,
+    tb::FIG13,
+    tb::FIG14,
+    tb::FIG15B,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.

@@ -21,10 +21,13 @@
 //! The paper quotes throughput as a share of NoGC's, and so do the verdicts: absolute rates
 //! on 2 shared cores and emulated media say nothing about 40 cores and Optane.
 
+mod media;
+mod over_time;
 mod tpcc;
 
 use std::io::Write;
 
+use verso::pmem::PmOptions;
 use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionStorageKind};
 
 use super::{
@@ -35,6 +38,7 @@ use super::{
 use crate::metrics::{median, RunResult};
 use crate::runner::RunConfig;
 use crate::workload::{LabError, Workload};
+use crate::workloads::tpcc::TpccConfig;
 use crate::workloads::ycsb::{YcsbConfig, YcsbWorkload};
 
 const PAPER: PaperSource = PaperSource {
@@ -86,6 +90,10 @@ const OTHERS: [System; 3] = [STEAM_N2DB, ZEN, ONESHOT];
 /// Rows of the YCSB table here (the paper gives none for Figures 8-10; its Figure 14 used
 /// 5 million): 100-byte rows (10 fields of 10 bytes) and an 8-byte key, as §5.1 says.
 const ROWS: u64 = 1_000_000;
+/// TPC-C's warehouses in every experiment on TPC-C (the paper: 100 to 500 for 40 threads;
+/// here one per thread at the most threads, so that NewOrder's district counters do not
+/// decide the result).
+const TPCC_WAREHOUSES: u32 = 4;
 /// The paper's transaction size in Figures 8 and 9.
 const OPERATIONS: usize = 20;
 /// Seconds per point (the paper: not stated).
@@ -115,6 +123,8 @@ const ROUNDS: usize = 3;
 /// A share of NoGC agrees with the paper's if within this factor of it (about ±15%).
 const SHARE_TOLERANCE: f64 = 1.15;
 
+pub use media::{FIG1, FIG15B};
+pub use over_time::{FIG12, FIG13, FIG14};
 pub use tpcc::FIG7;
 
 /// Figure 8.
@@ -162,20 +172,23 @@ fn series(system: System, tag: &str) -> String {
 }
 
 /// One panel of a sweep: its tag (added to the series names), its file-name key, its
-/// title, the x axis, and the run at each x (threads and the YCSB).
+/// title, the x axis, the run at each x (threads and the workload), and the emulated
+/// media at each x if the panel varies it (else the default region: 256-byte lines, no
+/// delay).
 struct SweepPanel {
     tag: &'static str,
     key: &'static str,
     title: &'static str,
     x_label: &'static str,
     run_at: Box<dyn Fn(f64) -> Result<ThreadsAndWorkload, LabError>>,
+    media_at: Option<fn(f64) -> Result<PmOptions, LabError>>,
 }
 
 /// A point's worker threads and workload.
 type ThreadsAndWorkload = (usize, Box<dyn Workload>);
 
 /// A YCSB point's threads and workload.
-fn ycsb_at(threads: usize, ycsb: YcsbConfig) -> Result<(usize, Box<dyn Workload>), LabError> {
+fn ycsb_at(threads: usize, ycsb: YcsbConfig) -> Result<ThreadsAndWorkload, LabError> {
     Ok((threads, Box::new(YcsbWorkload::new(ycsb)?)))
 }
 
@@ -195,6 +208,34 @@ impl Size<'_> {
             read_ratio: 1.0 - write_share,
             theta: 0.0,
             ..YcsbConfig::new(1)
+        }
+    }
+
+    /// This size's TPC-C, with the experiment's seed.
+    fn tb_tpcc(&self) -> TpccConfig {
+        if self.quick() {
+            TpccConfig::tiny()
+        } else {
+            TpccConfig::standard(TPCC_WAREHOUSES)
+        }
+        .with_seed(self.options.seed)
+    }
+
+    /// "TPC-C, 4 warehouses" or the quick size's.
+    fn tb_tpcc_words(&self) -> String {
+        if self.quick() {
+            "tiny TPC-C".to_owned()
+        } else {
+            format!("TPC-C, {TPCC_WAREHOUSES} warehouses")
+        }
+    }
+
+    /// Runs of each point of a sweep: [`ROUNDS`], or one at the quick size.
+    fn rounds(&self) -> usize {
+        if self.quick() {
+            1
+        } else {
+            ROUNDS
         }
     }
 
@@ -231,22 +272,38 @@ impl Size<'_> {
         full_seconds: f64,
         out: &mut dyn Write,
     ) -> Result<Vec<Point>, LabError> {
-        let rounds = if self.quick() { 1 } else { ROUNDS };
+        self.sweep_of(&SYSTEMS, panels, full_seconds, out)
+    }
+
+    /// [`Size::system_sweep`] of `systems` only.
+    fn sweep_of(
+        &self,
+        systems: &[System],
+        panels: &[(SweepPanel, &[f64])],
+        full_seconds: f64,
+        out: &mut dyn Write,
+    ) -> Result<Vec<Point>, LabError> {
+        let rounds = self.rounds();
         let mut plans = Vec::new();
         for round in 1..=rounds {
             for (panel, xs) in panels {
                 for &x in *xs {
-                    for system in SYSTEMS {
+                    for &system in systems {
                         let series = series(system, panel.tag);
                         let describe =
                             format!("{series}, {} {x}, round {round}/{rounds}", panel.x_label);
                         let (threads, workload) = (panel.run_at)(x)?;
+                        let mut config =
+                            self.system_config(describe.clone(), system, threads, full_seconds);
+                        if let Some(media_at) = panel.media_at {
+                            config.options = config.options.persistent_memory(media_at(x)?);
+                        }
                         plans.push(PointPlan {
                             series,
                             x: Some(x),
-                            describe: describe.clone(),
+                            describe,
                             workload,
-                            config: self.system_config(describe, system, threads, full_seconds),
+                            config,
                         });
                     }
                 }
@@ -273,13 +330,23 @@ fn runs_of<'p>(
 /// Commits/s of `system` in the panel tagged `tag` at `x`: the median over the rounds (NaN
 /// without a run).
 fn rate(points: &[Point], system: System, tag: &str, x: f64) -> f64 {
-    let rates: Vec<f64> = runs_of(points, system, tag, x)
-        .map(commits_per_second)
-        .collect();
-    if rates.is_empty() {
+    median_over_rounds(points, system, tag, x, commits_per_second)
+}
+
+/// `value` of `system`'s runs in the panel tagged `tag` at `x`: the median over the rounds
+/// (NaN without a run).
+fn median_over_rounds(
+    points: &[Point],
+    system: System,
+    tag: &str,
+    x: f64,
+    value: fn(&RunResult) -> f64,
+) -> f64 {
+    let values: Vec<f64> = runs_of(points, system, tag, x).map(value).collect();
+    if values.is_empty() {
         f64::NAN
     } else {
-        median(rates)
+        median(values)
     }
 }
 
@@ -391,12 +458,21 @@ fn shares_note(points: &[Point], tag: &str, x_label: &str, xs: &[f64]) -> String
     )
 }
 
-/// Our setup: `what` (the workload and its size), then what every TB-Collect experiment
-/// shares, with `seconds` per point.
 /// The run-to-run spread of every system at `x`: the slowest and fastest round's commits/s,
 /// so that a reader sees how far one round can move (this VM's phases).
 fn spread_note(points: &[Point], tag: &str, x_label: &str, x: f64) -> String {
-    let by_system: Vec<String> = SYSTEMS
+    spread_note_of(points, &SYSTEMS, tag, x_label, x)
+}
+
+/// [`spread_note`] of `systems` only.
+fn spread_note_of(
+    points: &[Point],
+    systems: &[System],
+    tag: &str,
+    x_label: &str,
+    x: f64,
+) -> String {
+    let by_system: Vec<String> = systems
         .iter()
         .map(|&system| {
             let rates: Vec<f64> = runs_of(points, system, tag, x)
@@ -413,13 +489,30 @@ fn spread_note(points: &[Point], tag: &str, x_label: &str, x: f64) -> String {
     )
 }
 
-fn our_setup(size: &Size<'_>, what: &str, seconds: f64) -> String {
-    let rounds = if size.quick() { 1 } else { ROUNDS };
+/// The emulated media of every experiment that does not vary it.
+const DEFAULT_MEDIA: &str = "a tmpfs file, 256-byte lines counted, no added delay";
+
+/// Our setup: `what` (the workload and its size), then what every TB-Collect experiment
+/// shares, with `seconds` per run and `rounds` runs of each point (1: one run per system,
+/// one after another), over [`DEFAULT_MEDIA`].
+fn our_setup(what: &str, seconds: f64, rounds: usize) -> String {
+    our_setup_on(what, DEFAULT_MEDIA, seconds, rounds)
+}
+
+/// [`our_setup`] over the emulated `media` (in words).
+fn our_setup_on(what: &str, media: &str, seconds: f64, rounds: usize) -> String {
+    let runs = if rounds == 1 {
+        "one run per system, one after another".to_owned()
+    } else {
+        format!(
+            "{rounds} runs per point (the systems alternated within each round, the median \
+             taken)"
+        )
+    };
     format!(
         "{what}; each system a configuration of Verso over the same emulated persistent \
-         memory (a tmpfs file, 256-byte lines counted, no added delay), MVTO, serializable, \
-         {seconds} s per run, {rounds} run(s) per point (the systems alternated, the median \
-         taken); Steam and N2DB are one configuration (tvcp)"
+         memory ({media}), MVTO, serializable, {seconds} s per run, {runs}; Steam and N2DB \
+         are one configuration (tvcp)"
     )
 }
 
@@ -468,6 +561,7 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                 key: "fig8a",
                 title: "(a) YCSB, 50% writes",
                 x_label: "threads",
+                media_at: None,
                 run_at: Box::new(move |t| ycsb_at(t as usize, half.clone())),
             },
             threads,
@@ -478,6 +572,7 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                 key: "fig8b",
                 title: "(b) YCSB, 100% writes",
                 x_label: "threads",
+                media_at: None,
                 run_at: Box::new(move |t| ycsb_at(t as usize, all.clone())),
             },
             threads,
@@ -488,6 +583,7 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                 key: "fig8c",
                 title: "(c) YCSB, 2 threads, by share of writes",
                 x_label: "share of writes",
+                media_at: None,
                 run_at: Box::new(move |w| {
                     ycsb_at(
                         THREADS,
@@ -674,7 +770,6 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
          transaction, Zipf theta 0; (a) 50% writes and (b) 100% writes at 10-80 threads; \
          (c) 10-100% writes at 40 threads",
         our_setup(
-            &size,
             &format!(
                 "YCSB of {}, 20 operations, theta 0: (a) and (b) at {} threads, (c) at \
                  {THREADS} threads and {} shares of writes",
@@ -687,6 +782,7 @@ fn fig8(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                 write_shares.len()
             ),
             size.seconds(POINT_SECONDS),
+            size.rounds(),
         ),
         panels,
         notes,
@@ -704,6 +800,7 @@ fn fig9(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
             key: "fig9",
             title: "YCSB, 50% writes, 2 threads, by Zipf theta",
             x_label: "Zipf theta",
+            media_at: None,
             run_at: Box::new(move |theta| {
                 ycsb_at(
                     THREADS,
@@ -786,7 +883,6 @@ fn fig9(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
         "YCSB, 100-byte tuples, 20 operations per transaction, 50% writes, 40 threads, Zipf \
          theta 0, 0.5, 0.9 (and 0.95 in the figure)",
         our_setup(
-            &size,
             &format!(
                 "YCSB of {}, 20 operations, 50% writes, {THREADS} threads, theta {}",
                 ycsb_rows(&size),
@@ -796,6 +892,7 @@ fn fig9(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                     .join("/")
             ),
             size.seconds(POINT_SECONDS),
+            size.rounds(),
         ),
         panels,
         notes,
@@ -818,6 +915,7 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
             key: "fig10",
             title: "YCSB, 50% writes, 2 threads, by transaction size",
             x_label: "operations per transaction",
+            media_at: None,
             run_at: Box::new(move |operations| {
                 ycsb_at(
                     THREADS,
@@ -936,7 +1034,6 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         "YCSB, 100-byte tuples, 50% writes, Zipf theta 0, 40 threads, 1-80 operations per \
          transaction",
         our_setup(
-            &size,
             &format!(
                 "YCSB of {}, 50% writes, theta 0, {THREADS} threads, {} operations per \
                  transaction",
@@ -947,6 +1044,7 @@ fn fig10(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
                     .join("/")
             ),
             size.seconds(POINT_SECONDS),
+            size.rounds(),
         ),
         panels,
         notes,

@@ -15,11 +15,8 @@ use crate::reproduce::{
     ReproduceOptions, Reproduction, Size, Table, Verdict,
 };
 use crate::workload::LabError;
-use crate::workloads::tpcc::{Tpcc, TpccConfig};
+use crate::workloads::tpcc::Tpcc;
 
-/// Warehouses (the paper: 500 for 40 threads; here one per thread at the most threads, so
-/// that NewOrder's district counters do not decide the result).
-const WAREHOUSES: u32 = 4;
 /// Thread counts: up to twice the cores, as the paper's 10-80 on 40 logical cores.
 const THREADS_SWEEP: [f64; 3] = [1.0, 2.0, 4.0];
 const QUICK_THREADS_SWEEP: [f64; 2] = [1.0, 2.0];
@@ -66,18 +63,14 @@ fn mean_latency(points: &[Point], system: System, threads: f64, kind: &str) -> f
 fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction, LabError> {
     let size = Size { options };
     let threads = size.pick(&THREADS_SWEEP, &QUICK_THREADS_SWEEP);
-    let config = if size.quick() {
-        TpccConfig::tiny()
-    } else {
-        TpccConfig::standard(WAREHOUSES)
-    }
-    .with_seed(options.seed);
+    let config = size.tb_tpcc();
     let sweeps = [(
         SweepPanel {
             tag: TAG,
             key: "fig7b",
             title: "(b) TPC-C scalability",
             x_label: "threads",
+            media_at: None,
             run_at: Box::new(move |t| {
                 Ok((
                     t as usize,
@@ -293,18 +286,13 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
          loop; docs/lab.md, \"Latency per transaction type\")."
             .to_owned(),
     ];
-    let warehouses = if size.quick() {
-        "tiny TPC-C".to_owned()
-    } else {
-        format!("TPC-C, {WAREHOUSES} warehouses")
-    };
+    let warehouses = size.tb_tpcc_words();
     Ok(reproduction(
         &size,
         &FIG7,
         "TPC-C, 500 warehouses, the standard mix; (a) and (c) at 40 threads (not stated, \
          presumably), (b) at 10-80 threads",
         our_setup(
-            &size,
             &format!(
                 "{warehouses}, the standard mix, {} threads; (a) and (c) at {THREADS}",
                 xs.iter()
@@ -313,6 +301,7 @@ fn fig7(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction,
                     .join("/")
             ),
             size.seconds(SECONDS),
+            size.rounds(),
         ),
         vec![a, b, c],
         notes,

@@ -160,7 +160,7 @@ impl TileChain {
             let next = if mine { self.next(head) } else { head };
             let link = match store.append_version(
                 appender,
-                Target::Append,
+                Target::Append(self.table),
                 (kind, 0),
                 (self.table, Sequence::Of(owner)),
                 txn_id,
@@ -283,7 +283,7 @@ impl VersionStorage for TileBlockStorage {
         let head = shared.with_appender(|appender| {
             shared.append_version(
                 appender,
-                Target::Append,
+                Target::Append(context.table),
                 (RecordKind::Version, 0),
                 (context.table, Sequence::Of(owner)),
                 context.txn_id,
@@ -386,17 +386,30 @@ impl VersionStorage for TileBlockStorage {
             let payload = layout::commit_payload(records);
             let blocks = owner.storage_blocks();
             let commit_bytes = layout::stored_record_bytes(payload.len()) as u64;
-            let in_one_block = appender.open.as_ref().is_some_and(|open| {
-                open.slots < shared.slots_per_block
-                    && open.cursor + commit_bytes <= open.bytes
-                    && blocks.iter().all(|&b| b == block_id(open.extent))
-            });
+            // The commit record goes to the block of the table that holds all the
+            // transaction's records, if one does (open blocks are per table); else to the
+            // block of the table the thread last appended to.
+            let all_in = |open: &OpenBlock| blocks.iter().all(|&b| b == block_id(open.extent));
+            let home = appender
+                .open
+                .iter()
+                .position(|open| open.as_ref().is_some_and(all_in))
+                .map_or(appender.last_table, |table| table as u32);
+            let in_one_block = appender
+                .open
+                .get(home as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|open| {
+                    open.slots < shared.slots_per_block
+                        && open.cursor + commit_bytes <= open.bytes
+                        && all_in(open)
+                });
             if !in_one_block {
                 appender.writer.persist().map_err(lost)?;
             }
             let link = shared.append_marker(
                 appender,
-                Target::Append,
+                Target::Append(home),
                 (RecordKind::Commit, 0, Sequence::Copied(0)),
                 txn_id,
                 &payload,

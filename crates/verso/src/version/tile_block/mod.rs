@@ -297,12 +297,24 @@ impl Tile {
     }
 }
 
-/// A thread's appending state: its writer, and the block it appends to. Only its thread
-/// uses it (so no lock); when the thread ends, its open block goes to the store's spares
-/// for the next thread, so threads that come and go do not leave near-empty blocks behind.
+/// A thread's appending state: its writer, and the blocks it appends to, one per table.
+/// Only its thread uses it (so no lock); when the thread ends, its open blocks go to the
+/// store's spares for the next thread, so threads that come and go do not leave
+/// near-empty blocks behind.
+///
+/// One open block per table, not one for all (TB §3: "the same table heap" holds a
+/// table's versions): a block's slots then age together. Mixed in one block, the records
+/// that stay latest for ever (TPC-C's history rows, its delivered orders and order lines)
+/// kept nearly every block of a TPC-C run below θ, so tb-collect freed almost nothing
+/// (`tb-fig12`, docs/lab-notebook.md).
 struct Appender {
     writer: LineWriter,
-    open: Option<OpenBlock>,
+    /// The open block of each table, by table index (grown as tables get records).
+    open: Vec<Option<OpenBlock>>,
+    /// The table of the last version this thread appended: where a transaction's commit
+    /// record goes when its records are not in one block (any block would do: the commit
+    /// protocol persists them first then).
+    last_table: u32,
     /// The block a collection on this thread copies latest versions into (TB Algorithm
     /// 2's "block N+1"), apart from `open`: its records carry old ids, which would widen
     /// the append block's `[min_txnid, max_txnid]` and delay its collection.
@@ -316,8 +328,8 @@ struct Appender {
 /// Which of a thread's open blocks a record goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
-    /// The block the thread's transactions append to.
-    Append,
+    /// The block the thread's transactions append this table's records to.
+    Append(u32),
     /// The block its collections copy latest versions into.
     Relocation,
 }
@@ -332,6 +344,9 @@ enum Sequence<'a> {
 }
 
 struct OpenBlock {
+    /// What it was opened for: a table's records or a collection's copies (a spare block
+    /// is taken again only for the same).
+    target: Target,
     extent: Extent,
     /// Region offset of the block's first byte, and its size.
     at: u64,
@@ -416,10 +431,8 @@ impl pmem::appenders::ThreadAppender for Appender {
         // (`regression_a_block_a_thread_left_keeps_the_next_threads_commits`). A failure
         // fails the region, which then refuses every commit.
         let _ = self.writer.persist();
-        for block in [self.open.take(), self.relocation.take()]
-            .into_iter()
-            .flatten()
-        {
+        let open = self.open.iter_mut().map(Option::take);
+        for block in open.chain([self.relocation.take()]).flatten() {
             lock(&self.spares).push(block);
         }
         lock(&self.gc).retired = true;
@@ -549,7 +562,8 @@ impl TileStore {
         lock(&self.threads).push(std::sync::Arc::clone(&gc));
         Appender {
             writer: self.region.writer(),
-            open: None,
+            open: Vec::new(),
+            last_table: 0,
             relocation: None,
             gc,
             spares: std::sync::Arc::clone(&self.spare_blocks),
@@ -735,32 +749,41 @@ impl TileStore {
         txn_id: u64,
     ) -> Result<&'a mut OpenBlock> {
         let fits = |b: &OpenBlock| b.slots < self.slots_per_block && b.cursor + stored <= b.bytes;
-        let current = match into {
-            Target::Append => &appender.open,
-            Target::Relocation => &appender.relocation,
-        };
-        if !current.as_ref().is_some_and(fits) {
+        if let Target::Append(table) = into {
+            let needed = table as usize + 1;
+            if appender.open.len() < needed {
+                appender.open.resize_with(needed, || None);
+            }
+            appender.last_table = table;
+        }
+        if !Self::open_for(appender, into).as_ref().is_some_and(fits) {
             let spare = {
                 let mut spares = lock(&self.spare_blocks);
-                spares.iter().position(fits).map(|i| spares.swap_remove(i))
+                spares
+                    .iter()
+                    .position(|b| b.target == into && fits(b))
+                    .map(|i| spares.swap_remove(i))
             };
             let next = match spare {
                 Some(block) => block,
-                None => self.open_block(appender, stored, txn_id)?,
+                None => self.open_block(appender, into, stored, txn_id)?,
             };
-            let current = match into {
-                Target::Append => &mut appender.open,
-                Target::Relocation => &mut appender.relocation,
-            };
-            if let Some(full) = current.replace(next) {
+            if let Some(full) = Self::open_for(appender, into).replace(next) {
                 self.seal(appender, full);
             }
         }
-        let current = match into {
-            Target::Append => &mut appender.open,
+        Ok(Self::open_for(appender, into)
+            .as_mut()
+            .expect("opened above"))
+    }
+
+    /// `appender`'s open block for `into` (the table's entry exists: `block_for` grew the
+    /// list).
+    fn open_for(appender: &mut Appender, into: Target) -> &mut Option<OpenBlock> {
+        match into {
+            Target::Append(table) => &mut appender.open[table as usize],
             Target::Relocation => &mut appender.relocation,
-        };
-        Ok(current.as_mut().expect("opened above"))
+        }
     }
 
     /// Seals a full block: sealed in the directory (durable at the writer's next persist
@@ -779,7 +802,13 @@ impl TileStore {
 
     /// A new block with room for a record of `stored` bytes, its directory word and
     /// metadata line stored through `appender`'s writer, its tile published.
-    fn open_block(&self, appender: &mut Appender, stored: u64, txn_id: u64) -> Result<OpenBlock> {
+    fn open_block(
+        &self,
+        appender: &mut Appender,
+        target: Target,
+        stored: u64,
+        txn_id: u64,
+    ) -> Result<OpenBlock> {
         let g = *self.space.geometry();
         let frames = (METADATA_LINE_BYTES + stored).div_ceil(g.frame_bytes);
         let frames = u32::try_from(frames).unwrap_or(u32::MAX);
@@ -814,6 +843,7 @@ impl TileStore {
         let before = self.tiles[extent.first_frame as usize].swap(tile, Ordering::AcqRel);
         debug_assert!(before.is_null(), "a freshly allocated block has no tile");
         Ok(OpenBlock {
+            target,
             extent,
             at,
             bytes: u64::from(frames) * g.frame_bytes,
@@ -941,9 +971,11 @@ impl TileStore {
     ) -> Result<()> {
         let withdrawn_from = block_id(self.tile(chain.head).extent);
         let payload = layout::withdrawn_payload(withdrawn_from, chain.head.slot() as u32);
+        // In the taken-back record's table's block: most often the same block, so nothing
+        // spans.
         let marker = self.append_marker(
             appender,
-            Target::Append,
+            Target::Append(chain.table),
             (RecordKind::Withdrawn, 0, Sequence::Copied(0)),
             txn_id,
             &payload,

@@ -310,8 +310,9 @@ impl TileStore {
     /// open blocks stay open (only their owner appends to them).
     fn seal_open_blocks(&self, appender: &mut Appender) {
         let spares: Vec<_> = lock(&self.spare_blocks).drain(..).collect();
-        let open = [appender.open.take(), appender.relocation.take()];
-        for block in open.into_iter().flatten().chain(spares) {
+        let mut open: Vec<_> = appender.open.iter_mut().filter_map(Option::take).collect();
+        open.extend(appender.relocation.take());
+        for block in open.into_iter().chain(spares) {
             self.seal(appender, block);
         }
     }
