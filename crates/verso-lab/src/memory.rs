@@ -46,11 +46,22 @@ fn read_page_size() -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// These tests measure the whole process's memory while touching and freeing 64 MiB:
+    /// run at once, one's free shrank the other's measurement (a fresh-clone CI failed
+    /// so). Each holds this lock while it measures, and so does every other unit test
+    /// that allocates and frees that much (`pm_media`'s bandwidth measurement).
+    static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    pub(crate) fn measuring() -> std::sync::MutexGuard<'static, ()> {
+        MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
     #[test]
     fn resident_memory_grows_with_a_touched_allocation() {
+        let _alone = measuring();
         let Some(before) = resident_bytes() else {
             return; // not Linux: nothing to measure
         };
@@ -68,6 +79,7 @@ mod tests {
 
     #[test]
     fn anonymous_memory_is_part_of_resident_memory_and_grows_with_the_heap() {
+        let _alone = measuring();
         let (Some(resident), Some(before)) = (resident_bytes(), anonymous_resident_bytes()) else {
             return; // not Linux: nothing to measure
         };

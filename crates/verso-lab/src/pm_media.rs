@@ -62,6 +62,8 @@ mod tests {
 
     #[test]
     fn a_lower_write_share_and_a_longer_line_delay_each_line_more() {
+        // Its bandwidth measurement allocates and frees 512 MiB.
+        let _alone = crate::memory::tests::measuring();
         let optane = emulated_media(LineSize::B256, Some(0.3)).expect("Optane-like media");
         let table3_a = emulated_media(LineSize::B256, Some(0.5)).expect("configuration A");
         let table3_b = emulated_media(LineSize::B128, Some(0.5)).expect("configuration B");
