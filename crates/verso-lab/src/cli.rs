@@ -229,6 +229,11 @@ pub struct CommonArgs {
     /// [default: steam].
     #[arg(long, value_parser = parse_gc, help = gc_help())]
     pub gc: Option<GarbageCollector>,
+    /// For tb-collect: how chains long transactions walk are kept whole when their blocks
+    /// are freed: kept-tiles (TB-Collect's, the default) or hash-index (TB-Collect-hash:
+    /// OneShot's version index in the region instead).
+    #[arg(long, value_name = "HOW", value_parser = parse_consolidation)]
+    pub chain_consolidation: Option<verso::ChainConsolidation>,
     /// Run several configurations one after the other, each on a freshly loaded database
     /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
     /// storage, protocol, index-pointers, non-inline or system (verso and peers), e.g.
@@ -712,6 +717,10 @@ fn gc_help() -> String {
     )
 }
 
+fn parse_consolidation(name: &str) -> Result<verso::ChainConsolidation, String> {
+    verso::ChainConsolidation::from_name(name).map_err(|e| e.to_string())
+}
+
 fn parse_removal(name: &str) -> Result<VersionRemoval, String> {
     VersionRemoval::from_name(name).map_err(|e| e.to_string())
 }
@@ -1024,6 +1033,7 @@ impl VersoAxes {
             .index_pointers(common.index_pointers.unwrap_or_default())
             .non_inline(common.non_inline.unwrap_or_default());
         base.memory_spaces = common.memory_spaces;
+        base.chain_consolidation = common.chain_consolidation.unwrap_or_default();
         if common.pm_line.is_some() || common.pm_write_share.is_some() {
             base.persistent_memory = Some(persistent_memory(common)?);
         }

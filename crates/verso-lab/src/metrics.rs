@@ -126,6 +126,15 @@ pub struct Sample {
     /// included) at the end of the interval: TB-Collect's Fig. 12 "DRAM" beside the rows.
     #[serde(default)]
     pub pm_tile_bytes: u64,
+    /// Blocks tb-collect freed while chains still reached their headers, since the
+    /// database opened (at the end of the interval): each needed chain consolidation (TB
+    /// §4.4), a kept tile or (TB-Collect-hash) a version index.
+    #[serde(default)]
+    pub pm_blocks_consolidated: u64,
+    /// Entries TB-Collect-hash's version indexes got since the database opened (one per
+    /// superseded version indexed: its small writes).
+    #[serde(default)]
+    pub pm_version_index_entries: u64,
 }
 
 impl Sample {

@@ -1573,6 +1573,13 @@ impl<'c> Sampler<'c> {
                 .persistent_memory
                 .as_ref()
                 .map_or(0, |pm| pm.blocks.tile_bytes),
+            pm_blocks_consolidated: s.persistent_memory.as_ref().map_or(0, |pm| {
+                pm.blocks.blocks_freed_tile_kept + pm.blocks.blocks_freed_indexed
+            }),
+            pm_version_index_entries: s
+                .persistent_memory
+                .as_ref()
+                .map_or(0, |pm| pm.blocks.version_index_entries),
         }
     }
 

@@ -898,7 +898,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 31);
+    assert_eq!(EXPERIMENTS.len(), 32);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));
@@ -1120,6 +1120,35 @@ fn tb_fig9_and_fig10_sweep_skew_and_transaction_size() {
         3,
         "commits/s, share, operations/s"
     );
+}
+
+/// TB-Collect Figure 11: NoGC, TB-Collect and TB-Collect-hash at 1 and 2 threads in the two
+/// scenarios; TB-Collect-hash runs tb-collect with the hash index (its design says so),
+/// and the notes count each system's consolidated blocks.
+#[test]
+fn tb_fig11_runs_tb_collect_and_tb_collect_hash_in_two_scenarios() {
+    let (r, _) = quick("tb-fig11");
+    assert_eq!(r.points.len(), 3 * 2 * 2, "systems x threads x scenarios");
+    assert_tb_points(&r);
+    assert_eq!(r.panels.len(), 2);
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        assert_eq!(
+            point.series.starts_with("TB-Collect-hash"),
+            design.ends_with("/hash-index"),
+            "{}: {design}",
+            point.series
+        );
+    }
+    assert_eq!(
+        r.notes.len(),
+        2 * 3 + 1,
+        "shares, consolidation, spread per scenario"
+    );
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("blocks freed while chains")));
 }
 
 /// TB-Collect Figure 7: the five systems on TPC-C at 1 and 2 threads; shares (a) and

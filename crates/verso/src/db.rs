@@ -352,6 +352,50 @@ impl ConcurrencyControl {
     }
 }
 
+/// How 'tb-collect' keeps the version chains of long transactions whole when it frees a
+/// block whose headers a chain still reaches (TB §4.4, "chain consolidation"; Fig. 11
+/// compares the two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ChainConsolidation {
+    /// TB-Collect's design: the block's tile (its version headers, in DRAM) stays after the
+    /// block is freed, until no chain reaches it and the long transactions ended.
+    #[default]
+    KeptTiles,
+    /// TB-Collect-hash (TB §5.4): OneShot's hash index instead of kept tiles. The headers
+    /// of the block's superseded versions are written to a version index in the
+    /// persistent-memory region (an entry and a bucket head each: small writes), every link
+    /// into the block is switched to the index under its row's latch, and the tile is
+    /// freed with the block; the index goes when no chain reaches it any more.
+    HashIndex,
+}
+
+impl ChainConsolidation {
+    /// Its name in the lab (`--chain-consolidation`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainConsolidation::KeptTiles => "kept-tiles",
+            ChainConsolidation::HashIndex => "hash-index",
+        }
+    }
+
+    /// Both.
+    pub const ALL: [ChainConsolidation; 2] =
+        [ChainConsolidation::KeptTiles, ChainConsolidation::HashIndex];
+
+    /// The consolidation named `name` (as [`ChainConsolidation::name`] gives it).
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| Error::UnsupportedConfiguration {
+                reason: format!(
+                    "unknown chain consolidation '{name}' (known: kept-tiles, hash-index)"
+                ),
+            })
+    }
+}
+
 /// How finalizing removes the versions no snapshot needs any more from a row's chain (a
 /// mechanism every collector shares).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -569,6 +613,10 @@ pub struct Options {
     /// how stale the collector's knowledge may grow. Setting it for another collector is
     /// refused at [`Database::open`].
     pub block_gc_epoch: Option<std::time::Duration>,
+    /// For 'tb-collect': how it keeps long transactions' chains whole when it frees their
+    /// blocks ([`ChainConsolidation`]; kept tiles by default, as TB-Collect). Anything but
+    /// the default with another collector is refused at [`Database::open`].
+    pub chain_consolidation: ChainConsolidation,
     /// For the epoch collectors ('Deuteronomy', 'Ermia'): how many commits pass between
     /// attempts to advance the global epoch. `None`: 100 for 'Deuteronomy', 1 for
     /// 'Ermia' (Table 4). Setting it for another collector is refused at [`Database::open`].
@@ -671,6 +719,7 @@ impl Default for Options {
             block_gc_epoch: None,
             epoch_advance_threshold: None,
             version_removal: VersionRemoval::default(),
+            chain_consolidation: ChainConsolidation::default(),
             index_pointers: IndexPointers::default(),
             non_inline: NonInline::default(),
             memory_spaces: None,
@@ -725,6 +774,13 @@ impl Options {
     /// Options with this global epoch for 'tb-collect'.
     pub fn block_gc_epoch(mut self, epoch: std::time::Duration) -> Self {
         self.block_gc_epoch = Some(epoch);
+        self
+    }
+
+    /// Options with this chain consolidation for 'tb-collect' (TB-Collect-hash:
+    /// [`ChainConsolidation::HashIndex`]).
+    pub fn chain_consolidation(mut self, consolidation: ChainConsolidation) -> Self {
+        self.chain_consolidation = consolidation;
         self
     }
 
@@ -1010,6 +1066,15 @@ impl Options {
             if epoch.is_zero() {
                 return refuse("the block-level GC epoch must be longer than zero".into());
             }
+        }
+        if self.chain_consolidation != ChainConsolidation::default()
+            && gc != GarbageCollector::TbCollect
+        {
+            return refuse(format!(
+                "chain consolidation '{}' applies only to tb-collect, not to {}",
+                self.chain_consolidation.name(),
+                gc.name()
+            ));
         }
         if let Some(period) = self.background_gc_period {
             if !gc.runs_in_background() {
@@ -1660,7 +1725,11 @@ impl Database {
     /// The configuration in words: `storage/collector/protocol`, e.g.
     /// `delta/steam/si-first-updater-wins`.
     pub fn design(&self) -> String {
-        on_engine!(&*self.engine, e => e.design())
+        let design = on_engine!(&*self.engine, e => e.design());
+        if self.options.chain_consolidation == ChainConsolidation::default() {
+            return design;
+        }
+        format!("{design}/{}", self.options.chain_consolidation.name())
     }
 
     /// The options the database was opened with.

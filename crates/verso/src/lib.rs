@@ -93,9 +93,10 @@ mod value;
 mod version;
 
 pub use db::{
-    CommitTicket, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation,
-    KeyRange, Options, PlantedBug, TableId, ThreadBound, Transaction, VersionStorageKind,
-    DEFAULT_CHECKPOINT_AFTER_LOG_BYTES, DEFAULT_LOG_SEGMENT_BYTES, DEFAULT_LOG_SYNCS_IN_FLIGHT,
+    ChainConsolidation, CommitTicket, ConcurrencyControl, Database, GarbageCollector,
+    IndexPointers, Isolation, KeyRange, Options, PlantedBug, TableId, ThreadBound, Transaction,
+    VersionStorageKind, DEFAULT_CHECKPOINT_AFTER_LOG_BYTES, DEFAULT_LOG_SEGMENT_BYTES,
+    DEFAULT_LOG_SYNCS_IN_FLIGHT,
 };
 pub use durability::{CheckpointReport, Durability, DurabilityStats, RecoveryStats};
 pub use error::{Error, Result};

@@ -4,10 +4,10 @@
 //! still reads its snapshot through them; deleted rows' tombstones go; and concurrent
 //! writers, readers and collections keep every committed value.
 
-use verso::pmem::{BlockStats, PmOptions};
+use verso::pmem::{BlockStats, PmOptions, Purpose};
 use verso::{
-    ColumnType, ConcurrencyControl, Database, GarbageCollector, Isolation, Options, Schema,
-    TableId, Value, VersionStorageKind,
+    ChainConsolidation, ColumnType, ConcurrencyControl, Database, GarbageCollector, Isolation,
+    Options, Schema, TableId, Value, VersionStorageKind,
 };
 
 /// Epochs of 1 ms: each test's transactions take a tenth of a second or so, which at the
@@ -212,6 +212,83 @@ fn a_long_transaction_keeps_tiles_not_blocks() {
     let after = blocks(&db);
     assert_eq!(after.tiles_kept, 0, "{after:?}");
     assert!(after.kept_tiles_freed > 0, "{after:?}");
+    assert_eq!(db.stats().live_versions(), 0);
+    for id in 0..100 {
+        assert_eq!(value_of(&db, table, id), Some(59));
+    }
+}
+
+/// TB-Collect-hash (TB §5.4): the same long transaction, with version indexes instead of
+/// kept tiles. Blocks it may walk are freed with their tiles; the chains that reached them
+/// now run through indexes in the region (small writes, counted), and it reads its
+/// snapshot through them; a second long transaction, begun later, reads its own through
+/// chains that run through two generations of indexes. When both end, the indexes go.
+#[test]
+fn a_long_transaction_reads_through_version_indexes_with_the_hash_consolidation() {
+    let db = Database::open(
+        options(GarbageCollector::TbCollect).chain_consolidation(ChainConsolidation::HashIndex),
+    )
+    .unwrap();
+    let table = counters(&db);
+    load(&db, table, 100);
+    update_rounds(&db, table, 100, 1..3);
+    let first = db.begin(Isolation::Serializable);
+    assert_eq!(
+        first.get(table, &[Value::U64(7)]).unwrap().unwrap()[1],
+        Value::I64(2)
+    );
+    std::thread::scope(|scope| {
+        scope.spawn(|| update_rounds(&db, table, 100, 3..30));
+    });
+    let second = db.begin(Isolation::Serializable);
+    assert_eq!(
+        second.get(table, &[Value::U64(7)]).unwrap().unwrap()[1],
+        Value::I64(29)
+    );
+    std::thread::scope(|scope| {
+        scope.spawn(|| update_rounds(&db, table, 100, 30..60));
+    });
+    let during = blocks(&db);
+    assert!(during.blocks_freed_indexed > 0, "{during:?}");
+    assert!(during.version_indexes > 0, "{during:?}");
+    assert!(during.version_index_entries > 0, "{during:?}");
+    assert!(during.index_links_switched > 0, "{during:?}");
+    assert_eq!(
+        during.blocks_freed_tile_kept, during.consolidations_refused,
+        "{during:?}"
+    );
+    assert!(
+        during.tiles_kept <= during.consolidations_refused,
+        "tiles are kept only where a chain could not be switched: {during:?}"
+    );
+    let pm = db.stats().persistent_memory.unwrap();
+    assert!(
+        pm.purpose(Purpose::VersionIndex).lines_persisted > 0,
+        "the indexes' small writes are counted: {pm:?}"
+    );
+    for id in 0..100 {
+        assert_eq!(
+            first.get(table, &[Value::U64(id)]).unwrap().unwrap()[1],
+            Value::I64(2),
+            "the first long snapshot reads row {id} through version indexes"
+        );
+        assert_eq!(
+            second.get(table, &[Value::U64(id)]).unwrap().unwrap()[1],
+            Value::I64(29),
+            "the second long snapshot reads row {id}"
+        );
+    }
+    first.commit().unwrap();
+    second.commit().unwrap();
+    db.collect_garbage();
+    let after = blocks(&db);
+    assert_eq!(after.version_indexes, 0, "{after:?}");
+    assert_eq!(after.version_index_bytes, 0, "{after:?}");
+    assert_eq!(
+        after.version_indexes_freed, after.version_indexes_built,
+        "{after:?}"
+    );
+    assert_eq!(after.tiles_kept, 0, "{after:?}");
     assert_eq!(db.stats().live_versions(), 0);
     for id in 0..100 {
         assert_eq!(value_of(&db, table, id), Some(59));

@@ -349,16 +349,25 @@ fn random_transaction(
     txn.commit()
 }
 
+/// What a run until the crash saw: the acknowledged model and, if a commit was cut by the
+/// crash, the model that commit would have made; version indexes built and the long
+/// reader's checked reads (with one).
+struct Crashed {
+    acknowledged: Model,
+    cut: Option<Model>,
+    indexes_built: u64,
+    snapshot_reads: u64,
+}
+
 /// Runs the workload until the crash at persist point `crash_at` (or to the end), then
-/// loses power. Returns the acknowledged model and, if a commit was cut by the crash, the
-/// model that commit would have made.
+/// loses power. With `long_reader_from`, a transaction begun at that step holds its
+/// snapshot to the end and checks every 5 steps that it reads it.
 fn run_until_the_crash(
     device: &SimulatedRegion,
     options: &Options,
-    seed: u64,
-    crash_at: u64,
-    steps: u64,
-) -> (Model, Option<Model>) {
+    (seed, crash_at, steps): (u64, u64, u64),
+    long_reader_from: Option<u64>,
+) -> Crashed {
     let db = Database::open(options.clone()).unwrap();
     let table = match db.table("kv") {
         Ok(table) => table,
@@ -369,7 +378,12 @@ fn run_until_the_crash(
     device.crash_at_persist(crash_at);
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut cut = None;
+    let mut long: Option<(verso::Transaction<'_>, Model)> = None;
+    let mut snapshot_reads = 0;
     for step in 0..steps {
+        if Some(step) == long_reader_from {
+            long = Some((db.begin(Isolation::Serializable), acknowledged.clone()));
+        }
         let mut model = acknowledged.clone();
         match random_transaction(&db, table, (&mut rng, 0), &mut model, step as i64 + 1) {
             Ok(()) => acknowledged = model,
@@ -379,13 +393,42 @@ fn run_until_the_crash(
                 break;
             }
         }
+        if let Some((reader, snapshot)) = long.as_ref().filter(|_| step % 5 == 0) {
+            for k in 0..12 {
+                let value = reader
+                    .get(table, &[Value::U64(k)])
+                    .unwrap()
+                    .map(|row| match row[1] {
+                        Value::I64(v) => v,
+                        ref other => panic!("{other:?}"),
+                    });
+                assert_eq!(
+                    value,
+                    snapshot.get(&k).copied(),
+                    "seed {seed} step {step}: the long reader's key {k}"
+                );
+                snapshot_reads += 1;
+            }
+        }
         if step % 7 == 6 {
             db.collect_garbage();
         }
     }
+    let indexes_built = db
+        .stats()
+        .persistent_memory
+        .unwrap()
+        .blocks
+        .version_indexes_built;
+    drop(long);
     drop(db);
     device.crash();
-    (acknowledged, cut)
+    Crashed {
+        acknowledged,
+        cut,
+        indexes_built,
+        snapshot_reads,
+    }
 }
 
 #[test]
@@ -403,8 +446,9 @@ fn every_acknowledged_commit_survives_a_power_loss_at_any_persist_point() {
         for life in 0..2u64 {
             let crash_at = 1 + (seed * 7 + life * 13) % 90;
             let before = device.persists();
-            let (acknowledged, cut) =
-                run_until_the_crash(&device, &options, seed * 2 + life, crash_at, 60);
+            let Crashed {
+                acknowledged, cut, ..
+            } = run_until_the_crash(&device, &options, (seed * 2 + life, crash_at, 60), None);
             if device.persists() >= before + crash_at {
                 crashed_in_the_run += 1;
             }
@@ -480,6 +524,56 @@ fn every_acknowledged_commit_survives_a_power_loss_at_any_persist_point() {
             "no crash left a frozen block for Algorithm 3 in {seeds} seeds"
         );
     }
+}
+
+/// TB-Collect-hash at a power loss: a long reader holds its snapshot while the workload
+/// runs, so collections free blocks it may walk, write version indexes (`Scratch` runs)
+/// and switch chains to them. At a power loss at any persist point (inside an index's
+/// build, its link switches, the frees after it), every acknowledged commit survives, the
+/// open frees the indexes' frames (nothing is leaked), and until the crash the reader
+/// read its snapshot through the indexes.
+#[test]
+fn hash_indexes_lose_nothing_acknowledged_at_a_power_loss_under_a_long_reader() {
+    let seeds = crash_seeds(40);
+    let mut indexes_built = 0;
+    let mut snapshot_reads = 0;
+    for seed in 0..seeds {
+        let dir = temp_dir(&format!("hash-crash-{seed}"));
+        let _cleanup = Cleanup(dir.clone());
+        let (device, options) = simulated(seed, &dir, 6, GarbageCollector::TbCollect);
+        let options = options.chain_consolidation(verso::ChainConsolidation::HashIndex);
+        let crash_at = 20 + (seed * 7) % 160;
+        // (A seed of `2 * seed`: the schema of `kv_schema_for(seed)`.)
+        let crashed = run_until_the_crash(&device, &options, (2 * seed, crash_at, 90), Some(12));
+        indexes_built += crashed.indexes_built;
+        snapshot_reads += crashed.snapshot_reads;
+        let Crashed {
+            acknowledged, cut, ..
+        } = crashed;
+        let db = Database::open(options.clone())
+            .unwrap_or_else(|e| panic!("seed {seed}: the crashed region does not open: {e}"));
+        let table = db.table("kv").unwrap();
+        let found = read_model(&db, table);
+        assert!(
+            [Some(&acknowledged), cut.as_ref()].contains(&Some(&found)),
+            "seed {seed}: recovered {found:?}\nacknowledged {acknowledged:?}\ncut {cut:?}"
+        );
+        let after = db.stats().persistent_memory.unwrap().blocks;
+        assert_eq!(after.version_indexes, 0, "seed {seed}: {after:?}");
+        db.collect_garbage();
+        let after = db.stats().persistent_memory.unwrap().blocks;
+        assert!(
+            after.frames_in_use <= found.len() as u64 + 2,
+            "seed {seed}: {} frames in use for {} rows (an index's frames leaked?): {after:?}",
+            after.frames_in_use,
+            found.len()
+        );
+    }
+    assert!(
+        indexes_built > 0,
+        "no version index was built in {seeds} seeds"
+    );
+    assert!(snapshot_reads > 0);
 }
 
 /// Two writers on their own keys, each ending its thread every 15 transactions (a thread

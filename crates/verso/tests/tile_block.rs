@@ -221,6 +221,20 @@ fn what_the_tile_block_storage_cannot_run_with_is_refused_with_a_reason() {
     );
     refused(
         tb.clone()
+            .garbage_collector(GarbageCollector::NoCollection)
+            .chain_consolidation(verso::ChainConsolidation::HashIndex),
+        "chain consolidation 'hash-index' applies only to tb-collect, not to none",
+    );
+    assert_eq!(
+        verso::ChainConsolidation::from_name("hash-index").unwrap(),
+        verso::ChainConsolidation::HashIndex
+    );
+    assert!(matches!(
+        verso::ChainConsolidation::from_name("hash"),
+        Err(verso::Error::UnsupportedConfiguration { .. })
+    ));
+    refused(
+        tb.clone()
             .path(std::env::temp_dir().join("verso-tb-refused"))
             .durability(verso::Durability::None),
         "which is Durability::Sync",

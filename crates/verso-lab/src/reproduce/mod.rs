@@ -80,6 +80,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     tb::FIG8,
     tb::FIG9,
     tb::FIG10,
+    tb::FIG11,
     tb::FIG12,
     tb::FIG13,
     tb::FIG14,

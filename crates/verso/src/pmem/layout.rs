@@ -356,6 +356,10 @@ pub(crate) enum FrameState {
     Frozen = 3,
     /// A later frame of a block that spans several.
     Tail = 4,
+    /// The first frame of a run holding what recovery never reads and a crash makes
+    /// garbage: a version index (`pmem::version_index`), built from DRAM headers that do
+    /// not survive a restart. Freed by the next open.
+    Scratch = 5,
 }
 
 /// A frame's directory word: `state:3 | run:21 | generation:40`.
@@ -391,6 +395,7 @@ impl DirectoryEntry {
             2 => FrameState::Sealed,
             3 => FrameState::Frozen,
             4 => FrameState::Tail,
+            5 => FrameState::Scratch,
             other => {
                 return Err(format!(
                     "unknown frame state {other} in directory word {word:#018x}"
@@ -431,6 +436,8 @@ pub(crate) struct DirectoryScan {
     /// a freed block's still-needed versions were persisted elsewhere first), so recovery
     /// frees them.
     pub(crate) torn_frames: Vec<u64>,
+    /// Frames of whole `Scratch` runs (version indexes a crash made garbage): freed too.
+    pub(crate) scratch_frames: Vec<u64>,
 }
 
 /// Reads the directory's words: the blocks they list and the frames a crash left torn, or
@@ -483,7 +490,10 @@ pub(crate) fn scan_directory(words: &[u64]) -> std::result::Result<DirectoryScan
                         }
                     }
                 }
-                if whole {
+                if whole && state == FrameState::Scratch {
+                    scan.scratch_frames.push(at);
+                    scan.scratch_frames.extend(tails);
+                } else if whole {
                     scan.blocks.push(ListedBlock {
                         first_frame: at,
                         frames: head.run,
@@ -922,6 +932,7 @@ mod tests {
             (FrameState::Sealed, 7),
             (FrameState::Frozen, MAX_RUN_FRAMES),
             (FrameState::Tail, 3),
+            (FrameState::Scratch, 2),
         ] {
             let entry = DirectoryEntry {
                 state,
@@ -930,7 +941,14 @@ mod tests {
             };
             assert_eq!(DirectoryEntry::decode(entry.encode()).unwrap(), entry);
         }
-        assert!(DirectoryEntry::decode(5 << 61).is_err(), "unknown state");
+        assert!(
+            DirectoryEntry::decode(6 << 61 | 1 << 40).is_err(),
+            "unknown state"
+        );
+        assert!(
+            DirectoryEntry::decode(5 << 61).is_err(),
+            "a scratch run of no frames"
+        );
         assert!(
             DirectoryEntry::decode(1 << 61).is_err(),
             "an open block of no frames"
@@ -987,6 +1005,21 @@ mod tests {
         assert_eq!(scan_directory(&wrong).unwrap_err().0, 4);
         let past = [word(FrameState::Sealed, 4, 0), word(FrameState::Tail, 1, 0)];
         assert_eq!(scan_directory(&past).unwrap_err().0, 0);
+        // A whole `Scratch` run (a version index) is freed, never listed; a torn one too.
+        let scratch = [
+            word(FrameState::Scratch, 2, 0),
+            word(FrameState::Tail, 1, 0),
+            word(FrameState::Sealed, 1, 5),
+        ];
+        let scan = scan_directory(&scratch).unwrap();
+        assert_eq!(scan.scratch_frames, [0, 1]);
+        assert!(scan.torn_frames.is_empty());
+        assert_eq!(scan.blocks.len(), 1);
+        let mut torn_scratch = scratch;
+        torn_scratch[1] = 0;
+        let scan = scan_directory(&torn_scratch).unwrap();
+        assert_eq!(scan.torn_frames, [0]);
+        assert_eq!(scan.blocks.len(), 1);
     }
 
     #[test]

@@ -46,6 +46,7 @@ pub mod mmap;
 pub mod simulated;
 pub(crate) mod slot_heap;
 pub(crate) mod space;
+pub(crate) mod version_index;
 mod writer;
 
 use std::fmt;
@@ -324,6 +325,25 @@ pub struct BlockStats {
     /// Commit records copied out of blocks being freed because their transactions'
     /// records in other blocks are still in the region.
     pub commit_records_relocated: u64,
+    /// TB-Collect-hash (`ChainConsolidation::HashIndex`): blocks freed with their tile
+    /// after the chains that reached them were switched to a version index.
+    pub blocks_freed_indexed: u64,
+    /// Version indexes in the region now.
+    pub version_indexes: u64,
+    /// The region bytes the version indexes take now.
+    pub version_index_bytes: u64,
+    /// Version indexes built.
+    pub version_indexes_built: u64,
+    /// Entries the version indexes got (one per superseded version indexed).
+    pub version_index_entries: u64,
+    /// Links into freed blocks switched to an index (one small write each, in DRAM or in
+    /// an older index's entry).
+    pub index_links_switched: u64,
+    /// Version indexes freed (no chain reached them any more).
+    pub version_indexes_freed: u64,
+    /// Blocks whose tile was kept although the consolidation was the hash index (a chain
+    /// the collection could not switch, or no room for the index).
+    pub consolidations_refused: u64,
 }
 
 /// The append-nvm storage's slots (one version each) and its per-table reuse lists

@@ -61,6 +61,9 @@ pub(crate) struct Opened {
     /// Frames of runs a crash cut, freed by this open.
     #[allow(dead_code)] // tested here (recovery's report counts blocks, not frames)
     pub(crate) torn_frames_freed: u64,
+    /// Frames of `Scratch` runs (version indexes), freed by this open.
+    #[allow(dead_code)] // tested here, as `torn_frames_freed`
+    pub(crate) scratch_frames_freed: u64,
 }
 
 /// The region's frames.
@@ -149,7 +152,7 @@ impl Space {
             offset: g.directory_word(frame),
             reason: format!("in the frame directory: {reason}"),
         })?;
-        for &frame in &scan.torn_frames {
+        for &frame in scan.torn_frames.iter().chain(&scan.scratch_frames) {
             let generation = DirectoryEntry::decode(words[frame as usize])
                 .expect("scanned")
                 .generation;
@@ -180,6 +183,7 @@ impl Space {
             formatted,
             blocks: scan.blocks,
             torn_frames_freed: scan.torn_frames.len() as u64,
+            scratch_frames_freed: scan.scratch_frames.len() as u64,
         })
     }
 
@@ -199,7 +203,8 @@ impl Space {
         self.free_list().frames
     }
 
-    /// Allocates a block of `frames` frames in `state` (`Open` or `Sealed`), its directory
+    /// Allocates a block of `frames` frames in `state` (`Open`, `Sealed`, or `Scratch` for a
+    /// run recovery frees), its directory
     /// words stored through `writer` (durable at the writer's next persist point). Refused
     /// with `CapacityExceeded` when no run of free frames is long enough.
     pub(crate) fn allocate(
@@ -208,7 +213,10 @@ impl Space {
         frames: u32,
         state: FrameState,
     ) -> Result<Extent> {
-        debug_assert!(matches!(state, FrameState::Open | FrameState::Sealed));
+        debug_assert!(matches!(
+            state,
+            FrameState::Open | FrameState::Sealed | FrameState::Scratch
+        ));
         let g = self.geometry();
         if frames == 0 || frames > MAX_RUN_FRAMES || u64::from(frames) > g.frame_count {
             return Err(self.full(frames));
@@ -430,6 +438,31 @@ mod tests {
         assert_eq!(space.free_frames(), total - 4);
         let too_many = space.allocate(&mut writer, (total + 1) as u32, FrameState::Open);
         assert!(matches!(too_many, Err(Error::CapacityExceeded { .. })));
+    }
+
+    #[test]
+    fn a_scratch_run_is_freed_by_the_next_open_and_the_blocks_beside_it_stay() {
+        let device = SimulatedRegion::new(LEN, 3);
+        let (kept, scratch) = {
+            let (_region, mut writer, opened) = open(&device).unwrap();
+            let space = opened.space;
+            let kept = space.allocate(&mut writer, 1, FrameState::Sealed).unwrap();
+            let scratch = space.allocate(&mut writer, 3, FrameState::Scratch).unwrap();
+            writer.persist().unwrap();
+            (kept, scratch)
+        };
+        {
+            let (_region, _writer, opened) = open(&device).unwrap();
+            assert_eq!(opened.scratch_frames_freed, u64::from(scratch.frames));
+            assert_eq!(opened.torn_frames_freed, 0);
+            let listed: Vec<u64> = opened.blocks.iter().map(|b| b.first_frame).collect();
+            assert_eq!(listed, vec![kept.first_frame]);
+            let total = opened.space.geometry().frame_count;
+            assert_eq!(opened.space.free_frames(), total - 1);
+        }
+        // The frees were persisted: a third open finds nothing to free.
+        let (_region, _writer, again) = open(&device).unwrap();
+        assert_eq!(again.scratch_frames_freed, 0);
     }
 
     /// What a run that crashed left: the blocks whose allocation was persisted and whose

@@ -76,6 +76,14 @@ pub fn persistent_memory_configurations() -> Vec<Options> {
             );
         }
     }
+    // TB-Collect-hash: tb-collect with version indexes instead of kept tiles.
+    let hash = all
+        .iter()
+        .find(|o| o.garbage_collector == GarbageCollector::TbCollect)
+        .expect("the tile-block storage runs under tb-collect")
+        .clone()
+        .chain_consolidation(verso::ChainConsolidation::HashIndex);
+    all.push(hash);
     all
 }
 

@@ -21,6 +21,7 @@
 //! The paper quotes throughput as a share of NoGC's, and so do the verdicts: absolute rates
 //! on 2 shared cores and emulated media say nothing about 40 cores and Optane.
 
+mod consolidation;
 mod media;
 mod over_time;
 mod tpcc;
@@ -28,7 +29,10 @@ mod tpcc;
 use std::io::Write;
 
 use verso::pmem::PmOptions;
-use verso::{ConcurrencyControl, GarbageCollector, Isolation, Options, VersionStorageKind};
+use verso::{
+    ChainConsolidation, ConcurrencyControl, GarbageCollector, Isolation, Options,
+    VersionStorageKind,
+};
 
 use super::{
     commits_per_second, direction, figure_of, ratio_of, reproduction_of, run_points,
@@ -54,32 +58,48 @@ struct System {
     name: &'static str,
     storage: VersionStorageKind,
     gc: GarbageCollector,
+    /// tb-collect's chain consolidation (the default for every other collector).
+    consolidation: ChainConsolidation,
 }
 
 const NOGC: System = System {
     name: "NoGC",
     storage: VersionStorageKind::AppendNvm,
     gc: GarbageCollector::NoCollection,
+    consolidation: ChainConsolidation::KeptTiles,
 };
 const TB: System = System {
     name: "TB-Collect",
     storage: VersionStorageKind::TileBlock,
     gc: GarbageCollector::TbCollect,
+    consolidation: ChainConsolidation::KeptTiles,
 };
 const STEAM_N2DB: System = System {
     name: "Steam/N2DB (tvcp)",
     storage: VersionStorageKind::AppendNvm,
     gc: GarbageCollector::Tvcp,
+    consolidation: ChainConsolidation::KeptTiles,
 };
 const ZEN: System = System {
     name: "Zen",
     storage: VersionStorageKind::AppendNvm,
     gc: GarbageCollector::Zen,
+    consolidation: ChainConsolidation::KeptTiles,
 };
 const ONESHOT: System = System {
     name: "OneShot",
     storage: VersionStorageKind::DeltaNvm,
     gc: GarbageCollector::OneShot,
+    consolidation: ChainConsolidation::KeptTiles,
+};
+
+/// TB-Collect-hash (§5.4, Figure 11): TB-Collect with OneShot's hash index instead of kept
+/// tiles.
+const TB_HASH: System = System {
+    name: "TB-Collect-hash",
+    storage: VersionStorageKind::TileBlock,
+    gc: GarbageCollector::TbCollect,
+    consolidation: ChainConsolidation::HashIndex,
 };
 
 /// Every system, in the order the figures list them.
@@ -123,6 +143,7 @@ const ROUNDS: usize = 3;
 /// A share of NoGC agrees with the paper's if within this factor of it (about ±15%).
 const SHARE_TOLERANCE: f64 = 1.15;
 
+pub use consolidation::FIG11;
 pub use media::{FIG1, FIG15B};
 pub use over_time::{FIG12, FIG13, FIG14};
 pub use tpcc::FIG7;
@@ -251,6 +272,7 @@ impl Size<'_> {
         let options = Options::default()
             .version_storage(system.storage)
             .garbage_collector(system.gc)
+            .chain_consolidation(system.consolidation)
             .concurrency_control(ConcurrencyControl::Mvto);
         RunConfig {
             isolation: Isolation::Serializable,
@@ -365,6 +387,17 @@ fn share(points: &[Point], system: System, tag: &str, x: f64) -> f64 {
 
 /// The panel's two figures: commits/s, and each collector's share of NoGC's.
 fn panel_figures(points: &[Point], panel: &SweepPanel, xs: &[f64]) -> Vec<super::Figure> {
+    panel_figures_of(points, &SYSTEMS, panel, xs)
+}
+
+/// [`panel_figures`] of `systems` only (NoGC first).
+fn panel_figures_of(
+    points: &[Point],
+    systems: &[System],
+    panel: &SweepPanel,
+    xs: &[f64],
+) -> Vec<super::Figure> {
+    debug_assert_eq!(systems[0].name, NOGC.name, "shares are of NoGC's");
     let line = |system: System, value: &dyn Fn(f64) -> f64| FigureLine {
         label: series(system, panel.tag),
         points: xs.iter().map(|&x| [x, value(x)]).collect(),
@@ -377,12 +410,12 @@ fn panel_figures(points: &[Point], panel: &SweepPanel, xs: &[f64]) -> Vec<super:
             y_label: "commits/s (mean of a run, median of the rounds)",
             log_x: false,
         },
-        SYSTEMS
+        systems
             .iter()
             .map(|&system| line(system, &|x| rate(points, system, panel.tag, x)))
             .collect(),
     );
-    let lines = SYSTEMS[1..]
+    let lines = systems[1..]
         .iter()
         .map(|&system| line(system, &|x| share(points, system, panel.tag, x)))
         .collect();

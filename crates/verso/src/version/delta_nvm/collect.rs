@@ -7,10 +7,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::version_index::{Indexed, VersionIndex};
 use super::{old_bytes, OLD_LINK_PART, OLD_META};
 use super::{DeltaStore, ABORTED, EXISTS, OLD_BEGIN, OLD_END, OLD_HEADER, OLD_LINK_AT};
 use crate::gc::oneshot::{classify, writer_running, PartitionCase};
+use crate::pmem::version_index::{Indexed, VersionIndex};
 use crate::version::ActiveSnapshots;
 
 /// A sealed partition's bounds (final once its appends are done, P1).
@@ -123,6 +123,7 @@ impl DeltaStore {
                             end,
                             link: (self.word(at + OLD_LINK_PART), self.word(at + OLD_LINK_AT)),
                             exists: meta & EXISTS != 0,
+                            len,
                             // The partition is sealed and its appends are done (P1); the
                             // collector holds `waiting`, so nothing releases it meanwhile.
                             contents: read.then(|| self.bytes(at + OLD_HEADER, len)),

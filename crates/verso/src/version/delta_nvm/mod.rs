@@ -16,7 +16,7 @@
 //! - A partition is released whole (OneShot's "partition clearing") once no snapshot can
 //!   read its versions; or, when only long snapshots (older than every version's end in
 //!   it) still may, after the versions they may read or walk past are copied into its
-//!   *version index* (`version_index.rs`). A walk whose link names a released partition
+//!   *version index* (`pmem/version_index.rs`). A walk whose link names a released partition
 //!   looks the version up there, or finds nothing older it may see.
 //!
 //! Invariants:
@@ -48,7 +48,7 @@ pub(crate) mod gate;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub(crate) mod partitions;
-pub(crate) mod version_index;
+use crate::pmem::version_index;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

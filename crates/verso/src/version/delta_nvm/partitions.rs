@@ -27,10 +27,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::gate::{self, Gate};
-use super::version_index::VersionIndex;
 use crate::error::{Error, Result};
 use crate::pmem::layout::FrameState;
 use crate::pmem::space::{Extent, Space};
+use crate::pmem::version_index::VersionIndex;
 use crate::pmem::LineWriter;
 
 /// A thread's open frame in a partition: where its next before-image goes.

@@ -45,7 +45,7 @@ impl LinkedChain for TileChain {
     /// The creating transaction's commit timestamp, if it committed (only the head can be
     /// unstamped, T1).
     fn commit_ts(&self, link: Link) -> Option<u64> {
-        let begin = self.header(link).begin.load(Ordering::Acquire);
+        let begin = self.store.begin_of(link);
         if begin != UNSTAMPED {
             return Some(begin);
         }
@@ -63,7 +63,7 @@ impl LinkedChain for TileChain {
     }
 
     fn exists(&self, link: Link) -> bool {
-        self.header(link).flags.load(Ordering::Relaxed) & EXISTS != 0
+        self.store.exists_in(link)
     }
 
     #[allow(unsafe_code)]
@@ -82,13 +82,11 @@ impl LinkedChain for TileChain {
             .map(|l| (l, self.store.version_bytes(l)))
             .collect();
         let classes: Vec<(Link, bool)> = cut.iter().map(|&(l, _)| (l, self.pin_class(l))).collect();
-        self.header(keeper)
-            .next
-            .store(Link::NONE.0, Ordering::Relaxed);
+        self.store.set_next(keeper, Link::NONE);
         self.len -= cut.len();
         let bytes = cut.iter().map(|&(_, b)| b).sum();
         for &(link, class) in &classes {
-            self.store.tile(link).unpin(class);
+            self.store.unpin(link, class);
         }
         (cut.len(), bytes)
     }
@@ -102,11 +100,11 @@ impl TileChain {
     /// Whether `link`'s pin counts in `Tile::pinned_indexed` too: a version of a row with
     /// secondary indexes, or a "never existed" one (its burial reads its values).
     pub(super) fn pin_class(&self, link: Link) -> bool {
-        self.indexed || self.header(link).begin.load(Ordering::Relaxed) == NEVER_EXISTED
+        self.indexed || self.store.begin_of(link) == NEVER_EXISTED
     }
 
     pub(super) fn next(&self, link: Link) -> Link {
-        Link(self.header(link).next.load(Ordering::Relaxed))
+        self.store.next_of(link)
     }
 
     /// The values `intent` makes of the newest version's.
@@ -575,9 +573,9 @@ impl ChainEdit for TileChain {
                     report.removed += 1;
                     report.freed_bytes += self.store.version_bytes(link);
                     let class = self.pin_class(link);
-                    self.header(keeper).next.store(next.0, Ordering::Relaxed);
+                    self.store.set_next(keeper, next);
                     self.len -= 1;
-                    self.store.tile(link).unpin(class);
+                    self.store.unpin(link, class);
                 }
                 Decision::DropRest => {
                     let (count, bytes) = self.cut_after(keeper);

@@ -64,6 +64,7 @@ use crate::txn::state::{TxnOutcome, TxnShared};
 use crate::value::Value;
 use crate::version::append::{whole_copies_mask, Decision, PruneDecisions};
 mod chain;
+mod hash_index;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod reclaim;
@@ -117,16 +118,43 @@ struct Header {
     flags: AtomicU32,
 }
 
-/// A version's name: `frame:22 | generation:31 | slot + 1:11` (zero: none).
+/// A version's name: `frame:22 | indexed:1 | generation:30 | slot + 1:11` (zero: none).
+/// Without `indexed`, the version in the block at `frame` (of that generation) and its
+/// tile; with it, the entry for `slot` in the version index at `frame` (TB-Collect-hash,
+/// `hash_index.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Link(u64);
+
+/// The bits of a frame's generation a link keeps.
+const LINK_GENERATION_MASK: u64 = 0x3FFF_FFFF;
+const INDEXED_LINK: u64 = 1 << 41;
 
 impl Link {
     const NONE: Link = Link(0);
 
     fn new(frame: u64, generation: u64, slot: u32) -> Link {
         debug_assert!(frame < layout::MAX_FRAMES && slot < layout::SLOTS_PER_BLOCK);
-        Link(frame << 42 | (generation & 0x7FFF_FFFF) << 11 | u64::from(slot + 1))
+        Link(frame << 42 | (generation & LINK_GENERATION_MASK) << 11 | u64::from(slot + 1))
+    }
+
+    /// The link of the entry for `slot` in the version index whose run starts at `frame`
+    /// (of `generation`).
+    fn into_index(frame: u64, generation: u64, slot: u32) -> Link {
+        Link(Link::new(frame, generation, slot).0 | INDEXED_LINK)
+    }
+
+    /// Whether it names a version index's entry rather than a tile's header.
+    fn indexed(self) -> bool {
+        self.0 & INDEXED_LINK != 0
+    }
+
+    /// Whether it names a header of the block `extent` (untagged, same frame and
+    /// generation).
+    fn names_block(self, extent: Extent) -> bool {
+        !self.is_none()
+            && !self.indexed()
+            && self.frame() as u64 == extent.first_frame
+            && self.generation() == extent.generation & LINK_GENERATION_MASK
     }
 
     fn is_none(self) -> bool {
@@ -138,7 +166,7 @@ impl Link {
     }
 
     fn generation(self) -> u64 {
-        (self.0 >> 11) & 0x7FFF_FFFF
+        (self.0 >> 11) & LINK_GENERATION_MASK
     }
 
     fn slot(self) -> usize {
@@ -372,6 +400,12 @@ pub(crate) struct TileStore {
     /// had (null: none); at most one per frame (a block at a frame whose kept tile is still
     /// there waits to be freed). Freed by the thread whose `kept` list holds the frame.
     kept_tiles: Box<[AtomicPtr<Tile>]>,
+    /// How a collection keeps chains whole when it frees a block they reach (TB-Collect's
+    /// kept tiles, or TB-Collect-hash's version indexes).
+    consolidation: crate::ChainConsolidation,
+    /// The version indexes of TB-Collect-hash, by the first frame of their run (null:
+    /// none). Freed by the thread whose `indexes` list holds the frame (`hash_index.rs`).
+    indexes: Box<[AtomicPtr<hash_index::IndexedBlock>]>,
     /// Blocks that became candidates, for the next thread that collects (its pending
     /// queue), and how many (read without the lock at every collection point).
     candidates: Mutex<Vec<usize>>,
@@ -468,6 +502,8 @@ impl TileStore {
             slots_per_block,
             tiles: recovery::null_table(g.frame_count),
             kept_tiles: recovery::null_table(g.frame_count),
+            consolidation: options.chain_consolidation,
+            indexes: recovery::null_table(g.frame_count),
             table_scans: Mutex::new(()),
             frees_not_durable: Mutex::new(Vec::new()),
             #[cfg(test)]
@@ -613,8 +649,9 @@ impl TileStore {
     /// link into a freed tile is a broken invariant: it panics rather than read another
     /// block's tile.
     fn tile(&self, link: Link) -> &Tile {
+        debug_assert!(!link.indexed(), "an index entry has no tile");
         let generation = link.generation();
-        let matches = |tile: &&Tile| tile.generation & 0x7FFF_FFFF == generation;
+        let matches = |tile: &&Tile| tile.generation & LINK_GENERATION_MASK == generation;
         self.tile_at(link.frame())
             .filter(matches)
             .or_else(|| self.kept_tile_at(link.frame()).filter(matches))
@@ -625,9 +662,68 @@ impl TileStore {
         &self.tile(link).headers[link.slot()]
     }
 
+    /// `begin` of `link`'s version (its header's, or its index entry's).
+    fn begin_of(&self, link: Link) -> u64 {
+        if link.indexed() {
+            let (_, entry) = self.index_entry(link);
+            return entry.begin(&self.region);
+        }
+        self.header(link).begin.load(Ordering::Acquire)
+    }
+
+    /// The link to the version older than `link`'s.
+    fn next_of(&self, link: Link) -> Link {
+        if link.indexed() {
+            let (indexed, entry) = self.index_entry(link);
+            return indexed.link_out_of(Link(entry.link(&self.region).0));
+        }
+        Link(self.header(link).next.load(Ordering::Relaxed))
+    }
+
+    /// Whether the row exists in `link`'s version.
+    fn exists_in(&self, link: Link) -> bool {
+        if link.indexed() {
+            let (_, entry) = self.index_entry(link);
+            return entry.exists(&self.region);
+        }
+        self.header(link).flags.load(Ordering::Relaxed) & EXISTS != 0
+    }
+
+    /// Makes `next` the version older than `link`'s (the caller holds the row's latch
+    /// exclusively). In an index entry: one small write, persisted now.
+    fn set_next(&self, link: Link, next: Link) {
+        if link.indexed() {
+            let mut writer = self.region.writer();
+            self.set_next_through(&mut writer, link, next);
+            // Nothing recovery reads: a failure fails the region, which refuses every
+            // later commit.
+            let _ = writer.persist();
+            return;
+        }
+        self.header(link).next.store(next.0, Ordering::Relaxed);
+    }
+
+    /// Un-counts `link`'s version among what chains reach (`Tile::pinned`, or its index's).
+    fn unpin(&self, link: Link, indexed_table: bool) {
+        if link.indexed() {
+            debug_assert!(
+                !indexed_table,
+                "no version of an indexed table is in an index"
+            );
+            let (indexed, _) = self.index_entry(link);
+            indexed.unpin();
+            return;
+        }
+        self.tile(link).unpin(indexed_table);
+    }
+
     /// The payload of `link`'s record, in place (invariant T2).
     #[allow(unsafe_code)]
     fn payload(&self, link: Link) -> &[u8] {
+        assert!(
+            !link.indexed(),
+            "no one reads the contents of a version in an index (hash_index.rs, H3)"
+        );
         debug_assert_ne!(
             self.tile(link).state.load(Ordering::Relaxed),
             block_state::BLOCK_FREED,
@@ -652,8 +748,13 @@ impl TileStore {
 
     /// The bytes a version takes: its header and its record.
     fn version_bytes(&self, link: Link) -> usize {
-        HEADER_BYTES
-            + layout::stored_record_bytes(self.header(link).len.load(Ordering::Relaxed) as usize)
+        let len = if link.indexed() {
+            let (_, entry) = self.index_entry(link);
+            entry.len(&self.region)
+        } else {
+            self.header(link).len.load(Ordering::Relaxed) as usize
+        };
+        HEADER_BYTES + layout::stored_record_bytes(len)
     }
 
     /// Appends a record of `kind` to this thread's open block (opening one if needed) and
@@ -945,6 +1046,13 @@ impl Drop for TileStore {
                 // SAFETY: from `Box::into_raw`; the store is going, and no row outlives it
                 // (each holds an `Arc` of it).
                 drop(unsafe { Box::from_raw(tile) });
+            }
+        }
+        for entry in self.indexes.iter() {
+            let indexed = entry.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !indexed.is_null() {
+                // SAFETY: as the tiles' (its frames are `Scratch`: the next open frees them).
+                drop(unsafe { Box::from_raw(indexed) });
             }
         }
     }

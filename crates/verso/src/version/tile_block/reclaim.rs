@@ -53,6 +53,9 @@ pub(super) struct ThreadGc {
     long: Vec<usize>,
     /// Tiles kept after their blocks were freed, by the frame their block had.
     kept: Vec<usize>,
+    /// TB-Collect-hash's version indexes this thread built (or adopted), by their run's
+    /// first frame (`hash_index.rs`).
+    pub(super) indexes: Vec<usize>,
     /// The thread's list of active snapshots, and the epoch it was taken in.
     active: ActiveSnapshots,
     epoch: Option<u64>,
@@ -61,6 +64,13 @@ pub(super) struct ThreadGc {
     /// Its thread ended: the running threads adopt what it holds (at their next epoch),
     /// and it leaves the registry once empty.
     pub(super) retired: bool,
+}
+
+/// What `adopt_from_every_thread` took for this thread: blocks for its local queue, and
+/// (with `everything`) the others' version indexes.
+struct Adopted {
+    blocks: Vec<usize>,
+    indexes: Vec<usize>,
 }
 
 /// What the collector did, since the store opened.
@@ -76,6 +86,12 @@ pub(super) struct Counters {
     versions_relocated: AtomicU64,
     tombstones_dropped: AtomicU64,
     commit_records_relocated: AtomicU64,
+    blocks_freed_indexed: AtomicU64,
+    pub(super) indexes_built: AtomicU64,
+    pub(super) index_entries: AtomicU64,
+    pub(super) index_links_switched: AtomicU64,
+    pub(super) indexes_freed: AtomicU64,
+    pub(super) consolidations_refused: AtomicU64,
 }
 
 impl Counters {
@@ -86,9 +102,12 @@ impl Counters {
 
 /// What a frozen block's collection does with its tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TileFate {
+pub(super) enum TileFate {
     /// Case 1 with nothing pinning it: freed with the block.
     Free,
+    /// TB-Collect-hash: the chains that reached it were switched to a version index
+    /// (`hash_index.rs`); freed with the block.
+    FreeIndexed,
     /// Case 2 (long snapshots may walk its headers), or case 1 while finalizing has not
     /// yet cut every link into it: kept until neither holds.
     Keep,
@@ -123,7 +142,11 @@ impl TileStore {
             let active = (context.active)();
             let adopted = self.adopt_from_every_thread(&mine, &active, context.everything);
             let mut gc = lock(&mine);
-            gc.local.extend(adopted);
+            gc.local.extend(adopted.blocks);
+            gc.indexes.extend(adopted.indexes);
+            if !gc.indexes.is_empty() {
+                self.free_unreached_indexes(&mut appender.writer, &mut gc.indexes, &active);
+            }
             gc.active = active;
             gc.epoch = Some(epoch);
             gc.scanned = 0;
@@ -147,6 +170,7 @@ impl TileStore {
             gc.local.extend(adopted.local);
             gc.long.extend(adopted.long);
             gc.kept.extend(adopted.kept);
+            gc.indexes.extend(adopted.indexes);
         }
         // Algorithm 1: only when the queue or the list changed (D28), so an unchanged
         // pair of them costs nothing per transaction.
@@ -157,6 +181,12 @@ impl TileStore {
         if new_epoch && !gc.kept.is_empty() {
             let active = gc.active.clone();
             self.free_kept_tiles(&mut gc.kept, &active);
+        }
+        if new_epoch && !gc.indexes.is_empty() {
+            let active = gc.active.clone();
+            let mut indexes = std::mem::take(&mut gc.indexes);
+            self.free_unreached_indexes(&mut appender.writer, &mut indexes, &active);
+            gc.indexes = indexes;
         }
         let capacity = tb_collect::queue_capacity(
             self.counters.blocks_live.load(Ordering::Relaxed) as usize,
@@ -208,9 +238,10 @@ impl TileStore {
         mine: &std::sync::Arc<Mutex<ThreadGc>>,
         active: &ActiveSnapshots,
         everything: bool,
-    ) -> Vec<usize> {
+    ) -> Adopted {
         let threads: Vec<_> = lock(&self.threads).clone();
         let mut adopted = Vec::new();
+        let mut indexes = Vec::new();
         for thread in threads {
             let mut kept = {
                 let mut gc = lock(&thread);
@@ -225,6 +256,7 @@ impl TileStore {
                 if everything && !std::sync::Arc::ptr_eq(&thread, mine) {
                     adopted.append(&mut gc.local);
                     adopted.append(&mut gc.pending);
+                    indexes.append(&mut gc.indexes);
                     gc.scanned = 0;
                 }
                 std::mem::take(&mut gc.kept)
@@ -234,7 +266,10 @@ impl TileStore {
                 lock(&thread).kept.append(&mut kept);
             }
         }
-        adopted
+        Adopted {
+            blocks: adopted,
+            indexes,
+        }
     }
 
     /// What the threads that ended left in their queues, for this thread; their emptied
@@ -253,6 +288,7 @@ impl TileStore {
                 adopted.local.append(&mut gc.local);
                 adopted.long.append(&mut gc.long);
                 adopted.kept.append(&mut gc.kept);
+                adopted.indexes.append(&mut gc.indexes);
             }
         }
         lock(&self.threads).retain(|thread| {
@@ -260,7 +296,8 @@ impl TileStore {
             let empty = gc.pending.is_empty()
                 && gc.local.is_empty()
                 && gc.long.is_empty()
-                && gc.kept.is_empty();
+                && gc.kept.is_empty()
+                && gc.indexes.is_empty();
             std::sync::Arc::ptr_eq(thread, mine) || !(gc.retired && empty)
         });
         adopted
@@ -410,9 +447,18 @@ impl TileStore {
                 self.counters.add(&self.counters.blocks_requeued, 1);
             }
         }
-        let frozen = relocated;
+        let mut frozen = relocated;
         if appender.writer.persist().is_err() {
             return self.abandon(frozen);
+        }
+        // TB-Collect-hash: a tile TB-Collect would keep is indexed in the region instead,
+        // the chains that reach it switched to the index (`hash_index.rs`).
+        if self.consolidation == crate::ChainConsolidation::HashIndex {
+            for (frame, fate) in &mut frozen {
+                if *fate == TileFate::Keep {
+                    *fate = self.consolidate_into_index(&mut appender.writer, gc, *frame, context);
+                }
+            }
         }
         // F5 before F4's frames go back: each tile leaves the tile table (freed, or
         // kept), so that a block allocated at its frame can publish its own. A kept tile
@@ -432,12 +478,18 @@ impl TileStore {
                 .push((id, tile_ref.min_superseded.load(Ordering::SeqCst)));
             self.counters.blocks_live.fetch_sub(1, Ordering::Relaxed);
             match fate {
-                TileFate::Free => {
+                TileFate::Free | TileFate::FreeIndexed => {
                     self.tiles[frame].store(std::ptr::null_mut(), Ordering::Release);
                     // SAFETY: from `Box::into_raw` (`open_block`), out of the table now,
-                    // and nothing reaches it (`fate`: not pinned, latest versions moved).
+                    // and nothing reaches it (`fate`: not pinned, or every chain switched
+                    // to an index, H2; latest versions moved).
                     drop(unsafe { Box::from_raw(tile) });
-                    self.counters.add(&self.counters.blocks_freed, 1);
+                    let counter = if fate == TileFate::Free {
+                        &self.counters.blocks_freed
+                    } else {
+                        &self.counters.blocks_freed_indexed
+                    };
+                    self.counters.add(counter, 1);
                 }
                 TileFate::Keep => {
                     tile_ref
@@ -764,7 +816,16 @@ impl TileStore {
             .count() as u64;
         let g = self.space.geometry();
         let free = self.space.free_frames();
+        let (version_indexes, version_index_bytes) = self.index_sizes();
         crate::pmem::BlockStats {
+            blocks_freed_indexed: get(&c.blocks_freed_indexed),
+            version_indexes,
+            version_index_bytes,
+            version_indexes_built: get(&c.indexes_built),
+            version_index_entries: get(&c.index_entries),
+            index_links_switched: get(&c.index_links_switched),
+            version_indexes_freed: get(&c.indexes_freed),
+            consolidations_refused: get(&c.consolidations_refused),
             frame_bytes: g.frame_bytes,
             frames_free: free,
             frames_in_use: g.frame_count - free,

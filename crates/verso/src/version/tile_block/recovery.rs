@@ -440,8 +440,8 @@ impl TileStore {
     }
 }
 
-/// A null tile table of `frames` entries.
-pub(super) fn null_table(frames: u64) -> Box<[AtomicPtr<Tile>]> {
+/// A null table (of tiles, or of version indexes) of `frames` entries.
+pub(super) fn null_table<T>(frames: u64) -> Box<[AtomicPtr<T>]> {
     (0..frames)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect()

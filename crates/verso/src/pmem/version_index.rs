@@ -1,22 +1,26 @@
 //! OneShot's version index (TB §2.3.3: "OneShotGC uses a hashmap to build a version index
 //! for old versions in the partition. When intermediate versions are missing, the version
-//! index is used for access"): built in the region when a partition is released while long
-//! snapshots may still read it, with one small write per entry and one per bucket head
-//! (the "numerous small writes" TB charges it with).
+//! index is used for access"): built in the region when a run of versions (OneShot's
+//! partition, TB-Collect-hash's block) is freed while long snapshots may still reach it,
+//! with one small write per entry and one per bucket head (the "numerous small writes" TB
+//! charges it with). Used by the delta-nvm storage (`version/delta_nvm`) and by the
+//! tile-block storage's `ChainConsolidation::HashIndex` (`version/tile_block`).
 //!
 //! Definitions:
-//! - The index of released partition `P` maps a before-image's offset in `P` (what the
-//!   links of newer versions, and of the row's newest, name) to an *entry*: the version's
-//!   begin and end timestamps, its link to the next older version, and its contents if some
-//!   snapshot active at the release may read it (a *copy*), or none if such a snapshot only
-//!   walks past it to older versions (a *stub*). Versions no active snapshot reads or walks
-//!   past get no entry: a walk that reaches one finds nothing older it may see either.
-//! - Layout: a run of frames; `buckets` words first (the heads of the bucket lists, 0 for
-//!   none), then the entries, each `ENTRY_HEADER` bytes and its contents, 8-byte aligned.
+//! - An index maps a *key* (the version's name in what was freed: its offset in the
+//!   partition, or its slot in the block) to an *entry*: the version's begin and end
+//!   timestamps, its link to the next older version (two words, the storage's to read), its
+//!   length, whether the row exists in it, and its contents if some snapshot may read it (a
+//!   *copy*), or none if snapshots only walk past it to older versions (a *stub*).
+//! - Layout: a `Scratch` run of frames (`pmem::layout`: freed by the next open, as a crash
+//!   makes it garbage); `buckets` words first (the heads of the bucket lists, 0 for none),
+//!   then the entries, each `ENTRY_HEADER` bytes and its contents, 8-byte aligned.
 //!
-//! Invariant: an index is written whole and persisted before its partition's frames are
-//! freed, and never changed after; it is read under a pin of its partition's slot in state
-//! `INDEXED` (`gate.rs`), and freed only once no pin is left.
+//! Invariant: an index is written whole and persisted before what it stands for is freed.
+//! Only an entry's link words change after (`Entry::set_link`, TB-Collect-hash, under the
+//! row latch every reader of that row holds). Its owner says when no reader can reach it
+//! (delta-nvm: a pin of its partition's slot in state `INDEXED`, `gate.rs`; tile-block: no
+//! chain links into it) and frees it then.
 
 use std::sync::atomic::Ordering;
 
@@ -34,8 +38,8 @@ const LINK_PART: u64 = 32;
 const LINK_AT: u64 = 40;
 const META: u64 = 48;
 pub(crate) const ENTRY_HEADER: u64 = 56;
-/// Meta word: the contents' length in bits 0..32; whether the row exists in the version;
-/// whether the entry holds the contents (a copy) or not (a stub).
+/// Meta word: the version's length in bits 0..32 (of the contents, for a copy); whether the
+/// row exists in the version; whether the entry holds the contents (a copy) or not (a stub).
 const EXISTS: u64 = 1 << 62;
 const COPY: u64 = 1 << 63;
 
@@ -46,6 +50,9 @@ pub(crate) struct Indexed<'a> {
     pub(crate) end: u64,
     pub(crate) link: (u64, u64),
     pub(crate) exists: bool,
+    /// The version's length (what the storage counts its bytes by); a copy's contents are
+    /// this long.
+    pub(crate) len: usize,
     /// The contents, for a copy; `None` for a stub.
     pub(crate) contents: Option<&'a [u8]>,
 }
@@ -92,7 +99,7 @@ impl VersionIndex {
         let total = buckets * 8 + entries_bytes;
         let g = *space.geometry();
         let frames = u32::try_from(total.div_ceil(g.frame_bytes).max(1)).unwrap_or(u32::MAX);
-        let extent = space.allocate(writer, frames, FrameState::Sealed)?;
+        let extent = space.allocate(writer, frames, FrameState::Scratch)?;
         let base = g.frame_offset(extent.first_frame);
         let region = std::sync::Arc::clone(writer.region());
         // The bucket heads start empty: one store of the whole array (frames come back
@@ -106,10 +113,11 @@ impl VersionIndex {
         let mut copies = 0;
         for version in versions {
             let contents = version.contents.unwrap_or(&[]);
+            debug_assert!(version.contents.is_none() || contents.len() == version.len);
             let bucket_at = base + bucket_of(version.at, buckets) * 8;
             let head = region.load_u64(bucket_at, Ordering::Acquire);
             let mut bytes = Vec::with_capacity(entry_bytes(contents.len()) as usize);
-            let mut meta = contents.len() as u64;
+            let mut meta = version.len as u64;
             if version.exists {
                 meta |= EXISTS;
             }
@@ -177,6 +185,19 @@ impl Entry {
             region.load_u64(self.at + LINK_PART, Ordering::Acquire),
             region.load_u64(self.at + LINK_AT, Ordering::Acquire),
         )
+    }
+
+    /// Changes the entry's link to the next older version (one small write, durable at
+    /// `writer`'s next persist point): for a chain whose older versions moved to another
+    /// index after this one was built. The caller holds the row's latch exclusively.
+    pub(crate) fn set_link(self, writer: &mut LineWriter, link: (u64, u64)) {
+        writer.store_u64(self.at + LINK_PART, link.0, Purpose::VersionIndex);
+        writer.store_u64(self.at + LINK_AT, link.1, Purpose::VersionIndex);
+    }
+
+    /// The version's length.
+    pub(crate) fn len(self, region: &Region) -> usize {
+        (self.meta(region) & 0xFFFF_FFFF) as usize
     }
 
     fn meta(self, region: &Region) -> u64 {
