@@ -221,8 +221,10 @@ fn a_long_transaction_keeps_tiles_not_blocks() {
 /// TB-Collect-hash (TB §5.4): the same long transaction, with version indexes instead of
 /// kept tiles. Blocks it may walk are freed with their tiles; the chains that reached them
 /// now run through indexes in the region (small writes, counted), and it reads its
-/// snapshot through them; a second long transaction, begun later, reads its own through
-/// chains that run through two generations of indexes. When both end, the indexes go.
+/// snapshot through them; so does a second long transaction, begun later, whose versions
+/// lie beyond indexed blocks too. When both end, the indexes go. (A chain through an
+/// older index's entry switched to a newer index is `tile_block/tests.rs`'
+/// `regression_a_version_index_follows_...`.)
 #[test]
 fn a_long_transaction_reads_through_version_indexes_with_the_hash_consolidation() {
     let db = Database::open(

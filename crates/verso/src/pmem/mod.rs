@@ -283,6 +283,9 @@ pub struct RecoveryReport {
     pub frozen_blocks: u64,
     /// Blocks without a single whole record, freed at once.
     pub empty_blocks_freed: u64,
+    /// Frames of version indexes (TB-Collect-hash's `Scratch` runs) a crash or a close
+    /// left in the region, freed by the open (nothing in them is recovered).
+    pub version_index_frames_freed: u64,
     /// The highest transaction id in the region.
     pub max_txn_id: u64,
 }
@@ -339,6 +342,9 @@ pub struct BlockStats {
     /// Links into freed blocks switched to an index (one small write each, in DRAM or in
     /// an older index's entry).
     pub index_links_switched: u64,
+    /// Entries whose link a consolidation set again while it switched a chain: the block's
+    /// header had changed after the entry was copied (another collection, or a finalizer).
+    pub index_entries_refreshed: u64,
     /// Version indexes freed (no chain reached them any more).
     pub version_indexes_freed: u64,
     /// Blocks whose tile was kept although the consolidation was the hash index (a chain

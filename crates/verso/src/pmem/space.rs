@@ -62,7 +62,6 @@ pub(crate) struct Opened {
     #[allow(dead_code)] // tested here (recovery's report counts blocks, not frames)
     pub(crate) torn_frames_freed: u64,
     /// Frames of `Scratch` runs (version indexes), freed by this open.
-    #[allow(dead_code)] // tested here, as `torn_frames_freed`
     pub(crate) scratch_frames_freed: u64,
 }
 

@@ -19,7 +19,9 @@
 //! - H1. An index is built whole and persisted before any link names it.
 //! - H2. A link into the block is switched to the index under its row's exclusive latch,
 //!   and in the same step each of the block's versions that chain reaches moves its pin
-//!   from the tile to the index: `Tile::pinned` and `IndexedBlock::pinned` each count what
+//!   from the tile to the index, its entry's link set to what its header says then (the
+//!   entries were copied without the latches: another collection or a finalizer may have
+//!   changed a header since, and after the switch no one reads the header again): `Tile::pinned` and `IndexedBlock::pinned` each count what
 //!   chains reach. The tile is freed with the block only if no chain reaches it any more
 //!   (its pins are zero); otherwise (a row the collection cannot find: a buried one) it is
 //!   kept as TB-Collect keeps it, and the two are freed each by its own rule.
@@ -204,6 +206,13 @@ impl TileStore {
         gc.indexes.push(run.first_frame as usize);
         self.counters.add(&self.counters.indexes_built, 1);
         let indexed = self.indexed_at(run.first_frame as usize);
+        #[cfg(test)]
+        {
+            let hook = lock(&self.after_index_built).take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
         // H2: every row with a version here, once, its chain switched under its latch.
         let mut rows: Vec<Arc<TileRow>> = Vec::new();
         for &slot in &superseded {
@@ -222,7 +231,22 @@ impl TileStore {
             let mut at = chain.head;
             debug_assert!(!at.names_block(tile.extent), "latest versions were moved");
             loop {
-                let mut next = self.next_of(at);
+                let mut next = if indexed.names_me(at) {
+                    // One of the block's versions: what follows it is what its header says
+                    // now, under this latch. The entry was copied before any latch was
+                    // taken, and another thread may have changed the header since (a
+                    // collection switching it to its own index, a finalizer with an older
+                    // list of snapshots pruning): the entry is brought up to date first.
+                    let live = Link(tile.headers[at.slot()].next.load(Ordering::Relaxed));
+                    let (_, entry) = self.index_entry(at);
+                    if entry.link(&self.region).0 != live.0 {
+                        entry.set_link(writer, (live.0, 0));
+                        self.counters.add(&self.counters.index_entries_refreshed, 1);
+                    }
+                    indexed.link_out_of(live)
+                } else {
+                    self.next_of(at)
+                };
                 if next.is_none() {
                     break;
                 }

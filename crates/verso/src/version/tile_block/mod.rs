@@ -423,6 +423,10 @@ pub(crate) struct TileStore {
     /// persist point of its `FREE` words (another collection runs there).
     #[cfg(test)]
     before_free_is_durable: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Tests: run by the next TB-Collect-hash consolidation between its index's build and
+    /// its switch of the chains (another collection runs there).
+    #[cfg(test)]
+    after_index_built: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// Open blocks of threads that ended, for the next thread that appends.
     spare_blocks: std::sync::Arc<Mutex<Vec<OpenBlock>>>,
     /// Every thread's appender of this store (`pmem/appenders.rs`).
@@ -446,6 +450,8 @@ pub(crate) struct TileStore {
     recovered_frozen: Mutex<Vec<usize>>,
     /// What the open recovered (`None`: a new region).
     recovery: Mutex<Option<RecoveryReport>>,
+    /// Frames of version indexes (`Scratch` runs) the open freed (TB-Collect-hash).
+    scratch_frames_freed_at_open: u64,
     /// `Database::close` was called: no commit or collection writes to the region.
     closed: std::sync::atomic::AtomicBool,
     /// The database directory's lock (with `Options::path`), held for as long as the store
@@ -488,7 +494,12 @@ impl TileStore {
             slots_per_block: pm.slots_per_block,
             ..layout::Plan::default()
         };
-        let Opened { space, blocks, .. } = Space::open(&region, &mut writer, plan)?;
+        let Opened {
+            space,
+            blocks,
+            scratch_frames_freed,
+            ..
+        } = Space::open(&region, &mut writer, plan)?;
         let g = *space.geometry();
         let mut catalog = vec![0u8; g.catalog_bytes as usize];
         region.read(g.catalog_offset, &mut catalog);
@@ -508,6 +519,8 @@ impl TileStore {
             frees_not_durable: Mutex::new(Vec::new()),
             #[cfg(test)]
             before_free_is_durable: Mutex::new(None),
+            #[cfg(test)]
+            after_index_built: Mutex::new(None),
             candidates: Mutex::new(Vec::new()),
             candidate_count: std::sync::atomic::AtomicUsize::new(0),
             spare_blocks: std::sync::Arc::default(),
@@ -521,6 +534,7 @@ impl TileStore {
             recovered: Mutex::new(None),
             recovered_frozen: Mutex::new(Vec::new()),
             recovery: Mutex::new(None),
+            scratch_frames_freed_at_open: scratch_frames_freed,
             closed: std::sync::atomic::AtomicBool::new(false),
             directory_lock: Mutex::new(None),
         };

@@ -90,6 +90,7 @@ pub(super) struct Counters {
     pub(super) indexes_built: AtomicU64,
     pub(super) index_entries: AtomicU64,
     pub(super) index_links_switched: AtomicU64,
+    pub(super) index_entries_refreshed: AtomicU64,
     pub(super) indexes_freed: AtomicU64,
     pub(super) consolidations_refused: AtomicU64,
 }
@@ -824,6 +825,7 @@ impl TileStore {
             version_indexes_built: get(&c.indexes_built),
             version_index_entries: get(&c.index_entries),
             index_links_switched: get(&c.index_links_switched),
+            index_entries_refreshed: get(&c.index_entries_refreshed),
             version_indexes_freed: get(&c.indexes_freed),
             consolidations_refused: get(&c.consolidations_refused),
             frame_bytes: g.frame_bytes,

@@ -206,6 +206,7 @@ impl TileStore {
         let Scan { tables, blocks } = scan;
         let mut report = RecoveryReport {
             blocks: blocks.len() as u64,
+            version_index_frames_freed: self.scratch_frames_freed_at_open,
             ..RecoveryReport::default()
         };
         let mut committed = HashSet::new();

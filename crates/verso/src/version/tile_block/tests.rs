@@ -951,3 +951,128 @@ fn regression_a_block_another_collection_frees_stays_in_the_region_until_its_fre
         "no power loss kept block A frozen: the case this test is for never happened"
     );
 }
+
+/// Found by review (TB-Collect-hash, `hash_index.rs`): an index's entries were copied from
+/// the block's headers before any row latch was taken, and the chains were then walked
+/// through the entries. Another thread may change those headers in between, under the
+/// rows' latches: here a second collection, consolidating the block of the next older
+/// version, switches the link in this block's header to its own index and frees its tile.
+/// The first collection then followed its stale entry into the freed tile ("a link into a
+/// freed tile"; a use-after-free had the tile's memory been reused in the window). Row 1:
+/// v3 (block 3, the head) → v2 (block 2, Y's) → v1 (block 1, X's) → v0 (block 0); blocks
+/// of two slots (a version and its commit record). Y, consolidating block 2, runs X on
+/// another thread between its index's build and its switch (a test hook).
+#[test]
+fn regression_a_version_index_follows_the_blocks_headers_as_they_are_when_it_switches_a_chain() {
+    use crate::version::linked::LinkedChain as _;
+    use crate::version::{NewRowContext, Snapshot, VersionStorage as _};
+    use crate::version::{WriteIntent, WriteResult};
+    type Storage = super::TileBlockStorage;
+    let device = SimulatedRegion::new(4 << 20, 3);
+    let options = simulated_options(&device, 2)
+        .garbage_collector(GarbageCollector::TbCollect)
+        .chain_consolidation(crate::ChainConsolidation::HashIndex);
+    let store = Storage::open_shared(&options).unwrap();
+    let schema = Schema::new()
+        .column("id", ColumnType::U64)
+        .column("value", ColumnType::I64)
+        .primary_key(&["id"]);
+    Storage::record_table(&store, 0, &schema.validate("t").unwrap()).unwrap();
+    let commit = |owner: &crate::sync::Arc<crate::txn::state::TxnShared>,
+                  id: u64,
+                  row: &crate::sync::Arc<super::TileRow>| {
+        owner.mark_committing();
+        Storage::commit_durably(&store, owner, id).unwrap();
+        owner.mark_committed(id);
+        Storage::stamp(row, owner, id);
+    };
+    let owner = crate::sync::Arc::new(crate::txn::state::TxnShared::new());
+    let context = NewRowContext {
+        table: 0,
+        txn_id: 1,
+        indexed: false,
+    };
+    let values = [Value::U64(1), Value::I64(0)];
+    let (row, _) = Storage::insert_row(
+        &store,
+        context,
+        &values,
+        &owner,
+        crate::row::NonInline::Packed,
+    )
+    .unwrap();
+    commit(&owner, 1, &row);
+    for id in 2..=4u64 {
+        let owner = crate::sync::Arc::new(crate::txn::state::TxnShared::new());
+        let snapshot = Snapshot {
+            start_ts: id,
+            owner: None,
+            obsolete_below: 0,
+        };
+        let changes = [(1, Value::I64(id as i64 - 1))];
+        let intent = WriteIntent::Update(crate::schema::ColumnMask::from_columns(&[1]), &changes);
+        match Storage::write(
+            &row,
+            &snapshot,
+            intent,
+            &owner,
+            crate::row::NonInline::Packed,
+        ) {
+            WriteResult::Installed { .. } => {}
+            _ => panic!("the update of transaction {id} was not installed"),
+        }
+        commit(&owner, id, &row);
+    }
+    let frame_of = |version: u64| {
+        let chain = row.read();
+        let links: Vec<super::Link> = std::iter::once(chain.head)
+            .chain(chain.behind(chain.head))
+            .collect();
+        links[(3 - version) as usize].frame()
+    };
+    let (c, a) = (frame_of(2), frame_of(1));
+    assert!(c != a && frame_of(0) != a, "one version a block");
+    for frame in [a, c] {
+        // Sealed, and a candidate already (both its slots obsolete): queued either way.
+        let tile = store.tile_at(frame).unwrap();
+        let _ = tile.claim_for_a_queue();
+        assert_eq!(
+            tile.state.load(std::sync::atomic::Ordering::SeqCst),
+            super::block_state::QUEUED
+        );
+    }
+    let rows = RowsByKey(std::sync::Mutex::new(BTreeMap::from([(
+        1,
+        crate::sync::Arc::clone(&row),
+    )])));
+    let hook_store = std::sync::Arc::clone(&store);
+    let hook_rows = RowsByKey(std::sync::Mutex::new(rows.0.lock().unwrap().clone()));
+    *super::lock(&store.after_index_built) = Some(Box::new(move || {
+        // X, on another thread: block 1's index, the header of v2 (in block 2) switched
+        // to it, block 1's tile freed.
+        std::thread::spawn(move || {
+            collect_on_this_thread(&hook_store, a, &hook_rows);
+            assert!(hook_store.tile_at(a).is_none(), "X freed block 1's tile");
+        })
+        .join()
+        .unwrap();
+    }));
+    collect_on_this_thread(&store, c, &rows);
+    assert!(
+        super::lock(&store.after_index_built).is_none(),
+        "the hook ran"
+    );
+    let stats = store.stats().blocks;
+    assert_eq!(stats.blocks_freed_indexed, 2, "{stats:?}");
+    assert_eq!(stats.version_indexes, 2, "{stats:?}");
+    assert_eq!(stats.index_entries_refreshed, 1, "v2's entry: {stats:?}");
+    assert!(store.tile_at(c).is_none() && store.kept_tile_at(c).is_none());
+    // The chain is whole: every version, its timestamp, and the oldest's values.
+    let chain = row.read();
+    let behind: Vec<super::Link> = chain.behind(chain.head).collect();
+    let stamps: Vec<Option<u64>> = behind.iter().map(|&l| chain.commit_ts(l)).collect();
+    assert_eq!(stamps, [Some(3), Some(2), Some(1)]);
+    assert!(behind[0].indexed() && behind[1].indexed() && !behind[2].indexed());
+    let oldest = chain.values_of(behind[2]);
+    assert_eq!(oldest.get(1).to_value(), Value::I64(0));
+}
