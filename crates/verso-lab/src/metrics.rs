@@ -126,15 +126,22 @@ pub struct Sample {
     /// included) at the end of the interval: TB-Collect's Fig. 12 "DRAM" beside the rows.
     #[serde(default)]
     pub pm_tile_bytes: u64,
-    /// Blocks tb-collect freed while chains still reached their headers, since the
-    /// database opened (at the end of the interval): each needed chain consolidation (TB
-    /// §4.4), a kept tile or (TB-Collect-hash) a version index.
+    /// Blocks tb-collect freed in case 2 (TB §4.4: long snapshots older than the block) or
+    /// while chains still reached their headers, since the database opened (at the end of
+    /// the interval): each got chain consolidation, a kept tile or (TB-Collect-hash) a
+    /// version index.
     #[serde(default)]
     pub pm_blocks_consolidated: u64,
     /// Entries TB-Collect-hash's version indexes got since the database opened (one per
     /// superseded version indexed: its small writes).
     #[serde(default)]
     pub pm_version_index_entries: u64,
+    /// The versions the persistent-memory region holds per live row at the end of the
+    /// interval (`PmStats::versions_held / live_rows`: every row's newest plus the old
+    /// versions whose space is not reclaimed, linked or not): the chain a design would
+    /// have if only its collector unlinked versions (TB Fig. 14). 0 without a region.
+    #[serde(default)]
+    pub pm_versions_held_per_row: f64,
 }
 
 impl Sample {

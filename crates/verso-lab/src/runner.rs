@@ -1580,6 +1580,10 @@ impl<'c> Sampler<'c> {
                 .persistent_memory
                 .as_ref()
                 .map_or(0, |pm| pm.blocks.version_index_entries),
+            pm_versions_held_per_row: match &s.persistent_memory {
+                Some(pm) if live_rows > 0 => pm.versions_held as f64 / live_rows as f64,
+                _ => 0.0,
+            },
         }
     }
 

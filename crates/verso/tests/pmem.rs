@@ -667,3 +667,84 @@ fn an_emulated_region_keeps_every_persisted_store_across_sigkill() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+/// `PmStats::versions_held`, under each storage over the region: every row's newest plus
+/// each old version whose space is not reclaimed. Without a collector it counts every
+/// version written; under a held snapshot a collector keeps what the snapshot reads; once
+/// the snapshot ends and everything is collected, only the newest versions are left (the
+/// tile-block storage's relocated copies of them included, its freed blocks' versions
+/// not; the delta storage's released partitions not).
+#[test]
+fn versions_held_counts_what_each_region_storage_has_not_reclaimed() {
+    use verso::pmem::PmOptions;
+    use verso::{
+        ConcurrencyControl, Database, GarbageCollector, Options, Value, VersionStorageKind,
+    };
+    #[path = "common/region.rs"]
+    mod region;
+    const ROWS: u64 = 40;
+    const UPDATES: u64 = 4;
+    let configurations = [
+        (
+            VersionStorageKind::AppendNvm,
+            GarbageCollector::NoCollection,
+        ),
+        (VersionStorageKind::AppendNvm, GarbageCollector::Tvcp),
+        (
+            VersionStorageKind::TileBlock,
+            GarbageCollector::NoCollection,
+        ),
+        (VersionStorageKind::TileBlock, GarbageCollector::TbCollect),
+        (VersionStorageKind::DeltaNvm, GarbageCollector::NoCollection),
+        (VersionStorageKind::DeltaNvm, GarbageCollector::OneShot),
+    ];
+    for (storage, gc) in configurations {
+        let db = Database::open(
+            Options::default()
+                .version_storage(storage)
+                .concurrency_control(ConcurrencyControl::Mvto)
+                .garbage_collector(gc)
+                .persistent_memory(PmOptions::default().capacity_bytes(64 << 20)),
+        )
+        .unwrap();
+        let table = region::table(&db, "t");
+        for id in 0..ROWS {
+            region::insert(&db, table, id, 20);
+        }
+        assert_eq!(region::pm(&db).versions_held, ROWS, "{storage:?}/{gc:?}");
+        let held = db.begin(verso::Isolation::Serializable);
+        for n in 1..=UPDATES {
+            for id in 0..ROWS {
+                region::update(&db, table, id, n, 20);
+            }
+        }
+        let under_snapshot = region::pm(&db).versions_held;
+        if gc == GarbageCollector::NoCollection {
+            assert_eq!(under_snapshot, ROWS * (1 + UPDATES), "{storage:?}");
+        } else {
+            // The snapshot's versions and the newest are held at least.
+            assert!(
+                (2 * ROWS..=ROWS * (1 + UPDATES)).contains(&under_snapshot),
+                "{storage:?}/{gc:?}: {under_snapshot}"
+            );
+        }
+        for id in 0..ROWS {
+            assert_eq!(
+                held.get(table, &[Value::U64(id)]).unwrap().unwrap()[1],
+                region::text(0, 20)
+            );
+        }
+        held.commit().unwrap();
+        db.collect_garbage();
+        let after = region::pm(&db).versions_held;
+        if gc == GarbageCollector::NoCollection {
+            assert_eq!(
+                after,
+                ROWS * (1 + UPDATES),
+                "{storage:?}: nothing reclaimed"
+            );
+        } else {
+            assert_eq!(after, ROWS, "{storage:?}/{gc:?}: the newest versions only");
+        }
+    }
+}

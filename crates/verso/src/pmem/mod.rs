@@ -262,6 +262,13 @@ pub struct PmStats {
     pub slots: SlotStats,
     /// The delta-nvm storage's partitions and version indexes (zero for the others).
     pub partitions: PartitionStats,
+    /// Versions whose contents the region holds now, under any of its storages: every
+    /// row's newest plus every old version whose space is not reclaimed yet (rolled-back
+    /// ones too where the storage keeps them until their space goes; not commit records).
+    /// This is what a chain would link if nothing but the collector unlinked versions: the
+    /// "average version chain length" of TB §5.2 (Fig. 14), which "reflects the efficiency
+    /// of GC in reclaiming space", is this over the rows.
+    pub versions_held: u64,
     /// What the open recovered from the region (`None`: the region was new).
     pub recovery: Option<RecoveryReport>,
 }
@@ -329,7 +336,8 @@ pub struct BlockStats {
     /// records in other blocks are still in the region.
     pub commit_records_relocated: u64,
     /// TB-Collect-hash (`ChainConsolidation::HashIndex`): blocks freed with their tile
-    /// after the chains that reached them were switched to a version index.
+    /// once their superseded versions were indexed (where TB-Collect keeps the tile) and
+    /// the chains that reached them were switched to the index.
     pub blocks_freed_indexed: u64,
     /// Version indexes in the region now.
     pub version_indexes: u64,
@@ -408,6 +416,7 @@ impl PmStats {
             blocks: BlockStats::default(),
             slots: SlotStats::default(),
             partitions: PartitionStats::default(),
+            versions_held: 0,
             recovery: None,
         }
     }

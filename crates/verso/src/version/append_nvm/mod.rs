@@ -257,6 +257,12 @@ impl NvmStore {
         stats.blocks.frames_free = free;
         stats.blocks.frames_in_use = g.frame_count - free;
         stats.slots = self.slots.stats();
+        // One version a slot; a slot on a reuse list holds none.
+        // (Read one after the other while writers run: saturating.)
+        stats.versions_held = stats
+            .slots
+            .slots_cut
+            .saturating_sub(stats.slots.slots_on_reuse_lists);
         stats
     }
 }

@@ -303,6 +303,10 @@ impl DeltaStore {
             .store_u64(at + OLD_META, meta | ABORTED, Purpose::VersionHeader);
         let slot = self.partitions.slot(partition);
         slot.versions.fetch_sub(1, Ordering::Relaxed);
+        self.partitions
+            .counters
+            .versions_held
+            .fetch_sub(1, Ordering::Relaxed);
         slot.bytes
             .fetch_sub(old_bytes((meta & 0xFFFF_FFFF) as usize), Ordering::Relaxed);
     }
@@ -401,6 +405,13 @@ impl DeltaStore {
         stats.blocks.frames_in_use = g.frame_count - free;
         stats.slots = self.main.stats();
         let c = &self.partitions.counters;
+        // The newest versions in place (one a main-heap slot), and the before-images in the
+        // partitions not released yet.
+        stats.versions_held = stats
+            .slots
+            .slots_cut
+            .saturating_sub(stats.slots.slots_on_reuse_lists)
+            + c.versions_held.load(Ordering::Relaxed);
         let (live, indexed) = self.partitions.now();
         let (index_entries, index_copies, index_bytes) = self.index_sizes();
         stats.partitions = pmem::PartitionStats {

@@ -140,6 +140,9 @@ pub(crate) struct Counters {
     pub(crate) indexes_freed: AtomicU64,
     pub(crate) versions_released: AtomicU64,
     pub(crate) bytes_released: AtomicU64,
+    /// Before-images in partitions not released now (appended, less rolled back, less
+    /// released).
+    pub(crate) versions_held: AtomicU64,
 }
 
 pub(crate) struct Partitions {
@@ -234,6 +237,8 @@ impl Partitions {
             partition.frame_used[frame.index].store(used, Ordering::Release);
             partition.max_end.fetch_max(end, Ordering::SeqCst);
             partition.min_end.fetch_min(end, Ordering::SeqCst);
+            // The store-wide count first: it never falls below the partitions' sum.
+            self.counters.versions_held.fetch_add(1, Ordering::Relaxed);
             partition.versions.fetch_add(1, Ordering::Relaxed);
             partition.bytes.fetch_add(len, Ordering::Relaxed);
             *open = Some(frame);
@@ -335,10 +340,9 @@ impl Partitions {
         if indexed {
             c.released_with_index.fetch_add(1, Ordering::Relaxed);
         }
-        c.versions_released.fetch_add(
-            partition.versions.load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        let versions = partition.versions.load(Ordering::Relaxed);
+        c.versions_released.fetch_add(versions, Ordering::Relaxed);
+        c.versions_held.fetch_sub(versions, Ordering::Relaxed);
         c.bytes_released
             .fetch_add(partition.bytes.load(Ordering::Relaxed), Ordering::Relaxed);
         partition

@@ -1,11 +1,14 @@
 //! TB-Collect-hash's chain consolidation (TB §5.4 and Fig. 11: "we implement the hash index
 //! of OneShotGC in TB-Collect, named TB-Collect-hash, which is used to access old versions"):
 //! with `ChainConsolidation::HashIndex`, a collection that would keep a freed block's tile
-//! because chains still reach its headers (TB §4.4 case 2, or finalizing not done with
-//! them) writes those headers to a version index in the region instead
+//! (TB §4.4 case 2, or chains still reach its headers: finalizing is not done with them)
+//! writes its superseded versions' headers to a version index in the region instead
 //! (`pmem::version_index`, OneShot's: an entry and a bucket-head write per version, the
 //! "numerous small writes" TB charges it with), switches every link into the block to the
-//! index, and frees the tile with the block.
+//! index, and frees the tile with the block. A case-2 block no chain reaches is indexed
+//! too, as TB-Collect keeps its tile: neither design asks what chains reach (TB §4.4
+//! decides by the block's bounds against the epochs), and Fig. 11 compares what each
+//! keeps for a long transaction.
 //!
 //! Definitions:
 //! - An *indexed link* (`Link::indexed`) names an entry of an index: the first frame and
@@ -150,10 +153,12 @@ impl TileStore {
         context: &BlockGcContext<'_, TileRow>,
     ) -> TileFate {
         let tile = self.tile_at(frame).expect("a frozen block has a tile");
-        if tile.pinned.load(Ordering::SeqCst) == 0 {
-            // No chain reaches it: nothing to index (and nothing walks it).
-            return TileFate::Free;
-        }
+        // A tile no chain reaches is kept by TB-Collect all the same when the block is in
+        // case 2 (TB §4.4 decides by the block's bounds against the epochs, not by what
+        // chains reach), so the hash variant indexes it all the same: the two designs
+        // differ only in what they keep for a long transaction (TB §5.4), and Fig. 11
+        // compares exactly that. Its chains need no switch.
+        let reached = tile.pinned.load(Ordering::SeqCst) > 0;
         debug_assert_eq!(tile.pinned_indexed.load(Ordering::SeqCst), 0, "fate()");
         let used = tile.used.load(Ordering::Relaxed) as usize;
         let superseded: Vec<usize> = (0..used)
@@ -164,6 +169,10 @@ impl TileStore {
             })
             .collect();
         if superseded.is_empty() {
+            if !reached {
+                // Nothing a long transaction could read: nothing to index or keep.
+                return TileFate::Free;
+            }
             // Pinned yet nothing superseded: not a state a chain leaves (kept, to be safe).
             debug_assert!(false, "a pinned tile without a superseded version");
             self.counters.add(&self.counters.consolidations_refused, 1);
@@ -212,6 +221,12 @@ impl TileStore {
             if let Some(hook) = hook {
                 hook();
             }
+        }
+        if !reached {
+            // No chain to switch (and none can come to reach it: links only ever point at
+            // older versions, and the block's newest ones were moved out). Indexed like a
+            // reached one, freed by H4 when the snapshots it was kept for are gone.
+            return TileFate::FreeIndexed;
         }
         // H2: every row with a version here, once, its chain switched under its latch.
         let mut rows: Vec<Arc<TileRow>> = Vec::new();

@@ -849,6 +849,12 @@ impl TileStore {
         tile.max_txnid.fetch_max(txn_id, Ordering::SeqCst);
         tile.min_txnid.fetch_min(txn_id, Ordering::Relaxed);
         tile.used.store(slot + 1, Ordering::Relaxed);
+        if !matches!(kind, RecordKind::Commit | RecordKind::Withdrawn) {
+            // (`append_marker` flags the others `COMMIT_SLOT`, which a free counts by.)
+            self.counters
+                .version_records
+                .fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Link::new(extent.first_frame, extent.generation, slot))
     }
 
@@ -1042,6 +1048,7 @@ impl TileStore {
     pub(crate) fn stats(&self) -> PmStats {
         let mut stats = self.region.stats();
         stats.blocks = self.block_stats();
+        stats.versions_held = self.counters.version_records.load(Ordering::Relaxed);
         stats.recovery = self.recovery_report();
         stats
     }

@@ -78,6 +78,10 @@ struct Adopted {
 pub(super) struct Counters {
     pub(super) blocks_sealed: AtomicU64,
     pub(super) blocks_live: AtomicU64,
+    /// Records of versions (of rows: versions, tombstones, relocated copies; not commit
+    /// records) in the blocks the tile table lists: appended or rebuilt, less those of
+    /// freed blocks (`PmStats::versions_held`).
+    pub(super) version_records: AtomicU64,
     collections: AtomicU64,
     blocks_freed: AtomicU64,
     blocks_freed_tile_kept: AtomicU64,
@@ -478,6 +482,14 @@ impl TileStore {
             lock(&self.frees_not_durable)
                 .push((id, tile_ref.min_superseded.load(Ordering::SeqCst)));
             self.counters.blocks_live.fetch_sub(1, Ordering::Relaxed);
+            let used = tile_ref.used.load(Ordering::Relaxed) as usize;
+            let versions = tile_ref.headers[..used]
+                .iter()
+                .filter(|h| h.flags.load(Ordering::Relaxed) & COMMIT_SLOT == 0)
+                .count();
+            self.counters
+                .version_records
+                .fetch_sub(versions as u64, Ordering::Relaxed);
             match fate {
                 TileFate::Free | TileFate::FreeIndexed => {
                     self.tiles[frame].store(std::ptr::null_mut(), Ordering::Release);

@@ -358,6 +358,14 @@ impl TileStore {
             }
             tile.used
                 .store(block.records.len() as u32, Ordering::Relaxed);
+            let versions = block
+                .records
+                .iter()
+                .filter(|r| !matches!(r.kind, RecordKind::Commit | RecordKind::Withdrawn))
+                .count();
+            self.counters
+                .version_records
+                .fetch_add(versions as u64, Ordering::Relaxed);
             // Every transaction after recovery has a higher id than any here: the block's
             // bounds say nothing any snapshot could need.
             tile.max_txnid.store(report.max_txn_id, Ordering::SeqCst);
