@@ -144,7 +144,9 @@ impl TileStore {
     /// TB-Collect-hash's step for the frozen block at `frame` (its latest versions
     /// relocated and persisted, its tile to be kept otherwise): builds the index of its
     /// superseded versions (H1), switches every chain that reaches the block to it (H2),
-    /// and says what happens to the tile. `Free` only when no chain reaches it any more.
+    /// and says what happens to the tile: `FreeIndexed` once no chain reaches it (at once
+    /// for a block no chain reached: indexed all the same, no switch), `Free` only for a
+    /// block with nothing superseded, `Keep` when a chain could not be switched.
     pub(super) fn consolidate_into_index(
         &self,
         writer: &mut LineWriter,

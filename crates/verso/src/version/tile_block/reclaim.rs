@@ -110,8 +110,8 @@ impl Counters {
 pub(super) enum TileFate {
     /// Case 1 with nothing pinning it: freed with the block.
     Free,
-    /// TB-Collect-hash: the chains that reached it were switched to a version index
-    /// (`hash_index.rs`); freed with the block.
+    /// TB-Collect-hash: its superseded versions were indexed and the chains that reached
+    /// it (if any) switched to the index (`hash_index.rs`); freed with the block.
     FreeIndexed,
     /// Case 2 (long snapshots may walk its headers), or case 1 while finalizing has not
     /// yet cut every link into it: kept until neither holds.
