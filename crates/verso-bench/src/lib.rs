@@ -7,6 +7,7 @@
 //! `tests/tiny.rs` runs that mode and checks each benchmark did the work it names.
 
 pub mod core;
+pub mod pages;
 
 /// `1234567.8` as `1,234,568` (shared with the lab's reports).
 pub use verso_lab::format::thousands;

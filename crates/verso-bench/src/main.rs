@@ -2,6 +2,9 @@
 //! [--rows N] [--gc steam|watermark|...] [--storage delta|append-n2o|append-o2n|time-travel]
 //! [--isolation snapshot|serializable|both]
 //! [--read-ratio 0.9] [--tiny] [--json FILE]`
+//!
+//! `verso-bench pages [--entries N] [--pool-pages N] [--threads 1,2] [--policies clock,lru2]
+//! [--seconds 3] [--rounds 5] [--theta 0.9] [--write-share 0.1] [--dir DIR] [--tiny]`
 
 /// mimalloc (v2: mimalloc 0.1.52's default, C mimalloc v3.3.2, segfaulted under threads
 /// when we measured the candidate crates). It backs
@@ -19,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use verso::{ConcurrencyControl, GarbageCollector, Isolation, VersionStorageKind};
 use verso_bench::core::{self, Bench, Config};
+use verso_bench::pages::{self, PagesConfig};
 use verso_bench::{report_json, report_table, thousands, validate};
 
 /// Benchmarks of the Verso storage engine.
@@ -33,6 +37,118 @@ struct Cli {
 enum Command {
     /// Single-thread transaction benchmarks: point read, one-row update, YCSB.
     Core(CoreArgs),
+    /// The disk engine's B+-tree through its buffer pool, data larger than the pool:
+    /// Zipf-skewed lookups and overwrites under each eviction policy and thread count.
+    Pages(PagesArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct PagesArgs {
+    /// Entries in the tree [default: 1,000,000; 5,000 with --tiny].
+    #[arg(long)]
+    entries: Option<u64>,
+    /// Frames of the buffer pool [default: 2,000 (16 MB, about a tenth of the tree); 16
+    /// with --tiny].
+    #[arg(long)]
+    pool_pages: Option<usize>,
+    /// Thread counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
+    /// Eviction policies, comma-separated: clock, lru2.
+    #[arg(long, value_delimiter = ',', default_value = "clock,lru2", value_parser = parse_policy)]
+    policies: Vec<verso::disk::ReplacementPolicy>,
+    /// Seconds per run [default: 3; 0.05 with --tiny].
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Rounds, each running every policy and thread count once [default: 5; 1 with --tiny].
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Zipf skew of the keys.
+    #[arg(long, default_value_t = 0.9)]
+    theta: f64,
+    /// Share of operations that overwrite a value.
+    #[arg(long, default_value_t = 0.1)]
+    write_share: f64,
+    /// Directory for the tree's file (removed afterwards) [default: the temporary directory].
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Tiny sizes: about a second even in a debug build.
+    #[arg(long)]
+    tiny: bool,
+}
+
+fn parse_policy(name: &str) -> Result<verso::disk::ReplacementPolicy, String> {
+    match name {
+        "clock" => Ok(verso::disk::ReplacementPolicy::Clock),
+        "lru2" => Ok(verso::disk::ReplacementPolicy::Lru2),
+        other => Err(format!("unknown eviction policy {other:?} (clock, lru2)")),
+    }
+}
+
+fn pages_command(args: PagesArgs) -> ExitCode {
+    let dir = args.dir.unwrap_or_else(std::env::temp_dir);
+    let mut config = if args.tiny {
+        PagesConfig::tiny(dir)
+    } else {
+        PagesConfig::full(dir)
+    };
+    if let Some(entries) = args.entries {
+        config.entries = entries.max(1);
+    }
+    if let Some(frames) = args.pool_pages {
+        config.pool_pages = frames.max(1);
+    }
+    if let Some(seconds) = args.seconds {
+        config.seconds = seconds;
+    }
+    if let Some(rounds) = args.rounds {
+        config.rounds = rounds.max(1);
+    }
+    if !(args.theta > 0.0 && args.theta < 1.0 && (0.0..=1.0).contains(&args.write_share)) {
+        eprintln!("--theta must lie strictly between 0 and 1, --write-share between 0 and 1");
+        return ExitCode::FAILURE;
+    }
+    if args.threads.contains(&0) {
+        eprintln!("--threads: every count must be at least 1");
+        return ExitCode::FAILURE;
+    }
+    config.threads = args.threads;
+    config.policies = args.policies;
+    config.theta = args.theta;
+    config.write_share = args.write_share;
+    eprintln!(
+        "pages: {} entries of {} bytes, a pool of {} pages, {} round(s) of {} s per run ...",
+        thousands(config.entries as f64),
+        config.value_bytes,
+        config.pool_pages,
+        config.rounds,
+        config.seconds
+    );
+    match pages::run(&config) {
+        Ok(runs) => {
+            let mut failed = false;
+            for run in &runs {
+                if run.lookups_found != run.lookups {
+                    eprintln!(
+                        "CHECK FAILED: {} of {} lookups missed",
+                        run.lookups - run.lookups_found,
+                        run.lookups
+                    );
+                    failed = true;
+                }
+            }
+            println!("{}", pages::report(&config, &runs));
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(e) => {
+            eprintln!("pages: failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -115,6 +231,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Core(args) => core_command(args),
+        Command::Pages(args) => pages_command(args),
     }
 }
 

@@ -201,3 +201,35 @@ fn every_benchmark_runs_on_every_version_storage() {
         }
     }
 }
+
+#[test]
+fn pages_runs_the_tree_through_a_pool_smaller_than_its_data() {
+    use verso_bench::pages::{self, PagesConfig};
+    let dir = std::env::temp_dir().join(format!("verso-pages-tiny-{}", std::process::id()));
+    let config = PagesConfig::tiny(dir.clone());
+    let runs = pages::run(&config).unwrap();
+    assert_eq!(runs.len(), config.policies.len() * config.threads.len());
+    for run in &runs {
+        assert!(run.operations > 0 && run.lookups > 0, "{run:?}");
+        assert_eq!(
+            run.lookups_found, run.lookups,
+            "lookups missed their entries"
+        );
+        assert_eq!(run.operations, run.lookups + run.overwrites);
+        // 5,000 entries of 100 bytes are about 70 leaves: 16 frames must evict and read.
+        assert!(
+            run.pool.evictions > 0 && run.pool.pages_read > 0,
+            "{:?}",
+            run.pool
+        );
+        assert!(run.pool.hit_ratio() > 0.0 && run.pool.hit_ratio() < 1.0);
+    }
+    let table = pages::report(&config, &runs);
+    assert!(
+        table.contains("| clock | 1 |") && table.contains("| lru2 | 2 |"),
+        "{table}"
+    );
+    // The tree's file is removed.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir(&dir).unwrap();
+}

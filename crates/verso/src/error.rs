@@ -200,6 +200,25 @@ pub enum Error {
     },
     /// The database was closed ([`crate::Database::close`]).
     DatabaseClosed,
+    /// An index entry is larger than a page can hold several of.
+    EntryTooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// Its bytes.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A page was asked for that its file does not have (past the pages allocated in it),
+    /// or of a file not attached to the buffer pool: a bug of the caller, not of the disk.
+    PageOutOfRange {
+        /// The file, or its number if it is not attached.
+        file: String,
+        /// The page asked for.
+        page: u32,
+        /// The pages the file has.
+        pages: u32,
+    },
 }
 
 impl Error {
@@ -337,6 +356,16 @@ impl fmt::Display for Error {
                  {supported}"
             ),
             Error::DatabaseClosed => f.write_str("the database was closed"),
+            Error::EntryTooLarge { what, bytes, limit } => {
+                write!(
+                    f,
+                    "{what} of {bytes} bytes is larger than the limit of {limit}"
+                )
+            }
+            Error::PageOutOfRange { file, page, pages } => write!(
+                f,
+                "page {page} of {file} was asked for, but the file has {pages} pages"
+            ),
         }
     }
 }

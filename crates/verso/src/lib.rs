@@ -69,6 +69,7 @@
 
 mod cc;
 mod db;
+pub mod disk;
 mod durability;
 mod engine;
 mod error;

@@ -3,12 +3,12 @@
 //! for loom's under `--cfg loom` so the loom tests can explore their interleavings.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
@@ -63,6 +63,43 @@ impl<T: ?Sized> Latch<T> {
 
     pub(crate) fn write(&self) -> WriteGuard<'_, T> {
         self.0.write()
+    }
+
+    pub(crate) fn try_write(&self) -> Option<WriteGuard<'_, T>> {
+        self.0.try_write()
+    }
+}
+
+/// A mutual-exclusion lock (the buffer pool's page table), loom's under `--cfg loom`.
+#[cfg(not(loom))]
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(parking_lot::Mutex<T>);
+
+#[cfg(not(loom))]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(parking_lot::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
+        self.0.lock()
+    }
+}
+
+/// A mutual-exclusion lock, loom's.
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        // A panic while locked aborts the test anyway; poisoning carries no information.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -121,5 +158,9 @@ impl<T: ?Sized> Latch<T> {
 
     pub(crate) fn write(&self) -> WriteGuard<'_, T> {
         WriteGuard(self.0.write().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub(crate) fn try_write(&self) -> Option<WriteGuard<'_, T>> {
+        self.0.try_write().ok().map(WriteGuard)
     }
 }

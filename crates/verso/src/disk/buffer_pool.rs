@@ -1,0 +1,748 @@
+//! The buffer pool: a fixed number of frames holding pages of files behind the file trait,
+//! with pins, shared and exclusive page latches, an eviction policy
+//! ([`super::replacement`]), write-back that respects the write-ahead log, and counters of
+//! what reached the disk (design note: `docs/design/buffer-pool.md`).
+//!
+//! # Invariants
+//!
+//! - **B1** A frame's page-table mapping (`Frame::holds`, the table's map) and its pin
+//!   count's rise from zero change only under the table lock. Pins fall without it.
+//! - **B2** A frame's latch is held only by a thread that holds one of its pins, and every
+//!   guard releases its latch before its pin. So a frame found unpinned under the table lock
+//!   has a free latch, and a frame cannot be evicted or remapped while anyone reads it.
+//! - **B3** `Frame::dirty` is set only under the frame's exclusive latch and cleared only
+//!   under its shared latch after the page reached the file. Under the table lock, an
+//!   unpinned frame's dirty flag cannot change (B1, B2): the pool evicts only clean frames,
+//!   and writes a dirty victim back (pinned, outside the table lock) before it retries.
+//! - **B4** Write-ahead rule: a page reaches its file only after
+//!   [`WriteAheadLog::make_durable`] returned for the page's LSN.
+//! - **B5** `FrameData::loaded` is `Some(id)` exactly when the frame's bytes are page `id`'s
+//!   newest contents; a thread that finds a frame through the table checks it under the
+//!   latch (a load that failed leaves it `None`, unmapped, and the finder retries).
+//! - **B6** After a file sync failed, nothing more is written or read: pages written since
+//!   the last successful sync may be lost (Linux drops them) while their frames are clean,
+//!   so the pool no longer knows what the files hold. Every call fails with
+//!   [`Error::DurabilityLost`]; recovery from the log rebuilds them at the next open.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+use super::page::{FileNo, Page, PageId, PAGE_SIZE};
+use super::replacement::{Replacement, ReplacementPolicy};
+use crate::durability::io_error;
+use crate::fs::File;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Latch, Mutex, ReadGuard, WriteGuard};
+use crate::{Error, Result};
+
+/// The log the buffer pool's write-back waits on (invariant B4).
+pub trait WriteAheadLog: Send + Sync + fmt::Debug {
+    /// Returns once the log is durable up to and including the record at `lsn`, or fails
+    /// (then the page is not written).
+    fn make_durable(&self, lsn: u64) -> Result<()>;
+}
+
+/// For pages that no log covers (their LSN stays 0): scratch files, tests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unlogged;
+
+impl WriteAheadLog for Unlogged {
+    fn make_durable(&self, lsn: u64) -> Result<()> {
+        debug_assert_eq!(lsn, 0, "a page with an LSN in an unlogged pool");
+        Ok(())
+    }
+}
+
+/// How a page is latched while pinned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Shared,
+    Exclusive,
+}
+
+/// What the pool counted since it was built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BufferPoolStats {
+    /// Frames in the pool.
+    pub frames: u64,
+    /// Pins of a page already in the pool.
+    pub hits: u64,
+    /// Pins that had to bring the page in (a read, or a new page).
+    pub misses: u64,
+    /// Pages read from files.
+    pub pages_read: u64,
+    /// Pages written to files.
+    pub pages_written: u64,
+    /// Of those, pages written right after the page before them in the same file (SI-CV's
+    /// sequential writes); the others are random.
+    pub sequential_writes: u64,
+    /// Pages written back to free a frame for another page (the rest were flushes).
+    pub eviction_writes: u64,
+    /// Pages that left the pool for another.
+    pub evictions: u64,
+    /// Pages added at the end of a file.
+    pub pages_allocated: u64,
+    /// File syncs.
+    pub file_syncs: u64,
+}
+
+impl BufferPoolStats {
+    /// The share of pins served from the pool (1 when nothing was pinned).
+    pub fn hit_ratio(&self) -> f64 {
+        let pins = self.hits + self.misses;
+        if pins == 0 {
+            1.0
+        } else {
+            self.hits as f64 / pins as f64
+        }
+    }
+
+    /// Pages written that were not sequential.
+    pub fn random_writes(&self) -> u64 {
+        self.pages_written - self.sequential_writes
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    pages_read: AtomicU64,
+    pages_written: AtomicU64,
+    sequential_writes: AtomicU64,
+    eviction_writes: AtomicU64,
+    evictions: AtomicU64,
+    pages_allocated: AtomicU64,
+    file_syncs: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// `Frame::holds` of a frame that holds no page.
+const NO_PAGE: u64 = u64::MAX;
+
+struct Frame {
+    latch: Latch<FrameData>,
+    /// The packed id of the page mapped to this frame, or [`NO_PAGE`] (B1).
+    holds: AtomicU64,
+    pins: AtomicU32,
+    /// The page changed since it was last written (B3).
+    dirty: AtomicBool,
+}
+
+struct FrameData {
+    page: Page,
+    /// B5.
+    loaded: Option<PageId>,
+}
+
+struct Table {
+    /// Packed page id to frame index.
+    map: HashMap<u64, usize, foldhash::fast::FixedState>,
+    /// Frames that never held a page.
+    free: Vec<usize>,
+    policy: Box<dyn Replacement>,
+}
+
+struct PageFile {
+    path: PathBuf,
+    file: Box<dyn File>,
+    /// The number of blocks handed out: the file's pages, written or not yet.
+    blocks: AtomicU32,
+}
+
+/// A fixed set of frames caching the pages of the files attached to it. See the module
+/// documentation for its invariants.
+pub struct BufferPool {
+    frames: Box<[Frame]>,
+    table: Mutex<Table>,
+    files: parking_lot::RwLock<Vec<PageFile>>,
+    log: Arc<dyn WriteAheadLog>,
+    counters: Counters,
+    /// The packed id of the page written last, or [`NO_PAGE`].
+    last_written: AtomicU64,
+    /// B6: why durability was lost, once it was.
+    lost: OnceLock<String>,
+}
+
+impl fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("frames", &self.frames.len())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What picking a frame for a page found.
+enum Victim {
+    /// A clean unpinned frame, ready for the page (still under the table lock).
+    Clean(usize),
+    /// A dirty unpinned frame, now pinned by the caller: write it back, unpin, retry.
+    Dirty(usize),
+}
+
+impl BufferPool {
+    /// A pool of `frames` frames (`frames * PAGE_SIZE` bytes of pages, plus about 100 bytes
+    /// a frame), whose write-backs wait on `log`.
+    pub fn new(frames: usize, policy: ReplacementPolicy, log: Arc<dyn WriteAheadLog>) -> Self {
+        assert!(frames > 0, "a buffer pool has at least one frame");
+        let frames_vec: Vec<Frame> = (0..frames)
+            .map(|_| Frame {
+                latch: Latch::new(FrameData {
+                    page: Page::zeroed(),
+                    loaded: None,
+                }),
+                holds: AtomicU64::new(NO_PAGE),
+                pins: AtomicU32::new(0),
+                dirty: AtomicBool::new(false),
+            })
+            .collect();
+        BufferPool {
+            frames: frames_vec.into_boxed_slice(),
+            table: Mutex::new(Table {
+                map: HashMap::with_capacity_and_hasher(frames, Default::default()),
+                // Popped from the end: frame 0 first.
+                free: (0..frames).rev().collect(),
+                policy: policy.build(frames),
+            }),
+            files: parking_lot::RwLock::new(Vec::new()),
+            log,
+            counters: Counters::default(),
+            last_written: AtomicU64::new(NO_PAGE),
+            lost: OnceLock::new(),
+        }
+    }
+
+    /// A pool of about `bytes` of pages (at least one frame).
+    pub fn with_bytes(
+        bytes: usize,
+        policy: ReplacementPolicy,
+        log: Arc<dyn WriteAheadLog>,
+    ) -> Self {
+        BufferPool::new((bytes / PAGE_SIZE).max(1), policy, log)
+    }
+
+    /// The number of frames.
+    pub fn frames(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Attaches a file of pages opened for reading and writing; `path` names it in errors.
+    /// A partial page at its end (a torn extension) counts as a page, which reads as
+    /// corrupt until it is rewritten.
+    pub fn attach(&self, path: &Path, file: Box<dyn File>) -> Result<FileNo> {
+        let len = file
+            .len()
+            .map_err(|e| io_error(path, "reading the length of a page file", &e))?;
+        let blocks =
+            u32::try_from(len.div_ceil(PAGE_SIZE as u64)).map_err(|_| Error::CapacityExceeded {
+                what: format!("pages in the file {}", path.display()),
+                limit: u32::MAX as usize,
+            })?;
+        let mut files = self.files.write();
+        let number = FileNo(u32::try_from(files.len()).expect("fewer than 2^32 files"));
+        files.push(PageFile {
+            path: path.to_path_buf(),
+            file,
+            blocks: AtomicU32::new(blocks),
+        });
+        Ok(number)
+    }
+
+    /// The number of pages of `file` (written or allocated).
+    pub fn file_pages(&self, file: FileNo) -> u32 {
+        self.files.read()[file.0 as usize]
+            .blocks
+            .load(Ordering::Acquire)
+    }
+
+    /// Pins page `id` and latches it shared, reading it from its file if it is not in the
+    /// pool. Fails with [`Error::Corruption`] if the bytes on disk are not a page written
+    /// at that address (`super::page::PageDefect`), with [`Error::Io`] if a read or a
+    /// write-back for a free frame failed, and with [`Error::CapacityExceeded`] if every
+    /// frame is pinned.
+    pub fn read(&self, id: PageId) -> Result<PageRef<'_>> {
+        let (frame, guard) = self.pin(id, Access::Shared, Load::FromFile)?;
+        match guard {
+            Latched::Shared(guard) => Ok(PageRef {
+                pool: self,
+                frame,
+                guard: Some(guard),
+            }),
+            Latched::Exclusive(_) => unreachable!("a shared pin latches shared"),
+        }
+    }
+
+    /// Pins page `id` and latches it exclusive, as [`BufferPool::read`] does otherwise.
+    pub fn write(&self, id: PageId) -> Result<PageMut<'_>> {
+        let (frame, guard) = self.pin(id, Access::Exclusive, Load::FromFile)?;
+        Ok(self.page_mut(frame, guard))
+    }
+
+    /// Adds a page at the end of `file` and returns it pinned, latched exclusive, zeroed.
+    /// It reaches the file at its first write-back (until then a crash loses it: the layer
+    /// above logs the allocation).
+    pub fn allocate(&self, file: FileNo) -> Result<PageMut<'_>> {
+        let block = {
+            let files = self.files.read();
+            let Some(page_file) = files.get(file.0 as usize) else {
+                return Err(Error::PageOutOfRange {
+                    file: format!("number {} (not attached)", file.0),
+                    page: 0,
+                    pages: 0,
+                });
+            };
+            let counter = &page_file.blocks;
+            let mut current = counter.load(Ordering::Acquire);
+            loop {
+                let next = current
+                    .checked_add(1)
+                    .ok_or_else(|| Error::CapacityExceeded {
+                        what: format!("pages in the file {}", page_file.path.display()),
+                        limit: u32::MAX as usize,
+                    })?;
+                match counter.compare_exchange_weak(
+                    current,
+                    next,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => break current,
+                    Err(seen) => current = seen,
+                }
+            }
+        };
+        match self.pin(PageId::new(file, block), Access::Exclusive, Load::Zeroed) {
+            Ok((frame, guard)) => {
+                bump(&self.counters.pages_allocated);
+                Ok(self.page_mut(frame, guard))
+            }
+            Err(error) => {
+                // Give the block back if no later allocation took the next one; else it
+                // stays a page never written, which reads as zeros.
+                let files = self.files.read();
+                let _ = files[file.0 as usize].blocks.compare_exchange(
+                    block + 1,
+                    block,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                Err(error)
+            }
+        }
+    }
+
+    fn page_mut<'a>(&'a self, frame: usize, guard: Latched<'a>) -> PageMut<'a> {
+        match guard {
+            Latched::Exclusive(guard) => PageMut {
+                pool: self,
+                frame,
+                guard: Some(guard),
+            },
+            Latched::Shared(_) => unreachable!("an exclusive pin latches exclusive"),
+        }
+    }
+
+    /// Writes every page that is dirty when the sweep reaches it (writers keep running: a
+    /// fuzzy flush) and then syncs every file. A checkpoint calls it after taking its redo
+    /// point: what changed after the sweep passed a page is in the log after that point.
+    /// Returns how many pages were written.
+    pub fn flush(&self) -> Result<u64> {
+        self.check_durability()?;
+        let mut written = 0;
+        for frame in 0..self.frames.len() {
+            {
+                let _table = self.table.lock();
+                let f = &self.frames[frame];
+                if f.holds.load(Ordering::Acquire) == NO_PAGE || !f.dirty.load(Ordering::Acquire) {
+                    continue;
+                }
+                // Pinned under the table lock (B1), so it stays mapped while written.
+                f.pins.fetch_add(1, Ordering::AcqRel);
+            }
+            let result = self.write_back_pinned(frame);
+            self.unpin(frame);
+            if result? {
+                written += 1;
+            }
+        }
+        self.sync_files()?;
+        Ok(written)
+    }
+
+    /// Syncs every attached file. A failure loses durability for good (B6).
+    pub fn sync_files(&self) -> Result<()> {
+        self.check_durability()?;
+        let files = self.files.read();
+        for page_file in files.iter() {
+            if let Err(e) = page_file.file.sync_data() {
+                let error = io_error(&page_file.path, "syncing a page file", &e);
+                let reason = error.to_string();
+                let _ = self.lost.set(reason.clone());
+                return Err(Error::DurabilityLost { reason });
+            }
+            bump(&self.counters.file_syncs);
+        }
+        Ok(())
+    }
+
+    /// What the pool counted.
+    pub fn stats(&self) -> BufferPoolStats {
+        let c = &self.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        BufferPoolStats {
+            frames: self.frames.len() as u64,
+            hits: load(&c.hits),
+            misses: load(&c.misses),
+            pages_read: load(&c.pages_read),
+            pages_written: load(&c.pages_written),
+            sequential_writes: load(&c.sequential_writes),
+            eviction_writes: load(&c.eviction_writes),
+            evictions: load(&c.evictions),
+            pages_allocated: load(&c.pages_allocated),
+            file_syncs: load(&c.file_syncs),
+        }
+    }
+
+    /// The number of dirty pages in the pool now.
+    pub fn dirty_pages(&self) -> usize {
+        self.frames
+            .iter()
+            .filter(|f| f.dirty.load(Ordering::Acquire))
+            .count()
+    }
+
+    fn check_durability(&self) -> Result<()> {
+        match self.lost.get() {
+            Some(reason) => Err(Error::DurabilityLost {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a page its file does not have (never allocated, or no such file).
+    fn check_in_range(&self, id: PageId) -> Result<()> {
+        let files = self.files.read();
+        let Some(page_file) = files.get(id.file.0 as usize) else {
+            return Err(Error::PageOutOfRange {
+                file: format!("number {} (not attached)", id.file.0),
+                page: id.block,
+                pages: 0,
+            });
+        };
+        let pages = page_file.blocks.load(Ordering::Acquire);
+        if id.block >= pages {
+            return Err(Error::PageOutOfRange {
+                file: page_file.path.display().to_string(),
+                page: id.block,
+                pages,
+            });
+        }
+        Ok(())
+    }
+
+    fn pin(&self, id: PageId, access: Access, load: Load) -> Result<(usize, Latched<'_>)> {
+        self.check_in_range(id)?;
+        let key = id.pack();
+        let mut waits_for_a_frame = 0u32;
+        loop {
+            self.check_durability()?;
+            let mut table = self.table.lock();
+            if let Some(&frame) = table.map.get(&key) {
+                let f = &self.frames[frame];
+                f.pins.fetch_add(1, Ordering::AcqRel);
+                table.policy.accessed(frame);
+                drop(table);
+                let guard = latch(f, access);
+                if guard.data().loaded == Some(id) {
+                    // A page being allocated can be found here only if a reader of every
+                    // page of the file (`file_pages`) read it, as zeros, first.
+                    debug_assert!(load == Load::FromFile || guard.data().page.is_zeroed());
+                    bump(&self.counters.hits);
+                    return Ok((frame, guard));
+                }
+                // Its load failed and the frame was unmapped (B5): look again.
+                drop(guard);
+                self.unpin(frame);
+                continue;
+            }
+            let victim = match self.victim(&mut table) {
+                Err(Error::CapacityExceeded { .. }) if waits_for_a_frame < FRAME_WAITS => {
+                    // Every frame is pinned. Pins are short, so wait for one to go.
+                    drop(table);
+                    waits_for_a_frame += 1;
+                    wait_for_a_frame(waits_for_a_frame);
+                    continue;
+                }
+                other => other?,
+            };
+            let frame = match victim {
+                Victim::Dirty(frame) => {
+                    drop(table);
+                    let result = self.write_back_pinned(frame);
+                    self.unpin(frame);
+                    if result? {
+                        bump(&self.counters.eviction_writes);
+                    }
+                    continue;
+                }
+                Victim::Clean(frame) => frame,
+            };
+            let f = &self.frames[frame];
+            let old = f.holds.swap(key, Ordering::AcqRel);
+            if old != NO_PAGE {
+                table.map.remove(&old);
+                bump(&self.counters.evictions);
+            }
+            table.map.insert(key, frame);
+            debug_assert_eq!(f.pins.load(Ordering::Acquire), 0);
+            f.pins.store(1, Ordering::Release);
+            table.policy.loaded(frame);
+            // Unpinned until a moment ago, so nobody holds the latch (B2).
+            let mut guard = f
+                .latch
+                .try_write()
+                .expect("an unpinned frame's latch is free (B2)");
+            drop(table);
+            bump(&self.counters.misses);
+            let loaded = match load {
+                Load::Zeroed => {
+                    guard.page.clear();
+                    Ok(())
+                }
+                Load::FromFile => self.read_into(id, &mut guard.page),
+            };
+            match loaded {
+                Ok(()) => {
+                    guard.loaded = Some(id);
+                    let guard = match access {
+                        Access::Exclusive => Latched::Exclusive(guard),
+                        Access::Shared => {
+                            // Still pinned: nobody can take the frame meanwhile.
+                            drop(guard);
+                            Latched::Shared(f.latch.read())
+                        }
+                    };
+                    return Ok((frame, guard));
+                }
+                Err(error) => {
+                    guard.loaded = None;
+                    {
+                        let mut table = self.table.lock();
+                        table.map.remove(&key);
+                        f.holds.store(NO_PAGE, Ordering::Release);
+                        table.policy.forget(frame);
+                    }
+                    drop(guard);
+                    self.unpin(frame);
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// Picks a frame for a new page, under the table lock.
+    fn victim(&self, table: &mut Table) -> Result<Victim> {
+        if let Some(frame) = table.free.pop() {
+            return Ok(Victim::Clean(frame));
+        }
+        let frames = &self.frames;
+        let chosen = table
+            .policy
+            .victim(&mut |frame| frames[frame].pins.load(Ordering::Acquire) == 0)
+            .ok_or_else(|| Error::CapacityExceeded {
+                what: "unpinned frames in the buffer pool (every frame is pinned)".to_string(),
+                limit: frames.len(),
+            })?;
+        let f = &frames[chosen];
+        if f.dirty.load(Ordering::Acquire) {
+            f.pins.fetch_add(1, Ordering::AcqRel);
+            Ok(Victim::Dirty(chosen))
+        } else {
+            Ok(Victim::Clean(chosen))
+        }
+    }
+
+    /// Writes a pinned frame's page back if it is still dirty; returns whether it wrote.
+    fn write_back_pinned(&self, frame: usize) -> Result<bool> {
+        let f = &self.frames[frame];
+        let data = f.latch.read();
+        if !f.dirty.load(Ordering::Acquire) {
+            return Ok(false); // written by another thread meanwhile
+        }
+        let id = data.loaded.expect("a dirty frame holds a loaded page (B5)");
+        self.check_durability()?;
+        // B4: the log first.
+        self.log.make_durable(data.page.lsn())?;
+        let mut sealed = data.page.clone();
+        sealed.seal(id);
+        {
+            let files = self.files.read();
+            let page_file = &files[id.file.0 as usize];
+            page_file
+                .file
+                .write_all_at(sealed.as_bytes(), id.offset())
+                .map_err(|e| io_error(&page_file.path, "writing a page", &e))?;
+        }
+        // Still latched shared: no writer can have dirtied it again (B3).
+        f.dirty.store(false, Ordering::Release);
+        bump(&self.counters.pages_written);
+        let previous = self.last_written.swap(id.pack(), Ordering::AcqRel);
+        if previous != NO_PAGE && id.follows(PageId::unpack(previous)) {
+            bump(&self.counters.sequential_writes);
+        }
+        Ok(true)
+    }
+
+    fn read_into(&self, id: PageId, page: &mut Page) -> Result<()> {
+        let files = self.files.read();
+        let page_file = &files[id.file.0 as usize];
+        let raw = page.raw_mut();
+        let mut read = 0;
+        while read < PAGE_SIZE {
+            match page_file
+                .file
+                .read_at(&mut raw[read..], id.offset() + read as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error(&page_file.path, "reading a page", &e)),
+            }
+        }
+        raw[read..].fill(0);
+        bump(&self.counters.pages_read);
+        Page::check(raw, read, id).map_err(|defect| Error::Corruption {
+            file: page_file.path.display().to_string(),
+            offset: id.offset(),
+            reason: format!("{id}: {defect}"),
+        })
+    }
+
+    fn unpin(&self, frame: usize) {
+        let before = self.frames[frame].pins.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "frame {frame} unpinned more than pinned");
+    }
+}
+
+/// How many times a pin waits for a frame to be unpinned when every frame is pinned, before
+/// it fails with [`Error::CapacityExceeded`]: about 100 ms in all.
+const FRAME_WAITS: u32 = 1064;
+
+fn wait_for_a_frame(waits: u32) {
+    if waits <= 64 || cfg!(loom) {
+        crate::sync::yield_now();
+    } else {
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Load {
+    FromFile,
+    Zeroed,
+}
+
+enum Latched<'a> {
+    Shared(ReadGuard<'a, FrameData>),
+    Exclusive(WriteGuard<'a, FrameData>),
+}
+
+impl Latched<'_> {
+    fn data(&self) -> &FrameData {
+        match self {
+            Latched::Shared(g) => g,
+            Latched::Exclusive(g) => g,
+        }
+    }
+}
+
+fn latch(frame: &Frame, access: Access) -> Latched<'_> {
+    match access {
+        Access::Shared => Latched::Shared(frame.latch.read()),
+        Access::Exclusive => Latched::Exclusive(frame.latch.write()),
+    }
+}
+
+/// A page pinned and latched shared. Dropping it unlatches, then unpins (B2).
+pub struct PageRef<'a> {
+    pool: &'a BufferPool,
+    frame: usize,
+    guard: Option<ReadGuard<'a, FrameData>>,
+}
+
+impl PageRef<'_> {
+    /// The page's address.
+    pub fn id(&self) -> PageId {
+        self.guard
+            .as_ref()
+            .expect("latched until dropped")
+            .loaded
+            .expect("loaded (B5)")
+    }
+}
+
+impl Deref for PageRef<'_> {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        &self.guard.as_ref().expect("latched until dropped").page
+    }
+}
+
+impl Drop for PageRef<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.pool.unpin(self.frame);
+    }
+}
+
+/// A page pinned and latched exclusive. Changing it marks it dirty. Dropping it
+/// unlatches, then unpins (B2).
+pub struct PageMut<'a> {
+    pool: &'a BufferPool,
+    frame: usize,
+    guard: Option<WriteGuard<'a, FrameData>>,
+}
+
+impl PageMut<'_> {
+    /// The page's address.
+    pub fn id(&self) -> PageId {
+        self.guard
+            .as_ref()
+            .expect("latched until dropped")
+            .loaded
+            .expect("loaded (B5)")
+    }
+}
+
+impl Deref for PageMut<'_> {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        &self.guard.as_ref().expect("latched until dropped").page
+    }
+}
+
+impl DerefMut for PageMut<'_> {
+    fn deref_mut(&mut self) -> &mut Page {
+        // B3: set under the exclusive latch.
+        self.pool.frames[self.frame]
+            .dirty
+            .store(true, Ordering::Release);
+        &mut self.guard.as_mut().expect("latched until dropped").page
+    }
+}
+
+impl Drop for PageMut<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        self.pool.unpin(self.frame);
+    }
+}

@@ -1,0 +1,22 @@
+//! The building blocks of the disk engine, whose data is larger than memory (design notes:
+//! `docs/design/buffer-pool.md`): fixed-size pages ([`page`]) in files behind the file
+//! trait ([`crate::fs`]), cached in a [`BufferPool`] of a configured size with pins, page
+//! latches, an eviction policy ([`ReplacementPolicy`]), write-back that waits on the log
+//! ([`WriteAheadLog`]), and counters of what reached the disk.
+//!
+//! The disk engine itself (the paged B+-tree, the page log and recovery, PostgreSQL's
+//! version storage and vacuum) is being built on these; it is not selectable in
+//! [`crate::Options`] yet.
+
+pub mod btree;
+mod buffer_pool;
+pub mod page;
+mod replacement;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES};
+pub use buffer_pool::{BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog};
+pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
+pub use replacement::ReplacementPolicy;
