@@ -10,6 +10,7 @@
 
 pub mod btree;
 mod buffer_pool;
+pub mod heap_page;
 pub mod page;
 mod replacement;
 
@@ -18,5 +19,6 @@ mod loom_tests;
 
 pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES};
 pub use buffer_pool::{BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog};
+pub use heap_page::HeapPage;
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use replacement::ReplacementPolicy;

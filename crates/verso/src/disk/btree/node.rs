@@ -329,4 +329,25 @@ mod tests {
             node.insert_at(i as usize, &key, &[0; 8]);
         }
     }
+
+    proptest::proptest! {
+        /// The checker of on-disk node bytes never panics, whatever the bytes.
+        #[test]
+        fn checking_any_bytes_never_panics(
+            words in proptest::collection::vec((0usize..BODY, proptest::prelude::any::<u32>()), 0..64),
+            len in 0u16..600,
+            start in 0u16..9000,
+            level in 0u16..3,
+        ) {
+            let mut body = vec![0u8; BODY];
+            body[0..2].copy_from_slice(&level.to_le_bytes());
+            body[2..4].copy_from_slice(&len.to_le_bytes());
+            body[4..6].copy_from_slice(&start.to_le_bytes());
+            for (at, word) in words {
+                let at = at.min(BODY - 4);
+                body[at..at + 4].copy_from_slice(&word.to_le_bytes());
+            }
+            let _ = Node::new(body).check();
+        }
+    }
 }
