@@ -142,6 +142,14 @@ struct FrameData {
     loaded: Option<PageId>,
 }
 
+impl FrameData {
+    /// The page a guard holds: loaded, since a guard is handed out only then (B5).
+    fn id(&self) -> PageId {
+        self.loaded
+            .expect("a guard's frame holds its loaded page (B5)")
+    }
+}
+
 struct Table {
     /// Packed page id to frame index.
     map: HashMap<u64, usize, foldhash::fast::FixedState>,
@@ -682,11 +690,7 @@ pub struct PageRef<'a> {
 impl PageRef<'_> {
     /// The page's address.
     pub fn id(&self) -> PageId {
-        self.guard
-            .as_ref()
-            .expect("latched until dropped")
-            .loaded
-            .expect("loaded (B5)")
+        self.guard.as_ref().expect("latched until dropped").id()
     }
 }
 
@@ -715,11 +719,7 @@ pub struct PageMut<'a> {
 impl PageMut<'_> {
     /// The page's address.
     pub fn id(&self) -> PageId {
-        self.guard
-            .as_ref()
-            .expect("latched until dropped")
-            .loaded
-            .expect("loaded (B5)")
+        self.guard.as_ref().expect("latched until dropped").id()
     }
 }
 

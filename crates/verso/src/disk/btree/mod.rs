@@ -551,6 +551,29 @@ impl<'a> Range<'a> {
         }
     }
 
+    /// Copies a leaf's entries in range into the batch, walking `slots` in the scan's
+    /// direction: entries the scan has not reached are skipped, and the first one past its
+    /// far end finishes the scan.
+    fn copy_in_range(&mut self, node: &Node<&[u8]>, slots: impl Iterator<Item = usize>) {
+        for slot in slots {
+            let key = node.key(slot);
+            let (not_reached, past_the_end) = if self.ascending {
+                (!self.above_low(key), !self.below_high(key))
+            } else {
+                (!self.below_high(key), !self.above_low(key))
+            };
+            if not_reached {
+                continue;
+            }
+            if past_the_end {
+                self.finished = true;
+                break;
+            }
+            self.batch
+                .push_back((key.to_vec(), node.value(slot).to_vec()));
+        }
+    }
+
     /// Reads the next leaf in the scan's direction that has entries in range.
     fn refill(&mut self) -> Result<()> {
         while self.batch.is_empty() && !self.finished {
@@ -562,18 +585,7 @@ impl<'a> Range<'a> {
                 };
                 let (leaf, fences) = self.tree.descend_shared(&choose, true)?;
                 let node = Node::new(leaf.body());
-                for slot in 0..node.len() {
-                    let key = node.key(slot);
-                    if !self.above_low(key) {
-                        continue;
-                    }
-                    if !self.below_high(key) {
-                        self.finished = true;
-                        break;
-                    }
-                    self.batch
-                        .push_back((key.to_vec(), node.value(slot).to_vec()));
-                }
+                self.copy_in_range(&node, 0..node.len());
                 match fences.high {
                     Some(fence) if !self.finished => {
                         // Every key from the fence on is in later leaves.
@@ -591,18 +603,7 @@ impl<'a> Range<'a> {
                 };
                 let (leaf, fences) = self.tree.descend_shared(&choose, true)?;
                 let node = Node::new(leaf.body());
-                for slot in (0..node.len()).rev() {
-                    let key = node.key(slot);
-                    if !self.below_high(key) {
-                        continue;
-                    }
-                    if !self.above_low(key) {
-                        self.finished = true;
-                        break;
-                    }
-                    self.batch
-                        .push_back((key.to_vec(), node.value(slot).to_vec()));
-                }
+                self.copy_in_range(&node, (0..node.len()).rev());
                 match fences.low {
                     Some(fence) if !self.finished => {
                         // Every key below the fence is in earlier leaves.
