@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use verso::disk::{BTree, BufferPool, BufferPoolStats, ReplacementPolicy, Unlogged};
+use verso::disk::{BTree, BufferPool, BufferPoolStats, FileNo, ReplacementPolicy, Unlogged};
 use verso::fs::{FileSystem, OpenMode, RealFileSystem};
 use verso_lab::rng::SplitMix64;
 use verso_lab::zipf::ScrambledZipfian;
@@ -121,7 +121,8 @@ fn open_tree(path: &Path, frames: usize, policy: ReplacementPolicy) -> verso::Re
     };
     let file = fs.open(path, mode).map_err(|e| io(path, e))?;
     let pool = Arc::new(BufferPool::new(frames, policy, Arc::new(Unlogged)));
-    let number = pool.attach(path, file)?;
+    let number = FileNo(0);
+    pool.attach(number, path, file)?;
     BTree::open(pool, number)
 }
 

@@ -219,6 +219,13 @@ pub enum Error {
         /// The pages the file has.
         pages: u32,
     },
+    /// A file was attached to a buffer pool under a number another attached file has.
+    FileNumberInUse {
+        /// The number.
+        number: u32,
+        /// The file attached under it.
+        path: String,
+    },
 }
 
 impl Error {
@@ -366,6 +373,9 @@ impl fmt::Display for Error {
                 f,
                 "page {page} of {file} was asked for, but the file has {pages} pages"
             ),
+            Error::FileNumberInUse { number, path } => {
+                write!(f, "file number {number} is already attached, to {path}")
+            }
         }
     }
 }

@@ -68,6 +68,10 @@ impl<T: ?Sized> Latch<T> {
     pub(crate) fn try_write(&self) -> Option<WriteGuard<'_, T>> {
         self.0.try_write()
     }
+
+    pub(crate) fn try_read(&self) -> Option<ReadGuard<'_, T>> {
+        self.0.try_read()
+    }
 }
 
 /// A mutual-exclusion lock (the buffer pool's page table), loom's under `--cfg loom`.
@@ -162,5 +166,9 @@ impl<T: ?Sized> Latch<T> {
 
     pub(crate) fn try_write(&self) -> Option<WriteGuard<'_, T>> {
         self.0.try_write().ok().map(WriteGuard)
+    }
+
+    pub(crate) fn try_read(&self) -> Option<ReadGuard<'_, T>> {
+        self.0.try_read().ok().map(ReadGuard)
     }
 }

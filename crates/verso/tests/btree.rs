@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use verso::disk::{BTree, BufferPool, ReplacementPolicy, Unlogged, MAX_BTREE_ENTRY_BYTES};
-use verso::fs::{FileSystem, OpenMode, SimulatedFileSystem};
+use verso::disk::{BTree, BufferPool, FileNo, ReplacementPolicy, Unlogged, MAX_BTREE_ENTRY_BYTES};
+use verso::fs::{Fault, FileSystem, OpenMode, SimulatedFileSystem};
 use verso::Error;
 
 const FILE: &str = "/db/index.0";
@@ -34,8 +34,8 @@ fn tree_over(fs: &SimulatedFileSystem, frames: usize) -> BTree {
         ReplacementPolicy::Clock,
         Arc::new(Unlogged),
     ));
-    let file = pool.attach(Path::new(FILE), file).unwrap();
-    BTree::open(pool, file).unwrap()
+    pool.attach(FileNo(0), Path::new(FILE), file).unwrap();
+    BTree::open(pool, FileNo(0)).unwrap()
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -262,4 +262,139 @@ fn writers_and_scanners_on_threads_keep_the_tree_whole() {
         );
     }
     assert!(tree.pool().stats().evictions > 0);
+}
+
+/// A small xorshift generator, so a failing run repeats.
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Regression (a review of 2026-11-28): a separator as long as the largest key needs four
+/// bytes more in an internal node (its child) than the room a "safe" internal node was
+/// checked for, so an internal node deemed safe could not take it and the split panicked.
+/// Keys of every length up to the largest, with empty values and with values filling the
+/// entry, now build a deep tree whose internal nodes split too.
+#[test]
+fn keys_as_long_as_allowed_split_internal_nodes_too() {
+    let fs = disk();
+    let tree = tree_over(&fs, 64);
+    let mut model = Model::new();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..2000 {
+        let len = verso::disk::MAX_BTREE_KEY_BYTES - (next(&mut x) % 9) as usize;
+        let mut key = vec![0u8; len];
+        for byte in key.iter_mut().take(24) {
+            *byte = next(&mut x) as u8;
+        }
+        let value = if i % 3 == 0 {
+            vec![7u8; MAX_BTREE_ENTRY_BYTES - len]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(tree.insert(&key, &value).unwrap(), model.insert(key, value));
+    }
+    assert!(
+        tree.height().unwrap() >= 4,
+        "height {}",
+        tree.height().unwrap()
+    );
+    assert_eq!(tree.check().unwrap(), model.len() as u64);
+    assert_ranges_match(&tree, &model, &Bound::Unbounded, &Bound::Unbounded);
+    let too_long = vec![1u8; verso::disk::MAX_BTREE_KEY_BYTES + 1];
+    assert!(matches!(
+        tree.insert(&too_long, b""),
+        Err(Error::EntryTooLarge { limit, .. }) if limit == verso::disk::MAX_BTREE_KEY_BYTES
+    ));
+    assert_eq!(tree.check().unwrap(), model.len() as u64);
+}
+
+/// Regression (a review of 2026-11-28): a split rebuilt the full node with its lower half
+/// before it allocated the new right node (and the new root), so an allocation that failed
+/// (here a dirty victim's write-back hits an injected I/O error) lost the upper half's
+/// entries. Now a split allocates every page it needs before it changes any: an insert that
+/// fails changes nothing, and every insert acknowledged stays.
+#[test]
+fn an_insert_whose_split_fails_partway_loses_nothing() {
+    let mut failures = 0;
+    for run in 0..12u64 {
+        let fs = disk();
+        // Few frames, so most allocations evict a dirty page and write it (a split of a
+        // tree of height h pins up to 2h + 2 pages); long keys, so nodes hold few entries
+        // and internal nodes and the root split often.
+        let tree = tree_over(&fs, 12);
+        let mut model = Model::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64 ^ run;
+        fs.fail_after(1 + next(&mut x) % 12, Fault::Eio);
+        for i in 0..700u32 {
+            let mut key = vec![b'k'; 700 + (next(&mut x) % 300) as usize];
+            key[..8].copy_from_slice(&(next(&mut x) % 100_000).to_be_bytes());
+            let value = vec![i as u8; (i % 40) as usize];
+            match tree.insert(&key, &value) {
+                Ok(replaced) => assert_eq!(replaced, model.insert(key, value)),
+                Err(Error::Io { .. }) => {
+                    failures += 1;
+                    // Nothing of the failed insert is applied.
+                    fs.clear_faults();
+                    assert_eq!(tree.get(&key).unwrap(), model.get(&key).cloned());
+                    fs.fail_after(1 + next(&mut x) % 12, Fault::Eio);
+                }
+                Err(other) => panic!("unexpected error {other}"),
+            }
+        }
+        fs.clear_faults();
+        assert_eq!(tree.check().unwrap(), model.len() as u64, "run {run}");
+        assert_ranges_match(&tree, &model, &Bound::Unbounded, &Bound::Unbounded);
+    }
+    assert!(failures > 100, "only {failures} inserts met a fault");
+}
+
+/// Regression (a review of 2026-11-28): a writer's descent latched the leaf without checking
+/// that the page is a node, so a leaf page zeroed on disk (a lost write) panicked in the
+/// node's arithmetic. Zeroed and torn node pages are now `Error::Corruption` for every
+/// operation, whether the leaf is the root or below it.
+#[test]
+fn a_zeroed_or_torn_node_page_is_corruption_not_a_panic() {
+    for entries in [10u32, 2000] {
+        for damage in ["zeroed", "torn"] {
+            let fs = disk();
+            let tree = tree_over(&fs, 16);
+            for i in 0..entries {
+                tree.insert(&(i * 2 + 2).to_be_bytes(), &[1; 20]).unwrap();
+            }
+            assert_eq!(tree.height().unwrap() > 1, entries > 10);
+            tree.pool().flush().unwrap();
+            drop(tree);
+            // Block 1 is the first leaf (a split keeps the lower half in place): the root
+            // while the tree has one level, the leftmost leaf after.
+            let block = verso::disk::PAGE_SIZE as u64;
+            match damage {
+                "zeroed" => fs
+                    .overwrite_durably(Path::new(FILE), block, &[0; verso::disk::PAGE_SIZE])
+                    .unwrap(),
+                _ => fs
+                    .overwrite_durably(Path::new(FILE), block + 3000, &[0xA5; 200])
+                    .unwrap(),
+            }
+            let tree = tree_over(&fs, 16);
+            let low = 0u32.to_be_bytes();
+            let corrupt = |result: verso::Result<()>| {
+                assert!(
+                    matches!(result, Err(Error::Corruption { .. })),
+                    "{damage}, {entries} entries: {result:?}"
+                );
+            };
+            corrupt(tree.insert(&low, b"v").map(drop));
+            corrupt(tree.insert(&low, &[9; 2000]).map(drop));
+            corrupt(tree.remove(&low).map(drop));
+            corrupt(tree.get(&low).map(drop));
+            corrupt(tree.check().map(drop));
+            corrupt(
+                tree.range(Bound::Unbounded, Bound::Unbounded)
+                    .try_for_each(|e| e.map(drop)),
+            );
+        }
+    }
 }

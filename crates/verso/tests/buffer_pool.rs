@@ -46,7 +46,8 @@ fn pool_with(
     policy: ReplacementPolicy,
 ) -> (BufferPool, FileNo) {
     let pool = BufferPool::new(frames, policy, Arc::new(Unlogged));
-    let file = pool.attach(Path::new(FILE), open_file(fs)).unwrap();
+    let file = FileNo(0);
+    pool.attach(file, Path::new(FILE), open_file(fs)).unwrap();
     (pool, file)
 }
 
@@ -137,10 +138,10 @@ proptest! {
         drop(pool);
         let (again, file) = pool_over(&fs, frames);
         // Pages allocated and never changed were never written.
-        prop_assert!(again.file_pages(file) as usize <= model.len());
+        prop_assert!(again.file_pages(file).unwrap() as usize <= model.len());
         for (p, s) in model.iter().enumerate() {
             // A page never stamped may never have been written: it reads as zeros.
-            let read = if (p as u32) < again.file_pages(file) {
+            let read = if (p as u32) < again.file_pages(file).unwrap() {
                 stamp_of(&again, PageId::new(file, p as u32)).unwrap()
             } else {
                 0
@@ -186,7 +187,7 @@ fn pinning_more_pages_than_frames_is_a_typed_error_and_unpinning_makes_room() {
     drop(a);
     drop(b);
     // The failed allocation gave its block back.
-    assert_eq!(pool.file_pages(file), 2);
+    assert_eq!(pool.file_pages(file).unwrap(), 2);
     let c = pool.allocate(file).unwrap();
     assert_eq!(c.id(), PageId::new(file, 2));
 }
@@ -275,16 +276,17 @@ fn no_page_reaches_its_file_before_the_log_of_its_last_change() {
     let log = Arc::new(TestLog::default());
     let violations = Arc::new(Mutex::new(Vec::new()));
     let pool = BufferPool::new(3, ReplacementPolicy::Clock, log.clone());
-    let file = pool
-        .attach(
-            Path::new(FILE),
-            Box::new(WalCheckingFile {
-                inner: open_file(&fs),
-                log: log.clone(),
-                violations: violations.clone(),
-            }),
-        )
-        .unwrap();
+    let file = FileNo(0);
+    pool.attach(
+        file,
+        Path::new(FILE),
+        Box::new(WalCheckingFile {
+            inner: open_file(&fs),
+            log: log.clone(),
+            violations: violations.clone(),
+        }),
+    )
+    .unwrap();
     let mut lsn = 0;
     for round in 0..5u32 {
         for block in 0..10u32 {
@@ -486,4 +488,50 @@ fn threads_increment_pages(policy: ReplacementPolicy) {
         .sum();
     assert_eq!(total, u64::from(threads as u32 * per_thread));
     assert!(pool.stats().evictions > 100);
+}
+
+/// A file's number is its identity: the pool takes it from the caller, refuses a number
+/// already attached or out of range, and a file attached under another number than the one
+/// its pages were written under reads as corrupt (each page header names its file).
+#[test]
+fn files_keep_the_numbers_they_were_attached_under() {
+    let fs = disk(11);
+    let pool = BufferPool::new(4, ReplacementPolicy::Clock, Arc::new(Unlogged));
+    let file = FileNo(7);
+    pool.attach(file, Path::new(FILE), open_file(&fs)).unwrap();
+    assert!(matches!(
+        pool.attach(file, Path::new("/db/other"), open_file(&fs)),
+        Err(Error::FileNumberInUse { number: 7, .. })
+    ));
+    assert!(matches!(
+        pool.attach(
+            FileNo(verso::disk::MAX_FILES as u32),
+            Path::new("/db/other"),
+            open_file(&fs)
+        ),
+        Err(Error::CapacityExceeded { .. })
+    ));
+    assert!(matches!(
+        pool.file_pages(FileNo(3)),
+        Err(Error::PageOutOfRange { .. })
+    ));
+    assert!(matches!(
+        pool.read(PageId::new(FileNo(3), 0)),
+        Err(Error::PageOutOfRange { .. })
+    ));
+    pool.allocate(file).unwrap().body_mut()[0] = 42;
+    pool.flush().unwrap();
+    drop(pool);
+
+    let again = BufferPool::new(4, ReplacementPolicy::Clock, Arc::new(Unlogged));
+    again.attach(file, Path::new(FILE), open_file(&fs)).unwrap();
+    assert_eq!(again.read(PageId::new(file, 0)).unwrap().body()[0], 42);
+    let elsewhere = BufferPool::new(4, ReplacementPolicy::Clock, Arc::new(Unlogged));
+    elsewhere
+        .attach(FileNo(0), Path::new(FILE), open_file(&fs))
+        .unwrap();
+    assert!(matches!(
+        elsewhere.read(PageId::new(FileNo(0), 0)),
+        Err(Error::Corruption { .. })
+    ));
 }

@@ -13,7 +13,9 @@
 //! - **B3** `Frame::dirty` is set only under the frame's exclusive latch and cleared only
 //!   under its shared latch after the page reached the file. Under the table lock, an
 //!   unpinned frame's dirty flag cannot change (B1, B2): the pool evicts only clean frames,
-//!   and writes a dirty victim back (pinned, outside the table lock) before it retries.
+//!   and writes a dirty victim back (pinned and latched shared under the table lock, so
+//!   the evicting thread never waits for a latch it does not already hold; written outside
+//!   the lock) before it retries.
 //! - **B4** Write-ahead rule: a page reaches its file only after
 //!   [`WriteAheadLog::make_durable`] returned for the page's LSN.
 //! - **B5** `FrameData::loaded` is `Some(id)` exactly when the frame's bytes are page `id`'s
@@ -103,7 +105,8 @@ impl BufferPoolStats {
 
     /// Pages written that were not sequential.
     pub fn random_writes(&self) -> u64 {
-        self.pages_written - self.sequential_writes
+        // The two counters are read one after the other while writes go on.
+        self.pages_written.saturating_sub(self.sequential_writes)
     }
 }
 
@@ -170,7 +173,8 @@ struct PageFile {
 pub struct BufferPool {
     frames: Box<[Frame]>,
     table: Mutex<Table>,
-    files: parking_lot::RwLock<Vec<PageFile>>,
+    /// Indexed by file number.
+    files: parking_lot::RwLock<Vec<Option<PageFile>>>,
     log: Arc<dyn WriteAheadLog>,
     counters: Counters,
     /// The packed id of the page written last, or [`NO_PAGE`].
@@ -189,11 +193,15 @@ impl fmt::Debug for BufferPool {
 }
 
 /// What picking a frame for a page found.
-enum Victim {
+enum Victim<'a> {
     /// A clean unpinned frame, ready for the page (still under the table lock).
     Clean(usize),
-    /// A dirty unpinned frame, now pinned by the caller: write it back, unpin, retry.
-    Dirty(usize),
+    /// A dirty unpinned frame, now pinned by the caller and latched shared (the latch taken
+    /// under the table lock, where it is free by B2): write it back, unpin, retry. Waiting
+    /// for its latch after the table lock is let go could deadlock: a thread that pinned
+    /// the frame meanwhile may latch it exclusive and then wait for a latch the evicting
+    /// thread holds.
+    Dirty(usize, ReadGuard<'a, FrameData>),
 }
 
 impl BufferPool {
@@ -242,10 +250,20 @@ impl BufferPool {
         self.frames.len()
     }
 
-    /// Attaches a file of pages opened for reading and writing; `path` names it in errors.
-    /// A partial page at its end (a torn extension) counts as a page, which reads as
-    /// corrupt until it is rewritten.
-    pub fn attach(&self, path: &Path, file: Box<dyn File>) -> Result<FileNo> {
+    /// Attaches a file of pages opened for reading and writing as file `number`; `path`
+    /// names it in errors. The number is the file's identity: every page header records it
+    /// (a page read from another file is corrupt), and the page log will name pages by it,
+    /// so the layer above gives each file the same number at every open (as PostgreSQL's
+    /// catalog gives a relation its file node). Numbers below [`MAX_FILES`], each once;
+    /// [`Error::FileNumberInUse`] otherwise. A partial page at the file's end (a torn
+    /// extension) counts as a page, which reads as corrupt until it is rewritten.
+    pub fn attach(&self, number: FileNo, path: &Path, file: Box<dyn File>) -> Result<()> {
+        if number.0 as usize >= MAX_FILES {
+            return Err(Error::CapacityExceeded {
+                what: format!("file numbers of a buffer pool ({} asked for)", number.0),
+                limit: MAX_FILES,
+            });
+        }
         let len = file
             .len()
             .map_err(|e| io_error(path, "reading the length of a page file", &e))?;
@@ -255,20 +273,37 @@ impl BufferPool {
                 limit: u32::MAX as usize,
             })?;
         let mut files = self.files.write();
-        let number = FileNo(u32::try_from(files.len()).expect("fewer than 2^32 files"));
-        files.push(PageFile {
+        let at = number.0 as usize;
+        if files.len() <= at {
+            files.resize_with(at + 1, || None);
+        }
+        if let Some(attached) = &files[at] {
+            return Err(Error::FileNumberInUse {
+                number: number.0,
+                path: attached.path.display().to_string(),
+            });
+        }
+        files[at] = Some(PageFile {
             path: path.to_path_buf(),
             file,
             blocks: AtomicU32::new(blocks),
         });
-        Ok(number)
+        Ok(())
     }
 
-    /// The number of pages of `file` (written or allocated).
-    pub fn file_pages(&self, file: FileNo) -> u32 {
-        self.files.read()[file.0 as usize]
-            .blocks
-            .load(Ordering::Acquire)
+    /// The attached file `number`.
+    fn file(files: &[Option<PageFile>], number: FileNo) -> Result<&PageFile> {
+        files
+            .get(number.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| not_attached(number, 0))
+    }
+
+    /// The number of pages of `file` (written or allocated); [`Error::PageOutOfRange`] if
+    /// no such file is attached.
+    pub fn file_pages(&self, file: FileNo) -> Result<u32> {
+        let files = self.files.read();
+        Ok(Self::file(&files, file)?.blocks.load(Ordering::Acquire))
     }
 
     /// Pins page `id` and latches it shared, reading it from its file if it is not in the
@@ -300,13 +335,7 @@ impl BufferPool {
     pub fn allocate(&self, file: FileNo) -> Result<PageMut<'_>> {
         let block = {
             let files = self.files.read();
-            let Some(page_file) = files.get(file.0 as usize) else {
-                return Err(Error::PageOutOfRange {
-                    file: format!("number {} (not attached)", file.0),
-                    page: 0,
-                    pages: 0,
-                });
-            };
+            let page_file = Self::file(&files, file)?;
             let counter = &page_file.blocks;
             let mut current = counter.load(Ordering::Acquire);
             loop {
@@ -336,7 +365,8 @@ impl BufferPool {
                 // Give the block back if no later allocation took the next one; else it
                 // stays a page never written, which reads as zeros.
                 let files = self.files.read();
-                let _ = files[file.0 as usize].blocks.compare_exchange(
+                let page_file = Self::file(&files, file).expect("attached files stay");
+                let _ = page_file.blocks.compare_exchange(
                     block + 1,
                     block,
                     Ordering::AcqRel,
@@ -361,7 +391,8 @@ impl BufferPool {
     /// Writes every page that is dirty when the sweep reaches it (writers keep running: a
     /// fuzzy flush) and then syncs every file. A checkpoint calls it after taking its redo
     /// point: what changed after the sweep passed a page is in the log after that point.
-    /// Returns how many pages were written.
+    /// Returns how many pages were written. The caller must hold no page guard of this
+    /// pool: the sweep waits for each dirty page's latch.
     pub fn flush(&self) -> Result<u64> {
         self.check_durability()?;
         let mut written = 0;
@@ -375,7 +406,10 @@ impl BufferPool {
                 // Pinned under the table lock (B1), so it stays mapped while written.
                 f.pins.fetch_add(1, Ordering::AcqRel);
             }
-            let result = self.write_back_pinned(frame);
+            // Nothing is latched here, so waiting for the frame's latch cannot close a
+            // cycle (a caller holding a page guard must not flush: it would wait for
+            // itself).
+            let result = self.write_back_pinned(frame, self.frames[frame].latch.read());
             self.unpin(frame);
             if result? {
                 written += 1;
@@ -389,7 +423,7 @@ impl BufferPool {
     pub fn sync_files(&self) -> Result<()> {
         self.check_durability()?;
         let files = self.files.read();
-        for page_file in files.iter() {
+        for page_file in files.iter().flatten() {
             if let Err(e) = page_file.file.sync_data() {
                 let error = io_error(&page_file.path, "syncing a page file", &e);
                 let reason = error.to_string();
@@ -439,12 +473,8 @@ impl BufferPool {
     /// Refuses a page its file does not have (never allocated, or no such file).
     fn check_in_range(&self, id: PageId) -> Result<()> {
         let files = self.files.read();
-        let Some(page_file) = files.get(id.file.0 as usize) else {
-            return Err(Error::PageOutOfRange {
-                file: format!("number {} (not attached)", id.file.0),
-                page: id.block,
-                pages: 0,
-            });
+        let Some(page_file) = files.get(id.file.0 as usize).and_then(Option::as_ref) else {
+            return Err(not_attached(id.file, id.block));
         };
         let pages = page_file.blocks.load(Ordering::Acquire);
         if id.block >= pages {
@@ -493,9 +523,9 @@ impl BufferPool {
                 other => other?,
             };
             let frame = match victim {
-                Victim::Dirty(frame) => {
+                Victim::Dirty(frame, latched) => {
                     drop(table);
-                    let result = self.write_back_pinned(frame);
+                    let result = self.write_back_pinned(frame, latched);
                     self.unpin(frame);
                     if result? {
                         bump(&self.counters.eviction_writes);
@@ -558,7 +588,7 @@ impl BufferPool {
     }
 
     /// Picks a frame for a new page, under the table lock.
-    fn victim(&self, table: &mut Table) -> Result<Victim> {
+    fn victim(&self, table: &mut Table) -> Result<Victim<'_>> {
         if let Some(frame) = table.free.pop() {
             return Ok(Victim::Clean(frame));
         }
@@ -567,22 +597,26 @@ impl BufferPool {
             .policy
             .victim(&mut |frame| frames[frame].pins.load(Ordering::Acquire) == 0)
             .ok_or_else(|| Error::CapacityExceeded {
-                what: "unpinned frames in the buffer pool (every frame is pinned)".to_string(),
+                what: "pinned frames in the buffer pool (every frame is pinned)".to_string(),
                 limit: frames.len(),
             })?;
         let f = &frames[chosen];
         if f.dirty.load(Ordering::Acquire) {
             f.pins.fetch_add(1, Ordering::AcqRel);
-            Ok(Victim::Dirty(chosen))
+            let latched = f
+                .latch
+                .try_read()
+                .expect("an unpinned frame's latch is free (B2)");
+            Ok(Victim::Dirty(chosen, latched))
         } else {
             Ok(Victim::Clean(chosen))
         }
     }
 
-    /// Writes a pinned frame's page back if it is still dirty; returns whether it wrote.
-    fn write_back_pinned(&self, frame: usize) -> Result<bool> {
+    /// Writes a pinned frame's page, latched shared by the caller, back if it is still
+    /// dirty; returns whether it wrote.
+    fn write_back_pinned(&self, frame: usize, data: ReadGuard<'_, FrameData>) -> Result<bool> {
         let f = &self.frames[frame];
-        let data = f.latch.read();
         if !f.dirty.load(Ordering::Acquire) {
             return Ok(false); // written by another thread meanwhile
         }
@@ -594,7 +628,7 @@ impl BufferPool {
         sealed.seal(id);
         {
             let files = self.files.read();
-            let page_file = &files[id.file.0 as usize];
+            let page_file = Self::file(&files, id.file).expect("a pinned page's file stays");
             page_file
                 .file
                 .write_all_at(sealed.as_bytes(), id.offset())
@@ -612,7 +646,7 @@ impl BufferPool {
 
     fn read_into(&self, id: PageId, page: &mut Page) -> Result<()> {
         let files = self.files.read();
-        let page_file = &files[id.file.0 as usize];
+        let page_file = Self::file(&files, id.file).expect("a pinned page's file stays");
         let raw = page.raw_mut();
         let mut read = 0;
         while read < PAGE_SIZE {
@@ -641,9 +675,21 @@ impl BufferPool {
     }
 }
 
+/// File numbers run below this: a pool holds a table of `MAX_FILES` entries at most.
+pub const MAX_FILES: usize = 1 << 16;
+
+fn not_attached(file: FileNo, block: u32) -> Error {
+    Error::PageOutOfRange {
+        file: format!("number {} (not attached)", file.0),
+        page: block,
+        pages: 0,
+    }
+}
+
 /// How many times a pin waits for a frame to be unpinned when every frame is pinned, before
-/// it fails with [`Error::CapacityExceeded`]: about 100 ms in all.
-const FRAME_WAITS: u32 = 1064;
+/// it fails with [`Error::CapacityExceeded`]: about 100 ms in all. Under loom a few yields
+/// (each a point where loom may switch threads) explore the same interleavings.
+const FRAME_WAITS: u32 = if cfg!(loom) { 3 } else { 1064 };
 
 fn wait_for_a_frame(waits: u32) {
     if waits <= 64 || cfg!(loom) {

@@ -58,12 +58,13 @@ fn pool(frames: usize, pages: usize) -> (Arc<BufferPool>, FileNo) {
         ReplacementPolicy::Clock,
         std::sync::Arc::new(Unlogged),
     );
-    let file = pool
-        .attach(
-            Path::new("loom"),
-            Box::new(MemoryFile(Mutex::new(vec![0; pages * PAGE_SIZE]))),
-        )
-        .unwrap();
+    let file = FileNo(0);
+    pool.attach(
+        file,
+        Path::new("loom"),
+        Box::new(MemoryFile(Mutex::new(vec![0; pages * PAGE_SIZE]))),
+    )
+    .unwrap();
     (Arc::new(pool), file)
 }
 
@@ -130,5 +131,49 @@ fn loom_a_reader_beside_a_writer_and_evictions_sees_the_page_whole() {
             ],
             [7, 8, 9]
         );
+    });
+}
+
+/// Regression (a review of 2026-11-28): a pin that picked a dirty victim pinned it under
+/// the table lock but latched it only after letting the lock go, so a thread that pinned
+/// the victim meanwhile could latch it exclusive and then wait for a latch the evicting
+/// thread held: a deadlock loom reports. The victim's shared latch is now taken under the
+/// table lock, where it is free (B2). One thread holds page 0 exclusive and reads page 2,
+/// whose only possible victim is dirty page 1 (page 3 is pinned by the main thread); the
+/// other latches page 1 exclusive and then waits for page 0.
+#[test]
+fn loom_evicting_a_dirty_victim_while_holding_a_latch_cannot_deadlock() {
+    loom::model(|| {
+        let (pool, file) = pool(3, 4);
+        let page = move |block| PageId::new(file, block);
+        set(&pool, page(1), 1);
+        let pinned = pool.read(page(3)).unwrap();
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                let mut one = pool.write(page(1)).unwrap();
+                one.body_mut()[1] = 5;
+                let mut zero = pool.write(page(0)).unwrap();
+                zero.body_mut()[1] = 6;
+            })
+        };
+        {
+            let mut zero = pool.write(page(0)).unwrap();
+            zero.body_mut()[0] = 4;
+            match pool.read(page(2)) {
+                Ok(two) => assert_eq!(two.body()[0], 0),
+                // The other thread pinned page 1 again and waits for page 0: every frame
+                // is pinned, and the read says so rather than waiting for ever.
+                Err(crate::Error::CapacityExceeded { .. }) => {}
+                Err(other) => panic!("unexpected error {other}"),
+            }
+        }
+        other.join().unwrap();
+        drop(pinned);
+        let zero = pool.read(page(0)).unwrap();
+        assert_eq!(&zero.body()[..2], &[4, 6]);
+        drop(zero);
+        let one = pool.read(page(1)).unwrap();
+        assert_eq!(&one.body()[..2], &[1, 5]);
     });
 }

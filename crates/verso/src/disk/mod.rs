@@ -17,8 +17,10 @@ mod replacement;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES};
-pub use buffer_pool::{BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog};
+pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES, MAX_BTREE_KEY_BYTES};
+pub use buffer_pool::{
+    BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog, MAX_FILES,
+};
 pub use heap_page::HeapPage;
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use replacement::ReplacementPolicy;

@@ -11,19 +11,20 @@ use loom::thread;
 
 use super::BTree;
 use crate::disk::loom_tests::MemoryFile;
-use crate::disk::{BufferPool, ReplacementPolicy, Unlogged};
+use crate::disk::{BufferPool, FileNo, ReplacementPolicy, Unlogged};
 
 /// Large enough that four fill a leaf and a fifth splits it.
 const VALUE: usize = 1900;
 
 fn tree_with_a_full_leaf() -> BTree {
     let pool = BufferPool::new(8, ReplacementPolicy::Clock, std::sync::Arc::new(Unlogged));
-    let file = pool
-        .attach(
-            Path::new("loom"),
-            Box::new(MemoryFile(Mutex::new(Vec::new()))),
-        )
-        .unwrap();
+    let file = FileNo(0);
+    pool.attach(
+        file,
+        Path::new("loom"),
+        Box::new(MemoryFile(Mutex::new(Vec::new()))),
+    )
+    .unwrap();
     let tree = BTree::open(std::sync::Arc::new(pool), file).unwrap();
     for key in [b"b", b"d", b"f", b"h"] {
         tree.insert(key, &[key[0]; VALUE]).unwrap();

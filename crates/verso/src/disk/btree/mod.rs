@@ -1,7 +1,7 @@
 //! A paged B+-tree through the buffer pool: one file of 8 KiB pages, keys and values as
 //! byte strings compared bytewise (Verso's keys are order-preserving encodings: `key.rs`),
 //! for the disk engine's primary and secondary indexes (design note:
-//! `docs/design/btree.md`).
+//! `docs/design/buffer-pool.md`).
 //!
 //! Page 0 of the file is the meta page (the root's block and level); every other page is a
 //! node ([`node`]). Concurrency is latch coupling (Bayer and Schkolnick's protocol):
@@ -42,10 +42,11 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use node::{room_for, Node, MAX_ENTRY_BYTES, MAX_SEPARATOR_ROOM};
+use node::{room_for, Node, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_SEPARATOR_ROOM};
 
 use super::buffer_pool::{BufferPool, PageMut, PageRef};
 use super::page::{FileNo, Page, PageId};
+use crate::sync::Mutex;
 use crate::{Error, Result};
 
 /// The page kind of a tree's meta page.
@@ -54,6 +55,9 @@ pub const KIND_BTREE_META: u16 = 0xB701;
 pub const KIND_BTREE_NODE: u16 = 0xB702;
 /// The most bytes an entry's key and value may have together.
 pub const MAX_BTREE_ENTRY_BYTES: usize = MAX_ENTRY_BYTES;
+/// The most bytes a key may have (four fewer than an entry: a key is also a separator,
+/// stored with its child's block).
+pub const MAX_BTREE_KEY_BYTES: usize = MAX_KEY_BYTES;
 
 const META_BLOCK: u32 = 0;
 const MAGIC: &[u8; 4] = b"VBT1";
@@ -63,6 +67,16 @@ const MAGIC: &[u8; 4] = b"VBT1";
 pub struct BTree {
     pool: Arc<BufferPool>,
     file: FileNo,
+    /// Blocks of empty nodes no parent points at, left by splits that failed after taking
+    /// their pages; the next splits use them first.
+    spares: Arc<Mutex<Vec<u32>>>,
+}
+
+/// What [`BTree::check`] found so far.
+#[derive(Default)]
+struct Walk {
+    entries: u64,
+    reached: std::collections::HashSet<u32>,
 }
 
 /// Where a leaf sits between its fences: the separators above it on the path from the root
@@ -76,8 +90,12 @@ impl BTree {
     /// Opens the tree in `file` (attached to `pool`), formatting an empty tree if the file
     /// has no pages.
     pub fn open(pool: Arc<BufferPool>, file: FileNo) -> Result<Self> {
-        let tree = BTree { pool, file };
-        if tree.pool.file_pages(file) == 0 {
+        let tree = BTree {
+            pool,
+            file,
+            spares: Arc::new(Mutex::new(Vec::new())),
+        };
+        if tree.pool.file_pages(file)? == 0 {
             let mut meta = tree.pool.allocate(file)?;
             let mut root = tree.pool.allocate(file)?;
             debug_assert_eq!((meta.id().block, root.id().block), (META_BLOCK, 1));
@@ -111,9 +129,16 @@ impl BTree {
     }
 
     /// Stores `value` under `key`; returns the value it replaced. Fails with
-    /// [`Error::EntryTooLarge`] if key and value together exceed
-    /// [`MAX_BTREE_ENTRY_BYTES`].
+    /// [`Error::EntryTooLarge`] if the key exceeds [`MAX_BTREE_KEY_BYTES`] or key and value
+    /// together exceed [`MAX_BTREE_ENTRY_BYTES`]. A failed insert changes nothing.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > MAX_KEY_BYTES {
+            return Err(Error::EntryTooLarge {
+                what: "a B+-tree key",
+                bytes: key.len(),
+                limit: MAX_KEY_BYTES,
+            });
+        }
         if key.len() + value.len() > MAX_ENTRY_BYTES {
             return Err(Error::EntryTooLarge {
                 what: "a B+-tree entry (key and value)",
@@ -153,16 +178,32 @@ impl BTree {
     }
 
     /// Checks the whole tree: every node's layout, key order within nodes, the fences of
-    /// every subtree (T1), the levels (T2). For tests and `verso check`; latches one node at
-    /// a time, so run it while nothing writes.
+    /// every subtree (T1), the levels (T2), that no node is reached twice, and that every
+    /// page no parent points at holds nothing (a page never written, or an empty node a
+    /// failed split left: entries there would be lost). Returns the number of entries. For
+    /// tests and `verso check`; latches one node at a time, so run it while nothing writes.
     pub fn check(&self) -> Result<u64> {
         let (root, level) = {
             let meta = self.pool.read(self.page(META_BLOCK))?;
             self.read_meta(&meta)?
         };
-        let mut entries = 0;
-        self.check_subtree(root, level, None, None, &mut entries)?;
-        Ok(entries)
+        let mut walk = Walk::default();
+        self.check_subtree(root, level, None, None, &mut walk)?;
+        for block in 1..self.pool.file_pages(self.file)? {
+            if walk.reached.contains(&block) {
+                continue;
+            }
+            let page = self.pool.read(self.page(block))?;
+            let unused = page.is_zeroed()
+                || (page.kind() == KIND_BTREE_NODE && Node::new(page.body()).len() == 0);
+            if !unused {
+                return Err(self.corrupt(
+                    block,
+                    "a page no parent points at holds entries (lost by a split?)".into(),
+                ));
+            }
+        }
+        Ok(walk.entries)
     }
 
     fn check_subtree(
@@ -171,17 +212,15 @@ impl BTree {
         level: u16,
         low: Option<&[u8]>,
         high: Option<&[u8]>,
-        entries: &mut u64,
+        walk: &mut Walk,
     ) -> Result<()> {
+        if block == META_BLOCK || !walk.reached.insert(block) {
+            return Err(self.corrupt(block, "a node reached twice".into()));
+        }
         let page = self.pool.read(self.page(block))?;
         let node = self.node(&page)?;
         node.check().map_err(|reason| self.corrupt(block, reason))?;
-        if node.level() != level {
-            return Err(self.corrupt(
-                block,
-                format!("level {} where {level} is expected (T2)", node.level()),
-            ));
-        }
+        self.expect_level(&node, block, level)?;
         for slot in 0..node.len() {
             let key = node.key(slot);
             if low.is_some_and(|low| key < low) || high.is_some_and(|high| key >= high) {
@@ -189,7 +228,7 @@ impl BTree {
             }
         }
         if node.is_leaf() {
-            *entries += node.len() as u64;
+            walk.entries += node.len() as u64;
             return Ok(());
         }
         let children: Vec<(u32, Fences)> = (0..=node.len())
@@ -216,7 +255,7 @@ impl BTree {
                 level - 1,
                 fences.low.as_deref(),
                 fences.high.as_deref(),
-                entries,
+                walk,
             )?;
         }
         Ok(())
@@ -242,7 +281,7 @@ impl BTree {
         }
         let root = u32::from_le_bytes(body[4..8].try_into().expect("four bytes"));
         let level = u16::from_le_bytes(body[8..10].try_into().expect("two bytes"));
-        if root == META_BLOCK || root >= self.pool.file_pages(self.file) {
+        if root == META_BLOCK || root >= self.pool.file_pages(self.file)? {
             return Err(self.corrupt(META_BLOCK, format!("root block {root} out of range")));
         }
         Ok((root, level))
@@ -284,7 +323,7 @@ impl BTree {
         with_fences: bool,
     ) -> Result<(PageRef<'_>, Fences)> {
         let meta = self.pool.read(self.page(META_BLOCK))?;
-        let (root, _) = self.read_meta(&meta)?;
+        let (root, mut level) = self.read_meta(&meta)?;
         let mut page = self.pool.read(self.page(root))?;
         drop(meta);
         let mut fences = Fences {
@@ -294,6 +333,7 @@ impl BTree {
         loop {
             let child = {
                 let node = self.node(&page)?;
+                self.expect_level(&node, page.id().block, level)?;
                 if node.is_leaf() {
                     break;
                 }
@@ -311,6 +351,7 @@ impl BTree {
             // The child is latched before the parent is let go.
             let next = self.pool.read(self.page(child))?;
             page = next;
+            level -= 1;
         }
         Ok((page, fences))
     }
@@ -320,34 +361,61 @@ impl BTree {
         let meta = self.pool.read(self.page(META_BLOCK))?;
         let (root, root_level) = self.read_meta(&meta)?;
         if root_level == 0 {
-            return self.pool.write(self.page(root));
+            let leaf = self.pool.write(self.page(root))?;
+            self.expect_level(&self.node_of_mut(&leaf)?, leaf.id().block, 0)?;
+            return Ok(leaf);
         }
         let mut page = self.pool.read(self.page(root))?;
         drop(meta);
+        let mut level = root_level;
         loop {
-            let (level, child) = {
+            let child = {
                 let node = self.node(&page)?;
-                (node.level(), node.child_block(node.child_index_for(key)))
+                self.expect_level(&node, page.id().block, level)?;
+                node.child_block(node.child_index_for(key))
             };
-            if level == 1 {
-                return self.pool.write(self.page(child));
+            level -= 1;
+            if level == 0 {
+                let leaf = self.pool.write(self.page(child))?;
+                self.expect_level(&self.node_of_mut(&leaf)?, child, 0)?;
+                return Ok(leaf);
             }
             let next = self.pool.read(self.page(child))?;
             page = next;
         }
     }
 
+    /// Fails with [`Error::Corruption`] unless the node at `block` is at `level` (T2): a
+    /// child pointer that leads to the wrong level (or back up) would otherwise send a
+    /// descent astray.
+    fn expect_level<B: AsRef<[u8]>>(&self, node: &Node<B>, block: u32, level: u16) -> Result<()> {
+        if node.level() == level {
+            Ok(())
+        } else {
+            Err(self.corrupt(
+                block,
+                format!("level {} where {level} is expected (T2)", node.level()),
+            ))
+        }
+    }
+
     /// The pessimistic insert: exclusive latch coupling from the meta page, keeping the
     /// path from the highest unsafe node down, then splits bottom up.
+    ///
+    /// Every split is planned and every page it needs is latched before any page changes,
+    /// so an error (a new page's frame may need a write-back that fails) leaves the tree as
+    /// it was; once the pages are held, the splits cannot fail (T3).
     fn insert_splitting(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut meta = Some(self.pool.write(self.page(META_BLOCK))?);
         let (root, root_level) = self.read_meta(meta.as_ref().expect("held"))?;
         let mut path: Vec<PageMut<'_>> = Vec::new();
         let mut block = root;
+        let mut level = root_level;
         loop {
             let page = self.pool.write(self.page(block))?;
             let (safe, next) = {
                 let node = self.node_of_mut(&page)?;
+                self.expect_level(&node, block, level)?;
                 if node.is_leaf() {
                     let freed = node
                         .search(key)
@@ -367,7 +435,10 @@ impl BTree {
             }
             path.push(page);
             match next {
-                Some(child) => block = child,
+                Some(child) => {
+                    block = child;
+                    level -= 1;
+                }
                 None => break,
             }
         }
@@ -375,7 +446,7 @@ impl BTree {
         if let Some(replaced) = put_if_it_fits(&mut leaf, key, value) {
             return Ok(replaced);
         }
-        // Split the leaf with the new entry in it.
+        // The leaf's entries with the new one.
         let mut entries = Node::new(leaf.body()).entries();
         let replaced = match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
             Ok(at) => Some(std::mem::replace(&mut entries[at].1, value.to_vec())),
@@ -384,56 +455,136 @@ impl BTree {
                 None
             }
         };
-        let mut carry = Some(self.split(&mut leaf, 0, 0, entries)?);
-        drop(leaf);
-        while let Some((separator, right)) = carry.take() {
-            let Some(mut parent) = path.pop() else {
+        // Plan the splits bottom up: `splits[i]` splits the node `i` levels above the leaf
+        // (`path[path.len() - i]`), and the last separator goes into the parent at
+        // `parent_slot`, or into a new root when the root splits.
+        let mut splits = vec![Split::plan(0, 0, entries)];
+        let parent_slot = loop {
+            let separator = &splits.last().expect("one split at least").separator;
+            let Some(at) = path.len().checked_sub(splits.len()) else {
+                break None;
+            };
+            let parent = Node::new(path[at].body());
+            let slot = match parent.search(separator) {
+                Err(slot) => slot,
+                Ok(_) => {
+                    return Err(self.corrupt(path[at].id().block, "a separator twice (T1)".into()))
+                }
+            };
+            if parent.free() >= room_for(separator, node::CHILD_BYTES) {
+                break Some(slot);
+            }
+            let mut entries = parent.entries();
+            entries.insert(slot, (separator.clone(), NEW_CHILD.to_le_bytes().to_vec()));
+            let (level, leftmost) = (parent.level(), parent.leftmost());
+            splits.push(Split::plan(level, leftmost, entries));
+        };
+        if parent_slot.is_none() && meta.is_none() {
+            // Cannot happen: a node deemed safe had room for any separator (its test is
+            // unit-tested); refused rather than left half split.
+            return Err(self.corrupt(
+                META_BLOCK,
+                "the root must split but was deemed safe (a node's room misjudged)".into(),
+            ));
+        }
+        let new_pages = splits.len() + usize::from(parent_slot.is_none());
+        let mut fresh: Vec<PageMut<'_>> = Vec::with_capacity(new_pages);
+        for _ in 0..new_pages {
+            match self.empty_page() {
+                Ok(page) => fresh.push(page),
+                Err(error) => {
+                    self.keep_spares(fresh);
+                    return Err(error);
+                }
+            }
+        }
+        // From here on nothing can fail.
+        let blocks: Vec<u32> = fresh.iter().map(|page| page.id().block).collect();
+        let mut carried = None;
+        let mut separator = Vec::new();
+        for (i, mut split) in splits.into_iter().enumerate() {
+            if let Some(child) = carried {
+                split.resolve_new_child(child);
+            }
+            let node = if i == 0 {
+                &mut leaf
+            } else {
+                let at = path.len() - i;
+                &mut path[at]
+            };
+            separator = split.apply(node, &mut fresh[i]);
+            carried = Some(blocks[i]);
+        }
+        let right = carried.expect("one split at least").to_le_bytes();
+        match parent_slot {
+            Some(slot) => {
+                let at = path.len() - (blocks.len());
+                Node::new(path[at].body_mut()).insert_at(slot, &separator, &right);
+            }
+            None => {
                 // The root split: a new root above it, and the meta page points there.
-                let mut meta = meta
-                    .take()
-                    .expect("an unsafe root keeps the meta page latched");
-                let mut new_root = self.pool.allocate(self.file)?;
-                new_root.set_kind(KIND_BTREE_NODE);
+                let mut meta = meta.expect("checked above");
+                let new_root = fresh.last_mut().expect("the new root's page");
                 let mut node = Node::new(new_root.body_mut());
                 node.init(root_level + 1, root);
-                node.insert_at(0, &separator, &right.to_le_bytes());
-                let new_root_block = new_root.id().block;
-                write_meta(&mut meta, new_root_block, root_level + 1);
-                break;
-            };
-            let (slot, fits, level, leftmost) = {
-                let node = Node::new(parent.body());
-                let slot = node
-                    .search(&separator)
-                    .expect_err("separators are unique (T1)");
-                (
-                    slot,
-                    node.free() >= room_for(&separator, 4),
-                    node.level(),
-                    node.leftmost(),
-                )
-            };
-            if fits {
-                Node::new(parent.body_mut()).insert_at(slot, &separator, &right.to_le_bytes());
-                break;
+                node.insert_at(0, &separator, &right);
+                write_meta(&mut meta, new_root.id().block, root_level + 1);
             }
-            let mut entries = Node::new(parent.body()).entries();
-            entries.insert(slot, (separator, right.to_le_bytes().to_vec()));
-            carry = Some(self.split(&mut parent, level, leftmost, entries)?);
         }
         Ok(replaced)
     }
 
-    /// Splits a node whose new `entries` do not fit: the lower part stays, the upper part
-    /// goes to a new right sibling. Returns the separator for the parent and the new
-    /// node's block.
-    fn split(
-        &self,
-        page: &mut PageMut<'_>,
-        level: u16,
-        leftmost: u32,
-        mut entries: Vec<(Vec<u8>, Vec<u8>)>,
-    ) -> Result<(Vec<u8>, u32)> {
+    /// A page for a new node, latched exclusive and formatted as an empty leaf: a spare
+    /// left by a failed split, or a new page at the end of the file.
+    fn empty_page(&self) -> Result<PageMut<'_>> {
+        let spare = self.spares.lock().pop();
+        let mut page = match spare {
+            Some(block) => match self.pool.write(self.page(block)) {
+                Ok(page) => page,
+                Err(error) => {
+                    self.spares.lock().push(block);
+                    return Err(error);
+                }
+            },
+            None => self.pool.allocate(self.file)?,
+        };
+        page.set_kind(KIND_BTREE_NODE);
+        Node::new(page.body_mut()).init(0, 0);
+        Ok(page)
+    }
+
+    /// Keeps pages a failed split had taken, empty nodes no parent points at, for the next
+    /// split (a restart forgets them: [`BTree::check`] accepts unreachable empty nodes).
+    fn keep_spares(&self, pages: Vec<PageMut<'_>>) {
+        let mut spares = self.spares.lock();
+        spares.extend(pages.iter().map(|page| page.id().block));
+    }
+}
+
+/// A child block no page has: stands for the right node of the split one level down until
+/// its page is allocated ([`Split::resolve_new_child`]). The pool never hands out block
+/// `u32::MAX` (a file's page count is a `u32`).
+const NEW_CHILD: u32 = u32::MAX;
+
+/// One node's split, computed before any page changes: the lower entries stay in the node,
+/// the upper ones go to a new right sibling, and `separator` goes up to the parent.
+struct Split {
+    level: u16,
+    leftmost: u32,
+    lower: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The right node's leftmost child (internal nodes: the child of the separator that
+    /// moved up).
+    right_leftmost: u32,
+    upper: Vec<(Vec<u8>, Vec<u8>)>,
+    separator: Vec<u8>,
+}
+
+impl Split {
+    /// Splits `entries` (a node's, with the new one, too many for one node) near the middle
+    /// of their bytes, keeping at least one entry on each side. A leaf's separator is the
+    /// right node's first key; an internal node's first upper separator moves up and its
+    /// child becomes the right node's leftmost.
+    fn plan(level: u16, leftmost: u32, mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> Split {
         debug_assert!(
             entries.len() >= 3,
             "a full node holds at least three entries"
@@ -447,29 +598,52 @@ impl BTree {
             left_bytes += room_for(&entries[at].0, entries[at].1.len());
             at += 1;
         }
-        let at = at.max(1);
-        let upper = entries.split_off(at);
-        let mut right = self.pool.allocate(self.file)?;
-        right.set_kind(KIND_BTREE_NODE);
-        let right_block = right.id().block;
-        let separator;
-        if level == 0 {
-            separator = upper[0].0.clone();
-            Node::new(right.body_mut()).rebuild(0, 0, &upper);
+        let mut upper = entries.split_off(at.max(1));
+        let (separator, right_leftmost) = if level == 0 {
+            (upper[0].0.clone(), 0)
         } else {
-            // The first upper separator moves up; its child becomes the right node's
-            // leftmost.
-            let mut upper = upper.into_iter();
-            let (moved_up, child) = upper.next().expect("at least one upper entry");
-            let child =
-                u32::from_le_bytes(child.as_slice().try_into().expect("a child block (N3)"));
-            let rest: Vec<_> = upper.collect();
-            Node::new(right.body_mut()).rebuild(level, child, &rest);
-            separator = moved_up;
+            let (moved_up, child) = upper.remove(0);
+            (moved_up, child_of(&child))
+        };
+        Split {
+            level,
+            leftmost,
+            lower: entries,
+            right_leftmost,
+            upper,
+            separator,
         }
-        Node::new(page.body_mut()).rebuild(level, leftmost, &entries);
-        Ok((separator, right_block))
     }
+
+    /// Puts the block of the right node the split below created where the plan has
+    /// [`NEW_CHILD`]: exactly one place, wherever the carried separator landed.
+    fn resolve_new_child(&mut self, block: u32) {
+        let mut resolved = 0;
+        if self.right_leftmost == NEW_CHILD {
+            self.right_leftmost = block;
+            resolved += 1;
+        }
+        for (_, child) in self.lower.iter_mut().chain(self.upper.iter_mut()) {
+            if child_of(child) == NEW_CHILD {
+                child.copy_from_slice(&block.to_le_bytes());
+                resolved += 1;
+            }
+        }
+        debug_assert_eq!(resolved, 1, "one separator came up from below");
+    }
+
+    /// Rewrites the node with the lower entries and `right` with the upper ones; returns
+    /// the separator for the parent.
+    fn apply(self, node: &mut PageMut<'_>, right: &mut PageMut<'_>) -> Vec<u8> {
+        Node::new(right.body_mut()).rebuild(self.level, self.right_leftmost, &self.upper);
+        Node::new(node.body_mut()).rebuild(self.level, self.leftmost, &self.lower);
+        self.separator
+    }
+}
+
+/// An internal node's value as a child block (N3).
+fn child_of(value: &[u8]) -> u32 {
+    u32::from_le_bytes(value.try_into().expect("a child block (N3)"))
 }
 
 /// Puts the entry in the latched leaf if it fits; `None` if the leaf must split.

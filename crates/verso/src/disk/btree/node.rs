@@ -30,18 +30,30 @@ const HEADER: usize = 16;
 const SLOT: usize = 2;
 const CELL_HEADER: usize = 4;
 
+/// The bytes of an internal node's value: its child's block.
+pub(crate) const CHILD_BYTES: usize = 4;
+
 /// The largest key plus value an entry may have: four of the largest cells fit in a node,
 /// so a split always leaves both halves with room and every internal node has at least
 /// two children.
 pub(crate) const MAX_ENTRY_BYTES: usize = (BODY - HEADER) / 4 - SLOT - CELL_HEADER;
+
+/// The longest key: a separator is a whole key and its child's block, and four of the
+/// largest separators must fit in an internal node as four of the largest entries do in a
+/// leaf.
+pub(crate) const MAX_KEY_BYTES: usize = MAX_ENTRY_BYTES - CHILD_BYTES;
 
 /// The room an entry needs in a node: its cell and its slot.
 pub(crate) fn room_for(key: &[u8], value_len: usize) -> usize {
     CELL_HEADER + key.len() + value_len + SLOT
 }
 
-/// The room the largest separator needs in an internal node.
-pub(crate) const MAX_SEPARATOR_ROOM: usize = CELL_HEADER + MAX_ENTRY_BYTES + SLOT;
+/// The room the largest separator needs in an internal node. An internal node with this
+/// much free room is safe: whatever separator a split below sends up fits in it.
+pub(crate) const MAX_SEPARATOR_ROOM: usize = CELL_HEADER + MAX_KEY_BYTES + CHILD_BYTES + SLOT;
+
+const _: () = assert!(4 * (CELL_HEADER + MAX_ENTRY_BYTES + SLOT) <= BODY - HEADER);
+const _: () = assert!(4 * MAX_SEPARATOR_ROOM <= BODY - HEADER);
 
 /// A node's body, read or written in place.
 pub(crate) struct Node<B> {
@@ -110,6 +122,7 @@ impl<B: AsRef<[u8]>> Node<B> {
 
     /// An internal node's child at `slot`.
     pub(crate) fn child(&self, slot: usize) -> u32 {
+        debug_assert_eq!(self.value(slot).len(), CHILD_BYTES, "N3");
         get32(self.value(slot), 0)
     }
 
@@ -328,6 +341,21 @@ mod tests {
             assert!(node.free() >= room_for(&key, 8));
             node.insert_at(i as usize, &key, &[0; 8]);
         }
+    }
+
+    /// Regression (a review of 2026-11-28): the safe-node test counted a separator's room
+    /// without its child's four bytes.
+    #[test]
+    fn four_of_the_longest_separators_fit_in_an_internal_node() {
+        let mut node = Node::new(vec![0u8; BODY]);
+        node.init(1, 7);
+        for i in 0..4u8 {
+            let key = vec![i; MAX_KEY_BYTES];
+            assert_eq!(room_for(&key, CHILD_BYTES), MAX_SEPARATOR_ROOM);
+            assert!(node.free() >= MAX_SEPARATOR_ROOM, "separator {i}");
+            node.insert_at(i as usize, &key, &u32::from(i).to_le_bytes());
+        }
+        assert_eq!(node.check(), Ok(()));
     }
 
     proptest::proptest! {
