@@ -377,6 +377,26 @@ impl BufferPool {
         }
     }
 
+    /// Pins page `id` and latches it exclusive without reading it from its file: its bytes
+    /// are the pool's copy if it is in the pool, else zeros. For recovery restoring a full
+    /// page image, which must not read the copy on disk (it may be torn); the caller
+    /// rewrites the page whole.
+    pub fn overwrite(&self, id: PageId) -> Result<PageMut<'_>> {
+        let (frame, guard) = self.pin(id, Access::Exclusive, Load::Overwrite)?;
+        Ok(self.page_mut(frame, guard))
+    }
+
+    /// Makes `file` at least `blocks` pages long in the pool's eyes (pages past the end of
+    /// the file read as never written): recovery redoing a change to a page allocated
+    /// after the file was last extended on disk.
+    pub fn extend_to(&self, file: FileNo, blocks: u32) -> Result<()> {
+        let files = self.files.read();
+        Self::file(&files, file)?
+            .blocks
+            .fetch_max(blocks, Ordering::AcqRel);
+        Ok(())
+    }
+
     fn page_mut<'a>(&'a self, frame: usize, guard: Latched<'a>) -> PageMut<'a> {
         match guard {
             Latched::Exclusive(guard) => PageMut {
@@ -503,7 +523,7 @@ impl BufferPool {
                 if guard.data().loaded == Some(id) {
                     // A page being allocated can be found here only if a reader of every
                     // page of the file (`file_pages`) read it, as zeros, first.
-                    debug_assert!(load == Load::FromFile || guard.data().page.is_zeroed());
+                    debug_assert!(load != Load::Zeroed || guard.data().page.is_zeroed());
                     bump(&self.counters.hits);
                     return Ok((frame, guard));
                 }
@@ -552,7 +572,7 @@ impl BufferPool {
             drop(table);
             bump(&self.counters.misses);
             let loaded = match load {
-                Load::Zeroed => {
+                Load::Zeroed | Load::Overwrite => {
                     guard.page.clear();
                     Ok(())
                 }
@@ -702,7 +722,10 @@ fn wait_for_a_frame(waits: u32) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Load {
     FromFile,
+    /// A new page: zeros.
     Zeroed,
+    /// A page the caller rewrites whole: zeros if not in the pool.
+    Overwrite,
 }
 
 enum Latched<'a> {

@@ -12,6 +12,7 @@ pub mod btree;
 mod buffer_pool;
 pub mod heap_page;
 pub mod page;
+pub mod page_log;
 mod replacement;
 
 #[cfg(all(test, loom))]
@@ -23,4 +24,5 @@ pub use buffer_pool::{
 };
 pub use heap_page::HeapPage;
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
+pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};
 pub use replacement::ReplacementPolicy;

@@ -443,6 +443,41 @@ impl Log {
         Ok(end)
     }
 
+    /// Appends `record` as [`Log::append`] does (not a commit), but only if `still_valid`
+    /// holds when called under the append mutex; `Ok(None)` if it did not (the caller
+    /// builds its record again). The page log's way to decide consistently whether a change
+    /// needs a full page image: a checkpoint moves its redo point only with appends stopped.
+    pub(crate) fn append_unless_changed(
+        &self,
+        record: &mut FramedRecord,
+        still_valid: impl FnOnce() -> bool,
+    ) -> Result<Option<u64>> {
+        self.check()?;
+        let mut appender = self.append.lock();
+        if !still_valid() {
+            return Ok(None);
+        }
+        let lsn = appender.buffer_start + appender.buffer.len() as u64;
+        let bytes = record.frame(lsn);
+        appender.buffer.extend_from_slice(bytes);
+        let end = lsn + bytes.len() as u64;
+        drop(appender);
+        self.counters
+            .bytes_appended
+            .fetch_add(record.len() as u64, Ordering::Relaxed);
+        Ok(Some(end))
+    }
+
+    /// Waits until the log is on stable storage up to `end` (written, under
+    /// [`Durability::None`], which never syncs): the write-ahead rule a page's write-back
+    /// waits on, whatever commits are promised.
+    pub(crate) fn make_durable(&self, end: u64) -> Result<()> {
+        match self.durability {
+            Durability::None => self.wait_for(end, Reached::Written),
+            Durability::Sync | Durability::Async { .. } => self.wait_for(end, Reached::Durable),
+        }
+    }
+
     /// The LSN after the last byte appended.
     pub(crate) fn tail(&self) -> u64 {
         let appender = self.append.lock();

@@ -42,6 +42,8 @@ pub(crate) const MAX_BODY_BYTES: usize = 1 << 30;
 pub(crate) const KIND_COMMIT: u8 = 1;
 pub(crate) const KIND_CREATE_TABLE: u8 = 2;
 pub(crate) const KIND_SYNC_POINT: u8 = 3;
+/// The disk engine's page changes (`disk::page_log`), in the disk engine's log only.
+pub(crate) const KIND_PAGES: u8 = 4;
 
 const OP_INSERT: u8 = 1;
 const OP_UPDATE: u8 = 2;

@@ -128,6 +128,49 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
     }
 
     let replaying = Instant::now();
+    let LogSegments {
+        segments,
+        headers,
+        spares,
+    } = log_segments(settings, &names, manifest.log_from, &mut stats)?;
+    let (end_lsn, max_ts) = std::thread::scope(|scope| {
+        let mut replay = Replay::start(scope, engine, snapshot, settings.log_replay_threads);
+        let end_lsn = replay_segments(
+            settings,
+            &segments,
+            &headers,
+            manifest.log_from,
+            &mut |segment, stats| replay.apply_segment(segment, stats),
+            &mut stats,
+        )?;
+        let max_ts = replay.finish(&mut stats)?;
+        Ok::<_, Error>((end_lsn, max_ts))
+    })?;
+    stats.log_replay_nanos = replaying.elapsed().as_nanos() as u64;
+    engine.txns.advance_clock_past(max_ts.max(snapshot));
+    let log = start_log_after(settings, segments, spares, end_lsn)?;
+    stats.nanos = began.elapsed().as_nanos() as u64;
+    Ok(Persistence::new(
+        settings.clone(),
+        lock,
+        log,
+        manifest,
+        stats,
+    ))
+}
+
+/// The log's segments recovery reads, from the one holding `log_from` on, oldest first,
+/// with their headers, and the spare files: segments wholly below `log_from` (their
+/// removal did not survive a crash) are removed, and so is a newest segment whose header is
+/// not whole (its creation was interrupted before anything went into it).
+pub(crate) fn log_segments(
+    settings: &Settings,
+    names: &[String],
+    log_from: u64,
+    stats: &mut RecoveryStats,
+) -> Result<LogSegments> {
+    let fs = &*settings.fs;
+    let dir = &settings.dir;
     let mut segments: Vec<(u64, PathBuf)> = names
         .iter()
         .filter_map(|name| log::parse_segment_name(name).map(|start| (start, dir.join(name))))
@@ -138,16 +181,13 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         .filter(|name| log::is_spare_name(name))
         .map(|name| dir.join(name))
         .collect();
-    let Some(first) = segments
-        .iter()
-        .rposition(|(start, _)| *start <= manifest.log_from)
-    else {
+    let Some(first) = segments.iter().rposition(|(start, _)| *start <= log_from) else {
         return Err(Error::Corruption {
             file: dir.display().to_string(),
-            offset: manifest.log_from,
+            offset: log_from,
             reason: format!(
                 "no log segment holds LSN {}, where the manifest says replay starts",
-                manifest.log_from
+                log_from
             ),
         });
     };
@@ -185,20 +225,33 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         }
     }
     segments.truncate(headers.len());
-    let (end_lsn, max_ts) = std::thread::scope(|scope| {
-        let mut replay = Replay::start(scope, engine, snapshot, settings.log_replay_threads);
-        let end_lsn = replay_segments(
-            settings,
-            &segments,
-            &headers,
-            manifest.log_from,
-            &mut replay,
-            &mut stats,
-        )?;
-        let max_ts = replay.finish(&mut stats)?;
-        Ok::<_, Error>((end_lsn, max_ts))
-    })?;
-    stats.log_replay_nanos = replaying.elapsed().as_nanos() as u64;
+    Ok(LogSegments {
+        segments,
+        headers,
+        spares,
+    })
+}
+
+/// What [`log_segments`] found.
+pub(crate) struct LogSegments {
+    /// From the one holding the replay's start on, oldest first: start LSN and path.
+    pub(crate) segments: Vec<(u64, PathBuf)>,
+    /// Their headers.
+    pub(crate) headers: Vec<log::SegmentHeader>,
+    /// Spare files, to become segments.
+    pub(crate) spares: Vec<PathBuf>,
+}
+
+/// Syncs the last segment recovery read (records read from the page cache after a process
+/// crash become durable before anything can depend on them) and starts the log in a new
+/// segment past `end_lsn`, where the valid records end.
+pub(crate) fn start_log_after(
+    settings: &Settings,
+    segments: Vec<(u64, PathBuf)>,
+    spares: Vec<PathBuf>,
+    end_lsn: u64,
+) -> Result<Log> {
+    let fs = &*settings.fs;
     let (_, last) = segments.last().expect("the segment holding log_from");
     let last_file = fs
         .open(last, OpenMode::ReadWrite)
@@ -207,27 +260,18 @@ pub(crate) fn open<V: VersionStorage, G: Collector>(
         .sync_data()
         .map_err(|error| io_error(last, "syncing the last log segment", &error))?;
     drop(last_file);
-    engine.txns.advance_clock_past(max_ts.max(snapshot));
     let start = end_lsn + record::ALIGN as u64;
-    let log = Log::start(settings, start, end_lsn, segments, spares)?;
-    stats.nanos = began.elapsed().as_nanos() as u64;
-    Ok(Persistence::new(
-        settings.clone(),
-        lock,
-        log,
-        manifest,
-        stats,
-    ))
+    Log::start(settings, start, end_lsn, segments, spares)
 }
 
-/// Reads the log's segments from `log_from` and hands their whole records to `replay`;
-/// returns the LSN where the valid records end.
-fn replay_segments<'scope, 'e: 'scope, V: VersionStorage, G: Collector>(
+/// Reads the log's segments from `log_from` and hands their whole records to `apply`, a
+/// segment at a time; returns the LSN where the valid records end.
+pub(crate) fn replay_segments(
     settings: &Settings,
     segments: &[(u64, PathBuf)],
     headers: &[log::SegmentHeader],
     log_from: u64,
-    replay: &mut Replay<'scope, 'e, V, G>,
+    apply: &mut dyn FnMut(&Arc<Segment>, &mut RecoveryStats) -> Result<()>,
     stats: &mut RecoveryStats,
 ) -> Result<u64> {
     let fs = &*settings.fs;
@@ -269,7 +313,7 @@ fn replay_segments<'scope, 'e: 'scope, V: VersionStorage, G: Collector>(
             file: Arc::clone(&file_name),
             start: *start,
         });
-        replay.apply_segment(&segment, stats)?;
+        apply(&segment, stats)?;
         end_lsn = scan.end_lsn;
         match scan.end {
             ScanEnd::Clean => {}
@@ -379,7 +423,7 @@ struct Replay<'scope, 'e, V: VersionStorage, G: Collector> {
 
 /// The whole records of one segment: its bytes after the header, and each record's LSN
 /// and body (a range of `bytes`), in log order.
-struct Segment {
+pub(crate) struct Segment {
     bytes: Vec<u8>,
     records: Vec<(u64, Range<usize>)>,
     /// For error offsets: the segment's file name and first LSN.
@@ -388,8 +432,15 @@ struct Segment {
 }
 
 impl Segment {
+    /// Each whole record's LSN and body, in log order.
+    pub(crate) fn records(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.records
+            .iter()
+            .map(|(lsn, body)| (*lsn, &self.bytes[body.clone()]))
+    }
+
     /// The error for the record at `lsn`, for `reason`.
-    fn corruption(&self, lsn: u64, reason: String) -> Error {
+    pub(crate) fn corruption(&self, lsn: u64, reason: String) -> Error {
         Error::Corruption {
             file: self.file.to_string(),
             offset: SEGMENT_HEADER_BYTES + (lsn - self.start),

@@ -46,6 +46,7 @@ use node::{room_for, Node, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_SEPARATOR_ROOM};
 
 use super::buffer_pool::{BufferPool, PageMut, PageRef};
 use super::page::{FileNo, Page, PageId};
+use super::page_log::{PageChange, PageLog};
 use crate::sync::Mutex;
 use crate::{Error, Result};
 
@@ -67,9 +68,12 @@ const MAGIC: &[u8; 4] = b"VBT1";
 pub struct BTree {
     pool: Arc<BufferPool>,
     file: FileNo,
-    /// Blocks of empty nodes no parent points at, left by splits that failed after taking
-    /// their pages; the next splits use them first.
+    /// Blocks of pages no parent points at, left untouched by splits that failed after
+    /// taking them; the next splits use them first.
     spares: Arc<Mutex<Vec<u32>>>,
+    /// The log of every change (`None`: an unlogged tree, which survives a crash only as
+    /// of its last flush).
+    log: Option<Arc<PageLog>>,
 }
 
 /// What [`BTree::check`] found so far.
@@ -87,13 +91,26 @@ struct Fences {
 }
 
 impl BTree {
-    /// Opens the tree in `file` (attached to `pool`), formatting an empty tree if the file
-    /// has no pages.
+    /// Opens the unlogged tree in `file` (attached to `pool`), formatting an empty tree if
+    /// the file has no pages. It survives a crash only as of its last
+    /// [`BufferPool::flush`].
     pub fn open(pool: Arc<BufferPool>, file: FileNo) -> Result<Self> {
+        Self::open_with(pool, file, None)
+    }
+
+    /// Opens the tree in `file` with every change logged in `log` (the pool's write-ahead
+    /// log, after [`super::Recovering::redo`]), formatting an empty tree if the file has no
+    /// pages.
+    pub fn open_logged(pool: Arc<BufferPool>, file: FileNo, log: Arc<PageLog>) -> Result<Self> {
+        Self::open_with(pool, file, Some(log))
+    }
+
+    fn open_with(pool: Arc<BufferPool>, file: FileNo, log: Option<Arc<PageLog>>) -> Result<Self> {
         let tree = BTree {
             pool,
             file,
             spares: Arc::new(Mutex::new(Vec::new())),
+            log,
         };
         if tree.pool.file_pages(file)? == 0 {
             let mut meta = tree.pool.allocate(file)?;
@@ -103,6 +120,10 @@ impl BTree {
             Node::new(root.body_mut()).init(0, 0);
             meta.set_kind(KIND_BTREE_META);
             write_meta(&mut meta, root.id().block, 0);
+            tree.log(&mut [
+                (&mut meta, PageChange::Image),
+                (&mut root, PageChange::Image),
+            ])?;
         } else {
             let meta = tree.pool.read(tree.page(META_BLOCK))?;
             tree.read_meta(&meta)?;
@@ -130,7 +151,9 @@ impl BTree {
 
     /// Stores `value` under `key`; returns the value it replaced. Fails with
     /// [`Error::EntryTooLarge`] if the key exceeds [`MAX_BTREE_KEY_BYTES`] or key and value
-    /// together exceed [`MAX_BTREE_ENTRY_BYTES`]. A failed insert changes nothing.
+    /// together exceed [`MAX_BTREE_ENTRY_BYTES`]. An insert that fails changes nothing,
+    /// but one whose log record could not be appended ([`Error::DurabilityLost`]: the
+    /// database must be reopened, and its change never reaches the files).
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         if key.len() > MAX_KEY_BYTES {
             return Err(Error::EntryTooLarge {
@@ -149,6 +172,7 @@ impl BTree {
         {
             let mut leaf = self.leaf_exclusive(key)?;
             if let Some(replaced) = put_if_it_fits(&mut leaf, key, value) {
+                self.log(&mut [(&mut leaf, PageChange::BTreePut { key, value })])?;
                 return Ok(replaced);
             }
         }
@@ -164,6 +188,7 @@ impl BTree {
         };
         let old = Node::new(leaf.body()).value(slot).to_vec();
         Node::new(leaf.body_mut()).remove_at(slot);
+        self.log(&mut [(&mut leaf, PageChange::BTreeRemove { key })])?;
         Ok(Some(old))
     }
 
@@ -385,6 +410,14 @@ impl BTree {
         }
     }
 
+    /// Logs changes made to pages held exclusive, if the tree is logged.
+    fn log(&self, changes: &mut [(&mut PageMut<'_>, PageChange<'_>)]) -> Result<()> {
+        match &self.log {
+            Some(log) => log.log(changes).map(drop),
+            None => Ok(()),
+        }
+    }
+
     /// Fails with [`Error::Corruption`] unless the node at `block` is at `level` (T2): a
     /// child pointer that leads to the wrong level (or back up) would otherwise send a
     /// descent astray.
@@ -444,6 +477,7 @@ impl BTree {
         }
         let mut leaf = path.pop().expect("the leaf is on the path");
         if let Some(replaced) = put_if_it_fits(&mut leaf, key, value) {
+            self.log(&mut [(&mut leaf, PageChange::BTreePut { key, value })])?;
             return Ok(replaced);
         }
         // The leaf's entries with the new one.
@@ -512,33 +546,52 @@ impl BTree {
                 let at = path.len() - i;
                 &mut path[at]
             };
+            fresh[i].set_kind(KIND_BTREE_NODE);
             separator = split.apply(node, &mut fresh[i]);
             carried = Some(blocks[i]);
         }
         let right = carried.expect("one split at least").to_le_bytes();
+        let splits = blocks.len() - usize::from(parent_slot.is_none());
         match parent_slot {
             Some(slot) => {
-                let at = path.len() - (blocks.len());
+                let at = path.len() - splits;
                 Node::new(path[at].body_mut()).insert_at(slot, &separator, &right);
             }
             None => {
                 // The root split: a new root above it, and the meta page points there.
-                let mut meta = meta.expect("checked above");
+                let meta = meta.as_mut().expect("checked above");
                 let new_root = fresh.last_mut().expect("the new root's page");
+                new_root.set_kind(KIND_BTREE_NODE);
                 let mut node = Node::new(new_root.body_mut());
                 node.init(root_level + 1, root);
                 node.insert_at(0, &separator, &right);
-                write_meta(&mut meta, new_root.id().block, root_level + 1);
+                write_meta(meta, new_root.id().block, root_level + 1);
             }
+        }
+        // One record for every page the split changed: the split nodes (the leaf and the
+        // last `splits - 1` nodes of the path), the parent that took the separator (the
+        // path's node above those) or the meta page, and the new pages.
+        if self.log.is_some() {
+            let changed_on_path = path.len().min(splits);
+            let at = path.len() - changed_on_path;
+            let mut changed: Vec<(&mut PageMut<'_>, PageChange<'_>)> =
+                vec![(&mut leaf, PageChange::Image)];
+            changed.extend(path[at..].iter_mut().map(|page| (page, PageChange::Image)));
+            changed.extend(fresh.iter_mut().map(|page| (page, PageChange::Image)));
+            if parent_slot.is_none() {
+                changed.push((meta.as_mut().expect("checked above"), PageChange::Image));
+            }
+            self.log(&mut changed)?;
         }
         Ok(replaced)
     }
 
-    /// A page for a new node, latched exclusive and formatted as an empty leaf: a spare
-    /// left by a failed split, or a new page at the end of the file.
+    /// A page for a new node, latched exclusive and left as it is (the split formats it
+    /// once every page it needs is held): a spare left by a failed split, or a new page at
+    /// the end of the file.
     fn empty_page(&self) -> Result<PageMut<'_>> {
         let spare = self.spares.lock().pop();
-        let mut page = match spare {
+        let page = match spare {
             Some(block) => match self.pool.write(self.page(block)) {
                 Ok(page) => page,
                 Err(error) => {
@@ -548,13 +601,12 @@ impl BTree {
             },
             None => self.pool.allocate(self.file)?,
         };
-        page.set_kind(KIND_BTREE_NODE);
-        Node::new(page.body_mut()).init(0, 0);
         Ok(page)
     }
 
-    /// Keeps pages a failed split had taken, empty nodes no parent points at, for the next
-    /// split (a restart forgets them: [`BTree::check`] accepts unreachable empty nodes).
+    /// Keeps pages a failed split had taken, untouched and pointed at by no parent, for
+    /// the next split (a restart forgets them: [`BTree::check`] accepts unreachable pages
+    /// that hold nothing).
     fn keep_spares(&self, pages: Vec<PageMut<'_>>) {
         let mut spares = self.spares.lock();
         spares.extend(pages.iter().map(|page| page.id().block));
@@ -644,6 +696,52 @@ impl Split {
 /// An internal node's value as a child block (N3).
 fn child_of(value: &[u8]) -> u32 {
     u32::from_le_bytes(value.try_into().expect("a child block (N3)"))
+}
+
+/// Redoes a logged put into a leaf (`disk::page_log`): the leaf had room when the change
+/// was made, and redo replays its changes in the same order, so it has room again.
+pub(crate) fn redo_put(page: &mut PageMut<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+    redo_leaf(page)?;
+    put_if_it_fits(page, key, value)
+        .map(drop)
+        .ok_or_else(|| redo_defect(page, "a logged put does not fit its leaf".into()))
+}
+
+/// Redoes a logged removal from a leaf.
+pub(crate) fn redo_remove(page: &mut PageMut<'_>, key: &[u8]) -> Result<()> {
+    redo_leaf(page)?;
+    let slot = Node::new(page.body())
+        .search(key)
+        .map_err(|_| redo_defect(page, "a logged removal of a key the leaf lacks".into()))?;
+    Node::new(page.body_mut()).remove_at(slot);
+    Ok(())
+}
+
+/// Checks a page a logged leaf change is redone on: a whole leaf.
+fn redo_leaf(page: &PageMut<'_>) -> Result<()> {
+    if page.kind() != KIND_BTREE_NODE {
+        return Err(redo_defect(
+            page,
+            format!("a leaf change on a page of kind {:#06x}", page.kind()),
+        ));
+    }
+    let node = Node::new(page.body());
+    node.check().map_err(|reason| redo_defect(page, reason))?;
+    if !node.is_leaf() {
+        return Err(redo_defect(
+            page,
+            "a leaf change on an internal node".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn redo_defect(page: &PageMut<'_>, reason: String) -> Error {
+    Error::Corruption {
+        file: format!("B+-tree file {}", page.id().file.0),
+        offset: page.id().offset(),
+        reason,
+    }
 }
 
 /// Puts the entry in the latched leaf if it fits; `None` if the leaf must split.
