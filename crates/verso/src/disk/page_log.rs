@@ -131,6 +131,9 @@ pub struct PageLog {
     /// checkpoint (L3). Moved only with the log's appends stopped.
     redo_point: AtomicU64,
     lock: crate::sync::Mutex<Option<Box<dyn DirectoryLock>>>,
+    /// Held by the `Async` sync thread while it syncs: closing waits for it, so no thread
+    /// of this log touches the directory after its lock is let go.
+    background: Arc<crate::sync::Mutex<()>>,
     checkpoint_lock: crate::sync::Mutex<()>,
     records: AtomicU64,
     full_page_images: AtomicU64,
@@ -181,21 +184,14 @@ impl PageLog {
     /// Opens (or creates) the page log of the database in `dir`: locks the directory,
     /// reads the log from the manifest's redo point and starts the log after it. Redo the
     /// returned records into the buffer pool with [`Recovering::redo`] before anything
-    /// else reads or writes a page. `Durability::Async` is refused for now: its interval
-    /// flush is a thread the disk engine will start.
+    /// else reads or writes a page. Under `Durability::Async { interval }` a thread syncs
+    /// the log every interval until the log is closed or dropped.
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         durability: Durability,
         segment_bytes: u64,
     ) -> Result<Recovering> {
-        if let Durability::Async { .. } = durability {
-            return Err(Error::UnsupportedConfiguration {
-                reason: "the page log syncs or does not (Sync or None); Async needs the disk \
-                         engine's flusher thread, not built yet"
-                    .into(),
-            });
-        }
         let settings = Settings {
             fs,
             dir: dir.to_path_buf(),
@@ -260,6 +256,7 @@ impl PageLog {
         let log = Arc::new(PageLog {
             settings,
             log: Arc::new(log),
+            background: Arc::new(crate::sync::Mutex::new(())),
             redo_point: AtomicU64::new(redo_point),
             lock: crate::sync::Mutex::new(Some(lock)),
             checkpoint_lock: crate::sync::Mutex::new(()),
@@ -268,6 +265,24 @@ impl PageLog {
             page_changes: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
         });
+        if let Durability::Async { interval } = durability {
+            // The thread syncs under `background`, which closing takes after marking the
+            // log closed: once closing has it, the thread never touches a file again.
+            let (sync_log, background) = (Arc::clone(&log.log), Arc::clone(&log.background));
+            std::thread::Builder::new()
+                .name("verso-page-log-sync".into())
+                .spawn(move || loop {
+                    std::thread::sleep(interval);
+                    let _busy = background.lock();
+                    // Closed or failed: nothing more to sync.
+                    if sync_log.flush(true).is_err() {
+                        return;
+                    }
+                })
+                .map_err(|error| Error::UnsupportedConfiguration {
+                    reason: format!("cannot start the page log's sync thread: {error}"),
+                })?;
+        }
         Ok(Recovering {
             log,
             segments,
@@ -401,6 +416,7 @@ impl PageLog {
     /// checkpoint or a sync to keep everything).
     pub fn close(&self) {
         self.log.close();
+        drop(self.background.lock());
         drop(self.lock.lock().take());
     }
 
@@ -412,7 +428,7 @@ impl PageLog {
 
 impl Drop for PageLog {
     fn drop(&mut self) {
-        self.log.close();
+        self.close();
     }
 }
 

@@ -29,9 +29,11 @@
 //! empty (as PostgreSQL's B-tree does until VACUUM deletes an empty page); reclaiming empty
 //! pages belongs with the disk engine's vacuum.
 //!
-//! Crash safety comes from the page log (each change logged with the page's LSN before the
-//! page may be written back); until that log exists, a tree survives exactly what
-//! [`BufferPool::flush`] made durable.
+//! Crash safety comes from the page log ([`super::page_log`]) for a tree opened with
+//! [`BTree::open_logged`]: a leaf's put or removal is logged as a change, a split as one
+//! record of images of every page it changed, each before the pages' latches go. An
+//! unlogged tree ([`BTree::open`]) survives exactly what [`BufferPool::flush`] made
+//! durable.
 
 mod node;
 
