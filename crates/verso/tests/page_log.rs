@@ -357,7 +357,7 @@ fn a_page_whose_last_record_ends_at_the_redo_point_is_imaged_at_its_next_change(
 fn a_process_crash_under_none_loses_nothing_written() {
     for seed in 0..10u64 {
         let fs = disk(100 + seed);
-        let mut rng = Rng(0x51_7CC1_B727_220A_95 ^ seed);
+        let mut rng = Rng(0x517C_C1B7_2722_0A95 ^ seed);
         let mut model = Model::new();
         for round in 0..2 {
             let opened = open_with(&fs, 10, Durability::None).unwrap();
