@@ -46,6 +46,9 @@ fn get64(b: &[u8], at: usize) -> u64 {
 /// The bytes of a tuple's header.
 pub const TUPLE_HEADER_BYTES: usize = 24;
 
+/// The page kind of a heap page.
+pub const KIND_HEAP_PAGE: u16 = 0x4EA1;
+
 const HEADER: usize = 16;
 const LINE: usize = 4;
 const BODY: usize = super::page::PAGE_SIZE - super::page::PAGE_HEADER_BYTES;
@@ -106,7 +109,8 @@ pub struct TupleHeader {
 }
 
 impl TupleHeader {
-    fn encode(&self, out: &mut [u8]) {
+    /// Writes the header's [`TUPLE_HEADER_BYTES`] bytes.
+    pub(crate) fn encode(&self, out: &mut [u8]) {
         out[0..8].copy_from_slice(&self.xmin.to_le_bytes());
         out[8..16].copy_from_slice(&self.xmax.to_le_bytes());
         out[16..20].copy_from_slice(&self.ctid_block.to_le_bytes());
@@ -114,7 +118,8 @@ impl TupleHeader {
         out[22..24].copy_from_slice(&self.infomask.to_le_bytes());
     }
 
-    fn decode(bytes: &[u8]) -> Self {
+    /// Reads a header from [`TUPLE_HEADER_BYTES`] bytes.
+    pub(crate) fn decode(bytes: &[u8]) -> Self {
         TupleHeader {
             xmin: get64(bytes, 0),
             xmax: get64(bytes, 8),
@@ -143,6 +148,18 @@ pub struct Pruned {
     pub lines_freed: u32,
     /// Bytes of tuple space regained.
     pub bytes_freed: u32,
+}
+
+/// What a prune changes, decided before any line changes: PostgreSQL's prune record, and
+/// what the page log redoes ([`HeapPage::execute_prune`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrunePlan {
+    /// Chain roots redirected to the chain's first live member: (root, target).
+    pub redirected: Vec<(u16, u16)>,
+    /// Roots of chains entirely dead: their lines become dead.
+    pub dead: Vec<u16>,
+    /// Heap-only lines removed: they become unused.
+    pub unused: Vec<u16>,
 }
 
 /// A heap page's body, read or changed in place.
@@ -422,6 +439,15 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
     /// cut. `dead` sees each tuple's header; it must say a tuple is dead only if every
     /// older member of its chain is too (true of MVCC's "dead to every snapshot").
     pub fn prune(&mut self, dead: &dyn Fn(&TupleHeader) -> bool) -> Pruned {
+        let (plan, pruned) = self.plan_prune(dead);
+        self.execute_prune(&plan)
+            .expect("a plan made from this page applies to it");
+        pruned
+    }
+
+    /// Decides what [`HeapPage::prune`] changes, changing nothing.
+    pub fn plan_prune(&self, dead: &dyn Fn(&TupleHeader) -> bool) -> (PrunePlan, Pruned) {
+        let mut plan = PrunePlan::default();
         let mut pruned = Pruned::default();
         let lines = self.lines();
         let mut on_a_chain = vec![false; lines as usize + 1];
@@ -434,6 +460,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             if !is_root {
                 continue;
             }
+            // Chains are disjoint (H4): deciding one never depends on another's fate.
             let chain = self.chain(root);
             for &member in &chain {
                 on_a_chain[member as usize] = true;
@@ -452,18 +479,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
                 pruned.tuples_removed += 1;
                 pruned.bytes_freed += u32::from(len);
                 if member != root {
-                    self.set_line(member, Line::Unused);
+                    plan.unused.push(member);
                     pruned.lines_freed += 1;
                 }
             }
             if last_dead + 1 < chain.len() {
                 let first_live = chain[last_dead + 1];
                 if self.line(root) != Line::Redirect(first_live) {
-                    self.set_line(root, Line::Redirect(first_live));
+                    plan.redirected.push((root, first_live));
                     pruned.redirected += 1;
                 }
             } else {
-                self.set_line(root, Line::Dead);
+                plan.dead.push(root);
                 pruned.lines_dead += 1;
             }
         }
@@ -474,17 +501,51 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             }
             if let (Some(header), Line::Normal { len, .. }) = (self.header(line), self.line(line)) {
                 if header.has(infomask::HEAP_ONLY) && dead(&header) {
-                    self.set_line(line, Line::Unused);
+                    plan.unused.push(line);
                     pruned.tuples_removed += 1;
                     pruned.lines_freed += 1;
                     pruned.bytes_freed += u32::from(len);
                 }
             }
         }
+        (plan, pruned)
+    }
+
+    /// Applies a prune's plan: the redirects, dead and unused lines, then packs the tuples
+    /// together and clears the prune hint. Fails (changing nothing) if the plan names a
+    /// line the page does not have, or leaves the page breaking H1-H4: redo of a logged
+    /// prune on a page that is not the one it was planned on.
+    pub fn execute_prune(&mut self, plan: &PrunePlan) -> Result<(), String> {
+        let lines = self.lines();
+        let in_range = |line: u16| (1..=lines).contains(&line);
+        if let Some(bad) = plan
+            .redirected
+            .iter()
+            .flat_map(|&(root, target)| [root, target])
+            .chain(plan.dead.iter().copied())
+            .chain(plan.unused.iter().copied())
+            .find(|&line| !in_range(line))
+        {
+            return Err(format!("a prune of line {bad} on a page of {lines} lines"));
+        }
+        let before = self.b().to_vec();
+        for &(root, target) in &plan.redirected {
+            self.set_line(root, Line::Redirect(target));
+        }
+        for &line in &plan.dead {
+            self.set_line(line, Line::Dead);
+        }
+        for &line in &plan.unused {
+            self.set_line(line, Line::Unused);
+        }
+        if let Err(reason) = self.check() {
+            self.m().copy_from_slice(&before);
+            return Err(format!("the prune leaves the page broken: {reason}"));
+        }
         self.repair_fragmentation();
         self.m()[8..16].fill(0);
         debug_assert_eq!(self.check(), Ok(()));
-        pruned
+        Ok(())
     }
 
     /// Marks dead lines unused, once vacuum removed every index entry that pointed at

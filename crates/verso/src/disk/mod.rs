@@ -22,7 +22,7 @@ pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES, MAX_BTREE_KEY_BYTES};
 pub use buffer_pool::{
     BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog, MAX_FILES,
 };
-pub use heap_page::HeapPage;
+pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};
 pub use replacement::ReplacementPolicy;

@@ -10,12 +10,18 @@
 //! the meta page) is redone whole or not at all:
 //!
 //! ```text
-//! | kind: u8 = 4 | pages: u16 | per page: file u32 | block u32 | op u8 | length u32 | payload |
+//! | kind: u8 = 4 | pages: u16 | per page: file u32 | block u32 | changes: u16 | per change: op u8 | length u32 | payload |
 //! ```
 //!
-//! Ops: [`OP_IMAGE`] (the page's kind u16 and whole body: a full page image), and the
-//! B+-tree leaf's [`OP_BTREE_PUT`] (key length u16, key, value) and [`OP_BTREE_REMOVE`]
-//! (key). A page's LSN is the end of the last record that changed it.
+//! A page's changes are redone in order, all or none (the page's LSN is checked once).
+//!
+//! Ops: [`OP_IMAGE`] (the page's kind u16 and whole body: a full page image); the B+-tree
+//! leaf's [`OP_BTREE_PUT`] (key length u16, key, value) and [`OP_BTREE_REMOVE`] (key); the
+//! heap page's [`OP_HEAP_INSERT`] (line u16, tuple header, data: redo checks the insert
+//! lands on the same line), [`OP_HEAP_SET_HEADER`] (line, header), [`OP_HEAP_PRUNE`] (the
+//! prune's plan: redirects, dead and unused lines, each list counted by a u16) and
+//! [`OP_HEAP_FREE_DEAD`] (lines). Hint bits are not logged as changes ([`PageLog::hint`]).
+//! A page's LSN is the end of the last record that changed it.
 //!
 //! # Invariants
 //!
@@ -61,6 +67,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::buffer_pool::{BufferPool, PageMut, WriteAheadLog};
+use super::heap_page::{HeapPage, PrunePlan, TupleHeader, TUPLE_HEADER_BYTES};
 use super::page::{FileNo, PageId, PAGE_HEADER_BYTES, PAGE_SIZE};
 use crate::durability::log::Log;
 use crate::durability::manifest::{self, Manifest, MANIFEST_TEMPORARY};
@@ -78,6 +85,14 @@ pub(crate) const OP_IMAGE: u8 = 1;
 pub(crate) const OP_BTREE_PUT: u8 = 2;
 /// A B+-tree leaf's removal.
 pub(crate) const OP_BTREE_REMOVE: u8 = 3;
+/// A tuple added to a heap page.
+pub(crate) const OP_HEAP_INSERT: u8 = 4;
+/// A heap tuple's header rewritten (`xmax`, `ctid`, flags).
+pub(crate) const OP_HEAP_SET_HEADER: u8 = 5;
+/// A heap page pruned ([`PrunePlan`]).
+pub(crate) const OP_HEAP_PRUNE: u8 = 6;
+/// A heap page's dead lines freed by vacuum.
+pub(crate) const OP_HEAP_FREE_DEAD: u8 = 7;
 
 const BODY_BYTES: usize = PAGE_SIZE - PAGE_HEADER_BYTES;
 
@@ -98,14 +113,59 @@ pub enum PageChange<'a> {
         /// The key.
         key: &'a [u8],
     },
+    /// A heap page took a tuple at `line` ([`HeapPage::insert`]'s answer).
+    HeapInsert {
+        /// The line the insert chose.
+        line: u16,
+        /// The tuple's header.
+        header: TupleHeader,
+        /// The tuple's data.
+        data: &'a [u8],
+    },
+    /// A heap tuple's header was rewritten ([`HeapPage::set_header`]).
+    HeapSetHeader {
+        /// Its line.
+        line: u16,
+        /// The new header.
+        header: TupleHeader,
+    },
+    /// A heap page was pruned ([`HeapPage::execute_prune`] of this plan).
+    HeapPrune {
+        /// What the prune changed.
+        plan: &'a PrunePlan,
+    },
+    /// Vacuum freed dead lines of a heap page ([`HeapPage::free_dead_lines`]).
+    HeapFreeDead {
+        /// The lines.
+        lines: &'a [u16],
+    },
 }
 
 /// A page change as decoded from a record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum LoggedChange<'a> {
-    Image { kind: u16, body: &'a [u8] },
-    BTreePut { key: &'a [u8], value: &'a [u8] },
-    BTreeRemove { key: &'a [u8] },
+    Image {
+        kind: u16,
+        body: &'a [u8],
+    },
+    BTreePut {
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    BTreeRemove {
+        key: &'a [u8],
+    },
+    HeapInsert {
+        line: u16,
+        header: TupleHeader,
+        data: &'a [u8],
+    },
+    HeapSetHeader {
+        line: u16,
+        header: TupleHeader,
+    },
+    HeapPrune(PrunePlan),
+    HeapFreeDead(Vec<u16>),
 }
 
 /// What the page log counted.
@@ -120,6 +180,8 @@ pub struct PageLogStats {
     pub page_changes: u64,
     /// Checkpoints completed.
     pub checkpoints: u64,
+    /// Full page images logged because hint bits dirtied a page ([`PageLog::hint`]).
+    pub hint_images: u64,
 }
 
 /// The log of a disk database's page changes. It is the [`WriteAheadLog`] of the buffer
@@ -139,6 +201,7 @@ pub struct PageLog {
     full_page_images: AtomicU64,
     page_changes: AtomicU64,
     checkpoints: AtomicU64,
+    hint_images: AtomicU64,
 }
 
 impl std::fmt::Debug for PageLog {
@@ -264,6 +327,7 @@ impl PageLog {
             full_page_images: AtomicU64::new(0),
             page_changes: AtomicU64::new(0),
             checkpoints: AtomicU64::new(0),
+            hint_images: AtomicU64::new(0),
         });
         if let Durability::Async { interval } = durability {
             // The thread syncs under `background`, which closing takes after marking the
@@ -290,54 +354,47 @@ impl PageLog {
         })
     }
 
-    /// Logs changes already made to pages the caller holds exclusive, as one record, and
-    /// sets each page's LSN to the record's end (L1); returns that end. A page whose LSN is
-    /// at or below the redo point is logged as a full image whatever its change (L3). After a
-    /// failure ([`Error::DurabilityLost`]: the log failed) the changes stay in memory but
-    /// can never reach the files (L2): the database must be reopened.
-    pub fn log(&self, changes: &mut [(&mut PageMut<'_>, PageChange<'_>)]) -> Result<u64> {
-        debug_assert!(!changes.is_empty());
+    /// Logs changes already made to pages the caller holds exclusive, as one record (each
+    /// page with the changes made to it, in order), and sets each page's LSN to the
+    /// record's end (L1); returns that end. A page whose LSN is at or below the redo point
+    /// is logged as a full image whatever its changes (L3). After a failure
+    /// ([`Error::DurabilityLost`]: the log failed) the changes stay in memory but can never
+    /// reach the files (L2): the database must be reopened.
+    pub fn log(&self, pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<u64> {
+        debug_assert!(pages.iter().all(|(_, changes)| !changes.is_empty()));
+        let too_many = |what: &str| Error::CapacityExceeded {
+            what: format!("{what} of one logged change"),
+            limit: u16::MAX as usize,
+        };
+        let count = u16::try_from(pages.len()).map_err(|_| too_many("pages"))?;
         loop {
             let redo_point = self.redo_point.load(Ordering::Acquire);
-            let mut images = 0;
+            let (mut images, mut changes_logged) = (0, 0);
             let mut body = Vec::with_capacity(64);
             body.push(KIND_PAGES);
-            let count = u16::try_from(changes.len()).map_err(|_| Error::CapacityExceeded {
-                what: "pages changed by one logged change".into(),
-                limit: u16::MAX as usize,
-            })?;
             body.extend_from_slice(&count.to_le_bytes());
-            for (page, change) in changes.iter() {
-                // A page's LSN is the end of its last record: at the redo point, that
-                // record lies wholly before it.
-                let whole = page.lsn() <= redo_point || *change == PageChange::Image;
+            for (page, changes) in pages.iter() {
                 let id = page.id();
                 body.extend_from_slice(&id.file.0.to_le_bytes());
                 body.extend_from_slice(&id.block.to_le_bytes());
+                // A page's LSN is the end of its last record: at the redo point, that
+                // record lies wholly before it.
+                let whole = page.lsn() <= redo_point || changes.contains(&PageChange::Image);
                 if whole {
                     images += 1;
+                    body.extend_from_slice(&1u16.to_le_bytes());
                     body.push(OP_IMAGE);
                     body.extend_from_slice(&((2 + BODY_BYTES) as u32).to_le_bytes());
                     body.extend_from_slice(&page.kind().to_le_bytes());
                     body.extend_from_slice(page.body());
                     continue;
                 }
-                match change {
-                    PageChange::Image => unreachable!("logged whole above"),
-                    PageChange::BTreePut { key, value } => {
-                        body.push(OP_BTREE_PUT);
-                        let len = 2 + key.len() + value.len();
-                        body.extend_from_slice(&(len as u32).to_le_bytes());
-                        body.extend_from_slice(&(key.len() as u16).to_le_bytes());
-                        body.extend_from_slice(key);
-                        body.extend_from_slice(value);
-                    }
-                    PageChange::BTreeRemove { key } => {
-                        body.push(OP_BTREE_REMOVE);
-                        body.extend_from_slice(&(key.len() as u32).to_le_bytes());
-                        body.extend_from_slice(key);
-                    }
+                let n = u16::try_from(changes.len()).map_err(|_| too_many("changes to a page"))?;
+                body.extend_from_slice(&n.to_le_bytes());
+                for change in changes.iter() {
+                    encode_change(&mut body, change);
                 }
+                changes_logged += changes.len() as u64;
             }
             let mut record = FramedRecord::with_body(&body);
             let appended = self.log.append_unless_changed(&mut record, || {
@@ -346,15 +403,40 @@ impl PageLog {
             let Some(end) = appended else {
                 continue; // a checkpoint moved the redo point: images may be needed now
             };
-            for (page, _) in changes.iter_mut() {
+            for (page, _) in pages.iter_mut() {
                 debug_assert!(page.lsn() < end, "L1: a page's records in change order");
                 page.set_lsn(end);
             }
             self.records.fetch_add(1, Ordering::Relaxed);
             self.full_page_images.fetch_add(images, Ordering::Relaxed);
             self.page_changes
-                .fetch_add(changes.len() as u64 - images, Ordering::Relaxed);
+                .fetch_add(changes_logged, Ordering::Relaxed);
             return Ok(end);
+        }
+    }
+
+    /// Call after setting hint bits (changes no record describes and redo need not replay,
+    /// such as a tuple's commit hints) on a page held exclusive: the page is dirty now and
+    /// may be written back, torn, with nothing in the log to repair it. So if its LSN is at
+    /// or below the redo point its image is logged (L3; PostgreSQL's `wal_log_hints`);
+    /// otherwise an image after the redo point exists already. Returns whether it logged.
+    /// The decision holds against a checkpoint starting meanwhile: it is confirmed under the
+    /// append mutex, and a checkpoint that moves the redo point later sweeps the pool after
+    /// that and finds the page dirty.
+    pub fn hint(&self, page: &mut PageMut<'_>) -> Result<bool> {
+        loop {
+            let redo_point = self.redo_point.load(Ordering::Acquire);
+            if page.lsn() <= redo_point {
+                self.log(&mut [(&mut *page, &[PageChange::Image])])?;
+                self.hint_images.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
+            let unchanged = self
+                .log
+                .with_appends_stopped(|_| self.redo_point.load(Ordering::Acquire) == redo_point);
+            if unchanged {
+                return Ok(false);
+            }
         }
     }
 
@@ -408,6 +490,7 @@ impl PageLog {
             full_page_images: self.full_page_images.load(Ordering::Relaxed),
             page_changes: self.page_changes.load(Ordering::Relaxed),
             checkpoints: self.checkpoints.load(Ordering::Relaxed),
+            hint_images: self.hint_images.load(Ordering::Relaxed),
         }
     }
 
@@ -460,16 +543,68 @@ impl Recovering {
                 }
                 stats.records += 1;
                 let end = lsn + record::framed_len(body.len()) as u64;
-                let changes =
-                    decode_pages(body).map_err(|reason| segment.corruption(lsn, reason))?;
-                for (id, change) in changes {
-                    redo_change(pool, id, change, end, &mut stats)
+                let pages = decode_pages(body).map_err(|reason| segment.corruption(lsn, reason))?;
+                for (id, changes) in pages {
+                    redo_page(pool, id, changes, end, &mut stats)
                         .map_err(|error| corrupt_redo(segment, lsn, id, error))?;
                 }
             }
         }
         Ok(stats)
     }
+}
+
+/// Appends a change's op, payload length and payload (not an image).
+fn encode_change(body: &mut Vec<u8>, change: &PageChange<'_>) {
+    let (op, payload): (u8, Vec<u8>) = match change {
+        PageChange::Image => unreachable!("images are logged whole by the caller"),
+        PageChange::BTreePut { key, value } => {
+            let mut payload = Vec::with_capacity(2 + key.len() + value.len());
+            payload.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            payload.extend_from_slice(key);
+            payload.extend_from_slice(value);
+            (OP_BTREE_PUT, payload)
+        }
+        PageChange::BTreeRemove { key } => (OP_BTREE_REMOVE, key.to_vec()),
+        PageChange::HeapInsert { line, header, data } => {
+            let mut payload = vec![0; 2 + TUPLE_HEADER_BYTES];
+            payload[..2].copy_from_slice(&line.to_le_bytes());
+            header.encode(&mut payload[2..]);
+            payload.extend_from_slice(data);
+            (OP_HEAP_INSERT, payload)
+        }
+        PageChange::HeapSetHeader { line, header } => {
+            let mut payload = vec![0; 2 + TUPLE_HEADER_BYTES];
+            payload[..2].copy_from_slice(&line.to_le_bytes());
+            header.encode(&mut payload[2..]);
+            (OP_HEAP_SET_HEADER, payload)
+        }
+        PageChange::HeapPrune { plan } => {
+            let mut payload = Vec::new();
+            payload.extend_from_slice(&(plan.redirected.len() as u16).to_le_bytes());
+            for (root, target) in &plan.redirected {
+                payload.extend_from_slice(&root.to_le_bytes());
+                payload.extend_from_slice(&target.to_le_bytes());
+            }
+            for lines in [&plan.dead, &plan.unused] {
+                payload.extend_from_slice(&(lines.len() as u16).to_le_bytes());
+                for line in lines {
+                    payload.extend_from_slice(&line.to_le_bytes());
+                }
+            }
+            (OP_HEAP_PRUNE, payload)
+        }
+        PageChange::HeapFreeDead { lines } => {
+            let mut payload = Vec::with_capacity(2 * lines.len());
+            for line in lines.iter() {
+                payload.extend_from_slice(&line.to_le_bytes());
+            }
+            (OP_HEAP_FREE_DEAD, payload)
+        }
+    };
+    body.push(op);
+    body.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    body.extend_from_slice(&payload);
 }
 
 /// Errors of redo are reported at the record; I/O errors stay I/O errors.
@@ -482,15 +617,16 @@ fn corrupt_redo(segment: &Segment, lsn: u64, id: PageId, error: Error) -> Error 
     }
 }
 
-fn redo_change(
+/// Redoes one page's changes of the record ending at `end`.
+fn redo_page(
     pool: &BufferPool,
     id: PageId,
-    change: LoggedChange<'_>,
+    changes: Vec<LoggedChange<'_>>,
     end: u64,
     stats: &mut RedoStats,
 ) -> Result<()> {
     pool.extend_to(id.file, id.block + 1)?;
-    if let LoggedChange::Image { kind, body } = change {
+    if let [LoggedChange::Image { kind, body }] = changes[..] {
         // Never read the copy on disk: it may be torn (L3).
         let mut page = pool.overwrite(id)?;
         page.set_kind(kind);
@@ -501,16 +637,68 @@ fn redo_change(
     }
     let mut page = pool.write(id)?;
     if page.lsn() >= end {
-        stats.changes_skipped += 1;
+        stats.changes_skipped += changes.len() as u64;
         return Ok(());
     }
-    match change {
-        LoggedChange::Image { .. } => unreachable!("restored above"),
-        LoggedChange::BTreePut { key, value } => super::btree::redo_put(&mut page, key, value)?,
-        LoggedChange::BTreeRemove { key } => super::btree::redo_remove(&mut page, key)?,
+    for change in changes {
+        match change {
+            LoggedChange::Image { .. } => {
+                return Err(Error::Corruption {
+                    file: format!("file {}", id.file.0),
+                    offset: id.offset(),
+                    reason: "a page image among other changes of its page".into(),
+                })
+            }
+            LoggedChange::BTreePut { key, value } => super::btree::redo_put(&mut page, key, value)?,
+            LoggedChange::BTreeRemove { key } => super::btree::redo_remove(&mut page, key)?,
+            heap_change => redo_heap(&mut page, heap_change)?,
+        }
+        stats.changes_applied += 1;
     }
     page.set_lsn(end);
-    stats.changes_applied += 1;
+    Ok(())
+}
+
+/// Redoes a heap page change; a change that does not apply is corruption.
+fn redo_heap(page: &mut PageMut<'_>, change: LoggedChange<'_>) -> Result<()> {
+    let id = page.id();
+    let defect = |reason: String| Error::Corruption {
+        file: format!("heap file {}", id.file.0),
+        offset: id.offset(),
+        reason,
+    };
+    if page.kind() != super::KIND_HEAP_PAGE {
+        return Err(defect(format!(
+            "a heap change on a page of kind {:#06x}",
+            page.kind()
+        )));
+    }
+    let mut heap = HeapPage::new(page.body_mut());
+    heap.check().map_err(&defect)?;
+    match change {
+        LoggedChange::HeapInsert { line, header, data } => {
+            let inserted = heap.insert(&header, data);
+            if inserted != Some(line) {
+                return Err(defect(format!(
+                    "a logged insert at line {line} went to {inserted:?}"
+                )));
+            }
+        }
+        LoggedChange::HeapSetHeader { line, header } => {
+            if !heap.set_header(line, &header) {
+                return Err(defect(format!(
+                    "a logged header of line {line}, not a tuple"
+                )));
+            }
+        }
+        LoggedChange::HeapPrune(plan) => heap.execute_prune(&plan).map_err(&defect)?,
+        LoggedChange::HeapFreeDead(lines) => {
+            heap.free_dead_lines(&lines);
+        }
+        LoggedChange::Image { .. }
+        | LoggedChange::BTreePut { .. }
+        | LoggedChange::BTreeRemove { .. } => unreachable!("not a heap change"),
+    }
     Ok(())
 }
 
@@ -518,7 +706,7 @@ fn redo_change(
 /// the bytes (fuzzed); the reason of the first defect otherwise.
 pub(crate) fn decode_pages(
     body: &[u8],
-) -> std::result::Result<Vec<(PageId, LoggedChange<'_>)>, String> {
+) -> std::result::Result<Vec<(PageId, Vec<LoggedChange<'_>>)>, String> {
     let mut at = 0usize;
     let mut take = |n: usize| -> std::result::Result<&[u8], String> {
         let bytes = at
@@ -535,43 +723,81 @@ pub(crate) fn decode_pages(
     if count == 0 {
         return Err("a page record of no page".into());
     }
-    let mut changes = Vec::with_capacity(count as usize);
+    let mut pages = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let file = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
         let block = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
         if block == u32::MAX {
             return Err(format!("block {block} is past any file"));
         }
-        let op = take(1)?[0];
-        let len = u32::from_le_bytes(take(4)?.try_into().expect("four bytes")) as usize;
-        let payload = take(len)?;
-        let change = match op {
-            OP_IMAGE => {
-                if payload.len() != 2 + BODY_BYTES {
-                    return Err(format!("a page image of {} bytes", payload.len()));
+        let n = u16::from_le_bytes(take(2)?.try_into().expect("two bytes"));
+        if n == 0 {
+            return Err(format!("no change to block {block}"));
+        }
+        let mut changes = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let op = take(1)?[0];
+            let len = u32::from_le_bytes(take(4)?.try_into().expect("four bytes")) as usize;
+            let payload = take(len)?;
+            let change = match op {
+                OP_IMAGE => {
+                    if payload.len() != 2 + BODY_BYTES {
+                        return Err(format!("a page image of {} bytes", payload.len()));
+                    }
+                    LoggedChange::Image {
+                        kind: u16::from_le_bytes([payload[0], payload[1]]),
+                        body: &payload[2..],
+                    }
                 }
-                LoggedChange::Image {
-                    kind: u16::from_le_bytes([payload[0], payload[1]]),
-                    body: &payload[2..],
+                OP_BTREE_PUT => {
+                    let key_len = payload
+                        .get(..2)
+                        .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+                        .ok_or("a B+-tree put without its key length")?;
+                    let key = payload
+                        .get(2..2 + key_len)
+                        .ok_or("a B+-tree put's key runs past its payload")?;
+                    LoggedChange::BTreePut {
+                        key,
+                        value: &payload[2 + key_len..],
+                    }
                 }
-            }
-            OP_BTREE_PUT => {
-                let key_len = payload
-                    .get(..2)
-                    .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
-                    .ok_or("a B+-tree put without its key length")?;
-                let key = payload
-                    .get(2..2 + key_len)
-                    .ok_or("a B+-tree put's key runs past its payload")?;
-                LoggedChange::BTreePut {
-                    key,
-                    value: &payload[2 + key_len..],
+                OP_BTREE_REMOVE => LoggedChange::BTreeRemove { key: payload },
+                OP_HEAP_INSERT | OP_HEAP_SET_HEADER => {
+                    if payload.len() < 2 + TUPLE_HEADER_BYTES
+                        || (op == OP_HEAP_SET_HEADER && payload.len() != 2 + TUPLE_HEADER_BYTES)
+                    {
+                        return Err(format!("a heap tuple change of {} bytes", payload.len()));
+                    }
+                    let line = u16::from_le_bytes([payload[0], payload[1]]);
+                    let header = TupleHeader::decode(&payload[2..2 + TUPLE_HEADER_BYTES]);
+                    if op == OP_HEAP_INSERT {
+                        LoggedChange::HeapInsert {
+                            line,
+                            header,
+                            data: &payload[2 + TUPLE_HEADER_BYTES..],
+                        }
+                    } else {
+                        LoggedChange::HeapSetHeader { line, header }
+                    }
                 }
-            }
-            OP_BTREE_REMOVE => LoggedChange::BTreeRemove { key: payload },
-            other => return Err(format!("unknown page change {other}")),
-        };
-        changes.push((PageId::new(FileNo(file), block), change));
+                OP_HEAP_PRUNE => LoggedChange::HeapPrune(decode_prune(payload)?),
+                OP_HEAP_FREE_DEAD => {
+                    if payload.len() % 2 != 0 {
+                        return Err("a list of lines of an odd length".into());
+                    }
+                    LoggedChange::HeapFreeDead(
+                        payload
+                            .chunks_exact(2)
+                            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                            .collect(),
+                    )
+                }
+                other => return Err(format!("unknown page change {other}")),
+            };
+            changes.push(change);
+        }
+        pages.push((PageId::new(FileNo(file), block), changes));
     }
     if at != body.len() {
         return Err(format!(
@@ -579,7 +805,34 @@ pub(crate) fn decode_pages(
             body.len() - at
         ));
     }
-    Ok(changes)
+    Ok(pages)
+}
+
+/// Decodes a prune's plan: redirect pairs, dead lines, unused lines, each counted.
+fn decode_prune(payload: &[u8]) -> std::result::Result<PrunePlan, String> {
+    let mut words = payload
+        .chunks(2)
+        .map(|b| (b.len() == 2).then(|| u16::from_le_bytes([b[0], b[1]])));
+    let mut next = || -> std::result::Result<u16, String> {
+        words
+            .next()
+            .flatten()
+            .ok_or_else(|| "a prune's plan ends early".to_string())
+    };
+    let mut plan = PrunePlan::default();
+    for _ in 0..next()? {
+        plan.redirected.push((next()?, next()?));
+    }
+    for _ in 0..next()? {
+        plan.dead.push(next()?);
+    }
+    for _ in 0..next()? {
+        plan.unused.push(next()?);
+    }
+    if words.next().is_some() {
+        return Err("bytes after a prune's plan".into());
+    }
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -611,6 +864,7 @@ mod tests {
             let mut body = vec![KIND_PAGES, 1, 0];
             body.extend_from_slice(&3u32.to_le_bytes());
             body.extend_from_slice(&9u32.to_le_bytes());
+            body.extend_from_slice(&1u16.to_le_bytes());
             body.push(OP_BTREE_PUT);
             body.extend_from_slice(&((2 + key.len() + value.len()) as u32).to_le_bytes());
             body.extend_from_slice(&(key.len() as u16).to_le_bytes());
@@ -621,7 +875,7 @@ mod tests {
                 decoded,
                 vec![(
                     PageId::new(FileNo(3), 9),
-                    LoggedChange::BTreePut { key: &key, value: &value }
+                    vec![LoggedChange::BTreePut { key: &key, value: &value }]
                 )]
             );
             let cut = cut.min(body.len() - 1);

@@ -14,7 +14,9 @@
 //!    transactions, those below the checkpoint's snapshot idempotently (the checkpoint may
 //!    hold them already: `durability::checkpoint`); table creations create their tables.
 //!    A newest segment whose header is not whole (its creation was interrupted: records go
-//!    into a segment only after its header and directory entry are synced) is removed.
+//!    into a segment only after its header and directory entry are synced) is removed,
+//!    unless it holds the replay's start: then it must begin exactly there (a checkpoint
+//!    taken while another thread created it), or `open` refuses.
 //! 4. Decide how the log ends: cleanly (zeros or nothing), in a torn record (a write a
 //!    crash interrupted: nothing in it was acknowledged; it is cut off), or in corruption
 //!    (a bad record that a later sync point vouches for, or a segment that ends before its
@@ -216,8 +218,14 @@ pub(crate) fn log_segments(
             // The newest segment was being created when the crash came: its name survived,
             // its header did not (it is written and synced before anything else goes in),
             // so it holds nothing. Not so for an older one: a segment is complete before
-            // its successor is created.
-            Err(Error::Corruption { .. }) if i + 1 == segments.len() && i > 0 => {
+            // its successor is created. Nor for the one holding `log_from` (a checkpoint
+            // synced the log up to there, header first), unless it begins exactly at
+            // `log_from`: a checkpoint whose position fell where another thread was
+            // creating a segment released the segment before it and synced the directory
+            // (the new name durable, its header not yet), and nothing in it was synced.
+            Err(Error::Corruption { .. })
+                if i + 1 == segments.len() && (i > 0 || *start == log_from) =>
+            {
                 remove_if_present(fs, path)?;
                 stats.unfinished_segment_removed = true;
             }
@@ -252,15 +260,24 @@ pub(crate) fn start_log_after(
     end_lsn: u64,
 ) -> Result<Log> {
     let fs = &*settings.fs;
-    let (_, last) = segments.last().expect("the segment holding log_from");
-    let last_file = fs
-        .open(last, OpenMode::ReadWrite)
-        .map_err(|error| io_error(last, "opening the last log segment", &error))?;
-    last_file
-        .sync_data()
-        .map_err(|error| io_error(last, "syncing the last log segment", &error))?;
-    drop(last_file);
-    let start = end_lsn + record::ALIGN as u64;
+    // None left when the only one was an unfinished creation at `log_from`: the log ends
+    // there.
+    if let Some((_, last)) = segments.last() {
+        let last_file = fs
+            .open(last, OpenMode::ReadWrite)
+            .map_err(|error| io_error(last, "opening the last log segment", &error))?;
+        last_file
+            .sync_data()
+            .map_err(|error| io_error(last, "syncing the last log segment", &error))?;
+    }
+    // Past the cut, so no stale byte after it is read as part of the stream; with no
+    // segment left none is, and the new segment must begin at `log_from` (`end_lsn`) for
+    // the manifest to find it.
+    let start = if segments.is_empty() {
+        end_lsn
+    } else {
+        end_lsn + record::ALIGN as u64
+    };
     Log::start(settings, start, end_lsn, segments, spares)
 }
 

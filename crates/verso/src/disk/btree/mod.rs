@@ -123,8 +123,8 @@ impl BTree {
             meta.set_kind(KIND_BTREE_META);
             write_meta(&mut meta, root.id().block, 0);
             tree.log(&mut [
-                (&mut meta, PageChange::Image),
-                (&mut root, PageChange::Image),
+                (&mut meta, &[PageChange::Image]),
+                (&mut root, &[PageChange::Image]),
             ])?;
         } else {
             let meta = tree.pool.read(tree.page(META_BLOCK))?;
@@ -174,7 +174,7 @@ impl BTree {
         {
             let mut leaf = self.leaf_exclusive(key)?;
             if let Some(replaced) = put_if_it_fits(&mut leaf, key, value) {
-                self.log(&mut [(&mut leaf, PageChange::BTreePut { key, value })])?;
+                self.log(&mut [(&mut leaf, &[PageChange::BTreePut { key, value }])])?;
                 return Ok(replaced);
             }
         }
@@ -190,7 +190,7 @@ impl BTree {
         };
         let old = Node::new(leaf.body()).value(slot).to_vec();
         Node::new(leaf.body_mut()).remove_at(slot);
-        self.log(&mut [(&mut leaf, PageChange::BTreeRemove { key })])?;
+        self.log(&mut [(&mut leaf, &[PageChange::BTreeRemove { key }])])?;
         Ok(Some(old))
     }
 
@@ -413,7 +413,7 @@ impl BTree {
     }
 
     /// Logs changes made to pages held exclusive, if the tree is logged.
-    fn log(&self, changes: &mut [(&mut PageMut<'_>, PageChange<'_>)]) -> Result<()> {
+    fn log(&self, changes: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<()> {
         match &self.log {
             Some(log) => log.log(changes).map(drop),
             None => Ok(()),
@@ -479,7 +479,7 @@ impl BTree {
         }
         let mut leaf = path.pop().expect("the leaf is on the path");
         if let Some(replaced) = put_if_it_fits(&mut leaf, key, value) {
-            self.log(&mut [(&mut leaf, PageChange::BTreePut { key, value })])?;
+            self.log(&mut [(&mut leaf, &[PageChange::BTreePut { key, value }])])?;
             return Ok(replaced);
         }
         // The leaf's entries with the new one.
@@ -576,12 +576,12 @@ impl BTree {
         if self.log.is_some() {
             let changed_on_path = path.len().min(splits);
             let at = path.len() - changed_on_path;
-            let mut changed: Vec<(&mut PageMut<'_>, PageChange<'_>)> =
-                vec![(&mut leaf, PageChange::Image)];
-            changed.extend(path[at..].iter_mut().map(|page| (page, PageChange::Image)));
-            changed.extend(fresh.iter_mut().map(|page| (page, PageChange::Image)));
+            const IMAGE: &[PageChange<'_>] = &[PageChange::Image];
+            let mut changed: Vec<(&mut PageMut<'_>, &[PageChange<'_>])> = vec![(&mut leaf, IMAGE)];
+            changed.extend(path[at..].iter_mut().map(|page| (page, IMAGE)));
+            changed.extend(fresh.iter_mut().map(|page| (page, IMAGE)));
             if parent_slot.is_none() {
-                changed.push((meta.as_mut().expect("checked above"), PageChange::Image));
+                changed.push((meta.as_mut().expect("checked above"), IMAGE));
             }
             self.log(&mut changed)?;
         }
