@@ -219,6 +219,14 @@ pub enum Error {
         /// The pages the file has.
         pages: u32,
     },
+    /// A disk transaction id was used for something its state does not allow: ending it
+    /// twice, or one never begun in this run.
+    TransactionNotInProgress {
+        /// The transaction id.
+        xid: u64,
+        /// What it is instead.
+        state: &'static str,
+    },
     /// A file was attached to a buffer pool under a number another attached file has.
     FileNumberInUse {
         /// The number.
@@ -373,6 +381,9 @@ impl fmt::Display for Error {
                 f,
                 "page {page} of {file} was asked for, but the file has {pages} pages"
             ),
+            Error::TransactionNotInProgress { xid, state } => {
+                write!(f, "transaction {xid} is not in progress: {state}")
+            }
             Error::FileNumberInUse { number, path } => {
                 write!(f, "file number {number} is already attached, to {path}")
             }

@@ -10,6 +10,7 @@
 
 pub mod btree;
 mod buffer_pool;
+pub mod commit_log;
 pub mod heap_page;
 pub mod page;
 pub mod page_log;
@@ -22,6 +23,7 @@ pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES, MAX_BTREE_KEY_BYTES};
 pub use buffer_pool::{
     BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog, MAX_FILES,
 };
+pub use commit_log::{CommitLog, TransactionStatus};
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};

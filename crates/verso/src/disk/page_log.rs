@@ -20,7 +20,9 @@
 //! heap page's [`OP_HEAP_INSERT`] (line u16, tuple header, data: redo checks the insert
 //! lands on the same line), [`OP_HEAP_SET_HEADER`] (line, header), [`OP_HEAP_PRUNE`] (the
 //! prune's plan: redirects, dead and unused lines, each list counted by a u16) and
-//! [`OP_HEAP_FREE_DEAD`] (lines). Hint bits are not logged as changes ([`PageLog::hint`]).
+//! [`OP_HEAP_FREE_DEAD`] (lines); the commit log's [`OP_COMMIT_LOG_SET`] (slot u16, value
+//! u64: a commit record or an abort) and [`OP_COMMIT_LOG_RESERVE`] (the new bound u64).
+//! Hint bits are not logged as changes ([`PageLog::hint`]).
 //! A page's LSN is the end of the last record that changed it.
 //!
 //! # Invariants
@@ -93,6 +95,10 @@ pub(crate) const OP_HEAP_SET_HEADER: u8 = 5;
 pub(crate) const OP_HEAP_PRUNE: u8 = 6;
 /// A heap page's dead lines freed by vacuum.
 pub(crate) const OP_HEAP_FREE_DEAD: u8 = 7;
+/// A commit log entry set (a commit or an abort).
+pub(crate) const OP_COMMIT_LOG_SET: u8 = 8;
+/// The commit log's reserved bound raised.
+pub(crate) const OP_COMMIT_LOG_RESERVE: u8 = 9;
 
 const BODY_BYTES: usize = PAGE_SIZE - PAGE_HEADER_BYTES;
 
@@ -139,6 +145,18 @@ pub enum PageChange<'a> {
         /// The lines.
         lines: &'a [u16],
     },
+    /// A commit log entry was set ([`super::CommitLog`]).
+    CommitLogSet {
+        /// Its slot in the page.
+        slot: u16,
+        /// The commit timestamp, or the aborted mark.
+        value: u64,
+    },
+    /// The commit log's reserved bound was raised.
+    CommitLogReserve {
+        /// The new bound.
+        up_to: u64,
+    },
 }
 
 /// A page change as decoded from a record.
@@ -166,6 +184,13 @@ pub(crate) enum LoggedChange<'a> {
     },
     HeapPrune(PrunePlan),
     HeapFreeDead(Vec<u16>),
+    CommitLogSet {
+        slot: u16,
+        value: u64,
+    },
+    CommitLogReserve {
+        up_to: u64,
+    },
 }
 
 /// What the page log counted.
@@ -362,9 +387,13 @@ impl PageLog {
     /// reach the files (L2): the database must be reopened.
     pub fn log(&self, pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<u64> {
         debug_assert!(pages.iter().all(|(_, changes)| !changes.is_empty()));
-        let too_many = |what: &str| Error::CapacityExceeded {
-            what: format!("{what} of one logged change"),
-            limit: u16::MAX as usize,
+        // The pages are changed already: a change that cannot be logged must never reach
+        // the files, so the log fails (L2) rather than leave it unlogged.
+        let too_many = |what: &str| {
+            self.log.fail(format!(
+                "a change of more than {} {what} cannot be logged",
+                u16::MAX
+            ))
         };
         let count = u16::try_from(pages.len()).map_err(|_| too_many("pages"))?;
         loop {
@@ -389,7 +418,8 @@ impl PageLog {
                     body.extend_from_slice(page.body());
                     continue;
                 }
-                let n = u16::try_from(changes.len()).map_err(|_| too_many("changes to a page"))?;
+                let n =
+                    u16::try_from(changes.len()).map_err(|_| too_many("changes to one page"))?;
                 body.extend_from_slice(&n.to_le_bytes());
                 for change in changes.iter() {
                     encode_change(&mut body, change);
@@ -403,10 +433,21 @@ impl PageLog {
             let Some(end) = appended else {
                 continue; // a checkpoint moved the redo point: images may be needed now
             };
+            if let Some((page, _)) = pages.iter().find(|(page, _)| page.lsn() >= end) {
+                // A page ahead of the log: the log lost bytes the page was written after
+                // (only possible after a power loss under `Durability::None`). Its LSN can
+                // no longer order redo, so nothing more may reach the files.
+                return Err(self.log.fail(format!(
+                    "{} has LSN {}, past the log's end {end}: the log lost what the page \
+                     was written after",
+                    page.id(),
+                    page.lsn()
+                )));
+            }
             for (page, _) in pages.iter_mut() {
-                debug_assert!(page.lsn() < end, "L1: a page's records in change order");
                 page.set_lsn(end);
             }
+            self.log.bound_buffer()?;
             self.records.fetch_add(1, Ordering::Relaxed);
             self.full_page_images.fetch_add(images, Ordering::Relaxed);
             self.page_changes
@@ -601,6 +642,14 @@ fn encode_change(body: &mut Vec<u8>, change: &PageChange<'_>) {
             }
             (OP_HEAP_FREE_DEAD, payload)
         }
+        PageChange::CommitLogSet { slot, value } => {
+            let mut payload = slot.to_le_bytes().to_vec();
+            payload.extend_from_slice(&value.to_le_bytes());
+            (OP_COMMIT_LOG_SET, payload)
+        }
+        PageChange::CommitLogReserve { up_to } => {
+            (OP_COMMIT_LOG_RESERVE, up_to.to_le_bytes().to_vec())
+        }
     };
     body.push(op);
     body.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -651,6 +700,12 @@ fn redo_page(
             }
             LoggedChange::BTreePut { key, value } => super::btree::redo_put(&mut page, key, value)?,
             LoggedChange::BTreeRemove { key } => super::btree::redo_remove(&mut page, key)?,
+            LoggedChange::CommitLogSet { slot, value } => {
+                super::commit_log::redo_set(&mut page, slot, value)?
+            }
+            LoggedChange::CommitLogReserve { up_to } => {
+                super::commit_log::redo_reserve(&mut page, up_to)?
+            }
             heap_change => redo_heap(&mut page, heap_change)?,
         }
         stats.changes_applied += 1;
@@ -697,7 +752,9 @@ fn redo_heap(page: &mut PageMut<'_>, change: LoggedChange<'_>) -> Result<()> {
         }
         LoggedChange::Image { .. }
         | LoggedChange::BTreePut { .. }
-        | LoggedChange::BTreeRemove { .. } => unreachable!("not a heap change"),
+        | LoggedChange::BTreeRemove { .. }
+        | LoggedChange::CommitLogSet { .. }
+        | LoggedChange::CommitLogReserve { .. } => unreachable!("not a heap change"),
     }
     Ok(())
 }
@@ -793,6 +850,25 @@ pub(crate) fn decode_pages(
                             .collect(),
                     )
                 }
+                OP_COMMIT_LOG_SET => {
+                    if payload.len() != 10 {
+                        return Err(format!(
+                            "a commit log entry change of {} bytes",
+                            payload.len()
+                        ));
+                    }
+                    LoggedChange::CommitLogSet {
+                        slot: u16::from_le_bytes([payload[0], payload[1]]),
+                        value: u64::from_le_bytes(payload[2..].try_into().expect("eight bytes")),
+                    }
+                }
+                OP_COMMIT_LOG_RESERVE => LoggedChange::CommitLogReserve {
+                    up_to: u64::from_le_bytes(
+                        payload
+                            .try_into()
+                            .map_err(|_| format!("a reservation of {} bytes", payload.len()))?,
+                    ),
+                },
                 other => return Err(format!("unknown page change {other}")),
             };
             changes.push(change);

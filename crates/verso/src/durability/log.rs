@@ -468,6 +468,16 @@ impl Log {
         Ok(Some(end))
     }
 
+    /// Writes the buffer out (without syncing it) once it holds more than
+    /// `MAX_BUFFERED_BYTES`: appenders that never wait for durability (the page log's
+    /// changes between commits) must not grow it without bound.
+    pub(crate) fn bound_buffer(&self) -> Result<()> {
+        if self.buffered() > MAX_BUFFERED_BYTES {
+            self.wait_for(self.tail(), Reached::Written)?;
+        }
+        Ok(())
+    }
+
     /// Waits until the log is on stable storage up to `end` (written, under
     /// [`Durability::None`], which never syncs): the write-ahead rule a page's write-back
     /// waits on, whatever commits are promised.

@@ -19,6 +19,8 @@
 //! - **N2** Every cell lies between the cell-area start and the end of the body, and the
 //!   slot array ends at or before the cell-area start.
 //! - **N3** Internal nodes' values are 4 bytes.
+//! - **N4** Live cells do not overlap, and they and the dead bytes fill the cell area
+//!   exactly: what [`Node::free`] reports is really free.
 
 use std::cmp::Ordering;
 
@@ -210,6 +212,32 @@ impl<B: AsRef<[u8]>> Node<B> {
             if slot > 0 && self.key(slot - 1) >= self.key(slot) {
                 return Err(format!("keys out of order at slot {slot} (N1)"));
             }
+        }
+        // N4: the live cells do not overlap, and with the dead bytes they fill the cell
+        // area exactly (`free` trusts the dead count).
+        let mut cells: Vec<(usize, usize)> = (0..len)
+            .map(|slot| {
+                let at = self.cell_at(slot);
+                (
+                    at,
+                    at + CELL_HEADER + get16(self.b(), at) + get16(self.b(), at + 2),
+                )
+            })
+            .collect();
+        cells.sort_unstable();
+        if let Some(pair) = cells.windows(2).find(|pair| pair[0].1 > pair[1].0) {
+            return Err(format!(
+                "the cells at {} and {} overlap (N4)",
+                pair[0].0, pair[1].0
+            ));
+        }
+        let live: usize = cells.iter().map(|(at, end)| end - at).sum();
+        if live + self.dead() != BODY - start {
+            return Err(format!(
+                "{live} live and {} dead bytes in a cell area of {} (N4)",
+                self.dead(),
+                BODY - start
+            ));
         }
         Ok(())
     }

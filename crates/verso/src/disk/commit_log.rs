@@ -1,0 +1,303 @@
+//! The commit log: each disk transaction's fate (in progress, committed at a timestamp,
+//! aborted), in pages of one file through the buffer pool, every change in the page log.
+//! PostgreSQL's `pg_xact` (CLOG) with its `commit_ts`, in one entry: the disk engine's
+//! snapshots are Verso's timestamps, so a reader needs a writer's commit timestamp, not
+//! only whether it committed (design note: `docs/design/buffer-pool.md`, "The commit log").
+//!
+//! # Layout
+//!
+//! Block 0 is the meta page: the *reserved* bound (u64): every transaction id handed out
+//! is below it. Blocks 1.. hold [`ENTRIES_PER_PAGE`] entries of 8 bytes each: transaction
+//! id `x` (ids start at 1; 0 is no transaction) at block `1 + x / ENTRIES_PER_PAGE`, slot
+//! `x % ENTRIES_PER_PAGE`. An entry is 0 (not ended), [`ABORTED`], or the commit
+//! timestamp.
+//!
+//! # Invariants
+//!
+//! - **X1** Ids are handed out below the reserved bound, which only grows, a page at a
+//!   time: raising it allocates the next entry page and rewrites the meta page in one
+//!   logged change. A page record holding an id (a tuple's `xmin`) follows in the log the
+//!   change that reserved it, so whatever survives a crash holding an id also holds its
+//!   reservation: after a restart, ids start at the recovered bound and none is reused.
+//! - **X2** An entry changes once, from 0, under its page's exclusive latch, logged; a
+//!   commit is durable exactly when its entry's record is (what `commit` returns the end
+//!   of, for the caller to wait on: the commit record).
+//! - **X3** After a restart no transaction of an earlier run is in progress: an entry still
+//!   0 below the bound recovered at open is a transaction the crash ended, and reads as
+//!   aborted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::buffer_pool::{BufferPool, PageMut};
+use super::page::{FileNo, PageId, PAGE_HEADER_BYTES, PAGE_SIZE};
+use super::page_log::{PageChange, PageLog};
+use crate::sync::Mutex;
+use crate::{Error, Result};
+
+/// The page kind of the commit log's meta page.
+pub const KIND_COMMIT_LOG_META: u16 = 0xC106;
+/// The page kind of the commit log's entry pages.
+pub const KIND_COMMIT_LOG_PAGE: u16 = 0xC107;
+/// Entries per page: the body's 8-byte words.
+pub const ENTRIES_PER_PAGE: u64 = ((PAGE_SIZE - PAGE_HEADER_BYTES) / 8) as u64;
+/// An entry's value for an aborted transaction.
+pub const ABORTED: u64 = u64::MAX;
+
+const META_BLOCK: u32 = 0;
+
+/// What became of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionStatus {
+    /// Running in this process.
+    InProgress,
+    /// Committed at this timestamp.
+    Committed(u64),
+    /// Aborted, or ended by a crash before it committed (X3).
+    Aborted,
+}
+
+/// The commit log of a disk database. Cheap to clone; every clone is the same log.
+#[derive(Clone, Debug)]
+pub struct CommitLog {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    pool: Arc<BufferPool>,
+    file: FileNo,
+    log: Arc<PageLog>,
+    /// The next id to hand out.
+    next: AtomicU64,
+    /// Ids below this are reserved (X1); raised under `reserving`.
+    reserved: AtomicU64,
+    reserving: Mutex<()>,
+    /// The bound recovered at open: entries still 0 below it are crashed (X3).
+    crashed_below: u64,
+}
+
+impl CommitLog {
+    /// Opens the commit log in `file` (attached to `pool`, after the page log's redo),
+    /// formatting it if the file has no pages.
+    pub fn open(pool: Arc<BufferPool>, file: FileNo, log: Arc<PageLog>) -> Result<Self> {
+        let reserved = if pool.file_pages(file)? == 0 {
+            let mut meta = pool.allocate(file)?;
+            debug_assert_eq!(meta.id().block, META_BLOCK);
+            meta.set_kind(KIND_COMMIT_LOG_META);
+            // Id 0 is no transaction; the first page is reserved at the first `begin`.
+            meta.body_mut()[..8].copy_from_slice(&1u64.to_le_bytes());
+            log.log(&mut [(&mut meta, &[PageChange::Image])])?;
+            1
+        } else {
+            let meta = pool.read(PageId::new(file, META_BLOCK))?;
+            if meta.kind() != KIND_COMMIT_LOG_META {
+                return Err(corrupt(
+                    file,
+                    META_BLOCK,
+                    format!("a page of kind {:#06x} where the meta page is", meta.kind()),
+                ));
+            }
+            let reserved = u64::from_le_bytes(meta.body()[..8].try_into().expect("eight bytes"));
+            let pages = pool.file_pages(file)?;
+            if reserved == 0 || block_of(reserved - 1) >= pages && reserved > 1 {
+                return Err(corrupt(
+                    file,
+                    META_BLOCK,
+                    format!("ids reserved up to {reserved}, but the file has {pages} pages"),
+                ));
+            }
+            reserved
+        };
+        Ok(CommitLog {
+            shared: Arc::new(Shared {
+                pool,
+                file,
+                log,
+                next: AtomicU64::new(reserved),
+                reserved: AtomicU64::new(reserved),
+                reserving: Mutex::new(()),
+                crashed_below: reserved,
+            }),
+        })
+    }
+
+    /// A new transaction id, in progress until [`CommitLog::commit`] or
+    /// [`CommitLog::abort`]. Raises the reserved bound a page at a time (X1).
+    pub fn begin(&self) -> Result<u64> {
+        let s = &*self.shared;
+        let xid = s.next.fetch_add(1, Ordering::AcqRel);
+        while xid >= s.reserved.load(Ordering::Acquire) {
+            let _one = s.reserving.lock();
+            let reserved = s.reserved.load(Ordering::Acquire);
+            if xid < reserved {
+                break;
+            }
+            self.reserve_page_at(reserved)?;
+        }
+        debug_assert!(xid > 0 && xid < s.reserved.load(Ordering::Acquire));
+        Ok(xid)
+    }
+
+    /// Allocates the entry page holding `from` (the reserved bound) and raises the bound
+    /// to its end, in one logged change with the meta page.
+    fn reserve_page_at(&self, from: u64) -> Result<()> {
+        let s = &*self.shared;
+        let block = block_of(from);
+        let up_to = (u64::from(block)) * ENTRIES_PER_PAGE;
+        let mut meta = s.pool.write(PageId::new(s.file, META_BLOCK))?;
+        let mut page = s.pool.allocate(s.file)?;
+        if page.id().block != block {
+            return Err(corrupt(
+                s.file,
+                page.id().block,
+                format!("the next entry page is block {block}, the file's end another"),
+            ));
+        }
+        page.set_kind(KIND_COMMIT_LOG_PAGE);
+        meta.body_mut()[..8].copy_from_slice(&up_to.to_le_bytes());
+        s.log.log(&mut [
+            (&mut page, &[PageChange::Image]),
+            (&mut meta, &[PageChange::CommitLogReserve { up_to }]),
+        ])?;
+        s.reserved.store(up_to, Ordering::Release);
+        Ok(())
+    }
+
+    /// Records that `xid` committed at `commit_ts`; returns the end of the record to wait
+    /// on ([`PageLog`]'s durability) before the commit is acknowledged (X2). Fails with
+    /// [`Error::TransactionNotInProgress`] if `xid` was not handed out in this run or has
+    /// ended.
+    pub fn commit(&self, xid: u64, commit_ts: u64) -> Result<u64> {
+        if commit_ts == 0 || commit_ts == ABORTED {
+            return Err(Error::TransactionNotInProgress {
+                xid,
+                state: "given a commit timestamp that is no timestamp",
+            });
+        }
+        self.end(xid, commit_ts)
+    }
+
+    /// Records that `xid` aborted. Nothing waits on it: a crash before it is durable ends
+    /// the transaction the same way (X3).
+    pub fn abort(&self, xid: u64) -> Result<()> {
+        self.end(xid, ABORTED).map(drop)
+    }
+
+    fn end(&self, xid: u64, value: u64) -> Result<u64> {
+        let s = &*self.shared;
+        if xid < s.crashed_below || xid >= s.next.load(Ordering::Acquire) {
+            return Err(Error::TransactionNotInProgress {
+                xid,
+                state: "not begun in this run",
+            });
+        }
+        let (block, slot) = address(xid);
+        let mut page = s.pool.write(PageId::new(s.file, block))?;
+        check_entry_page(&page, s.file, block)?;
+        let at = slot as usize * 8;
+        let entry = u64::from_le_bytes(page.body()[at..at + 8].try_into().expect("eight bytes"));
+        if entry != 0 {
+            return Err(Error::TransactionNotInProgress {
+                xid,
+                state: if entry == ABORTED {
+                    "already aborted"
+                } else {
+                    "already committed"
+                },
+            });
+        }
+        page.body_mut()[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        s.log
+            .log(&mut [(&mut page, &[PageChange::CommitLogSet { slot, value }])])
+    }
+
+    /// What became of `xid`. Ids never handed out (0, or at or past the next) are
+    /// [`Error::TransactionNotInProgress`].
+    pub fn status(&self, xid: u64) -> Result<TransactionStatus> {
+        let s = &*self.shared;
+        if xid == 0 || xid >= s.next.load(Ordering::Acquire) {
+            return Err(Error::TransactionNotInProgress {
+                xid,
+                state: "never begun",
+            });
+        }
+        let (block, slot) = address(xid);
+        let page = s.pool.read(PageId::new(s.file, block))?;
+        if page.kind() != KIND_COMMIT_LOG_PAGE {
+            return Err(corrupt(
+                s.file,
+                block,
+                format!("a page of kind {:#06x} holds entries", page.kind()),
+            ));
+        }
+        let at = slot as usize * 8;
+        let entry = u64::from_le_bytes(page.body()[at..at + 8].try_into().expect("eight bytes"));
+        Ok(match entry {
+            0 if xid < s.crashed_below => TransactionStatus::Aborted,
+            0 => TransactionStatus::InProgress,
+            ABORTED => TransactionStatus::Aborted,
+            commit_ts => TransactionStatus::Committed(commit_ts),
+        })
+    }
+
+    /// The next id [`CommitLog::begin`] hands out: every id below it was handed out.
+    pub fn next_xid(&self) -> u64 {
+        self.shared.next.load(Ordering::Acquire)
+    }
+}
+
+/// The entry page and slot of `xid`.
+fn address(xid: u64) -> (u32, u16) {
+    (block_of(xid), (xid % ENTRIES_PER_PAGE) as u16)
+}
+
+fn block_of(xid: u64) -> u32 {
+    u32::try_from(1 + xid / ENTRIES_PER_PAGE).expect("fewer than 2^32 pages of entries")
+}
+
+fn check_entry_page(page: &PageMut<'_>, file: FileNo, block: u32) -> Result<()> {
+    if page.kind() == KIND_COMMIT_LOG_PAGE {
+        Ok(())
+    } else {
+        Err(corrupt(
+            file,
+            block,
+            format!("a page of kind {:#06x} holds entries", page.kind()),
+        ))
+    }
+}
+
+fn corrupt(file: FileNo, block: u32, reason: String) -> Error {
+    Error::Corruption {
+        file: format!("commit log file {}", file.0),
+        offset: PageId::new(file, block).offset(),
+        reason,
+    }
+}
+
+/// Redoes a logged entry change (`disk::page_log`).
+pub(crate) fn redo_set(page: &mut PageMut<'_>, slot: u16, value: u64) -> Result<()> {
+    let id = page.id();
+    check_entry_page(page, id.file, id.block)?;
+    if u64::from(slot) >= ENTRIES_PER_PAGE {
+        return Err(corrupt(id.file, id.block, format!("entry slot {slot}")));
+    }
+    let at = slot as usize * 8;
+    page.body_mut()[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    Ok(())
+}
+
+/// Redoes a logged raise of the reserved bound.
+pub(crate) fn redo_reserve(page: &mut PageMut<'_>, up_to: u64) -> Result<()> {
+    let id = page.id();
+    if page.kind() != KIND_COMMIT_LOG_META {
+        return Err(corrupt(
+            id.file,
+            id.block,
+            format!("a reservation on a page of kind {:#06x}", page.kind()),
+        ));
+    }
+    page.body_mut()[..8].copy_from_slice(&up_to.to_le_bytes());
+    Ok(())
+}
