@@ -57,6 +57,10 @@ struct PagesArgs {
     /// Eviction policies, comma-separated: clock, lru2.
     #[arg(long, value_delimiter = ',', default_value = "clock,lru2", value_parser = parse_policy)]
     policies: Vec<verso::disk::ReplacementPolicy>,
+    /// Logging of the tree's changes, comma-separated: off (unlogged), none (the page log,
+    /// never synced), sync (the page log, a dirty page's eviction waits for its fsync).
+    #[arg(long, value_delimiter = ',', default_value = "off", value_parser = parse_log)]
+    log: Vec<Option<verso::Durability>>,
     /// Seconds per run [default: 3; 0.05 with --tiny].
     #[arg(long)]
     seconds: Option<f64>,
@@ -82,6 +86,15 @@ fn parse_policy(name: &str) -> Result<verso::disk::ReplacementPolicy, String> {
         "clock" => Ok(verso::disk::ReplacementPolicy::Clock),
         "lru2" => Ok(verso::disk::ReplacementPolicy::Lru2),
         other => Err(format!("unknown eviction policy {other:?} (clock, lru2)")),
+    }
+}
+
+fn parse_log(name: &str) -> Result<Option<verso::Durability>, String> {
+    match name {
+        "off" => Ok(None),
+        "none" => Ok(Some(verso::Durability::None)),
+        "sync" => Ok(Some(verso::Durability::Sync)),
+        other => Err(format!("unknown log setting {other:?} (off, none, sync)")),
     }
 }
 
@@ -114,6 +127,7 @@ fn pages_command(args: PagesArgs) -> ExitCode {
     }
     config.threads = args.threads;
     config.policies = args.policies;
+    config.logs = args.log;
     config.theta = args.theta;
     config.write_share = args.write_share;
     eprintln!(

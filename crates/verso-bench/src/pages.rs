@@ -5,7 +5,11 @@
 //!
 //! It measures operations per second of the tree and the pool together (latch coupling,
 //! pins, the page table's lock, evictions, page checksums), and the pool's hit ratio and
-//! page traffic. The file is on the real file system through the operating system's page
+//! page traffic. With `--log none` or `--log sync` the tree logs every change in the page
+//! log (one log for every logged run, checkpointed at the end of each, so every page's
+//! first change in a run is a full image, as after a checkpoint); under `sync` a dirty
+//! page's eviction waits for the log's fsync, the write-ahead rule's cost with no commit
+//! syncing the log for it. The file is on the real file system through the operating system's page
 //! cache (no direct I/O), so a miss costs a copy from the cache, not a device read: it
 //! measures the engine's CPU path of a miss, not a disk.
 
@@ -15,8 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use verso::disk::{BTree, BufferPool, BufferPoolStats, FileNo, ReplacementPolicy, Unlogged};
+use verso::disk::{
+    BTree, BufferPool, BufferPoolStats, FileNo, PageLog, PageLogStats, ReplacementPolicy, Unlogged,
+    WriteAheadLog,
+};
 use verso::fs::{FileSystem, OpenMode, RealFileSystem};
+use verso::Durability;
 use verso_lab::rng::SplitMix64;
 use verso_lab::zipf::ScrambledZipfian;
 
@@ -33,6 +41,9 @@ pub struct PagesConfig {
     pub threads: Vec<usize>,
     /// Eviction policies, one run each per round.
     pub policies: Vec<ReplacementPolicy>,
+    /// Logging of the tree's changes, one run each per round: `None` unlogged, else the
+    /// page log at that durability.
+    pub logs: Vec<Option<Durability>>,
     /// Seconds per run.
     pub seconds: f64,
     /// Rounds (each runs every policy × thread count once).
@@ -56,6 +67,7 @@ impl PagesConfig {
             pool_pages: 2_000,
             threads: vec![1, 2],
             policies: vec![ReplacementPolicy::Clock, ReplacementPolicy::Lru2],
+            logs: vec![None],
             seconds: 3.0,
             rounds: 5,
             theta: 0.9,
@@ -82,6 +94,10 @@ impl PagesConfig {
 pub struct PagesRun {
     /// The eviction policy.
     pub policy: ReplacementPolicy,
+    /// The page log's durability (`None`: unlogged).
+    pub log: Option<Durability>,
+    /// What the page log counted in the run (zeros when unlogged).
+    pub logged: PageLogStats,
     /// Worker threads.
     pub threads: usize,
     /// Operations done.
@@ -112,7 +128,15 @@ fn value_for(key: u64, stamp: u64, bytes: usize) -> Vec<u8> {
     value
 }
 
-fn open_tree(path: &Path, frames: usize, policy: ReplacementPolicy) -> verso::Result<BTree> {
+/// Opens the tree, unlogged, or logged in the page log in `log_dir` (recovered: the run
+/// before checkpointed it, so there is nothing to redo). Pages carry LSNs of that log, so
+/// every logged run uses the same one.
+fn open_tree(
+    path: &Path,
+    frames: usize,
+    policy: ReplacementPolicy,
+    log: Option<(Durability, &Path)>,
+) -> verso::Result<(BTree, Option<Arc<PageLog>>)> {
     let fs = RealFileSystem;
     let mode = if fs.exists(path).map_err(|e| io(path, e))? {
         OpenMode::ReadWrite
@@ -120,10 +144,29 @@ fn open_tree(path: &Path, frames: usize, policy: ReplacementPolicy) -> verso::Re
         OpenMode::CreateNew
     };
     let file = fs.open(path, mode).map_err(|e| io(path, e))?;
-    let pool = Arc::new(BufferPool::new(frames, policy, Arc::new(Unlogged)));
+    let page_log = match log {
+        Some((durability, dir)) => {
+            let recovering = PageLog::open(Arc::new(RealFileSystem), dir, durability, 64 << 20)?;
+            let log = recovering.log();
+            Some((log, recovering))
+        }
+        None => None,
+    };
+    let wal: Arc<dyn WriteAheadLog> = match &page_log {
+        Some((log, _)) => Arc::clone(log) as Arc<dyn WriteAheadLog>,
+        None => Arc::new(Unlogged),
+    };
+    let pool = Arc::new(BufferPool::new(frames, policy, wal));
     let number = FileNo(0);
     pool.attach(number, path, file)?;
-    BTree::open(pool, number)
+    match page_log {
+        Some((log, recovering)) => {
+            recovering.redo(&pool)?;
+            let tree = BTree::open_logged(pool, number, Arc::clone(&log))?;
+            Ok((tree, Some(log)))
+        }
+        None => Ok((BTree::open(pool, number)?, None)),
+    }
 }
 
 fn io(path: &Path, e: std::io::Error) -> verso::Error {
@@ -149,23 +192,57 @@ pub fn run(config: &PagesConfig) -> verso::Result<Vec<PagesRun>> {
 
 fn load_and_measure(config: &PagesConfig, path: &Path) -> verso::Result<Vec<PagesRun>> {
     {
-        let tree = open_tree(path, config.pool_pages.max(64), ReplacementPolicy::Clock)?;
+        let (tree, _) = open_tree(
+            path,
+            config.pool_pages.max(64),
+            ReplacementPolicy::Clock,
+            None,
+        )?;
         for key in 0..config.entries {
             tree.insert(&key.to_be_bytes(), &value_for(key, 0, config.value_bytes))?;
         }
         tree.pool().flush()?;
     }
     let mut runs = Vec::new();
+    let log_dir = path.with_extension("log");
+    let _ = std::fs::remove_dir_all(&log_dir);
+    let result = measure_rounds(config, path, &log_dir, &mut runs);
+    let _ = std::fs::remove_dir_all(&log_dir);
+    result.map(|()| runs)
+}
+
+fn measure_rounds(
+    config: &PagesConfig,
+    path: &Path,
+    log_dir: &Path,
+    runs: &mut Vec<PagesRun>,
+) -> verso::Result<()> {
     for round in 0..config.rounds {
-        for &policy in &config.policies {
-            for &threads in &config.threads {
-                let tree = open_tree(path, config.pool_pages, policy)?;
-                runs.push(measure(config, &tree, policy, threads, round as u64)?);
-                tree.pool().flush()?;
+        for &log in &config.logs {
+            for &policy in &config.policies {
+                for &threads in &config.threads {
+                    let (tree, page_log) = open_tree(
+                        path,
+                        config.pool_pages,
+                        policy,
+                        log.map(|durability| (durability, log_dir)),
+                    )?;
+                    let mut run = measure(config, &tree, policy, threads, round as u64)?;
+                    run.log = log;
+                    match &page_log {
+                        Some(page_log) => {
+                            run.logged = page_log.stats();
+                            page_log.checkpoint(tree.pool())?;
+                            page_log.close();
+                        }
+                        None => drop(tree.pool().flush()?),
+                    }
+                    runs.push(run);
+                }
             }
         }
     }
-    Ok(runs)
+    Ok(())
 }
 
 fn measure(
@@ -234,6 +311,8 @@ fn measure(
     assert_eq!(first, Some(0u64.to_be_bytes().to_vec()));
     Ok(PagesRun {
         policy,
+        log: None,
+        logged: PageLogStats::default(),
         threads,
         operations: lookups + overwrites,
         lookups,
@@ -267,35 +346,51 @@ pub fn policy_name(policy: ReplacementPolicy) -> &'static str {
     }
 }
 
-/// A Markdown table: per policy and thread count, the median operations per second over
-/// the rounds, its range, the hit ratio and page traffic per operation.
+/// The name of a log setting as the command line spells it.
+pub fn log_name(log: Option<Durability>) -> &'static str {
+    match log {
+        None => "off",
+        Some(Durability::None) => "none",
+        Some(Durability::Sync) => "sync",
+        Some(_) => "async",
+    }
+}
+
+/// A Markdown table: per log setting, policy and thread count, the median operations per
+/// second over the rounds, its range, the hit ratio, page traffic per operation, and the
+/// page log's bytes and full page images per overwrite.
 pub fn report(config: &PagesConfig, runs: &[PagesRun]) -> String {
     let mut out = String::from(
-        "| policy | threads | median ops/s | min–max ops/s | hit ratio | pages read/op | pages written/op | runs |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| log | policy | threads | median ops/s | min–max ops/s | hit ratio | pages read/op | pages written/op | log bytes/write | page images/write | runs |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    for &policy in &config.policies {
-        for &threads in &config.threads {
-            let mine: Vec<&PagesRun> = runs
-                .iter()
-                .filter(|r| r.policy == policy && r.threads == threads)
-                .collect();
-            if mine.is_empty() {
-                continue;
-            }
-            let mut rates: Vec<f64> = mine.iter().map(|r| r.per_second()).collect();
-            rates.sort_by(f64::total_cmp);
-            let median = rates[rates.len() / 2];
-            let ops: u64 = mine.iter().map(|r| r.operations).sum::<u64>().max(1);
-            let hits: u64 = mine.iter().map(|r| r.pool.hits).sum();
-            let pins: u64 = mine
-                .iter()
-                .map(|r| r.pool.hits + r.pool.misses)
-                .sum::<u64>()
-                .max(1);
-            let read: u64 = mine.iter().map(|r| r.pool.pages_read).sum();
-            let written: u64 = mine.iter().map(|r| r.pool.pages_written).sum();
-            out.push_str(&format!(
-                "| {} | {threads} | {} | {}–{} | {:.3} | {:.3} | {:.3} | {} |\n",
+    for &log in &config.logs {
+        for &policy in &config.policies {
+            for &threads in &config.threads {
+                let mine: Vec<&PagesRun> = runs
+                    .iter()
+                    .filter(|r| r.log == log && r.policy == policy && r.threads == threads)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let mut rates: Vec<f64> = mine.iter().map(|r| r.per_second()).collect();
+                rates.sort_by(f64::total_cmp);
+                let median = rates[rates.len() / 2];
+                let ops: u64 = mine.iter().map(|r| r.operations).sum::<u64>().max(1);
+                let hits: u64 = mine.iter().map(|r| r.pool.hits).sum();
+                let pins: u64 = mine
+                    .iter()
+                    .map(|r| r.pool.hits + r.pool.misses)
+                    .sum::<u64>()
+                    .max(1);
+                let read: u64 = mine.iter().map(|r| r.pool.pages_read).sum();
+                let written: u64 = mine.iter().map(|r| r.pool.pages_written).sum();
+                let writes: u64 = mine.iter().map(|r| r.overwrites).sum::<u64>().max(1);
+                let log_bytes: u64 = mine.iter().map(|r| r.logged.bytes).sum();
+                let images: u64 = mine.iter().map(|r| r.logged.full_page_images).sum();
+                out.push_str(&format!(
+                "| {} | {} | {threads} | {} | {}–{} | {:.3} | {:.3} | {:.3} | {:.0} | {:.3} | {} |\n",
+                log_name(log),
                 policy_name(policy),
                 crate::thousands(median),
                 crate::thousands(rates[0]),
@@ -303,8 +398,11 @@ pub fn report(config: &PagesConfig, runs: &[PagesRun]) -> String {
                 hits as f64 / pins as f64,
                 read as f64 / ops as f64,
                 written as f64 / ops as f64,
+                log_bytes as f64 / writes as f64,
+                images as f64 / writes as f64,
                 mine.len(),
             ));
+            }
         }
     }
     out

@@ -206,9 +206,13 @@ fn every_benchmark_runs_on_every_version_storage() {
 fn pages_runs_the_tree_through_a_pool_smaller_than_its_data() {
     use verso_bench::pages::{self, PagesConfig};
     let dir = std::env::temp_dir().join(format!("verso-pages-tiny-{}", std::process::id()));
-    let config = PagesConfig::tiny(dir.clone());
+    let mut config = PagesConfig::tiny(dir.clone());
+    config.logs = vec![None, Some(verso::Durability::None)];
     let runs = pages::run(&config).unwrap();
-    assert_eq!(runs.len(), config.policies.len() * config.threads.len());
+    assert_eq!(
+        runs.len(),
+        config.logs.len() * config.policies.len() * config.threads.len()
+    );
     for run in &runs {
         assert!(run.operations > 0 && run.lookups > 0, "{run:?}");
         assert_eq!(
@@ -223,10 +227,19 @@ fn pages_runs_the_tree_through_a_pool_smaller_than_its_data() {
             run.pool
         );
         assert!(run.pool.hit_ratio() > 0.0 && run.pool.hit_ratio() < 1.0);
+        // A logged run logs every overwrite; an unlogged one nothing.
+        match run.log {
+            None => assert_eq!(run.logged.records, 0),
+            Some(_) => assert!(
+                run.logged.records >= run.overwrites && run.logged.full_page_images > 0,
+                "{:?}",
+                run.logged
+            ),
+        }
     }
     let table = pages::report(&config, &runs);
     assert!(
-        table.contains("| clock | 1 |") && table.contains("| lru2 | 2 |"),
+        table.contains("| off | clock | 1 |") && table.contains("| none | lru2 | 2 |"),
         "{table}"
     );
     // The tree's file is removed.

@@ -207,6 +207,8 @@ pub struct PageLogStats {
     pub checkpoints: u64,
     /// Full page images logged because hint bits dirtied a page ([`PageLog::hint`]).
     pub hint_images: u64,
+    /// Bytes of records appended (framing included).
+    pub bytes: u64,
 }
 
 /// The log of a disk database's page changes. It is the [`WriteAheadLog`] of the buffer
@@ -532,6 +534,7 @@ impl PageLog {
             page_changes: self.page_changes.load(Ordering::Relaxed),
             checkpoints: self.checkpoints.load(Ordering::Relaxed),
             hint_images: self.hint_images.load(Ordering::Relaxed),
+            bytes: self.log.counters.bytes_appended.load(Ordering::Relaxed),
         }
     }
 
