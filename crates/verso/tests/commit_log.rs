@@ -4,48 +4,23 @@
 //! timestamp, a transaction the crash interrupted reads as aborted, and no id is handed out
 //! twice across restarts.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use verso::disk::{BufferPool, CommitLog, FileNo, PageLog, ReplacementPolicy, TransactionStatus};
-use verso::fs::{FileSystem, OpenMode, SimulatedFileSystem};
+use verso::disk::{BufferPool, CommitLog, FileNo, PageLog, TransactionStatus};
+use verso::fs::SimulatedFileSystem;
 use verso::{Durability, Error};
 
-const DIR: &str = "/db";
+mod disk_common;
+
+use disk_common::{disk, open_pool, Rng};
+
 const FILE: &str = "/db/xact.3";
 const XACT: FileNo = FileNo(3);
-
-fn disk(seed: u64) -> Arc<SimulatedFileSystem> {
-    let fs = Arc::new(SimulatedFileSystem::new(seed));
-    fs.create_dir_all(Path::new(DIR)).unwrap();
-    fs
-}
 
 type Opened = (Arc<PageLog>, Arc<BufferPool>, CommitLog);
 
 fn open(fs: &Arc<SimulatedFileSystem>, frames: usize) -> verso::Result<Opened> {
-    let recovering = PageLog::open(
-        Arc::clone(fs) as Arc<dyn FileSystem>,
-        Path::new(DIR),
-        Durability::Sync,
-        64 << 10,
-    )?;
-    let log = recovering.log();
-    let pool = Arc::new(BufferPool::new(
-        frames,
-        ReplacementPolicy::Clock,
-        Arc::clone(&log) as Arc<dyn verso::disk::WriteAheadLog>,
-    ));
-    let file = match fs.open(Path::new(FILE), OpenMode::ReadWrite) {
-        Ok(file) => file,
-        Err(_) => {
-            let file = fs.open(Path::new(FILE), OpenMode::CreateNew).unwrap();
-            fs.sync_dir(Path::new(DIR)).unwrap();
-            file
-        }
-    };
-    pool.attach(XACT, Path::new(FILE), file)?;
-    recovering.redo(&pool)?;
+    let (log, pool, _) = open_pool(fs, frames, Durability::Sync, FILE, XACT)?;
     let commit_log = CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log))?;
     Ok((log, pool, commit_log))
 }
@@ -145,17 +120,6 @@ fn threads_get_distinct_ids_and_their_own_fates() {
     assert_eq!(ids, (1..=6000).collect::<Vec<u64>>());
     for (xid, status) in ended.iter().flatten() {
         assert_eq!(xact.status(*xid).unwrap(), *status);
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
     }
 }
 

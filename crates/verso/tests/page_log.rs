@@ -12,20 +12,17 @@ use std::sync::Arc;
 use verso::disk::heap_page::{infomask, Line};
 use verso::disk::{
     BTree, BufferPool, FileNo, HeapPage, PageChange, PageId, PageLog, PrunePlan, RedoStats,
-    ReplacementPolicy, TupleHeader, KIND_HEAP_PAGE,
+    TupleHeader, KIND_HEAP_PAGE,
 };
 use verso::fs::{FileSystem, OpenMode, SimulatedFileSystem};
 use verso::{Durability, Error};
 
-const DIR: &str = "/db";
+mod disk_common;
+
+use disk_common::{disk, open_pool, Rng, DIR};
+
 const INDEX: &str = "/db/index.1";
 const INDEX_FILE: FileNo = FileNo(1);
-
-fn disk(seed: u64) -> Arc<SimulatedFileSystem> {
-    let fs = Arc::new(SimulatedFileSystem::new(seed));
-    fs.create_dir_all(Path::new(DIR)).unwrap();
-    fs
-}
 
 struct Opened {
     log: Arc<PageLog>,
@@ -45,41 +42,9 @@ fn open_with(
     frames: usize,
     durability: Durability,
 ) -> verso::Result<Opened> {
-    let recovering = PageLog::open(
-        Arc::clone(fs) as Arc<dyn FileSystem>,
-        Path::new(DIR),
-        durability,
-        64 << 10,
-    )?;
-    let log = recovering.log();
-    let pool = Arc::new(BufferPool::new(
-        frames,
-        ReplacementPolicy::Clock,
-        Arc::clone(&log) as Arc<dyn verso::disk::WriteAheadLog>,
-    ));
-    let file = match fs.open(Path::new(INDEX), OpenMode::ReadWrite) {
-        Ok(file) => file,
-        Err(_) => {
-            let file = fs
-                .open(Path::new(INDEX), OpenMode::CreateNew)
-                .map_err(|e| io(INDEX, e))?;
-            fs.sync_dir(Path::new(DIR)).map_err(|e| io(DIR, e))?;
-            file
-        }
-    };
-    pool.attach(INDEX_FILE, Path::new(INDEX), file)?;
-    let redo = recovering.redo(&pool)?;
+    let (log, pool, redo) = open_pool(fs, frames, durability, INDEX, INDEX_FILE)?;
     let tree = BTree::open_logged(pool, INDEX_FILE, Arc::clone(&log))?;
     Ok(Opened { log, tree, redo })
-}
-
-fn io(path: &str, e: std::io::Error) -> Error {
-    Error::Io {
-        path: path.into(),
-        operation: "test",
-        kind: e.kind(),
-        message: e.to_string(),
-    }
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -105,17 +70,6 @@ fn contents(tree: &BTree) -> Model {
     tree.range(Bound::Unbounded, Bound::Unbounded)
         .map(Result::unwrap)
         .collect()
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 fn random_op(rng: &mut Rng) -> Op {
@@ -666,30 +620,7 @@ struct OpenedHeap {
 /// Opens the log and a pool of three frames over the heap file, redoes, and formats the
 /// heap's pages if the file has none.
 fn open_heap(fs: &Arc<SimulatedFileSystem>, durability: Durability) -> verso::Result<OpenedHeap> {
-    let recovering = PageLog::open(
-        Arc::clone(fs) as Arc<dyn FileSystem>,
-        Path::new(DIR),
-        durability,
-        64 << 10,
-    )?;
-    let log = recovering.log();
-    let pool = Arc::new(BufferPool::new(
-        3,
-        ReplacementPolicy::Clock,
-        Arc::clone(&log) as Arc<dyn verso::disk::WriteAheadLog>,
-    ));
-    let file = match fs.open(Path::new(HEAP), OpenMode::ReadWrite) {
-        Ok(file) => file,
-        Err(_) => {
-            let file = fs
-                .open(Path::new(HEAP), OpenMode::CreateNew)
-                .map_err(|e| io(HEAP, e))?;
-            fs.sync_dir(Path::new(DIR)).map_err(|e| io(DIR, e))?;
-            file
-        }
-    };
-    pool.attach(HEAP_FILE, Path::new(HEAP), file)?;
-    recovering.redo(&pool)?;
+    let (log, pool, _) = open_pool(fs, 3, durability, HEAP, HEAP_FILE)?;
     for block in pool.file_pages(HEAP_FILE)?..HEAP_PAGES {
         let mut page = pool.allocate(HEAP_FILE)?;
         assert_eq!(page.id().block, block);

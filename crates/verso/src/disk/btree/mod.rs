@@ -919,12 +919,14 @@ mod redo_tests {
     use std::panic::AssertUnwindSafe;
     use std::path::Path;
 
-    /// Regression (a review of 2026-11-29): a leaf whose dead-cell count (body bytes 6..8)
-    /// is wrong passed `Node::check`, which never looked at it, `free()` trusted it, and
-    /// redoing a put into the leaf panicked instead of reporting corruption. The check now
-    /// accounts for every byte of the cell area.
-    #[test]
-    fn regression_redo_put_on_a_leaf_with_a_wrong_dead_count_is_corruption() {
+    /// Builds a leaf with `fill`, sets its dead-cell count (body bytes 6..8) to `dead`,
+    /// checks that `Node::check` sees the lie, and hands the page to `redo`, which must
+    /// answer `Error::Corruption`, not panic.
+    fn redo_on_a_leaf_with_a_wrong_dead_count(
+        fill: impl FnOnce(&mut Node<&mut [u8]>),
+        dead: u16,
+        redo: impl FnOnce(&mut PageMut<'_>) -> Result<()>,
+    ) {
         let fs = SimulatedFileSystem::new(1);
         fs.create_dir_all(Path::new("/d")).unwrap();
         let file = fs.open(Path::new("/d/f"), OpenMode::CreateNew).unwrap();
@@ -935,50 +937,49 @@ mod redo_tests {
         {
             let mut node = Node::new(page.body_mut());
             node.init(0, 0);
-            let mut i = 0u32;
-            while node.free() >= room_for(&i.to_be_bytes(), 1000) {
-                let key = i.to_be_bytes();
-                let slot = node.search(&key).unwrap_err();
-                node.insert_at(slot, &key, &[1; 1000]);
-                i += 1;
-            }
+            fill(&mut node);
         }
-        page.body_mut()[6..8].copy_from_slice(&60_000u16.to_le_bytes());
+        page.body_mut()[6..8].copy_from_slice(&dead.to_le_bytes());
         assert!(Node::new(page.body()).check().is_err(), "the check sees it");
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            redo_put(&mut page, &[0xff; 4], &[2; 1000]).map(drop)
-        }));
-        match result {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| redo(&mut page))) {
             Ok(Err(Error::Corruption { .. })) => {}
-            Ok(other) => panic!("redo_put returned {other:?}"),
-            Err(_) => panic!("redo_put panicked on page bytes that passed Node::check"),
+            Ok(other) => panic!("redo returned {other:?}"),
+            Err(_) => panic!("redo panicked on a page whose node check fails"),
         }
+    }
+
+    /// Regression (a review of 2026-11-29): a leaf whose dead-cell count is wrong passed
+    /// `Node::check`, which never looked at it, `free()` trusted it, and redoing a put into
+    /// the leaf panicked instead of reporting corruption. The check now accounts for every
+    /// byte of the cell area (N4).
+    #[test]
+    fn regression_redo_put_on_a_leaf_with_a_wrong_dead_count_is_corruption() {
+        redo_on_a_leaf_with_a_wrong_dead_count(
+            |node| {
+                let mut i = 0u32;
+                while node.free() >= room_for(&i.to_be_bytes(), 1000) {
+                    let key = i.to_be_bytes();
+                    let slot = node.search(&key).unwrap_err();
+                    node.insert_at(slot, &key, &[1; 1000]);
+                    i += 1;
+                }
+            },
+            60_000,
+            |page| redo_put(page, &[0xff; 4], &[2; 1000]),
+        );
     }
 
     /// Regression (the same review): the same for a removal, whose dead count overflowed
     /// a u16 (debug: a panic in `put16`; release: the count wrapped silently).
     #[test]
     fn regression_redo_remove_on_a_leaf_with_a_wrong_dead_count_is_corruption() {
-        let fs = SimulatedFileSystem::new(1);
-        fs.create_dir_all(Path::new("/d")).unwrap();
-        let file = fs.open(Path::new("/d/f"), OpenMode::CreateNew).unwrap();
-        let pool = BufferPool::new(4, ReplacementPolicy::Clock, Arc::new(Unlogged));
-        pool.attach(FileNo(0), Path::new("/d/f"), file).unwrap();
-        let mut page = pool.allocate(FileNo(0)).unwrap();
-        page.set_kind(KIND_BTREE_NODE);
-        {
-            let mut node = Node::new(page.body_mut());
-            node.init(0, 0);
-            node.insert_at(0, b"a", &[1; 1000]);
-            node.insert_at(1, b"b", &[1; 1000]);
-        }
-        page.body_mut()[6..8].copy_from_slice(&65_000u16.to_le_bytes());
-        assert!(Node::new(page.body()).check().is_err(), "the check sees it");
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| redo_remove(&mut page, b"a")));
-        match result {
-            Ok(Err(Error::Corruption { .. })) => {}
-            Ok(other) => panic!("redo_remove returned {other:?}"),
-            Err(_) => panic!("redo_remove panicked on page bytes that passed Node::check"),
-        }
+        redo_on_a_leaf_with_a_wrong_dead_count(
+            |node| {
+                node.insert_at(0, b"a", &[1; 1000]);
+                node.insert_at(1, b"b", &[1; 1000]);
+            },
+            65_000,
+            |page| redo_remove(page, b"a"),
+        );
     }
 }
