@@ -230,15 +230,18 @@ impl Page {
     /// Never panics, whatever the bytes (property-tested below).
     pub fn decode(raw: &[u8; PAGE_SIZE], read: usize, id: PageId) -> Result<Page, PageDefect> {
         Page::check(raw, read, id)?;
-        Ok(Page {
+        let mut page = Page {
             bytes: Box::new(*raw),
-        })
+        };
+        // Only `read` bytes came from the file; the rest of the buffer is not the page's.
+        page.bytes[read..].fill(0);
+        Ok(page)
     }
 
     /// Checks bytes read from `id`'s place as [`Page::decode`] does, without copying them.
     pub(crate) fn check(raw: &[u8; PAGE_SIZE], read: usize, id: PageId) -> Result<(), PageDefect> {
         debug_assert!(read <= PAGE_SIZE);
-        if read == 0 || is_all_zero(&raw[..]) {
+        if is_all_zero(&raw[..read]) {
             // Past the end of the file, or a hole: a page never written.
             return Ok(());
         }
@@ -361,6 +364,23 @@ mod tests {
         assert!(PageId::new(FileNo(1), 5).follows(PageId::new(FileNo(1), 4)));
         assert!(!PageId::new(FileNo(2), 5).follows(PageId::new(FileNo(1), 4)));
         assert!(!PageId::new(FileNo(1), 0).follows(PageId::new(FileNo(1), u32::MAX)));
+    }
+
+    /// Regression (a proptest failure in a fresh-clone CI run, 2026-11-29): with nothing
+    /// read (past the end of the file) the decoder returned whatever the buffer held rather
+    /// than a page never written; bytes past `read` are not the page's.
+    #[test]
+    fn regression_bytes_past_what_was_read_are_not_the_page() {
+        let id = PageId::new(FileNo(0), 0);
+        let mut raw = [0u8; PAGE_SIZE];
+        raw[0] = 1;
+        assert!(Page::decode(&raw, 0, id).unwrap().is_zeroed());
+        raw[PAGE_SIZE - 1] = 7;
+        assert!(Page::decode(&raw, 0, id).unwrap().is_zeroed());
+        assert_eq!(
+            Page::decode(&raw, 100, id),
+            Err(PageDefect::Truncated { bytes: 100 })
+        );
     }
 
     proptest::proptest! {

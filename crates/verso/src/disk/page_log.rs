@@ -35,10 +35,11 @@
 //!   made in memory whose record could not be appended must never be written).
 //! - **L3** (torn pages) The first change of a page after the redo point (a page whose LSN
 //!   is at or below it: a page's LSN is the *end* of its last record) is logged as a full
-//!   page image, whatever the change: recovery never
-//!   needs the page's bytes on disk, which a crash may have torn while they were written
-//!   back. The decision is taken against the redo point read under the log's append mutex,
-//!   the only place a checkpoint moves it.
+//!   page image, whatever the change: recovery never needs the page's bytes on disk, which
+//!   a crash may have torn while they were written back. The decision is taken against the
+//!   redo point read under the log's append mutex, the only place a checkpoint moves it,
+//!   and after the page was changed (so dirty): a checkpoint moving the redo point later
+//!   sweeps the pool after that and writes the page.
 //!
 //! # Checkpoint (the file protocol, in order)
 //!
