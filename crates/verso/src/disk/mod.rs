@@ -11,6 +11,7 @@
 pub mod btree;
 mod buffer_pool;
 pub mod commit_log;
+pub mod free_space_map;
 pub mod heap_page;
 pub mod page;
 pub mod page_log;
@@ -24,6 +25,7 @@ pub use buffer_pool::{
     BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog, MAX_FILES,
 };
 pub use commit_log::{CommitLog, TransactionStatus};
+pub use free_space_map::FreeSpaceMap;
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};

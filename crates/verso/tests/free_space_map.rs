@@ -1,0 +1,263 @@
+//! The disk engine's free-space map (`verso::disk::FreeSpaceMap`) against a model, through
+//! a pool small enough that map pages are evicted and read back; exclusion (SI-CV's pages
+//! owned by live transactions); stale upper levels; torn pages; a power loss; threads.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use verso::disk::free_space_map::{available_category, needed_category, SLOTS};
+use verso::disk::{BufferPool, FileNo, FreeSpaceMap, ReplacementPolicy, Unlogged};
+use verso::fs::{Fault, FileSystem, OpenMode, SimulatedFileSystem};
+use verso::Error;
+
+const FILE: &str = "/db/heap.fsm";
+
+fn disk() -> Arc<SimulatedFileSystem> {
+    let fs = Arc::new(SimulatedFileSystem::new(1));
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    fs
+}
+
+fn map_over(fs: &SimulatedFileSystem, frames: usize) -> FreeSpaceMap {
+    let file = match fs.open(Path::new(FILE), OpenMode::ReadWrite) {
+        Ok(file) => file,
+        Err(_) => {
+            let file = fs.open(Path::new(FILE), OpenMode::CreateNew).unwrap();
+            fs.sync_dir(Path::new("/db")).unwrap();
+            file
+        }
+    };
+    let pool = Arc::new(BufferPool::new(
+        frames,
+        ReplacementPolicy::Clock,
+        Arc::new(Unlogged),
+    ));
+    pool.attach(FileNo(4), Path::new(FILE), file).unwrap();
+    FreeSpaceMap::open(pool, FileNo(4)).unwrap()
+}
+
+/// Heap blocks spread over several level-0 pages and two level-1 pages.
+fn block() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        0u32..5000,
+        (0u32..2).prop_map(|k| k * SLOTS * SLOTS + 17),
+        (0u32..4).prop_map(|k| k * 300 * SLOTS + 3),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Record(u32, usize),
+    Find(usize, u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (block(), 0usize..8200).prop_map(|(b, f)| Op::Record(b, f)),
+        1 => (1usize..8200, 0u32..4).prop_map(|(n, e)| Op::Find(n, e)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The map answers as a `BTreeMap` of categories does: `find` returns a block whose
+    /// recorded category is enough and that is not excluded, and `None` only when the model
+    /// has no such block; `recorded` gives what was recorded; after `vacuum` every upper
+    /// slot is its child's root. Four frames, so map pages are evicted and read back.
+    #[test]
+    fn the_map_answers_as_a_model_does(ops in proptest::collection::vec(op(), 1..120)) {
+        let fs = disk();
+        let map = map_over(&fs, 4);
+        let mut model: BTreeMap<u32, u8> = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Record(block, free) => {
+                    map.record(block, free).unwrap();
+                    model.insert(block, available_category(free));
+                }
+                Op::Find(bytes, excluded_mod) => {
+                    // Excludes blocks whose number is 0 mod 4 when `excluded_mod` is 0.
+                    let exclude = |b: u32| excluded_mod == 0 && b % 4 == 0;
+                    let need = needed_category(bytes).map_or(u8::MAX, |c| c.max(1));
+                    let found = map.find(bytes, &exclude).unwrap();
+                    let any = model.iter().any(|(&b, &c)| c >= need && !exclude(b));
+                    match found {
+                        Some(b) => {
+                            prop_assert!(needed_category(bytes).is_some());
+                            prop_assert!(!exclude(b));
+                            prop_assert!(model.get(&b).copied().unwrap_or(0) >= need);
+                        }
+                        None => prop_assert!(
+                            !any || needed_category(bytes).is_none(),
+                            "missed a block with room for {bytes}"
+                        ),
+                    }
+                }
+            }
+        }
+        for (&block, &category) in &model {
+            prop_assert_eq!(map.recorded(block).unwrap(), category);
+        }
+        map.vacuum().unwrap();
+        map.check().unwrap();
+    }
+}
+
+#[test]
+fn excluded_blocks_are_never_given_and_all_excluded_is_none() {
+    let fs = disk();
+    let map = map_over(&fs, 8);
+    for block in 0..10 {
+        map.record(block, 4000).unwrap();
+    }
+    assert_eq!(map.find(100, &|_| true).unwrap(), None);
+    let found = map.find(100, &|b| b != 7).unwrap();
+    assert_eq!(found, Some(7));
+    // Searches spread: successive finds of the same size do not all return one block.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..10 {
+        seen.insert(map.find(100, &|_| false).unwrap().unwrap());
+    }
+    assert!(seen.len() > 5, "{seen:?}");
+    // Room smaller than asked is never given.
+    map.record(3, 8190).unwrap();
+    assert_eq!(map.find(5000, &|_| false).unwrap(), Some(3));
+    assert_eq!(map.find(8160, &|_| false).unwrap(), Some(3));
+    // More than category 255 promises: no page is known to have it.
+    assert_eq!(map.find(8161, &|_| false).unwrap(), None);
+}
+
+/// An upper slot promising more than its child holds (left stale by a crash) is lowered by
+/// the search that meets it, and `vacuum` repairs every such slot.
+#[test]
+fn stale_upper_slots_are_repaired_by_find_and_vacuum() {
+    let fs = disk();
+    let map = map_over(&fs, 16);
+    map.record(5, 8000).unwrap();
+    map.record(SLOTS * 3 + 1, 100).unwrap();
+    map.record(5, 0).unwrap();
+    map.vacuum().unwrap();
+    map.check().unwrap();
+    map.record(5, 8000).unwrap();
+    map.check().unwrap();
+    // Make the map stale: overwrite block 5's leaf page on disk with a tree of zeros after
+    // a flush, so the upper levels promise room the leaf page no longer has.
+    map_pool_flush(&map, &fs);
+    let leaf_page_block = 2u64; // level-0 page 0 (depth-first layout)
+    fs.overwrite_durably(Path::new(FILE), leaf_page_block * 8192, &[0; 8192])
+        .unwrap();
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 16);
+    assert!(
+        map.check().is_err(),
+        "the upper levels promise what the leaf lost"
+    );
+    assert_eq!(map.find(4000, &|_| false).unwrap(), None);
+    map.check().unwrap();
+    map.record(5, 8000).unwrap();
+    assert_eq!(map.find(4000, &|_| false).unwrap(), Some(5));
+}
+
+fn map_pool_flush(map: &FreeSpaceMap, _fs: &SimulatedFileSystem) {
+    map.pool().flush().unwrap();
+}
+
+/// A torn map page reads as no room and is rewritten, with no error; an I/O error reaches
+/// the caller and leaves the map usable.
+#[test]
+fn a_torn_page_is_no_room_and_an_io_error_is_an_error() {
+    let fs = disk();
+    let map = map_over(&fs, 16);
+    for block in 0..100 {
+        map.record(block, 2000).unwrap();
+    }
+    map.pool().flush().unwrap();
+    drop(map);
+    fs.overwrite_durably(Path::new(FILE), 2 * 8192 + 1000, &[0xA5; 300])
+        .unwrap();
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 16);
+    assert_eq!(map.recorded(50).unwrap(), 0, "the torn page holds nothing");
+    map.vacuum().unwrap();
+    map.check().unwrap();
+    map.record(50, 3000).unwrap();
+    assert_eq!(map.find(2500, &|_| false).unwrap(), Some(50));
+    // An I/O error.
+    map.pool().flush().unwrap();
+    let fresh = {
+        drop(map);
+        map_over(&fs, 2)
+    };
+    fs.fail_after(1, Fault::Eio);
+    let failed = fresh.recorded(SLOTS * 5);
+    let failed_again = fresh.record(SLOTS * 9, 100);
+    assert!(
+        matches!(failed, Err(Error::Io { .. })) || matches!(failed_again, Err(Error::Io { .. })),
+        "{failed:?} {failed_again:?}"
+    );
+    fs.clear_faults();
+    fresh.record(SLOTS * 9, 100).unwrap();
+    assert_eq!(fresh.recorded(SLOTS * 9).unwrap(), available_category(100));
+}
+
+#[test]
+fn a_flushed_map_survives_a_power_loss() {
+    let fs = disk();
+    let map = map_over(&fs, 8);
+    for block in (0..20_000).step_by(7) {
+        map.record(block, (block as usize * 13) % 8192).unwrap();
+    }
+    map.pool().flush().unwrap();
+    drop(map);
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 8);
+    for block in (0..20_000).step_by(7) {
+        assert_eq!(
+            map.recorded(block).unwrap(),
+            available_category((block as usize * 13) % 8192)
+        );
+    }
+    map.check().unwrap();
+}
+
+/// Threads record and find at once; afterwards every block holds its last recorded value
+/// and, after `vacuum`, every upper slot is its child's root.
+#[test]
+fn threads_recording_and_finding_keep_the_map_whole() {
+    let fs = disk();
+    let map = map_over(&fs, 12);
+    std::thread::scope(|scope| {
+        for t in 0..4u32 {
+            let map = map.clone();
+            scope.spawn(move || {
+                for i in 0..3000u32 {
+                    // Each thread owns the blocks congruent to t mod 4.
+                    let block = (i * 4 + t) % (3 * SLOTS);
+                    map.record(block, ((i * 37 + t) % 8192) as usize).unwrap();
+                    if i % 5 == 0 {
+                        if let Some(b) = map.find(2000, &|_| false).unwrap() {
+                            assert!(b < 3 * SLOTS);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    for t in 0..4u32 {
+        let mut last = BTreeMap::new();
+        for i in 0..3000u32 {
+            last.insert((i * 4 + t) % (3 * SLOTS), ((i * 37 + t) % 8192) as usize);
+        }
+        for (block, free) in last {
+            assert_eq!(map.recorded(block).unwrap(), available_category(free));
+        }
+    }
+    map.vacuum().unwrap();
+    map.check().unwrap();
+}
