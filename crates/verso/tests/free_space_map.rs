@@ -261,3 +261,51 @@ fn threads_recording_and_finding_keep_the_map_whole() {
     map.vacuum().unwrap();
     map.check().unwrap();
 }
+
+/// Regression (a review of 2026-11-29): the map is unlogged and its pages are written back
+/// independently, so a crash can leave an upper slot lower than its child (here the
+/// level-1 page as it was before the leaf had room). `record` went up only when the leaf
+/// page's root changed, so recording the heap pages again never brought the room back;
+/// now every `record` refreshes the slots on its page's path to the root.
+#[test]
+fn regression_recording_again_repairs_an_upper_slot_left_too_low() {
+    let fs = disk();
+    let map = map_over(&fs, 16);
+    map.record(5, 8000).unwrap();
+    map.record(6, 8000).unwrap();
+    map.pool().flush().unwrap();
+    drop(map);
+    fs.overwrite_durably(Path::new(FILE), 8192, &[0; 8192])
+        .unwrap();
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 16);
+    assert_eq!(map.recorded(6).unwrap(), 250);
+    map.record(6, 4000).unwrap();
+    map.record(6, 8000).unwrap();
+    assert!(
+        matches!(map.find(100, &|_| false).unwrap(), Some(5 | 6)),
+        "blocks 5 and 6 are recorded with room but find sees none"
+    );
+}
+
+/// Regression (the same review): a crash can leave an upper slot for a child page past the
+/// file's end (the parent written back, the child not); `vacuum` skipped such slots, so
+/// they kept promising room. Now it zeroes them, and `check` holds after it.
+#[test]
+fn regression_vacuum_zeroes_the_slots_of_children_past_the_end() {
+    let fs = disk();
+    let map = map_over(&fs, 16);
+    map.record(SLOTS * 5, 8000).unwrap(); // level-0 page 5: block 7
+    map.pool().flush().unwrap();
+    drop(map);
+    let file = fs.open(Path::new(FILE), OpenMode::ReadWrite).unwrap();
+    file.set_len(2 * 8192).unwrap(); // the root and level-1 page 0 only
+    file.sync_data().unwrap();
+    drop(file);
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 16);
+    map.vacuum().unwrap();
+    map.check().unwrap();
+}

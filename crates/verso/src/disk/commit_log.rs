@@ -46,6 +46,9 @@ pub const ABORTED: u64 = u64::MAX;
 
 const META_BLOCK: u32 = 0;
 
+/// Ids run below this: their entry pages' blocks fit a `u32`.
+pub const MAX_XID: u64 = (u32::MAX as u64 - 1) * ENTRIES_PER_PAGE;
+
 /// What became of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransactionStatus {
@@ -100,7 +103,16 @@ impl CommitLog {
             }
             let reserved = u64::from_le_bytes(meta.body()[..8].try_into().expect("eight bytes"));
             let pages = pool.file_pages(file)?;
-            if reserved == 0 || block_of(reserved - 1) >= pages && reserved > 1 {
+            if reserved == 0 || reserved > MAX_XID {
+                return Err(corrupt(
+                    file,
+                    META_BLOCK,
+                    format!("ids reserved up to {reserved}, no bound a file can hold"),
+                ));
+            }
+            // Shorter than the bound says is corruption; longer is a reservation whose
+            // pages outlived its record (harmless: no id past the bound was handed out).
+            if reserved > 1 && block_of(reserved - 1) >= pages {
                 return Err(corrupt(
                     file,
                     META_BLOCK,
@@ -127,6 +139,12 @@ impl CommitLog {
     pub fn begin(&self) -> Result<u64> {
         let s = &*self.shared;
         let xid = s.next.fetch_add(1, Ordering::AcqRel);
+        if xid >= MAX_XID {
+            return Err(Error::CapacityExceeded {
+                what: "transaction ids of a disk database".into(),
+                limit: MAX_XID as usize,
+            });
+        }
         while xid >= s.reserved.load(Ordering::Acquire) {
             let _one = s.reserving.lock();
             let reserved = s.reserved.load(Ordering::Acquire);
@@ -139,21 +157,30 @@ impl CommitLog {
         Ok(xid)
     }
 
-    /// Allocates the entry page holding `from` (the reserved bound) and raises the bound
-    /// to its end, in one logged change with the meta page.
+    /// Takes the entry page holding `from` (the reserved bound): a new page at the file's
+    /// end, or one already there past the bound (its reservation's record was lost after
+    /// the page reached the file; no id on it was handed out), cleared. Raises the bound to
+    /// the page's end in one logged change with the meta page.
     fn reserve_page_at(&self, from: u64) -> Result<()> {
         let s = &*self.shared;
         let block = block_of(from);
         let up_to = (u64::from(block)) * ENTRIES_PER_PAGE;
         let mut meta = s.pool.write(PageId::new(s.file, META_BLOCK))?;
-        let mut page = s.pool.allocate(s.file)?;
-        if page.id().block != block {
-            return Err(corrupt(
-                s.file,
-                page.id().block,
-                format!("the next entry page is block {block}, the file's end another"),
-            ));
-        }
+        let mut page = if block < s.pool.file_pages(s.file)? {
+            let mut page = s.pool.overwrite(PageId::new(s.file, block))?;
+            page.body_mut().fill(0);
+            page
+        } else {
+            let page = s.pool.allocate(s.file)?;
+            if page.id().block != block {
+                return Err(corrupt(
+                    s.file,
+                    page.id().block,
+                    format!("the next entry page is block {block}, the file's end another"),
+                ));
+            }
+            page
+        };
         page.set_kind(KIND_COMMIT_LOG_PAGE);
         meta.body_mut()[..8].copy_from_slice(&up_to.to_le_bytes());
         s.log.log(&mut [
@@ -186,7 +213,7 @@ impl CommitLog {
 
     fn end(&self, xid: u64, value: u64) -> Result<u64> {
         let s = &*self.shared;
-        if xid < s.crashed_below || xid >= s.next.load(Ordering::Acquire) {
+        if xid < s.crashed_below || xid >= s.handed_out() {
             return Err(Error::TransactionNotInProgress {
                 xid,
                 state: "not begun in this run",
@@ -216,7 +243,7 @@ impl CommitLog {
     /// [`Error::TransactionNotInProgress`].
     pub fn status(&self, xid: u64) -> Result<TransactionStatus> {
         let s = &*self.shared;
-        if xid == 0 || xid >= s.next.load(Ordering::Acquire) {
+        if xid == 0 || xid >= s.handed_out() {
             return Err(Error::TransactionNotInProgress {
                 xid,
                 state: "never begun",
@@ -247,13 +274,24 @@ impl CommitLog {
     }
 }
 
+impl Shared {
+    /// Ids below this were handed out: below the next id, and below the reserved bound
+    /// (an id past it is still being reserved by its `begin`, which has not returned).
+    fn handed_out(&self) -> u64 {
+        self.next
+            .load(Ordering::Acquire)
+            .min(self.reserved.load(Ordering::Acquire))
+    }
+}
+
 /// The entry page and slot of `xid`.
 fn address(xid: u64) -> (u32, u16) {
     (block_of(xid), (xid % ENTRIES_PER_PAGE) as u16)
 }
 
 fn block_of(xid: u64) -> u32 {
-    u32::try_from(1 + xid / ENTRIES_PER_PAGE).expect("fewer than 2^32 pages of entries")
+    debug_assert!(xid < MAX_XID);
+    u32::try_from(1 + xid / ENTRIES_PER_PAGE).expect("ids below MAX_XID")
 }
 
 fn check_entry_page(page: &PageMut<'_>, file: FileNo, block: u32) -> Result<()> {

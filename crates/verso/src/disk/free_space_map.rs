@@ -30,8 +30,10 @@
 //!   the page is not latched exclusive.
 //! - **F2** (approximate, as PostgreSQL's) An upper slot is its child page's root as of
 //!   the last update that went up through it; concurrent updates and crashes may leave it
-//!   stale. A search that finds a slot promising more than its child holds lowers the
-//!   slot and goes on; [`FreeSpaceMap::vacuum`] recomputes every upper slot.
+//!   stale. Every record refreshes the slots on its path; a search that finds a slot
+//!   promising more than its child holds lowers the slot and goes on;
+//!   [`FreeSpaceMap::vacuum`] recomputes every upper slot (zero for a child the file no
+//!   longer has).
 //! - **F3** Latches are taken one page at a time, or a parent then its child (top down),
 //!   never a child then its parent: no cycle.
 //!
@@ -40,8 +42,8 @@
 //! The map is a hint, as PostgreSQL's: its pages carry no log records (LSN 0, so their
 //! write-back waits for nothing), a crash may lose or tear them, and the caller re-checks
 //! the heap page it is given. A map page that reads as corrupt (torn) is taken as zeros and
-//! rewritten: it only costs room until the pages are recorded again. I/O errors reach the
-//! caller.
+//! rewritten: it only hides room until the pages below it are recorded again or vacuum
+//! runs. I/O errors reach the caller.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -285,32 +287,35 @@ impl FreeSpaceMap {
         }
     }
 
-    /// Records that heap block `block` has `free_bytes` free, and carries the change up
-    /// to the root as far as it changes a page's root.
+    /// Records that heap block `block` has `free_bytes` free, and refreshes the slots on
+    /// its page's path to the root, each to its child's root as it is then: an upper slot
+    /// a crash left too low (F2) is repaired by the next record below it, not only by
+    /// `vacuum`. A slot that already holds its child's root is not written.
     pub fn record(&self, block: u32, free_bytes: usize) -> Result<()> {
         let (mut at, slot) = leaf_of(block);
-        let changed = {
+        {
             let mut page = self.write(at)?;
-            let mut tree = Tree(page.body_mut());
-            tree.set_slot(slot, available_category(free_bytes))
-        };
-        if changed {
-            while let Some((parent, slot)) = at.parent() {
-                if !self.copy_root_up(parent, slot, at)? {
-                    break;
-                }
-                at = parent;
+            let value = available_category(free_bytes);
+            if Tree(page.body()).slot(slot) != value {
+                Tree(page.body_mut()).set_slot(slot, value);
             }
+        }
+        while let Some((parent, slot)) = at.parent() {
+            self.copy_root_up(parent, slot, at)?;
+            at = parent;
         }
         Ok(())
     }
 
     /// Sets `parent`'s `slot` to `child`'s root as it is now (the parent latched first,
-    /// F3); returns whether the parent's root changed.
-    fn copy_root_up(&self, parent: Address, slot: u32, child: Address) -> Result<bool> {
+    /// F3), writing the page only if the slot changes.
+    fn copy_root_up(&self, parent: Address, slot: u32, child: Address) -> Result<()> {
         let mut page = self.write(parent)?;
         let root = self.read(child)?[TREE_AT];
-        Ok(Tree(page.body_mut()).set_slot(slot, root))
+        if Tree(page.body()).slot(slot) != root {
+            Tree(page.body_mut()).set_slot(slot, root);
+        }
+        Ok(())
     }
 
     /// The category recorded for heap block `block` (0 if never recorded).
@@ -362,8 +367,8 @@ impl FreeSpaceMap {
                     let child = at.child(slot);
                     let found = self.find_in(child, category, exclude)?;
                     if found.is_none() {
-                        // Stale (F2), or every candidate below excluded: lower the slot
-                        // to what the child holds (a no-op in the second case).
+                        // Stale (F2), or every candidate below excluded: set the slot to
+                        // what the child holds (a no-op in the second case).
                         self.copy_root_up(at, slot, child)?;
                     }
                     found
@@ -383,32 +388,42 @@ impl FreeSpaceMap {
     /// Recomputes every page's inner nodes and every upper slot from the level below
     /// (PostgreSQL's `FreeSpaceMapVacuum`): stale upper slots (F2) end here.
     pub fn vacuum(&self) -> Result<()> {
-        self.vacuum_page(Address::ROOT).map(drop)
+        self.vacuum_page(Address::ROOT)
     }
 
-    /// Vacuums the subtree of page `at`; returns its root.
-    fn vacuum_page(&self, at: Address) -> Result<u8> {
+    /// Vacuums the subtree of page `at`: the children first, then, under this page's
+    /// latch, every slot set to its child's root as it is then (a record that went up
+    /// meanwhile is not overwritten with an older value; a child past the file's end has
+    /// nothing: 0). Returns nothing; the page's root is its own.
+    fn vacuum_page(&self, at: Address) -> Result<()> {
         let pages = self.shared.pool.file_pages(self.shared.file)?;
         if at.block() >= pages {
-            return Ok(0);
+            return Ok(());
         }
-        let mut children = Vec::new();
         if at.level > 0 {
             for slot in 0..SLOTS {
                 let child = at.child(slot);
                 if child.block() >= pages {
                     break; // blocks grow with the slot: none after this one exists
                 }
-                children.push((slot, self.vacuum_page(child)?));
+                self.vacuum_page(child)?;
             }
         }
         let mut page = self.write(at)?;
-        let mut tree = Tree(page.body_mut());
-        for (slot, root) in children {
-            tree.0[TREE_AT + SLOTS as usize - 1 + slot as usize] = root;
+        if at.level > 0 {
+            let mut roots = vec![0u8; SLOTS as usize];
+            for (slot, root) in roots.iter_mut().enumerate() {
+                let child = at.child(slot as u32);
+                if child.block() >= pages {
+                    break;
+                }
+                *root = self.read(child)?[TREE_AT];
+            }
+            let body = page.body_mut();
+            body[TREE_AT + SLOTS as usize - 1..TREE_AT + NODES].copy_from_slice(&roots);
         }
-        tree.rebuild();
-        Ok(tree.root())
+        Tree(page.body_mut()).rebuild();
+        Ok(())
     }
 
     /// Checks F1 on every page and that every upper slot equals its child's root (true
