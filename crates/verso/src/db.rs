@@ -682,7 +682,20 @@ pub struct Options {
     /// ([`VersionStorageKind::PERSISTENT_MEMORY`]); `None`: [`crate::pmem::PmOptions`]'s
     /// default (a file on `/dev/shm`). Refused with the other storages.
     pub persistent_memory: Option<crate::pmem::PmOptions>,
+    /// The directory of a disk database (`None`: the in-memory engine). See
+    /// [`Options::disk`].
+    pub disk: Option<std::path::PathBuf>,
+    /// The disk engine's buffer pool, in bytes ([`DEFAULT_BUFFER_POOL_BYTES`] by default).
+    pub buffer_pool_bytes: usize,
+    /// How often the disk engine's autovacuum wakes to vacuum the tables past their
+    /// dead-tuple threshold (`None`: never; vacuum runs only from
+    /// [`Database::collect_garbage`]). Default 60 s, PostgreSQL's `autovacuum_naptime`.
+    pub autovacuum_naptime: Option<std::time::Duration>,
 }
+
+/// The default of [`Options::buffer_pool_bytes`]: 128 MiB, PostgreSQL's default
+/// `shared_buffers`.
+pub const DEFAULT_BUFFER_POOL_BYTES: usize = 128 << 20;
 
 /// A bug the crash tests plant to show they catch it ([`Options::planted_bug`]).
 #[doc(hidden)]
@@ -735,6 +748,9 @@ impl Default for Options {
             log_replay_threads: None,
             planted_bug: None,
             persistent_memory: None,
+            disk: None,
+            buffer_pool_bytes: DEFAULT_BUFFER_POOL_BYTES,
+            autovacuum_naptime: Some(std::time::Duration::from_secs(60)),
         }
     }
 }
@@ -826,6 +842,31 @@ impl Options {
         self
     }
 
+    /// Options for a database of the disk engine in directory `dir`, created if it does
+    /// not exist: data larger than memory, in 8 KiB pages cached in a buffer pool
+    /// ([`Options::buffer_pool`]), with PostgreSQL's version storage (whole-tuple versions
+    /// in heap files, HOT updates, B+-tree indexes, a commit log) and its autovacuum,
+    /// every change in a page log (durable as [`Options::durability`] says, `Sync` by
+    /// default). Snapshot isolation only so far: a serializable transaction is refused at
+    /// begin, and the in-memory engine's design choices (storage, collector, protocol)
+    /// are refused at [`Database::open`]. One process at a time, as [`Options::path`].
+    pub fn disk(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.disk = Some(dir.into());
+        self
+    }
+
+    /// Options with a buffer pool of this many bytes (the disk engine only).
+    pub fn buffer_pool(mut self, bytes: usize) -> Self {
+        self.buffer_pool_bytes = bytes;
+        self
+    }
+
+    /// Options with this autovacuum naptime (the disk engine only; `None`: no autovacuum).
+    pub fn autovacuum_naptime(mut self, naptime: Option<std::time::Duration>) -> Self {
+        self.autovacuum_naptime = naptime;
+        self
+    }
+
     /// Options with this durability level (a persistent database only).
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = Some(durability);
@@ -885,6 +926,60 @@ impl Options {
     }
 
     /// What a persistent-memory storage refuses (see [`VersionStorageKind::TileBlock`]).
+    /// The disk engine's checks: it has one design so far (PostgreSQL's heap, vacuum,
+    /// snapshot isolation), so the in-memory engine's choices are refused, not ignored.
+    fn validate_disk(&self) -> Result<()> {
+        let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
+        let defaults = Options::default();
+        let in_memory_only = [
+            (
+                self.path.is_some(),
+                "Options::path (the disk engine takes its directory from Options::disk)",
+            ),
+            (
+                self.version_storage != defaults.version_storage,
+                "a version storage (the disk engine keeps PostgreSQL's heap)",
+            ),
+            (
+                self.garbage_collector != defaults.garbage_collector,
+                "a garbage collector (the disk engine collects by PostgreSQL's vacuum)",
+            ),
+            (
+                self.concurrency_control != defaults.concurrency_control,
+                "a concurrency-control protocol (the disk engine runs snapshot isolation)",
+            ),
+            (
+                self.index_pointers != defaults.index_pointers,
+                "index pointers (the disk engine's index entries point at chain roots)",
+            ),
+            (self.non_inline != defaults.non_inline, "out-of-line values"),
+            (self.memory_spaces.is_some(), "memory spaces"),
+            (
+                self.persistent_memory.is_some(),
+                "a persistent-memory region",
+            ),
+            (
+                self.background_gc_period.is_some(),
+                "a background collection period",
+            ),
+            (self.planted_bug.is_some(), "a planted bug"),
+        ];
+        if let Some((_, what)) = in_memory_only.iter().find(|(set, _)| *set) {
+            return refuse(format!("the disk engine does not take {what}"));
+        }
+        let min = 16 * crate::disk::PAGE_SIZE;
+        if self.buffer_pool_bytes < min {
+            return refuse(format!(
+                "a buffer pool of {} bytes is too small: at least {min} (16 pages)",
+                self.buffer_pool_bytes
+            ));
+        }
+        if self.autovacuum_naptime.is_some_and(|n| n.is_zero()) {
+            return refuse("the autovacuum naptime must be longer than zero".into());
+        }
+        Ok(())
+    }
+
     fn validate_persistent_memory(&self) -> Result<()> {
         let storage = self.version_storage.name();
         let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
@@ -1088,7 +1183,14 @@ impl Options {
                 return refuse("the background GC period must be longer than zero".into());
             }
         }
-        if self.path.is_none() {
+        if self.disk.is_some() {
+            self.validate_disk()?;
+        } else if self.buffer_pool_bytes != DEFAULT_BUFFER_POOL_BYTES {
+            return refuse(
+                "a buffer pool size applies only to the disk engine: set Options::disk".into(),
+            );
+        }
+        if self.path.is_none() && self.disk.is_none() {
             let persistent_only = [
                 (self.durability.is_some(), "a durability level"),
                 (self.file_system.is_some(), "a file system"),
@@ -1247,11 +1349,24 @@ enum AnyEngine {
     TxnAppend(Engine<AppendStorage, TxnEpochs>),
     TxnAppendO2n(Engine<AppendO2nStorage, TxnEpochs>),
     TxnTimeTravel(Engine<TimeTravelStorage, TxnEpochs>),
+    /// The disk engine (`Options::disk`): its own engine type, with the same operations.
+    Disk(Arc<crate::disk::engine::DiskEngine>),
 }
 
+/// Runs `$body` with `$engine` bound to whichever engine `$any` holds: each in-memory
+/// engine, and the disk engine, which has methods of the same names.
 macro_rules! on_engine {
     ($any:expr, $engine:ident => $body:expr) => {
+        on_memory_engine!($any, $engine => $body, disk $engine => $body)
+    };
+}
+
+/// [`on_engine!`] with the disk engine's arm apart, for a body that only the in-memory
+/// engines can run (a function generic over their storage and collector).
+macro_rules! on_memory_engine {
+    ($any:expr, $engine:ident => $body:expr, disk $disk:ident => $disk_body:expr) => {
         match $any {
+            AnyEngine::Disk($disk) => $disk_body,
             AnyEngine::SteamDelta($engine) => $body,
             AnyEngine::WatermarkDelta($engine) => $body,
             AnyEngine::HanaDelta($engine) => $body,
@@ -1376,6 +1491,28 @@ impl Database {
     pub fn open(options: Options) -> Result<Database> {
         let tag = NEXT_DATABASE_TAG.fetch_add(1, Ordering::Relaxed);
         options.validate()?;
+        if let Some(dir) = &options.disk {
+            let settings = crate::disk::engine::DiskSettings {
+                fs: options
+                    .file_system
+                    .clone()
+                    .unwrap_or_else(FileSystemHandle::real)
+                    .0,
+                dir: dir.clone(),
+                durability: options.durability.unwrap_or_default(),
+                buffer_pool_bytes: options.buffer_pool_bytes,
+                segment_bytes: options.log_segment_bytes,
+                autovacuum_naptime: options.autovacuum_naptime,
+            };
+            let engine = crate::disk::engine::DiskEngine::open(tag, settings)?;
+            return Ok(Database {
+                engine: Arc::new(AnyEngine::Disk(engine)),
+                options: Arc::new(options),
+                persistence: None,
+                region_directory: None,
+                collector_threads: Arc::new(CollectorThreads::default()),
+            });
+        }
         // A storage that keeps its data itself: its directory is locked before its region
         // file is mapped, and it has no log.
         let keeps_its_data = options.version_storage.uses_persistent_memory();
@@ -1570,7 +1707,7 @@ impl Database {
         let recovery_threads = options
             .recovery_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from));
-        on_engine!(&*engine, e => crate::engine::load::adopt_recovered(e, recovery_threads))?;
+        on_memory_engine!(&*engine, e => crate::engine::load::adopt_recovered(e, recovery_threads), disk _d => unreachable!("the disk engine returned earlier"))?;
         let persistence = match &options.path {
             None => None,
             Some(_) if keeps_its_data => None,
@@ -1592,14 +1729,14 @@ impl Database {
                     log_replay_threads: options.log_replay_threads.unwrap_or(recovery_threads),
                     planted_bug: options.planted_bug,
                 };
-                let persistence = on_engine!(&*engine, e => {
+                let persistence = on_memory_engine!(&*engine, e => {
                     let persistence = crate::durability::recovery::open(e, &settings)?;
                     let persistence = Arc::new(persistence);
                     if e.log.set(Arc::clone(&persistence.log)).is_err() {
                         unreachable!("a new engine has no log yet");
                     }
                     persistence
-                });
+                }, disk _d => unreachable!("the disk engine returned earlier"));
                 let weak_engine = Arc::downgrade(&engine);
                 let weak_persistence = Arc::downgrade(&persistence);
                 crate::durability::spawn_threads(&persistence, move || {
@@ -1611,14 +1748,14 @@ impl Database {
                     if !persistence.wants_checkpoint() {
                         return Some(Ok(()));
                     }
-                    Some(on_engine!(&*engine, e => {
+                    Some(on_memory_engine!(&*engine, e => {
                         crate::durability::checkpoint::take(e, &persistence).map(drop)
-                    }))
+                    }, disk _d => unreachable!("the disk engine has no logical log")))
                 })?;
                 Some(persistence)
             }
         };
-        let (finalizing, default_period) = on_engine!(&*engine, e => collector_schedule(e));
+        let (finalizing, default_period) = on_memory_engine!(&*engine, e => collector_schedule(e), disk _d => unreachable!("the disk engine returned earlier"));
         match finalizing {
             // Under 'none' the janitor only trims idle threads' commit records.
             Finalizing::Interspersed | Finalizing::Never => {
@@ -1668,11 +1805,14 @@ impl Database {
                 ),
             });
         }
+        if let AnyEngine::Disk(disk) = &*self.engine {
+            return disk.checkpoint();
+        }
         let persistence = self.persistent("a checkpoint")?;
         if persistence.is_closed() {
             return Err(Error::DatabaseClosed);
         }
-        on_engine!(&*self.engine, e => crate::durability::checkpoint::take(e, persistence))
+        on_memory_engine!(&*self.engine, e => crate::durability::checkpoint::take(e, persistence), disk d => d.checkpoint())
     }
 
     /// Closes the database: makes every commit durable (whatever the durability level),
@@ -1700,6 +1840,9 @@ impl Database {
             self.collector_threads.stop();
             return Ok(());
         }
+        if let AnyEngine::Disk(disk) = &*self.engine {
+            return disk.close();
+        }
         match &self.persistence {
             Some(persistence) => persistence.close(),
             None => Ok(()),
@@ -1712,6 +1855,10 @@ impl Database {
             .as_ref()
             .map(|p| p.dir.as_path())
             .or_else(|| self.region_directory.as_ref().map(|dir| dir.as_path()))
+            .or_else(|| match &*self.engine {
+                AnyEngine::Disk(disk) => Some(disk.dir()),
+                _ => None,
+            })
     }
 
     fn persistent(&self, what: &str) -> Result<&Arc<Persistence>> {
@@ -1843,6 +1990,9 @@ impl Database {
 
     fn begin_inner(&self, isolation: Isolation, read_only: bool) -> Result<Transaction<'_>> {
         let inner = match &*self.engine {
+            AnyEngine::Disk(e) => AnyTxn::Disk(crate::disk::engine::DiskTxn::begin(
+                e, isolation, read_only,
+            )?),
             AnyEngine::SteamDelta(e) => {
                 AnyTxn::SteamDelta(EngineTxn::begin(e, isolation, read_only)?)
             }
@@ -1998,10 +2148,13 @@ impl Database {
     /// no snapshot needs any more. Collection normally happens by itself after commits;
     /// this is for a program that stops writing and wants the memory back now.
     pub fn collect_garbage(&self) {
-        on_engine!(&*self.engine, e => {
+        on_memory_engine!(&*self.engine, e => {
             if let Some(local) = e.txns.local() {
                 crate::engine::collect::collect_all(e, &local);
             }
+        }, disk d => {
+            // Vacuum of every table; an error (a failed log) reaches the next call.
+            let _ = d.vacuum_all();
         })
     }
 
@@ -2095,7 +2248,7 @@ fn spawn_collector_thread(
                 let Some(engine) = engine.upgrade() else {
                     break;
                 };
-                on_engine!(&*engine, e => {
+                on_memory_engine!(&*engine, e => {
                     if let Some(local) = e.txns.local() {
                         if background_collector {
                             crate::engine::collect::background_round(e, &local);
@@ -2103,7 +2256,7 @@ fn spawn_collector_thread(
                             crate::engine::collect::collect_idle(e, &local);
                         }
                     }
-                });
+                }, disk _d => unreachable!("the disk engine has no collector threads"));
             }
             threads.started.fetch_sub(1, Ordering::SeqCst);
         });
@@ -2183,11 +2336,13 @@ enum AnyTxn<'db> {
     TxnAppend(EngineTxn<'db, AppendStorage, TxnEpochs>),
     TxnAppendO2n(EngineTxn<'db, AppendO2nStorage, TxnEpochs>),
     TxnTimeTravel(EngineTxn<'db, TimeTravelStorage, TxnEpochs>),
+    Disk(crate::disk::engine::DiskTxn<'db>),
 }
 
 macro_rules! on_txn {
     ($any:expr, $txn:ident => $body:expr) => {
         match $any {
+            AnyTxn::Disk($txn) => $body,
             AnyTxn::SteamDelta($txn) => $body,
             AnyTxn::WatermarkDelta($txn) => $body,
             AnyTxn::HanaDelta($txn) => $body,

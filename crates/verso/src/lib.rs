@@ -106,7 +106,7 @@ pub use row::{RowView, ValueRef};
 pub use rows::{ColumnIndex, FromRow, FromValue, IntoRow, Row};
 pub use scan::Scan;
 pub use schema::{PrimaryKeyIndex, Schema, MAX_COLUMNS, MAX_VALUE_BYTES};
-pub use stats::{Stats, VersionAccesses};
+pub use stats::{DiskStats, Stats, VersionAccesses};
 pub use txn::slots::MAX_THREADS;
 pub use value::{ColumnType, Value};
 // The engine's own short paths to the research knobs (the public path is `research::`).

@@ -390,6 +390,8 @@ pub struct Stats {
     /// The persistent-memory region's counters (lines and media bytes written, by
     /// purpose), for a storage that keeps its versions there (`None` otherwise).
     pub persistent_memory: Option<crate::pmem::PmStats>,
+    /// The disk engine's counters (`None` for the in-memory engine).
+    pub disk: Option<DiskStats>,
     /// Rows a reader or writer recorded for cleaning because it walked past obsolete
     /// versions in their chain ('coop').
     pub rows_recorded_for_cleaning: u64,
@@ -537,4 +539,23 @@ mod tests {
         assert_eq!(chain_bucket(4), 3);
         assert_eq!(chain_bucket(usize::MAX), CHAIN_BUCKETS - 1);
     }
+}
+
+/// The disk engine's counters ([`Stats::disk`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DiskStats {
+    /// The buffer pool's: pages read, written (sequential and random), evicted.
+    pub buffer_pool: crate::disk::BufferPoolStats,
+    /// The page log's: records, full page images, checkpoints, bytes.
+    pub page_log: crate::disk::PageLogStats,
+    /// The heaps' (summed over tables): inserts, HOT and cold updates, hint-bit writes,
+    /// pruning.
+    pub heap: crate::disk::HeapStats,
+    /// Pages in every table's heap.
+    pub heap_pages: u64,
+    /// Dead tuples counted since each table's last vacuum (PostgreSQL's `n_dead_tup`).
+    pub dead_tuples: u64,
+    /// Vacuums autovacuum ran.
+    pub vacuums: u64,
 }

@@ -775,14 +775,15 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
 /// out of line over every storage and shared under physical pointers, and HyPer's
 /// removal), 15 under each other protocol, and each persistent-memory storage under each
 /// collector it runs under (tile-block: 'none', tb-collect, and tb-collect with the hash
-/// index; append-nvm: 'none', 'tvcp' and 'zen'; delta-nvm: 'none' and 'oneshot'); each
-/// opens.
+/// index; append-nvm: 'none', 'tvcp' and 'zen'; delta-nvm: 'none' and 'oneshot'), and the
+/// disk engine; each opens.
 #[test]
 fn the_suites_run_the_configurations_the_docs_list() {
     let all = common::all_configurations();
     assert_eq!(common::si_configurations().len(), 66);
     assert_eq!(common::persistent_memory_configurations().len(), 3 + 3 + 2);
-    assert_eq!(all.len(), 66 + 4 * 15 + 3 + 3 + 2);
+    assert_eq!(common::disk_configurations().len(), 1);
+    assert_eq!(all.len(), 66 + 4 * 15 + 3 + 3 + 2 + 1);
     let physical = all
         .iter()
         .filter(|o| o.index_pointers == verso::IndexPointers::Physical)
@@ -794,7 +795,7 @@ fn the_suites_run_the_configurations_the_docs_list() {
         .count();
     assert_eq!(out_of_line, 2 * 4 + 1);
     for options in &all {
-        Database::open(options.clone()).unwrap_or_else(|e| panic!("{options:?}: {e}"));
+        common::open(options);
     }
     let coop: Vec<_> = all
         .iter()

@@ -1,14 +1,18 @@
 //! The disk engine's free-space map (`verso::disk::FreeSpaceMap`) against a model, through
 //! a pool small enough that map pages are evicted and read back; exclusion (SI-CV's pages
-//! owned by live transactions); stale upper levels; torn pages; a power loss; threads.
+//! owned by live transactions); truncation; where successive searches go; stale upper
+//! levels; torn and foreign pages; the log never waited for; a power loss; threads.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use verso::disk::free_space_map::{available_category, needed_category, SLOTS};
-use verso::disk::{BufferPool, FileNo, FreeSpaceMap, ReplacementPolicy, Unlogged};
+use verso::disk::{
+    BufferPool, FileNo, FreeSpaceMap, PageId, ReplacementPolicy, Unlogged, WriteAheadLog,
+};
 use verso::fs::{Fault, FileSystem, OpenMode, SimulatedFileSystem};
 use verso::Error;
 
@@ -51,12 +55,14 @@ fn block() -> impl Strategy<Value = u32> {
 enum Op {
     Record(u32, usize),
     Find(usize, u32),
+    Truncate(u32),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (block(), 0usize..8200).prop_map(|(b, f)| Op::Record(b, f)),
-        1 => (1usize..8200, 0u32..4).prop_map(|(n, e)| Op::Find(n, e)),
+        12 => (block(), 0usize..8200).prop_map(|(b, f)| Op::Record(b, f)),
+        4 => (1usize..8200, 0u32..4).prop_map(|(n, e)| Op::Find(n, e)),
+        1 => block().prop_map(Op::Truncate),
     ]
 }
 
@@ -65,8 +71,10 @@ proptest! {
 
     /// The map answers as a `BTreeMap` of categories does: `find` returns a block whose
     /// recorded category is enough and that is not excluded, and `None` only when the model
-    /// has no such block; `recorded` gives what was recorded; after `vacuum` every upper
-    /// slot is its child's root. Four frames, so map pages are evicted and read back.
+    /// has no such block; `truncate` forgets the blocks at and past its end; `recorded`
+    /// gives what was recorded; every upper slot is its child's root with no `vacuum`
+    /// (no crash here leaves one stale), and after one. Four frames, so map pages are
+    /// evicted and read back.
     #[test]
     fn the_map_answers_as_a_model_does(ops in proptest::collection::vec(op(), 1..120)) {
         let fs = disk();
@@ -96,11 +104,16 @@ proptest! {
                         ),
                     }
                 }
+                Op::Truncate(end) => {
+                    map.truncate(end).unwrap();
+                    model.retain(|&block, _| block < end);
+                }
             }
         }
         for (&block, &category) in &model {
             prop_assert_eq!(map.recorded(block).unwrap(), category);
         }
+        map.check().unwrap();
         map.vacuum().unwrap();
         map.check().unwrap();
     }
@@ -128,6 +141,140 @@ fn excluded_blocks_are_never_given_and_all_excluded_is_none() {
     assert_eq!(map.find(8160, &|_| false).unwrap(), Some(3));
     // More than category 255 promises: no page is known to have it.
     assert_eq!(map.find(8161, &|_| false).unwrap(), None);
+}
+
+/// Successive finds take the blocks of one level-0 page in order before they move to the
+/// next page's (PostgreSQL's next-slot hints, advanced past the slot found at the bottom
+/// level only): inserts fill heap blocks near each other. Advancing the upper pages' hints
+/// too sent every other find to the other page.
+#[test]
+fn successive_finds_fill_one_map_page_s_blocks_before_the_next() {
+    let fs = disk();
+    let map = map_over(&fs, 8);
+    let first_page = [0, 1, 2, 3];
+    let second_page = first_page.map(|b| SLOTS + b);
+    for block in first_page.into_iter().chain(second_page) {
+        map.record(block, 4000).unwrap();
+    }
+    let found: Vec<u32> = (0..4)
+        .map(|_| map.find(100, &|_| false).unwrap().unwrap())
+        .collect();
+    assert_eq!(found, first_page);
+    // The first page filled up: the searches move on to the second.
+    for block in first_page {
+        map.record(block, 0).unwrap();
+    }
+    let found: Vec<u32> = (0..4)
+        .map(|_| map.find(100, &|_| false).unwrap().unwrap())
+        .collect();
+    assert_eq!(found, second_page);
+}
+
+/// `truncate(n)` (a vacuum cutting the heap file to `n` blocks) forgets the room of blocks
+/// `n` and after, on the level-0 page holding `n`, on the pages after it and under the
+/// later level-1 pages, and sets the upper slots above them from their children: no
+/// search is sent past the new end, and the map checks.
+#[test]
+fn truncate_forgets_the_blocks_at_and_past_the_new_end() {
+    let fs = disk();
+    let map = map_over(&fs, 8);
+    let end = SLOTS + 5;
+    let blocks = [10, SLOTS + 4, end, 3 * SLOTS + 1, SLOTS * SLOTS + 7];
+    for block in blocks {
+        map.record(block, 4000).unwrap();
+    }
+    map.truncate(end).unwrap();
+    let room = available_category(4000);
+    assert_eq!(
+        blocks.map(|b| map.recorded(b).unwrap()),
+        [room, room, 0, 0, 0]
+    );
+    map.check().unwrap();
+    assert_eq!(map.find(100, &|b| b < end).unwrap(), None, "past the end");
+    assert_eq!(map.find(100, &|b| b == 10).unwrap(), Some(SLOTS + 4));
+    // A heap that grows again has its new blocks recorded as before.
+    map.record(SLOTS * SLOTS + 7, 4000).unwrap();
+    assert_eq!(
+        map.find(100, &|b| b < end).unwrap(),
+        Some(SLOTS * SLOTS + 7)
+    );
+    // Truncating past every block changes nothing; to 0, everything goes.
+    map.truncate(u32::MAX).unwrap();
+    map.check().unwrap();
+    assert_eq!(map.recorded(SLOTS * SLOTS + 7).unwrap(), room);
+    map.truncate(0).unwrap();
+    assert_eq!(map.find(1, &|_| false).unwrap(), None);
+    assert_eq!(blocks.map(|b| map.recorded(b).unwrap()), [0; 5]);
+    map.check().unwrap();
+}
+
+/// A log that remembers the largest LSN a write-back asked it to make durable.
+#[derive(Debug, Default)]
+struct WatchedLog(AtomicU64);
+
+impl WriteAheadLog for WatchedLog {
+    fn make_durable(&self, lsn: u64) -> verso::Result<()> {
+        self.0.fetch_max(lsn, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The map is not logged: no write-back of its pages waits for the log, even of a page
+/// that held another structure's logged page, which the map starts over whole.
+/// Regression: such a page had its body zeroed and its kind set but kept its LSN, so its
+/// write-back waited for a record that is not the map's.
+#[test]
+fn map_pages_never_make_the_log_wait() {
+    let fs = disk();
+    let file = fs.open(Path::new(FILE), OpenMode::CreateNew).unwrap();
+    let log = Arc::new(WatchedLog::default());
+    let pool = Arc::new(BufferPool::new(3, ReplacementPolicy::Clock, log.clone()));
+    pool.attach(FileNo(4), Path::new(FILE), file).unwrap();
+    // Another structure's page, logged at LSN 77, where level-0 page 0 goes (block 2).
+    pool.extend_to(FileNo(4), 3).unwrap();
+    {
+        let mut page = pool.write(PageId::new(FileNo(4), 2)).unwrap();
+        page.set_kind(0xB702);
+        page.set_lsn(77);
+        page.body_mut()[..100].fill(0xFF);
+    }
+    pool.flush().unwrap();
+    assert_eq!(log.0.swap(0, Ordering::Relaxed), 77, "the log is watched");
+    let map = FreeSpaceMap::open(pool, FileNo(4)).unwrap();
+    assert_eq!(map.recorded(5).unwrap(), 0, "a foreign page holds no room");
+    for block in (0..20 * SLOTS).step_by(997) {
+        map.record(block, 3000).unwrap();
+    }
+    map.vacuum().unwrap();
+    map.truncate(10 * SLOTS).unwrap();
+    map.pool().flush().unwrap();
+    assert!(map.pool().stats().pages_written > 3);
+    assert_eq!(log.0.load(Ordering::Relaxed), 0);
+    map.check().unwrap();
+}
+
+/// Regression: a search that lowered a stale slot (its level-0 page lost its room in a
+/// crash) and then found a block under another slot of the same level-1 page left the
+/// root's slot above promising the lost room; the search now carries a lowered slot up.
+#[test]
+fn regression_a_find_that_lowers_a_slot_and_finds_elsewhere_leaves_no_slot_stale() {
+    let fs = disk();
+    let map = map_over(&fs, 16);
+    map.record(5, 8000).unwrap(); // level-0 page 0 (block 2 of the file)
+    map.record(SLOTS + 1, 4000).unwrap(); // level-0 page 1
+    map.pool().flush().unwrap();
+    drop(map);
+    fs.overwrite_durably(Path::new(FILE), 2 * 8192, &[0; 8192])
+        .unwrap();
+    fs.crash();
+    fs.restart();
+    let map = map_over(&fs, 16);
+    assert!(
+        map.check().is_err(),
+        "the upper slots promise block 5's room"
+    );
+    assert_eq!(map.find(2000, &|_| false).unwrap(), Some(SLOTS + 1));
+    map.check().unwrap();
 }
 
 /// An upper slot promising more than its child holds (left stale by a crash) is lowered by

@@ -212,6 +212,15 @@ impl CommitLog {
     }
 
     fn end(&self, xid: u64, value: u64) -> Result<u64> {
+        self.prepare_end(xid)?.set(value)
+    }
+
+    /// Latches the entry page of `xid`, which must be in progress, so that ending it
+    /// later ([`EndingEntry::commit`], [`EndingEntry::abort`]) does no I/O: a committer
+    /// takes this before it draws its commit timestamp, so nothing that waits on it waits
+    /// on a read of the commit log. Every committer of a page's transactions passes its
+    /// latch; hold it only across the commit's short window.
+    pub fn prepare_end(&self, xid: u64) -> Result<EndingEntry<'_>> {
         let s = &*self.shared;
         if xid < s.crashed_below || xid >= s.handed_out() {
             return Err(Error::TransactionNotInProgress {
@@ -220,7 +229,7 @@ impl CommitLog {
             });
         }
         let (block, slot) = address(xid);
-        let mut page = s.pool.write(PageId::new(s.file, block))?;
+        let page = s.pool.write(PageId::new(s.file, block))?;
         check_entry_page(&page, s.file, block)?;
         let at = slot as usize * 8;
         let entry = u64::from_le_bytes(page.body()[at..at + 8].try_into().expect("eight bytes"));
@@ -234,14 +243,26 @@ impl CommitLog {
                 },
             });
         }
-        page.body_mut()[at..at + 8].copy_from_slice(&value.to_le_bytes());
-        s.log
-            .log(&mut [(&mut page, &[PageChange::CommitLogSet { slot, value }])])
+        Ok(EndingEntry {
+            log: &s.log,
+            page,
+            slot,
+        })
     }
 
     /// What became of `xid`. Ids never handed out (0, or at or past the next) are
     /// [`Error::TransactionNotInProgress`].
     pub fn status(&self, xid: u64) -> Result<TransactionStatus> {
+        self.status_and_lsn(xid).map(|(status, _)| status)
+    }
+
+    /// [`CommitLog::status`], with the LSN of the entry's page: at or past the end of the
+    /// record that ended `xid`. A page that takes a hint about `xid` (that it committed)
+    /// must not reach the files before that record is durable, or a crash that loses the
+    /// record would leave the hint claiming a commit the log does not have; raising the
+    /// page's LSN to this makes the write-ahead rule wait for it (what PostgreSQL's
+    /// `SetHintBits` ensures by not setting a hint before the commit is flushed).
+    pub fn status_and_lsn(&self, xid: u64) -> Result<(TransactionStatus, u64)> {
         let s = &*self.shared;
         if xid == 0 || xid >= s.handed_out() {
             return Err(Error::TransactionNotInProgress {
@@ -260,17 +281,98 @@ impl CommitLog {
         }
         let at = slot as usize * 8;
         let entry = u64::from_le_bytes(page.body()[at..at + 8].try_into().expect("eight bytes"));
-        Ok(match entry {
+        let status = match entry {
             0 if xid < s.crashed_below => TransactionStatus::Aborted,
             0 => TransactionStatus::InProgress,
             ABORTED => TransactionStatus::Aborted,
             commit_ts => TransactionStatus::Committed(commit_ts),
-        })
+        };
+        Ok((status, page.lsn()))
+    }
+
+    /// The newest commit timestamp in the log (0 if none): a restarted database's clock
+    /// starts past it. Reads every entry page once.
+    pub fn newest_commit_ts(&self) -> Result<u64> {
+        let s = &*self.shared;
+        let handed_out = s.handed_out();
+        let mut newest = 0;
+        if handed_out <= 1 {
+            return Ok(0);
+        }
+        for block in 1..=block_of(handed_out - 1) {
+            let page = s.pool.read(PageId::new(s.file, block))?;
+            if page.kind() != KIND_COMMIT_LOG_PAGE {
+                return Err(corrupt(
+                    s.file,
+                    block,
+                    format!("a page of kind {:#06x} holds entries", page.kind()),
+                ));
+            }
+            for entry in page.body().chunks_exact(8) {
+                let value = u64::from_le_bytes(entry.try_into().expect("eight bytes"));
+                if value != ABORTED {
+                    newest = newest.max(value);
+                }
+            }
+        }
+        Ok(newest)
     }
 
     /// The next id [`CommitLog::begin`] hands out: every id below it was handed out.
     pub fn next_xid(&self) -> u64 {
         self.shared.next.load(Ordering::Acquire)
+    }
+}
+
+/// The latched entry page of a transaction about to end ([`CommitLog::prepare_end`]).
+/// Dropping it without ending the transaction leaves it in progress.
+pub struct EndingEntry<'a> {
+    log: &'a Arc<PageLog>,
+    page: PageMut<'a>,
+    slot: u16,
+}
+
+impl std::fmt::Debug for EndingEntry<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndingEntry")
+            .field("xid", &self.xid())
+            .finish()
+    }
+}
+
+impl EndingEntry<'_> {
+    /// Records the commit at `commit_ts`; returns the end of the record to wait on before
+    /// the commit is acknowledged (X2).
+    pub fn commit(self, commit_ts: u64) -> Result<u64> {
+        if commit_ts == 0 || commit_ts == ABORTED {
+            return Err(Error::TransactionNotInProgress {
+                xid: self.xid(),
+                state: "given a commit timestamp that is no timestamp",
+            });
+        }
+        self.set(commit_ts)
+    }
+
+    /// Records the abort.
+    pub fn abort(self) -> Result<()> {
+        self.set(ABORTED).map(drop)
+    }
+
+    fn xid(&self) -> u64 {
+        u64::from(self.page.id().block - 1) * ENTRIES_PER_PAGE + u64::from(self.slot)
+    }
+
+    fn set(mut self, value: u64) -> Result<u64> {
+        let at = self.slot as usize * 8;
+        debug_assert_eq!(
+            &self.page.body()[at..at + 8],
+            &[0; 8],
+            "X2: an entry changes once"
+        );
+        self.page.body_mut()[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        let slot = self.slot;
+        self.log
+            .log(&mut [(&mut self.page, &[PageChange::CommitLogSet { slot, value }])])
     }
 }
 

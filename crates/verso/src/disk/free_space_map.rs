@@ -31,19 +31,22 @@
 //! - **F2** (approximate, as PostgreSQL's) An upper slot is its child page's root as of
 //!   the last update that went up through it; concurrent updates and crashes may leave it
 //!   stale. Every record refreshes the slots on its path; a search that finds a slot
-//!   promising more than its child holds lowers the slot and goes on;
-//!   [`FreeSpaceMap::vacuum`] recomputes every upper slot (zero for a child the file no
-//!   longer has).
+//!   promising more than its child holds lowers the slot and the path above it and goes
+//!   on; [`FreeSpaceMap::vacuum`] recomputes every upper slot (zero for a child the file
+//!   no longer has). With no crash or I/O error since the last vacuum, F2 is exact
+//!   whenever nothing runs: every change refreshes the path above it, each slot from its child read under
+//!   the slot's latch (loom models below check two threads at a time).
 //! - **F3** Latches are taken one page at a time, or a parent then its child (top down),
 //!   never a child then its parent: no cycle.
 //!
 //! # Not logged
 //!
 //! The map is a hint, as PostgreSQL's: its pages carry no log records (LSN 0, so their
-//! write-back waits for nothing), a crash may lose or tear them, and the caller re-checks
-//! the heap page it is given. A map page that reads as corrupt (torn) is taken as zeros and
-//! rewritten: it only hides room until the pages below it are recorded again or vacuum
-//! runs. I/O errors reach the caller.
+//! write-back waits for nothing; a page found with another kind or an LSN is not the map's
+//! and is started over whole, header included), a crash may lose or tear them, and the
+//! caller re-checks the heap page it is given. A map page that reads as corrupt (torn) is
+//! taken as zeros and rewritten: it only hides room until the pages below it are recorded
+//! again or vacuum runs. I/O errors reach the caller.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -132,6 +135,16 @@ impl Address {
                 (self.index % u64::from(SLOTS)) as u32,
             )
         })
+    }
+
+    /// The first heap block under this page.
+    fn first_block(self) -> u64 {
+        self.index * u64::from(SLOTS).pow(self.level + 1)
+    }
+
+    /// The heap blocks under each of this page's slots.
+    fn blocks_per_slot(self) -> u64 {
+        u64::from(SLOTS).pow(self.level)
     }
 
     fn child(self, slot: u32) -> Address {
@@ -257,18 +270,19 @@ impl FreeSpaceMap {
         s.pool.extend_to(s.file, id.block + 1)?;
         let mut page = match s.pool.write(id) {
             Ok(page) => page,
-            Err(Error::Corruption { .. }) => {
-                let mut page = s.pool.overwrite(id)?;
-                page.body_mut().fill(0);
-                page.set_kind(0);
-                page
-            }
+            // Torn: the pool loaded nothing. `overwrite` gives zeros, or the pool's copy if
+            // another thread rewrote the page meanwhile, which is a whole map page whose
+            // records must not be wiped.
+            Err(Error::Corruption { .. }) => s.pool.overwrite(id)?,
             Err(other) => return Err(other),
         };
-        if page.kind() != KIND_FSM_PAGE {
-            // Never written (zeros), torn, or not a map page: start it over as zeros.
+        if page.kind() != KIND_FSM_PAGE || page.lsn() != 0 {
+            // Never written (zeros), torn, or not a map page (no map page has an LSN): start
+            // it over as zeros, header included. Map pages keep LSN 0, so their write-back
+            // never waits for the log; a foreign page's LSN kept here would make it wait
+            // for a record that is not the map's, or one the log never reached.
+            page.clear();
             page.set_kind(KIND_FSM_PAGE);
-            page.body_mut().fill(0);
         }
         Ok(page)
     }
@@ -281,7 +295,9 @@ impl FreeSpaceMap {
             return Ok(vec![0; NODES + TREE_AT]);
         }
         match s.pool.read(id) {
-            Ok(page) if page.kind() == KIND_FSM_PAGE => Ok(page.body()[..TREE_AT + NODES].to_vec()),
+            Ok(page) if page.kind() == KIND_FSM_PAGE && page.lsn() == 0 => {
+                Ok(page.body()[..TREE_AT + NODES].to_vec())
+            }
             Ok(_) | Err(Error::Corruption { .. }) => Ok(vec![0; NODES + TREE_AT]),
             Err(other) => Err(other),
         }
@@ -292,7 +308,7 @@ impl FreeSpaceMap {
     /// a crash left too low (F2) is repaired by the next record below it, not only by
     /// `vacuum`. A slot that already holds its child's root is not written.
     pub fn record(&self, block: u32, free_bytes: usize) -> Result<()> {
-        let (mut at, slot) = leaf_of(block);
+        let (at, slot) = leaf_of(block);
         {
             let mut page = self.write(at)?;
             let value = available_category(free_bytes);
@@ -300,6 +316,12 @@ impl FreeSpaceMap {
                 Tree(page.body_mut()).set_slot(slot, value);
             }
         }
+        self.refresh_path_above(at)
+    }
+
+    /// Sets every slot on the path from page `at` up to the root to its child's root as it
+    /// is then, bottom up, so that the slots above a changed page promise what it holds.
+    fn refresh_path_above(&self, mut at: Address) -> Result<()> {
         while let Some((parent, slot)) = at.parent() {
             self.copy_root_up(parent, slot, at)?;
             at = parent;
@@ -308,14 +330,18 @@ impl FreeSpaceMap {
     }
 
     /// Sets `parent`'s `slot` to `child`'s root as it is now (the parent latched first,
-    /// F3), writing the page only if the slot changes.
-    fn copy_root_up(&self, parent: Address, slot: u32, child: Address) -> Result<()> {
+    /// F3), writing the page only if the slot changes; returns whether it changed. Under
+    /// the parent's latch the child is read as it is then, so whichever thread refreshes a
+    /// slot last read its child last: once every change below has refreshed its path, the
+    /// slot is right (F2 when nothing runs).
+    fn copy_root_up(&self, parent: Address, slot: u32, child: Address) -> Result<bool> {
         let mut page = self.write(parent)?;
         let root = self.read(child)?[TREE_AT];
-        if Tree(page.body()).slot(slot) != root {
+        let changed = Tree(page.body()).slot(slot) != root;
+        if changed {
             Tree(page.body_mut()).set_slot(slot, root);
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// The category recorded for heap block `block` (0 if never recorded).
@@ -366,18 +392,28 @@ impl FreeSpaceMap {
                 } else {
                     let child = at.child(slot);
                     let found = self.find_in(child, category, exclude)?;
-                    if found.is_none() {
-                        // Stale (F2), or every candidate below excluded: set the slot to
-                        // what the child holds (a no-op in the second case).
-                        self.copy_root_up(at, slot, child)?;
+                    // Stale (F2), or every candidate below excluded: set the slot to what
+                    // the child holds (a no-op in the second case). A lowered slot may
+                    // lower this page's root, and the search may yet succeed in another
+                    // slot here and never come back through the slots above: carry it up
+                    // now, so no slot above keeps promising what this page lost.
+                    if found.is_none() && self.copy_root_up(at, slot, child)? {
+                        self.refresh_path_above(at)?;
                     }
                     found
                 };
                 if let Some(block) = found {
-                    self.shared
-                        .next_slot
-                        .lock()
-                        .insert(at.block(), (slot + 1) % SLOTS);
+                    // PostgreSQL's `fsm_search_avail` with `advancenext` at the bottom only:
+                    // the next search starts past this heap block (inserters spread over
+                    // heap pages), but upper pages keep pointing at the same child, so
+                    // successive inserts fill heap blocks near each other rather than
+                    // jumping to another map page's blocks each time.
+                    let next = if at.level == 0 {
+                        (slot + 1) % SLOTS
+                    } else {
+                        slot
+                    };
+                    self.shared.next_slot.lock().insert(at.block(), next);
                     return Ok(Some(block));
                 }
             }
@@ -391,39 +427,88 @@ impl FreeSpaceMap {
         self.vacuum_page(Address::ROOT)
     }
 
-    /// Vacuums the subtree of page `at`: the children first, then, under this page's
-    /// latch, every slot set to its child's root as it is then (a record that went up
-    /// meanwhile is not overwritten with an older value; a child past the file's end has
-    /// nothing: 0). Returns nothing; the page's root is its own.
+    /// Vacuums the subtree of page `at`: the children first, then this page's slots and
+    /// inner nodes ([`FreeSpaceMap::rewrite_slots_from`]).
     fn vacuum_page(&self, at: Address) -> Result<()> {
-        let pages = self.shared.pool.file_pages(self.shared.file)?;
-        if at.block() >= pages {
+        if !self.exists(at)? {
             return Ok(());
         }
+        if at.level == 0 {
+            return self.rewrite_slots_from(at, SLOTS); // the slots are the truth: F1 only
+        }
+        for slot in 0..SLOTS {
+            let child = at.child(slot);
+            if !self.exists(child)? {
+                break; // blocks grow with the slot: none after this one exists
+            }
+            self.vacuum_page(child)?;
+        }
+        self.rewrite_slots_from(at, 0)
+    }
+
+    /// Forgets the room of heap blocks `heap_blocks` and after, for a heap file truncated to
+    /// `heap_blocks` blocks (PostgreSQL's `FreeSpaceMapPrepareTruncateRel`): their slots
+    /// become 0 and every slot above them is set to its child's root, so no search is sent
+    /// to a block the heap no longer has. The map's file keeps its pages (the pool does not
+    /// shrink files). The caller records nothing at or past `heap_blocks` meanwhile;
+    /// records and finds below it may run.
+    pub fn truncate(&self, heap_blocks: u32) -> Result<()> {
+        self.truncate_page(Address::ROOT, u64::from(heap_blocks))
+    }
+
+    /// Truncates the subtree of page `at` to the heap blocks before `end`; `at` covers
+    /// `end` or lies wholly past it. The children from the one covering `end` on first,
+    /// then this page's slots from that child's on.
+    fn truncate_page(&self, at: Address, end: u64) -> Result<()> {
+        if !self.exists(at)? {
+            return Ok(());
+        }
+        // A page wholly past `end` loses every slot (`saturating_sub` gives 0); the page
+        // covering `end` keeps the slots before the one covering it.
+        let from = end.saturating_sub(at.first_block()) / at.blocks_per_slot();
+        let from = u32::try_from(from).expect("the page covers `end` or lies past it");
+        debug_assert!(from < SLOTS);
         if at.level > 0 {
-            for slot in 0..SLOTS {
+            for slot in from..SLOTS {
                 let child = at.child(slot);
-                if child.block() >= pages {
+                if !self.exists(child)? {
                     break; // blocks grow with the slot: none after this one exists
                 }
-                self.vacuum_page(child)?;
+                self.truncate_page(child, end)?;
             }
         }
+        self.rewrite_slots_from(at, from)
+    }
+
+    /// Under page `at`'s exclusive latch, sets its slots from `from` on (an upper page's to
+    /// its children's roots as they are then, 0 for a child past the file's end; a level-0
+    /// page's to 0, their heap blocks gone) and recomputes every inner node from the slots
+    /// (F1). Children are read under this page's latch (F3), so a record that went up
+    /// meanwhile is not overwritten with an older value; and the file's length is read
+    /// under it too, so a child a record adds after that read has its slot refreshed by
+    /// that record after this latch is let go.
+    fn rewrite_slots_from(&self, at: Address, from: u32) -> Result<()> {
         let mut page = self.write(at)?;
+        let pages = self.shared.pool.file_pages(self.shared.file)?;
+        let mut slots = vec![0u8; (SLOTS - from) as usize];
         if at.level > 0 {
-            let mut roots = vec![0u8; SLOTS as usize];
-            for (slot, root) in roots.iter_mut().enumerate() {
-                let child = at.child(slot as u32);
+            for (slot, value) in (from..SLOTS).zip(slots.iter_mut()) {
+                let child = at.child(slot);
                 if child.block() >= pages {
                     break;
                 }
-                *root = self.read(child)?[TREE_AT];
+                *value = self.read(child)?[TREE_AT];
             }
-            let body = page.body_mut();
-            body[TREE_AT + SLOTS as usize - 1..TREE_AT + NODES].copy_from_slice(&roots);
         }
+        let first = TREE_AT + SLOTS as usize - 1 + from as usize;
+        page.body_mut()[first..TREE_AT + NODES].copy_from_slice(&slots);
         Tree(page.body_mut()).rebuild();
         Ok(())
+    }
+
+    /// Whether the map's file reaches page `at` (a page past its end reads as zeros).
+    fn exists(&self, at: Address) -> Result<bool> {
+        Ok(at.block() < self.shared.pool.file_pages(self.shared.file)?)
     }
 
     /// Checks F1 on every page and that every upper slot equals its child's root (true
@@ -564,5 +649,108 @@ mod tests {
         ) {
             let _ = Tree(bytes).check();
         }
+    }
+}
+
+/// Loom model checks of the map's latch protocol (F2 and F3): two threads record, find or
+/// truncate under pages they share, and in every interleaving no latch cycle forms and,
+/// once both are done, every upper slot equals its child's root (`check`) and every block
+/// holds what was last recorded. Run with `RUSTFLAGS="--cfg loom" cargo test -p verso --lib
+/// --release disk::free_space_map`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use std::path::Path;
+
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::{available_category, FreeSpaceMap, SLOTS};
+    use crate::disk::loom_tests::MemoryFile;
+    use crate::disk::{BufferPool, FileNo, ReplacementPolicy, Unlogged};
+
+    /// A map with heap block 1 recorded at 1,000 free bytes, so its file already has the
+    /// root, level-1 page 0 and level-0 page 0 (the models explore latching, not the first
+    /// formatting of pages), and, with `second_page`, heap block `SLOTS + 1` (level-0 page
+    /// 1) too. Six frames: nothing is evicted.
+    fn map_with_block_1(second_page: bool) -> FreeSpaceMap {
+        let pool = BufferPool::new(6, ReplacementPolicy::Clock, std::sync::Arc::new(Unlogged));
+        let file = FileNo(0);
+        pool.attach(
+            file,
+            Path::new("loom"),
+            Box::new(MemoryFile(std::sync::Mutex::new(Vec::new()))),
+        )
+        .unwrap();
+        let map = FreeSpaceMap::open(std::sync::Arc::new(pool), file).unwrap();
+        map.record(1, 1000).unwrap();
+        if second_page {
+            map.record(SLOTS + 1, 1000).unwrap();
+        }
+        map
+    }
+
+    /// Both records change level-0 page 0's root and race to carry it up: whichever
+    /// refreshes a slot last must have read the child after both changes.
+    #[test]
+    fn loom_two_recorders_under_one_page_leave_every_upper_slot_right() {
+        loom::model(|| {
+            let map = Arc::new(map_with_block_1(false));
+            let other = {
+                let map = Arc::clone(&map);
+                // Lowers the page's root: block 1 held its largest value.
+                thread::spawn(move || map.record(1, 0).unwrap())
+            };
+            map.record(2, 3000).unwrap();
+            other.join().unwrap();
+            map.check().unwrap();
+            assert_eq!(
+                (map.recorded(1).unwrap(), map.recorded(2).unwrap()),
+                (0, available_category(3000))
+            );
+        });
+    }
+
+    /// A finder meets block 1's room while a recorder takes it and then gives block 2
+    /// more: the finder finds a block that had the room or nothing, and a slot it lowers
+    /// on the way (promising block 1's room after block 1's page lost it) is set from the
+    /// child as it is when lowered, never from what the finder saw before block 2 came.
+    #[test]
+    fn loom_a_finder_beside_a_recorder_finds_only_what_was_there_and_hides_nothing() {
+        loom::model(|| {
+            let map = Arc::new(map_with_block_1(false));
+            let finder = {
+                let map = Arc::clone(&map);
+                thread::spawn(move || map.find(900, &|_| false).unwrap())
+            };
+            map.record(1, 0).unwrap();
+            map.record(2, 3000).unwrap();
+            let found = finder.join().unwrap();
+            assert!(matches!(found, None | Some(1 | 2)), "found {found:?}");
+            map.check().unwrap();
+            assert_eq!(map.find(900, &|_| false).unwrap(), Some(2));
+        });
+    }
+
+    /// Truncating the heap to `SLOTS` blocks (level-0 page 1's block goes) while block 2,
+    /// below the new end, is recorded: truncate rewrites the level-1 page and the root from
+    /// their children under their latches, so it never puts back a root older than the
+    /// record's.
+    #[test]
+    fn loom_truncate_beside_a_recorder_below_the_end_keeps_the_record() {
+        loom::model(|| {
+            let map = Arc::new(map_with_block_1(true));
+            let truncater = {
+                let map = Arc::clone(&map);
+                thread::spawn(move || map.truncate(SLOTS).unwrap())
+            };
+            map.record(2, 3000).unwrap();
+            truncater.join().unwrap();
+            map.check().unwrap();
+            assert_eq!(
+                [1, 2, SLOTS + 1].map(|block| map.recorded(block).unwrap()),
+                [available_category(1000), available_category(3000), 0]
+            );
+            assert_eq!(map.find(2000, &|_| false).unwrap(), Some(2));
+        });
     }
 }

@@ -53,6 +53,9 @@ const HEADER: usize = 16;
 const LINE: usize = 4;
 const BODY: usize = super::page::PAGE_SIZE - super::page::PAGE_HEADER_BYTES;
 
+/// The most data one tuple holds: what an empty page takes beside its header and a line.
+pub const MAX_TUPLE_DATA_BYTES: usize = BODY - HEADER - LINE - TUPLE_HEADER_BYTES;
+
 /// Page flag: some line pointer is unused and can be taken by an insert.
 pub const HAS_FREE_LINES: u16 = 1;
 
@@ -262,7 +265,10 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
     }
 
     /// The lines of a HOT chain from `root` (a redirect is followed), oldest first, as far
-    /// as hot-updated tuples link within the page.
+    /// as hot-updated tuples link within the page. A link counts only to a heap-only tuple
+    /// created by the transaction that replaced its predecessor (PostgreSQL's check that
+    /// the successor's `xmin` is the predecessor's `xmax`): the successor of an aborted
+    /// update may have been pruned and its line reused by an unrelated tuple.
     pub fn chain(&self, root: u16) -> Vec<u16> {
         let mut members = Vec::new();
         let mut at = match self.line(root) {
@@ -270,14 +276,21 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
             Line::Normal { .. } => root,
             _ => return members,
         };
+        let mut previous: Option<TupleHeader> = None;
         while let Some(header) = self.header(at) {
             if members.contains(&at) || members.len() > self.lines() as usize {
                 break; // a cycle can only be corruption; `check` reports it
+            }
+            if let Some(previous) = previous {
+                if !header.has(infomask::HEAP_ONLY) || header.xmin != previous.xmax {
+                    break;
+                }
             }
             members.push(at);
             if !header.has(infomask::HOT_UPDATED) {
                 break;
             }
+            previous = Some(header);
             at = header.ctid_line;
         }
         members
@@ -430,21 +443,24 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
     }
 
     /// Prunes the page as PostgreSQL's `heap_page_prune` does: in every HOT chain, the
-    /// tuples `dead` says no snapshot can see, from the chain's start up to the newest such
-    /// one, are removed (a chain's members are dead oldest first). A chain left with live
+    /// tuples `dead` says no snapshot can see, from the chain's start up to the first it
+    /// does not, are removed; a dead member after a live one (an aborted update's version)
+    /// is removed with the members after it. A chain left with live
     /// members has its root redirected to the first of them; a chain entirely dead leaves
     /// its root line dead (index entries point at it) and its heap-only lines unused.
     /// Heap-only tuples no chain reaches (their creator aborted) are removed if dead. Then
     /// the tuples are packed together (`PageRepairFragmentation`) and trailing unused lines
-    /// cut. `dead` sees each tuple's header; it must say a tuple is dead only if every
-    /// older member of its chain is too (true of MVCC's "dead to every snapshot").
+    /// cut. `dead` sees each tuple's header: MVCC's "dead to every snapshot", under which a
+    /// committed member is dead only if every older member is.
     pub fn prune(&mut self, dead: &dyn Fn(&TupleHeader) -> bool) -> Pruned {
         let (plan, pruned) = self.plan_prune(dead);
         self.execute_prune(&plan)
             .expect("a plan made from this page applies to it");
         pruned
     }
+}
 
+impl<B: AsRef<[u8]>> HeapPage<B> {
     /// Decides what [`HeapPage::prune`] changes, changing nothing.
     pub fn plan_prune(&self, dead: &dyn Fn(&TupleHeader) -> bool) -> (PrunePlan, Pruned) {
         let mut plan = PrunePlan::default();
@@ -465,14 +481,26 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             for &member in &chain {
                 on_a_chain[member as usize] = true;
             }
-            // The newest dead member: everything up to it goes.
-            let Some(last_dead) = chain
+            let is_dead: Vec<bool> = chain
                 .iter()
-                .rposition(|&m| dead(&self.header(m).expect("a chain's members are tuples")))
-            else {
+                .map(|&m| dead(&self.header(m).expect("a chain's members are tuples")))
+                .collect();
+            // Dead members from the chain's start go, up to the first that is not
+            // (PostgreSQL's `heap_prune_chain`). After that one, a dead member can only be
+            // an aborted update's version (a committed successor of a live version is
+            // live): it and what its creator chained after it go too.
+            let live_from = is_dead.iter().take_while(|&&d| d).count();
+            let live_to = is_dead[live_from..]
+                .iter()
+                .position(|&d| d)
+                .map_or(chain.len(), |at| live_from + at);
+            if live_from == 0 && live_to == chain.len() {
                 continue;
-            };
-            for &member in &chain[..=last_dead] {
+            }
+            for (at, &member) in chain.iter().enumerate() {
+                if (live_from..live_to).contains(&at) {
+                    continue;
+                }
                 let Line::Normal { len, .. } = self.line(member) else {
                     unreachable!()
                 };
@@ -483,9 +511,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
                     pruned.lines_freed += 1;
                 }
             }
-            if last_dead + 1 < chain.len() {
-                let first_live = chain[last_dead + 1];
-                if self.line(root) != Line::Redirect(first_live) {
+            if live_from < live_to {
+                let first_live = chain[live_from];
+                if first_live != root && self.line(root) != Line::Redirect(first_live) {
                     plan.redirected.push((root, first_live));
                     pruned.redirected += 1;
                 }
@@ -510,7 +538,9 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
         }
         (plan, pruned)
     }
+}
 
+impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
     /// Applies a prune's plan: the redirects, dead and unused lines, then packs the tuples
     /// together and clears the prune hint. Fails (changing nothing) if the plan names a
     /// line the page does not have, or leaves the page breaking H1-H4: redo of a logged
@@ -650,6 +680,27 @@ mod tests {
 
     fn dead_below(horizon: u64) -> impl Fn(&TupleHeader) -> bool {
         move |h: &TupleHeader| h.xmax != 0 && h.xmax <= horizon
+    }
+
+    /// Found by reading the pruning for the heap file: a chain whose newest member is an
+    /// aborted update's version (dead at once) lost its live older member too, because
+    /// everything up to the newest dead member went.
+    #[test]
+    fn regression_pruning_keeps_a_live_version_whose_update_aborted() {
+        let mut page = page();
+        let root = page.insert(&tuple(1), b"committed").unwrap();
+        let aborted = hot_update(&mut page, root, 7, b"aborted update").unwrap();
+        // Transaction 7 aborted: its version is dead, the root (its xmax aborted) lives.
+        let dead = |h: &TupleHeader| h.xmin == 7;
+        let pruned = page.prune(&dead);
+        assert_eq!(pruned.tuples_removed, 1, "{pruned:?}");
+        assert_eq!(page.data(root), Some(&b"committed"[..]));
+        assert_eq!(page.line(aborted), Line::Unused);
+        // A later insert may reuse the freed line: the root's stale link does not reach it.
+        let other = page.insert(&tuple(9), b"unrelated").unwrap();
+        assert_eq!(other, aborted);
+        assert_eq!(page.chain(root), vec![root]);
+        assert_eq!(page.check(), Ok(()));
     }
 
     #[test]

@@ -4,18 +4,23 @@
 //! latches, an eviction policy ([`ReplacementPolicy`]), write-back that waits on the log
 //! ([`WriteAheadLog`]), and counters of what reached the disk.
 //!
-//! The disk engine itself (the paged B+-tree, the page log and recovery, PostgreSQL's
-//! version storage and vacuum) is being built on these; it is not selectable in
-//! [`crate::Options`] yet.
+//! On these stand PostgreSQL's version storage ([`heap_file`], [`table`]), its
+//! transactions ([`transactions`], [`visibility`], [`commit_log`]) and the engine behind
+//! [`crate::Database`] that [`crate::Options::disk`] selects.
 
 pub mod btree;
 mod buffer_pool;
 pub mod commit_log;
+pub(crate) mod engine;
 pub mod free_space_map;
+pub mod heap_file;
 pub mod heap_page;
 pub mod page;
 pub mod page_log;
 mod replacement;
+pub mod table;
+pub mod transactions;
+pub mod visibility;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -26,7 +31,11 @@ pub use buffer_pool::{
 };
 pub use commit_log::{CommitLog, TransactionStatus};
 pub use free_space_map::FreeSpaceMap;
+pub use heap_file::{HeapFile, HeapStats, Replaced, Tid, VacuumStats};
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};
 pub use replacement::ReplacementPolicy;
+pub use table::{DiskTable, RowKeys};
+pub use transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};
+pub use visibility::Snapshot;

@@ -484,6 +484,23 @@ impl PageLog {
         }
     }
 
+    /// Waits until the record ending at `end` is as durable as the log's durability level
+    /// promises a commit (synced under `Sync`, written under `None`, nothing under
+    /// `Async`): what a commit waits for before it is acknowledged.
+    pub(crate) fn acknowledge(&self, end: u64) -> Result<()> {
+        self.log.acknowledge(end)
+    }
+
+    /// The durability log under the page log (for commit tickets).
+    pub(crate) fn durability_log(&self) -> Arc<Log> {
+        Arc::clone(&self.log)
+    }
+
+    /// Fails once the log failed (durability lost) or was closed.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.log.check()
+    }
+
     /// The LSN after the last record appended.
     pub fn tail(&self) -> u64 {
         self.log.tail()

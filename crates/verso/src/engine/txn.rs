@@ -1905,7 +1905,7 @@ pub(crate) fn scan_in_batches<R, I: RangeScan<R>>(
     }
 }
 
-type EncodedBound = Bound<Vec<u8>>;
+pub(crate) type EncodedBound = Bound<Vec<u8>>;
 
 fn as_bound(bound: &EncodedBound) -> Bound<&[u8]> {
     match bound {
@@ -1918,7 +1918,7 @@ fn as_bound(bound: &EncodedBound) -> Bound<&[u8]> {
 /// Encodes a range of key prefixes (primary key, or a secondary index's key when `index`
 /// is given). A prefix bound stands for all keys that start with it: `..=p` includes them,
 /// `..p` excludes them. Returns `None` for a range that is empty by construction.
-fn encode_range(
+pub(crate) fn encode_range(
     schema: &TableSchema,
     range: &KeyRange,
     index: Option<usize>,

@@ -41,16 +41,41 @@ pub fn all_configurations() -> Vec<Options> {
         }
     }
     all.extend(persistent_memory_configurations());
+    all.extend(disk_configurations());
     all
+}
+
+/// The disk engine (PostgreSQL's heap, snapshot isolation) through a buffer pool of 48
+/// pages, so that the suites' tables are larger than memory, with autovacuum waking every
+/// 20 ms. [`open`] gives each database its own simulated disk (the file trait's other
+/// implementation, in memory), so the suites leave no files behind; the disk engine's own
+/// tests (`disk_engine.rs`) run it on the real file system.
+pub fn disk_configurations() -> Vec<Options> {
+    vec![Options::default()
+        .disk(SUITE_DISK_DIR)
+        .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
+        .buffer_pool(48 * verso::disk::PAGE_SIZE)
+        .durability(verso::Durability::None)
+        .log_segment_bytes(1 << 20)
+        .autovacuum_naptime(Some(std::time::Duration::from_millis(20)))]
+}
+
+/// The directory of the suites' disk databases, on their simulated disks.
+pub const SUITE_DISK_DIR: &str = "/verso-disk";
+
+/// Whether `options` open the disk engine.
+pub fn is_disk(options: &Options) -> bool {
+    options.disk.is_some()
 }
 
 /// The configurations whose commits the redo log makes durable (a database with a path):
 /// all but the persistent-memory storages, which make commits durable in their region and
-/// do not open a path yet.
+/// do not open a path yet, and the disk engine, whose directory is its own
+/// (`disk_engine.rs` tests its durability).
 pub fn logged_configurations() -> Vec<Options> {
     all_configurations()
         .into_iter()
-        .filter(|o| !o.version_storage.uses_persistent_memory())
+        .filter(|o| !o.version_storage.uses_persistent_memory() && !is_disk(o))
         .collect()
 }
 
@@ -232,8 +257,21 @@ pub fn if_collected<T>(db: &Database, collected: T, kept: T) -> T {
 
 /// Opens a database, panicking with the options if that fails.
 pub fn open(options: &Options) -> Database {
-    Database::open(options.clone())
+    Database::open(fresh(options))
         .unwrap_or_else(|error| panic!("cannot open {options:?}: {error}"))
+}
+
+/// `options` for a new database: a disk configuration gets a fresh simulated disk of its
+/// own (see [`disk_configurations`]).
+pub fn fresh(options: &Options) -> Options {
+    if options.disk.as_deref() == Some(std::path::Path::new(SUITE_DISK_DIR)) {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static SEED: AtomicU64 = AtomicU64::new(1);
+        let disk = verso::fs::SimulatedFileSystem::new(SEED.fetch_add(1, Ordering::Relaxed));
+        options.clone().file_system(std::sync::Arc::new(disk))
+    } else {
+        options.clone()
+    }
 }
 
 /// A freshly opened database per supported configuration.

@@ -31,6 +31,16 @@ pub fn open_pool(
     path: &str,
     number: FileNo,
 ) -> verso::Result<(Arc<PageLog>, Arc<BufferPool>, RedoStats)> {
+    open_pool_with_files(fs, frames, durability, &[(path, number)])
+}
+
+/// [`open_pool`] with several files attached before the redo.
+pub fn open_pool_with_files(
+    fs: &Arc<SimulatedFileSystem>,
+    frames: usize,
+    durability: Durability,
+    files: &[(&str, FileNo)],
+) -> verso::Result<(Arc<PageLog>, Arc<BufferPool>, RedoStats)> {
     let recovering = PageLog::open(
         Arc::clone(fs) as Arc<dyn FileSystem>,
         Path::new(DIR),
@@ -43,17 +53,19 @@ pub fn open_pool(
         ReplacementPolicy::Clock,
         Arc::clone(&log) as Arc<dyn WriteAheadLog>,
     ));
-    let file = match fs.open(Path::new(path), OpenMode::ReadWrite) {
-        Ok(file) => file,
-        Err(_) => {
-            let file = fs
-                .open(Path::new(path), OpenMode::CreateNew)
-                .map_err(|e| io(path, e))?;
-            fs.sync_dir(Path::new(DIR)).map_err(|e| io(DIR, e))?;
-            file
-        }
-    };
-    pool.attach(number, Path::new(path), file)?;
+    for &(path, number) in files {
+        let file = match fs.open(Path::new(path), OpenMode::ReadWrite) {
+            Ok(file) => file,
+            Err(_) => {
+                let file = fs
+                    .open(Path::new(path), OpenMode::CreateNew)
+                    .map_err(|e| io(path, e))?;
+                fs.sync_dir(Path::new(DIR)).map_err(|e| io(DIR, e))?;
+                file
+            }
+        };
+        pool.attach(number, Path::new(path), file)?;
+    }
     let redo = recovering.redo(&pool)?;
     Ok((log, pool, redo))
 }

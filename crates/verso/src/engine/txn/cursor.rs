@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 
 use super::{encode_range, EncodedBound, EngineTxn};
+
 use crate::cc::precision::RangeRead;
 use crate::error::Result;
 use crate::gc::Collector;
@@ -71,6 +72,80 @@ impl ScanCursor {
     /// Ends the scan: nothing more is fetched (after an error).
     pub(crate) fn finish(&mut self) {
         self.exhausted = true;
+    }
+
+    /// A cursor over an encoded range (`None`: empty by construction) for an engine that
+    /// records nothing for validation (the disk engine).
+    pub(crate) fn over(
+        table: TableId,
+        index: Option<usize>,
+        encoded: Option<(EncodedBound, EncodedBound)>,
+    ) -> Self {
+        let exhausted = encoded.is_none();
+        let (start, end) = encoded.unwrap_or((Bound::Unbounded, Bound::Unbounded));
+        ScanCursor {
+            table,
+            index,
+            lower: start.clone(),
+            upper: end.clone(),
+            start,
+            end,
+            front_record: None,
+            back_record: None,
+            published: true,
+            exhausted,
+            empty: exhausted,
+        }
+    }
+
+    /// The table, the index (`None`: the primary key), and what is left of the range.
+    pub(crate) fn remaining(&self) -> (TableId, Option<usize>, &EncodedBound, &EncodedBound) {
+        (self.table, self.index, &self.lower, &self.upper)
+    }
+
+    /// Records in `reads` that the program was handed the rows of one end up to the row
+    /// with index key `upto` (`None`: all of the range), widening that end's one record
+    /// (as `EngineTxn::record_scanned` does; index keys here carry no pointer tag).
+    pub(crate) fn record_into(
+        &mut self,
+        reads: &mut crate::cc::precision::ReadSet,
+        from: End,
+        upto: Option<Vec<u8>>,
+    ) {
+        if self.empty {
+            return;
+        }
+        let (lower, upper) = match (upto, from) {
+            (None, _) => (self.start.clone(), self.end.clone()),
+            (Some(key), End::Front) => (self.start.clone(), Bound::Included(key)),
+            (Some(key), End::Back) => (Bound::Included(key), self.end.clone()),
+        };
+        let range = RangeRead {
+            table: self.table.index,
+            index: self
+                .index
+                .map(|i| u16::try_from(i).expect("indexes per table fit u16")),
+            lower,
+            upper,
+        };
+        let record = match from {
+            End::Front => &mut self.front_record,
+            End::Back => &mut self.back_record,
+        };
+        match *record {
+            Some(at) => reads.widen_range(at, range),
+            None => *record = Some(reads.record_range(range)),
+        }
+    }
+
+    /// Moves past a batch taken from `from` that stopped at the key `at` (`None`: it
+    /// reached the end of the range).
+    pub(crate) fn advance(&mut self, from: End, at: Option<Vec<u8>>) {
+        match (at, from) {
+            (None, _) => self.exhausted = true,
+            (Some(at), End::Front) => self.lower = Bound::Excluded(at),
+            (Some(at), End::Back) => self.upper = Bound::Excluded(at),
+        }
     }
 }
 

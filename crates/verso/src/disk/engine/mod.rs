@@ -1,0 +1,585 @@
+//! The disk engine behind [`crate::Database`] (`Options::disk`): tables in PostgreSQL's
+//! version storage ([`super::table`]) in files of one directory, cached in a buffer pool of
+//! a configured size, every change in the page log, transactions on Verso's timestamps
+//! ([`super::transactions`]), and autovacuum (design note: `docs/design/buffer-pool.md`,
+//! "The disk engine").
+//!
+//! # Files
+//!
+//! | file | what |
+//! |---|---|
+//! | `DISK_CATALOG` | the tables and their schemas (replaced whole: [`catalog`]) |
+//! | `xact` | the commit log (file 0) |
+//! | `t<i>.heap`, `t<i>.fsm` | table `i`'s heap and free-space map (files `1 + 64 i`, `+1`) |
+//! | `t<i>.pk`, `t<i>.idx<j>` | its primary index and secondary index `j` (`+2`, `+3 + j`) |
+//! | `MANIFEST`, log segments | the page log (`disk::page_log`) |
+//!
+//! # Invariants
+//!
+//! - **DE1** A table's files are listed in the catalog, durably, before any change to them
+//!   is logged: recovery attaches every file the log may name before it redoes.
+//! - **DE2** A table's id is its position in the catalog; tables are never dropped.
+
+mod catalog;
+mod txn;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use super::btree::BTree;
+use super::buffer_pool::{BufferPool, WriteAheadLog};
+use super::commit_log::CommitLog;
+use super::free_space_map::FreeSpaceMap;
+use super::heap_file::HeapFile;
+use super::page::FileNo;
+use super::page_log::PageLog;
+use super::replacement::ReplacementPolicy;
+use super::table::{DiskTable, RowKeys};
+use super::transactions::DiskTransactions;
+use crate::fs::{FileSystem, OpenMode};
+use crate::schema::TableSchema;
+use crate::sync::Mutex;
+use crate::{Error, Result, Schema, Stats, TableId};
+
+pub(crate) use txn::DiskTxn;
+
+/// The most tables a disk database holds (file numbers: 64 per table below 2^16).
+pub const MAX_DISK_TABLES: usize = 1023;
+/// The most secondary indexes of one table on disk.
+pub const MAX_DISK_INDEXES: usize = 61;
+const FILES_PER_TABLE: u32 = 64;
+const COMMIT_LOG_FILE: FileNo = FileNo(0);
+
+/// A table of a disk database: its schema and its storage.
+pub(crate) struct DiskTableEntry {
+    pub(crate) schema: TableSchema,
+    pub(crate) table: DiskTable,
+}
+
+/// Reads a table's keys from its packed rows (`RowKeys`), in Verso's key encoding: the
+/// primary key, and each secondary index's columns (NULL-tagged) followed by the primary
+/// key, as the in-memory engine orders index entries.
+struct SchemaKeys {
+    schema: TableSchema,
+}
+
+impl SchemaKeys {
+    fn row<'a>(&self, row: &'a [u8]) -> Result<crate::row::PackedRef<'a>> {
+        crate::row::PackedRef::from_untrusted(row, self.schema.arity()).map_err(|reason| {
+            Error::Corruption {
+                file: format!("a heap file of table {}", self.schema.name),
+                offset: 0,
+                reason: format!("a tuple that is no row: {reason}"),
+            }
+        })
+    }
+}
+
+impl RowKeys for SchemaKeys {
+    fn primary_key(&self, row: &[u8]) -> Result<Vec<u8>> {
+        let row = self.row(row)?;
+        let mut key = Vec::new();
+        crate::key::encode_row_key(
+            &mut key,
+            &crate::row::RowView::packed(row),
+            &self.schema.primary_key,
+        );
+        Ok(key)
+    }
+
+    fn index_key(&self, index: usize, row: &[u8]) -> Result<Vec<u8>> {
+        let row = self.row(row)?;
+        let mut key = Vec::new();
+        crate::key::encode_index_entry(
+            &mut key,
+            &crate::row::RowView::packed(row),
+            &self.schema.indexes[index].columns,
+            &self.schema.primary_key,
+        );
+        Ok(key)
+    }
+}
+
+/// The disk engine of one open database.
+pub(crate) struct DiskEngine {
+    pub(crate) tag: u32,
+    dir: PathBuf,
+    fs: Arc<dyn FileSystem>,
+    pub(crate) log: Arc<PageLog>,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) txns: DiskTransactions,
+    tables: Box<[OnceLock<DiskTableEntry>]>,
+    table_count: AtomicUsize,
+    /// Table names to positions; held while a table is created (one at a time).
+    names: Mutex<HashMap<String, u32>>,
+    /// The catalog as written (each table's creation body), for the next rewrite.
+    catalog: Mutex<Vec<Vec<u8>>>,
+    closed: AtomicBool,
+    autovacuum: Mutex<Option<autovacuum::Worker>>,
+    pub(crate) counters: Counters,
+}
+
+/// Transaction and version counters of the disk engine, in the in-memory engine's terms
+/// ([`Stats`]): every write creates a version (an insert its tuple, an update its new
+/// tuple, a delete the deleted tuple's death); a committed insert's is folded at once
+/// (nothing old to collect), an aborted delete's rolled back; pruning and vacuum reclaim
+/// the rest, tuple by tuple.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) transactions_begun: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) read_only_commits: AtomicU64,
+    pub(crate) aborts_by_user: AtomicU64,
+    pub(crate) aborts_write_conflict: AtomicU64,
+    pub(crate) aborts_serialization: AtomicU64,
+    pub(crate) aborts_durability: AtomicU64,
+    pub(crate) versions_created: AtomicU64,
+    pub(crate) insert_records_folded: AtomicU64,
+    pub(crate) versions_rolled_back: AtomicU64,
+    pub(crate) prefetch_keys: AtomicU64,
+    pub(crate) prefetch_rows_found: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+mod autovacuum;
+
+impl std::fmt::Debug for DiskEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiskEngine")
+            .field("dir", &self.dir)
+            .field("tables", &self.table_count.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What opening a disk engine takes from `Options`.
+pub(crate) struct DiskSettings {
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) dir: PathBuf,
+    pub(crate) durability: crate::Durability,
+    pub(crate) buffer_pool_bytes: usize,
+    pub(crate) segment_bytes: u64,
+    pub(crate) autovacuum_naptime: Option<std::time::Duration>,
+}
+
+fn table_file(table: u32, offset: u32) -> FileNo {
+    FileNo(1 + table * FILES_PER_TABLE + offset)
+}
+
+fn table_file_name(table: u32, offset: u32) -> String {
+    match offset {
+        0 => format!("t{table}.heap"),
+        1 => format!("t{table}.fsm"),
+        2 => format!("t{table}.pk"),
+        j => format!("t{table}.idx{}", j - 3),
+    }
+}
+
+impl DiskEngine {
+    /// Opens (or creates) the disk database in `settings.dir`: the catalog, the page log
+    /// (its directory lock refuses a second opener), every file attached, the log redone,
+    /// the commit log and the tables opened; then autovacuum starts.
+    pub(crate) fn open(tag: u32, settings: DiskSettings) -> Result<Arc<DiskEngine>> {
+        let DiskSettings {
+            fs,
+            dir,
+            durability,
+            buffer_pool_bytes,
+            segment_bytes,
+            autovacuum_naptime,
+        } = settings;
+        fs.create_dir_all(&dir).map_err(|e| {
+            crate::durability::io_error(&dir, "creating the database directory", &e)
+        })?;
+        let recovering = PageLog::open(Arc::clone(&fs), &dir, durability, segment_bytes)?;
+        let catalog = catalog::read(&*fs, &dir)?;
+        let log = recovering.log();
+        let pool = Arc::new(BufferPool::with_bytes(
+            buffer_pool_bytes,
+            ReplacementPolicy::Clock,
+            Arc::clone(&log) as Arc<dyn WriteAheadLog>,
+        ));
+        attach(&*fs, &pool, &dir, COMMIT_LOG_FILE, "xact")?;
+        let mut schemas = Vec::with_capacity(catalog.len());
+        for (position, (name, schema)) in catalog.iter().enumerate() {
+            let table = position as u32;
+            let schema = schema.clone().validate(name)?;
+            for offset in 0..3 + schema.indexes.len() as u32 {
+                attach(
+                    &*fs,
+                    &pool,
+                    &dir,
+                    table_file(table, offset),
+                    &table_file_name(table, offset),
+                )?;
+            }
+            schemas.push(schema);
+        }
+        recovering.redo(&pool)?;
+        let commit_log = CommitLog::open(Arc::clone(&pool), COMMIT_LOG_FILE, Arc::clone(&log))?;
+        let txns = DiskTransactions::open(commit_log)?;
+        let engine = DiskEngine {
+            tag,
+            dir,
+            fs,
+            log,
+            pool,
+            txns,
+            tables: (0..MAX_DISK_TABLES).map(|_| OnceLock::new()).collect(),
+            table_count: AtomicUsize::new(0),
+            names: Mutex::new(HashMap::new()),
+            catalog: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            autovacuum: Mutex::new(None),
+            counters: Counters::default(),
+        };
+        {
+            let mut names = engine.names.lock();
+            let mut bodies = engine.catalog.lock();
+            for (position, schema) in schemas.into_iter().enumerate() {
+                bodies.push(catalog::entry_body(position as u32, &schema));
+                names.insert(schema.name.clone(), position as u32);
+                engine.open_table(position as u32, schema)?;
+            }
+        }
+        let engine = Arc::new(engine);
+        if let Some(naptime) = autovacuum_naptime {
+            let worker = autovacuum::Worker::start(Arc::downgrade(&engine), naptime)?;
+            *engine.autovacuum.lock() = Some(worker);
+        }
+        Ok(engine)
+    }
+
+    /// Opens table `position`'s storage over its attached files (formatting new ones).
+    fn open_table(&self, position: u32, schema: TableSchema) -> Result<()> {
+        let fsm = FreeSpaceMap::open(Arc::clone(&self.pool), table_file(position, 1))?;
+        let heap = HeapFile::open(
+            Arc::clone(&self.pool),
+            table_file(position, 0),
+            fsm,
+            Arc::clone(&self.log),
+        )?;
+        let primary = BTree::open_logged(
+            Arc::clone(&self.pool),
+            table_file(position, 2),
+            Arc::clone(&self.log),
+        )?;
+        let indexes = (0..schema.indexes.len() as u32)
+            .map(|j| {
+                BTree::open_logged(
+                    Arc::clone(&self.pool),
+                    table_file(position, 3 + j),
+                    Arc::clone(&self.log),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let keys = Box::new(SchemaKeys {
+            schema: schema.clone(),
+        });
+        let table = DiskTable::new(schema.name.clone(), heap, primary, indexes, keys);
+        if self.tables[position as usize]
+            .set(DiskTableEntry { schema, table })
+            .is_err()
+        {
+            unreachable!("tables are opened in order, each once");
+        }
+        self.table_count
+            .store(position as usize + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// The database's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Fails once the database is closed, or its log failed.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::DatabaseClosed);
+        }
+        self.log.check()
+    }
+
+    pub(crate) fn design(&self) -> String {
+        "disk-heap/vacuum/si-first-updater-wins".into()
+    }
+
+    /// Creates a table: its files are made and listed in the catalog durably (DE1) before
+    /// its storage is formatted.
+    pub(crate) fn create_table(&self, name: &str, schema: Schema) -> Result<TableId> {
+        self.check_open()?;
+        let schema = schema.validate(name)?;
+        let mut names = self.names.lock();
+        if names.contains_key(name) {
+            return Err(Error::DuplicateTable {
+                name: name.to_owned(),
+            });
+        }
+        let position = self.table_count.load(Ordering::Acquire);
+        if position >= MAX_DISK_TABLES {
+            return Err(Error::CapacityExceeded {
+                what: "tables of a disk database".into(),
+                limit: MAX_DISK_TABLES,
+            });
+        }
+        if schema.indexes.len() > MAX_DISK_INDEXES {
+            return Err(Error::CapacityExceeded {
+                what: "secondary indexes of a table in a disk database".into(),
+                limit: MAX_DISK_INDEXES,
+            });
+        }
+        let position = position as u32;
+        for offset in 0..3 + schema.indexes.len() as u32 {
+            let file_name = table_file_name(position, offset);
+            // A file a crashed creation left behind holds nothing the log names (DE1).
+            crate::durability::remove_if_present(&*self.fs, &self.dir.join(&file_name))?;
+            attach(
+                &*self.fs,
+                &self.pool,
+                &self.dir,
+                table_file(position, offset),
+                &file_name,
+            )?;
+        }
+        let mut bodies = self.catalog.lock();
+        bodies.push(catalog::entry_body(position, &schema));
+        if let Err(error) = catalog::write(&*self.fs, &self.dir, &bodies) {
+            bodies.pop();
+            return Err(error);
+        }
+        drop(bodies);
+        names.insert(name.to_owned(), position);
+        self.open_table(position, schema)?;
+        Ok(TableId {
+            index: position,
+            database: self.tag,
+        })
+    }
+
+    pub(crate) fn table_id(&self, name: &str) -> Result<TableId> {
+        self.names
+            .lock()
+            .get(name)
+            .map(|&index| TableId {
+                index,
+                database: self.tag,
+            })
+            .ok_or_else(|| Error::UnknownTable {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The table behind an id, if it belongs to this database.
+    pub(crate) fn table(&self, id: TableId) -> Result<&DiskTableEntry> {
+        if id.database != self.tag {
+            return Err(Error::UnknownTable {
+                name: format!("{id:?} (an id from another database)"),
+            });
+        }
+        self.tables
+            .get(id.index as usize)
+            .and_then(OnceLock::get)
+            .ok_or_else(|| Error::UnknownTable {
+                name: format!("{id:?}"),
+            })
+    }
+
+    /// Every table, in creation order.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &DiskTableEntry> {
+        let count = self.table_count.load(Ordering::Acquire);
+        self.tables[..count].iter().filter_map(OnceLock::get)
+    }
+
+    pub(crate) fn table_names(&self) -> Vec<String> {
+        self.tables()
+            .map(|entry| entry.schema.name.clone())
+            .collect()
+    }
+
+    pub(crate) fn stats(&self, _new_window: bool) -> Stats {
+        let c = &self.counters;
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let mut stats = Stats {
+            transactions_begun: get(&c.transactions_begun),
+            commits: get(&c.commits),
+            read_only_commits: get(&c.read_only_commits),
+            aborts_by_user: get(&c.aborts_by_user),
+            aborts_write_conflict: get(&c.aborts_write_conflict),
+            aborts_serialization: get(&c.aborts_serialization),
+            aborts_durability: get(&c.aborts_durability),
+            versions_created: get(&c.versions_created),
+            insert_records_folded: get(&c.insert_records_folded),
+            versions_rolled_back: get(&c.versions_rolled_back),
+            prefetch_keys: get(&c.prefetch_keys),
+            prefetch_rows_found: get(&c.prefetch_rows_found),
+            ..Stats::default()
+        };
+        let mut disk = crate::stats::DiskStats {
+            buffer_pool: self.pool.stats(),
+            page_log: self.log.stats(),
+            ..Default::default()
+        };
+        for entry in self.tables() {
+            let heap = entry.table.heap().stats();
+            disk.heap.hot_updates += heap.hot_updates;
+            disk.heap.cold_updates += heap.cold_updates;
+            disk.heap.inserts += heap.inserts;
+            disk.heap.deletes += heap.deletes;
+            disk.heap.hint_writes += heap.hint_writes;
+            disk.heap.pages_pruned += heap.pages_pruned;
+            disk.heap.tuples_pruned += heap.tuples_pruned;
+            disk.heap.aborted_tuples_pruned += heap.aborted_tuples_pruned;
+            disk.heap.pages_extended += heap.pages_extended;
+            disk.heap_pages += u64::from(entry.table.heap().pages().unwrap_or(0));
+            disk.dead_tuples += entry.table.dead_tuples();
+        }
+        disk.vacuums = self
+            .autovacuum
+            .lock()
+            .as_ref()
+            .map_or(0, |worker| worker.vacuums());
+        // Tuples whose creator aborted were counted as rolled back at the abort.
+        stats.versions_reclaimed = disk.heap.tuples_pruned - disk.heap.aborted_tuples_pruned;
+        // The slots' counters: commit records published, examined and dropped.
+        let rate = crate::ticks::Rate::measure();
+        let mut from_slots = Stats::default();
+        for slot in self.txns.manager().slots() {
+            slot.stats.add_to(&mut from_slots, rate, _new_window);
+        }
+        stats.commit_records_published = from_slots.commit_records_published;
+        stats.commit_records_dropped = from_slots.commit_records_dropped;
+        stats.validation_records_examined = from_slots.validation_records_examined;
+        stats.vacuum_passes = disk.vacuums;
+        stats.disk = Some(disk);
+        stats
+    }
+
+    /// Versions of the row under `key` besides the one a new snapshot sees (all versions
+    /// its index entries lead to, minus one), or `None` if no entry has the key.
+    pub(crate) fn chain_length(&self, id: TableId, key: &[crate::Value]) -> Result<Option<usize>> {
+        let entry = self.table(id)?;
+        entry.schema.check_key(key)?;
+        let mut encoded = Vec::new();
+        crate::key::encode_key_values(&mut encoded, key);
+        let versions = entry.table.versions_of(&encoded)?;
+        Ok((versions > 0).then(|| versions - 1))
+    }
+
+    /// Entries of a table's primary index (one per chain root: versions of rows, live or
+    /// dead, until vacuum removes them).
+    pub(crate) fn index_entries(&self, id: TableId) -> Result<usize> {
+        let entry = self.table(id)?;
+        count_entries(entry.table.primary_index())
+    }
+
+    pub(crate) fn secondary_index_entries(&self, id: TableId, index: &str) -> Result<usize> {
+        let entry = self.table(id)?;
+        let position = entry.schema.index_position(index)?;
+        count_entries(
+            entry
+                .table
+                .index(position)
+                .expect("a schema's index exists"),
+        )
+    }
+
+    /// Vacuums every table now (what `Database::collect_garbage` does on disk).
+    pub(crate) fn vacuum_all(&self) -> Result<()> {
+        self.check_open()?;
+        for entry in self.tables() {
+            entry.table.vacuum(&self.txns)?;
+        }
+        Ok(())
+    }
+
+    /// A checkpoint: every dirty page written while writers run, and the redo point moved.
+    pub(crate) fn checkpoint(&self) -> Result<crate::CheckpointReport> {
+        self.check_open()?;
+        let started = std::time::Instant::now();
+        let written_before = self.pool.stats().pages_written;
+        self.log.checkpoint(&self.pool)?;
+        let pages = self.pool.stats().pages_written - written_before;
+        Ok(crate::CheckpointReport {
+            snapshot: self.txns.clock(),
+            rows: 0,
+            bytes: pages * super::PAGE_SIZE as u64,
+            nanos: started.elapsed().as_nanos() as u64,
+        })
+    }
+
+    /// Closes: autovacuum stops, every commit is made durable, a checkpoint written, and
+    /// the directory let go. Later calls fail with [`Error::DatabaseClosed`].
+    pub(crate) fn close(&self) -> Result<()> {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some(worker) = self.autovacuum.lock().take() {
+            worker.stop();
+        }
+        let result = self
+            .log
+            .sync()
+            .and_then(|()| self.log.checkpoint(&self.pool).map(drop));
+        self.log.close();
+        result
+    }
+}
+
+impl Drop for DiskEngine {
+    fn drop(&mut self) {
+        if let Some(worker) = self.autovacuum.lock().take() {
+            worker.stop();
+        }
+        if !self.closed.load(Ordering::Acquire) {
+            let _ = self.log.sync();
+            self.log.close();
+        }
+    }
+}
+
+fn count_entries(tree: &BTree) -> Result<usize> {
+    let mut count = 0;
+    for item in tree.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded) {
+        item?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Attaches `dir/name` as `number`, creating it (and syncing the directory) if missing.
+fn attach(
+    fs: &dyn FileSystem,
+    pool: &BufferPool,
+    dir: &Path,
+    number: FileNo,
+    name: &str,
+) -> Result<()> {
+    let path = dir.join(name);
+    let file = match fs.open(&path, OpenMode::ReadWrite) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let file = fs
+                .open(&path, OpenMode::CreateNew)
+                .map_err(|e| crate::durability::io_error(&path, "creating a disk file", &e))?;
+            fs.sync_dir(dir)
+                .map_err(|e| crate::durability::io_error(dir, "syncing the directory", &e))?;
+            file
+        }
+        Err(error) => {
+            return Err(crate::durability::io_error(
+                &path,
+                "opening a disk file",
+                &error,
+            ))
+        }
+    };
+    pool.attach(number, &path, file)
+}

@@ -1,0 +1,947 @@
+//! A table's heap in PostgreSQL's version storage: every version a whole tuple in heap
+//! pages of one file, chained oldest to newest by `ctid`; a new version on its
+//! predecessor's page when it fits and no indexed column changed (a HOT update: indexes
+//! untouched), else on a page the free-space map offers; pruning of HOT chains on access;
+//! vacuum (design note: `docs/design/buffer-pool.md`, "Heap files").
+//!
+//! Every change goes through the page log (one record per change, both pages of an update
+//! in one record); hint bits are set as the page log's hints, with the page's LSN raised
+//! to the commit record they rest on (T4 of `disk::transactions`).
+//!
+//! # Latch order
+//!
+//! - **HL1** A thread holds at most two heap pages, and takes the second only at a higher
+//!   block than the first (an update that must move a version to a lower block lets its
+//!   old page go and takes both again in order, then checks the old version again).
+//! - **HL2** No heap page is held while the free-space map is searched or updated, nor
+//!   while a transaction's fate is resolved from the commit log, except that a held page's
+//!   tuples are resolved under it (the commit log is latched only ever alone, or after a
+//!   heap page, never before one).
+//!
+//! # Invariants
+//!
+//! - **HF1** Index entries (kept by the caller) point at chain roots: at the line where a
+//!   row's version was inserted or placed by a non-HOT update. Within a page, a HOT chain
+//!   is reached only from its root; a root line is freed only by vacuum, after the caller
+//!   removed the index entries pointing at it ([`HeapFile::vacuum`]'s order).
+//! - **HF2** A version is replaced (its `xmax` set) only under its page's exclusive latch,
+//!   after [`visibility::write_check`] found it free under that latch: two writers of one
+//!   row cannot both succeed.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::buffer_pool::{BufferPool, PageMut};
+use super::free_space_map::FreeSpaceMap;
+use super::heap_page::{
+    infomask, HeapPage, Line, Pruned, TupleHeader, KIND_HEAP_PAGE, MAX_TUPLE_DATA_BYTES,
+    TUPLE_HEADER_BYTES,
+};
+use super::page::{FileNo, Page, PageId, PAGE_SIZE};
+use super::page_log::{PageChange, PageLog};
+use super::transactions::{Fate as XidFate, Resolve};
+use super::visibility::{self, Hints, Snapshot, WriteCheck};
+use crate::sync::Mutex;
+use crate::{Error, Result};
+
+/// A tuple's address: its page and line (PostgreSQL's `ItemPointer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Tid {
+    /// The heap block.
+    pub block: u32,
+    /// The line pointer, from 1.
+    pub line: u16,
+}
+
+impl std::fmt::Display for Tid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({},{})", self.block, self.line)
+    }
+}
+
+impl Tid {
+    /// The six bytes an index entry carries: block then line, big-endian, so that entries
+    /// of one key sort by address.
+    pub fn to_bytes(self) -> [u8; 6] {
+        let mut out = [0; 6];
+        out[..4].copy_from_slice(&self.block.to_be_bytes());
+        out[4..].copy_from_slice(&self.line.to_be_bytes());
+        out
+    }
+
+    /// Reads [`Tid::to_bytes`]'s six bytes.
+    pub fn from_bytes(bytes: [u8; 6]) -> Self {
+        Tid {
+            block: u32::from_be_bytes(bytes[..4].try_into().expect("four bytes")),
+            line: u16::from_be_bytes(bytes[4..].try_into().expect("two bytes")),
+        }
+    }
+}
+
+/// What pruning makes of a tuple.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    /// Some snapshot may see it.
+    Live,
+    /// Dead: replaced or deleted by a transaction every snapshot sees.
+    Superseded,
+    /// Dead: its creator aborted.
+    CreatorAborted,
+}
+
+/// PostgreSQL prunes on access a page with less free space than this (a tenth of a page,
+/// `heap_page_prune_opt` without a fill factor).
+const PRUNE_WHEN_FREE_BELOW: usize = PAGE_SIZE / 10;
+
+const NO_TARGET: u32 = u32::MAX;
+
+/// What a heap file counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeapStats {
+    /// Tuples inserted as new rows.
+    pub inserts: u64,
+    /// Updates whose new version went on the same page (no index touched).
+    pub hot_updates: u64,
+    /// Updates whose new version went to another page (or changed an indexed column).
+    pub cold_updates: u64,
+    /// Deletes.
+    pub deletes: u64,
+    /// Times hint bits were set on a page (each dirties it: PostgreSQL's hint-bit writes).
+    pub hint_writes: u64,
+    /// Pages pruned on access.
+    pub pages_pruned: u64,
+    /// Tuples removed by pruning (on access and by vacuum).
+    pub tuples_pruned: u64,
+    /// Of those, tuples whose creator aborted (rolled back, not superseded).
+    pub aborted_tuples_pruned: u64,
+    /// Pages added to the file.
+    pub pages_extended: u64,
+}
+
+/// What one [`HeapFile::vacuum`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VacuumStats {
+    /// Pages scanned.
+    pub pages_scanned: u64,
+    /// Tuples removed by its pruning.
+    pub tuples_removed: u64,
+    /// Dead lines handed to the index cleanup and freed.
+    pub dead_lines_freed: u64,
+    /// Tuples left that some snapshot may see (PostgreSQL's `reltuples` after vacuum).
+    pub tuples_remaining: u64,
+    /// Tuples frozen (committed below every snapshot: no commit-log lookup from now on).
+    pub tuples_frozen: u64,
+}
+
+/// How an update went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replaced {
+    /// Done: the new version's address, and whether it went on the old one's page as a
+    /// heap-only tuple (no index entries to add).
+    Updated {
+        /// The new version.
+        tid: Tid,
+        /// A HOT update.
+        hot: bool,
+    },
+    /// Deleted.
+    Deleted,
+    /// Another transaction replaced the version first (first-updater-wins).
+    Conflict,
+    /// The writer does not see that version (not its current one).
+    Invisible,
+}
+
+/// The heap of one table. Shared by every thread (`Sync`).
+#[derive(Debug)]
+pub struct HeapFile {
+    pool: Arc<BufferPool>,
+    file: FileNo,
+    free_space: FreeSpaceMap,
+    log: Arc<PageLog>,
+    /// The page the last insert went to (PostgreSQL's relation target block).
+    target: AtomicU32,
+    /// Held while the file grows by a page (PostgreSQL's relation extension lock).
+    extending: Mutex<()>,
+    /// Held by a vacuum (PostgreSQL's `ShareUpdateExclusiveLock`): two at once could
+    /// remove the index entries of a line one freed and an insert took again.
+    vacuuming: Mutex<()>,
+    inserts: AtomicU64,
+    hot_updates: AtomicU64,
+    cold_updates: AtomicU64,
+    deletes: AtomicU64,
+    hint_writes: AtomicU64,
+    pages_pruned: AtomicU64,
+    tuples_pruned: AtomicU64,
+    aborted_tuples_pruned: AtomicU64,
+    pages_extended: AtomicU64,
+}
+
+fn corrupt(file: FileNo, block: u32, reason: String) -> Error {
+    Error::Corruption {
+        file: format!("heap file {}", file.0),
+        offset: PageId::new(file, block).offset(),
+        reason,
+    }
+}
+
+/// Whether a page is a heap page, or new (never formatted: all zeros, as a page the file
+/// grew by and a crash left unwritten); anything else is corruption.
+fn heap_kind(page: &Page, id: PageId) -> Result<bool> {
+    match page.kind() {
+        KIND_HEAP_PAGE => Ok(true),
+        0 if page.is_zeroed() => Ok(false),
+        kind => Err(corrupt(
+            id.file,
+            id.block,
+            format!("a page of kind {kind:#06x} in a heap file"),
+        )),
+    }
+}
+
+impl HeapFile {
+    /// The heap in `file` (attached to `pool`, after the page log's redo), with its
+    /// free-space map.
+    pub fn open(
+        pool: Arc<BufferPool>,
+        file: FileNo,
+        free_space: FreeSpaceMap,
+        log: Arc<PageLog>,
+    ) -> Result<Self> {
+        pool.file_pages(file)?;
+        Ok(HeapFile {
+            pool,
+            file,
+            free_space,
+            log,
+            target: AtomicU32::new(NO_TARGET),
+            extending: Mutex::new(()),
+            vacuuming: Mutex::new(()),
+            inserts: AtomicU64::new(0),
+            hot_updates: AtomicU64::new(0),
+            cold_updates: AtomicU64::new(0),
+            deletes: AtomicU64::new(0),
+            hint_writes: AtomicU64::new(0),
+            pages_pruned: AtomicU64::new(0),
+            tuples_pruned: AtomicU64::new(0),
+            aborted_tuples_pruned: AtomicU64::new(0),
+            pages_extended: AtomicU64::new(0),
+        })
+    }
+
+    /// The heap's file.
+    pub fn file(&self) -> FileNo {
+        self.file
+    }
+
+    /// Pages in the file.
+    pub fn pages(&self) -> Result<u32> {
+        self.pool.file_pages(self.file)
+    }
+
+    /// The free-space map.
+    pub fn free_space_map(&self) -> &FreeSpaceMap {
+        &self.free_space
+    }
+
+    /// What the heap counted.
+    pub fn stats(&self) -> HeapStats {
+        let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        HeapStats {
+            inserts: get(&self.inserts),
+            hot_updates: get(&self.hot_updates),
+            cold_updates: get(&self.cold_updates),
+            deletes: get(&self.deletes),
+            hint_writes: get(&self.hint_writes),
+            pages_pruned: get(&self.pages_pruned),
+            tuples_pruned: get(&self.tuples_pruned),
+            aborted_tuples_pruned: get(&self.aborted_tuples_pruned),
+            pages_extended: get(&self.pages_extended),
+        }
+    }
+
+    fn id(&self, block: u32) -> PageId {
+        PageId::new(self.file, block)
+    }
+
+    fn check_size(data: &[u8]) -> Result<()> {
+        if data.len() > MAX_TUPLE_DATA_BYTES {
+            return Err(Error::EntryTooLarge {
+                what: "a heap tuple's data",
+                bytes: data.len(),
+                limit: MAX_TUPLE_DATA_BYTES,
+            });
+        }
+        Ok(())
+    }
+
+    /// Inserts a new row's first version, created by `xid`.
+    pub fn insert(&self, xid: u64, data: &[u8]) -> Result<Tid> {
+        debug_assert_ne!(xid, 0);
+        Self::check_size(data)?;
+        let mut page = self.page_with_room(data.len(), None)?;
+        let tid = self.insert_on(&mut page, xid, data, 0)?;
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        Ok(tid)
+    }
+
+    /// Puts a tuple on a page held exclusive that has room, and logs it.
+    fn insert_on(&self, page: &mut PageMut<'_>, xid: u64, data: &[u8], mask: u16) -> Result<Tid> {
+        let block = page.id().block;
+        let mut header = TupleHeader {
+            xmin: xid,
+            xmax: 0,
+            ctid_block: block,
+            ctid_line: 0,
+            infomask: mask | infomask::XMAX_INVALID,
+        };
+        let mut heap = HeapPage::new(page.body_mut());
+        let Some(line) = heap.insert(&header, data) else {
+            unreachable!("the caller checked that the tuple fits");
+        };
+        // A tuple's `ctid` names itself until it is replaced.
+        header.ctid_line = line;
+        heap.set_header(line, &header);
+        self.log
+            .log(&mut [(&mut *page, &[PageChange::HeapInsert { line, header, data }])])?;
+        Ok(Tid { block, line })
+    }
+
+    /// An exclusively latched heap page with room for a tuple of `len` bytes of data, not
+    /// `avoid`: the last insert's page, then one the free-space map offers, then a new
+    /// page at the file's end (PostgreSQL's `RelationGetBufferForTuple`). Pages found
+    /// fuller than recorded are recorded again as they are.
+    fn page_with_room(&self, len: usize, avoid: Option<u32>) -> Result<PageMut<'_>> {
+        let needed = TUPLE_HEADER_BYTES + len + 4;
+        let mut candidate = match self.target.load(Ordering::Relaxed) {
+            NO_TARGET => None,
+            block => Some(block),
+        };
+        for _ in 0..64 {
+            let block = match candidate.take() {
+                Some(block) if Some(block) != avoid => block,
+                _ => match self.free_space.find(needed, &|b| Some(b) == avoid)? {
+                    Some(block) => block,
+                    None => break,
+                },
+            };
+            if block >= self.pages()? {
+                continue; // a map slot or target past a file a crash left shorter
+            }
+            let mut page = self.pool.write(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                self.format(&mut page)?;
+            }
+            let heap = HeapPage::new(page.body());
+            if heap.fits(len) {
+                self.target.store(block, Ordering::Relaxed);
+                return Ok(page);
+            }
+            let free = heap.free_space();
+            drop(page);
+            self.free_space.record(block, free)?;
+        }
+        self.extend()
+    }
+
+    /// Formats a new page (all zeros) as an empty heap page, logged as its image.
+    fn format(&self, page: &mut PageMut<'_>) -> Result<()> {
+        page.set_kind(KIND_HEAP_PAGE);
+        HeapPage::new(page.body_mut()).init();
+        self.log.log(&mut [(&mut *page, &[PageChange::Image])])?;
+        Ok(())
+    }
+
+    /// A new page at the file's end, formatted and latched exclusive.
+    fn extend(&self) -> Result<PageMut<'_>> {
+        let _extending = self.extending.lock();
+        let mut page = self.pool.allocate(self.file)?;
+        self.format(&mut page)?;
+        self.pages_extended.fetch_add(1, Ordering::Relaxed);
+        self.target.store(page.id().block, Ordering::Relaxed);
+        Ok(page)
+    }
+
+    /// The version of the row whose chain starts at `root` that `snapshot` sees, with its
+    /// address and data (PostgreSQL's `heap_hot_search_buffer`): the chain is followed
+    /// within the page. Prunes the page first if it is worth it; sets the hints learned.
+    pub fn fetch(
+        &self,
+        root: Tid,
+        snapshot: &Snapshot,
+        txns: &dyn Resolve,
+    ) -> Result<Option<(Tid, Vec<u8>)>> {
+        if root.block >= self.pages()? {
+            return Ok(None);
+        }
+        self.prune_if_worth_it(root.block, txns)?;
+        let page = self.pool.read(self.id(root.block))?;
+        if !heap_kind(&page, page.id())? {
+            return Ok(None);
+        }
+        let heap = HeapPage::new(page.body());
+        let mut hints = Vec::new();
+        let mut found = None;
+        for member in heap.chain(root.line) {
+            let header = heap.header(member).expect("a chain's members are tuples");
+            let mut hint = Hints::default();
+            let visible = visibility::is_visible(&header, snapshot, txns, &mut hint)?;
+            if hint.bits & !header.infomask != 0 {
+                hints.push((member, header, hint));
+            }
+            if visible {
+                let data = heap.data(member).expect("a tuple").to_vec();
+                found = Some((
+                    Tid {
+                        block: root.block,
+                        line: member,
+                    },
+                    data,
+                ));
+                break;
+            }
+        }
+        drop(page);
+        self.set_hints(root.block, &hints)?;
+        Ok(found)
+    }
+
+    /// Every version on the chain from `root`, visible or not, oldest first, with its
+    /// address, header and data: what a uniqueness check examines (PostgreSQL's
+    /// `_bt_check_unique` looks at every version an index entry leads to).
+    pub fn versions(&self, root: Tid) -> Result<Vec<(Tid, TupleHeader, Vec<u8>)>> {
+        if root.block >= self.pages()? {
+            return Ok(Vec::new());
+        }
+        let page = self.pool.read(self.id(root.block))?;
+        if !heap_kind(&page, page.id())? {
+            return Ok(Vec::new());
+        }
+        let heap = HeapPage::new(page.body());
+        Ok(heap
+            .chain(root.line)
+            .into_iter()
+            .map(|line| {
+                (
+                    Tid {
+                        block: root.block,
+                        line,
+                    },
+                    heap.header(line).expect("a chain's members are tuples"),
+                    heap.data(line).expect("a tuple").to_vec(),
+                )
+            })
+            .collect())
+    }
+
+    /// Every version `snapshot` sees, page by page in block order (PostgreSQL's sequential
+    /// scan), handed to `each` with its address; `each` returns whether to go on.
+    pub fn scan(
+        &self,
+        snapshot: &Snapshot,
+        txns: &dyn Resolve,
+        each: &mut dyn FnMut(Tid, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let pages = self.pages()?;
+        let mut visible: Vec<(u16, Vec<u8>)> = Vec::new();
+        for block in 0..pages {
+            self.prune_if_worth_it(block, txns)?;
+            let page = self.pool.read(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                continue;
+            }
+            let heap = HeapPage::new(page.body());
+            visible.clear();
+            let mut hints = Vec::new();
+            for line in 1..=heap.lines() {
+                let Some(header) = heap.header(line) else {
+                    continue;
+                };
+                let mut hint = Hints::default();
+                if visibility::is_visible(&header, snapshot, txns, &mut hint)? {
+                    visible.push((line, heap.data(line).expect("a tuple").to_vec()));
+                }
+                if hint.bits & !header.infomask != 0 {
+                    hints.push((line, header, hint));
+                }
+            }
+            drop(page);
+            self.set_hints(block, &hints)?;
+            for (line, data) in visible.drain(..) {
+                if !each(Tid { block, line }, &data)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets hint bits learned under a shared latch: takes the page exclusive, and sets
+    /// each only if the tuple's `xmin` and `xmax` are still those the hint is about.
+    /// Hints are never needed for correctness, only to spare lookups.
+    fn set_hints(&self, block: u32, hints: &[(u16, TupleHeader, Hints)]) -> Result<()> {
+        if hints.is_empty() {
+            return Ok(());
+        }
+        let mut page = self.pool.write(self.id(block))?;
+        let mut lsn = 0;
+        let mut changed = false;
+        {
+            let mut heap = HeapPage::new(page.body_mut());
+            for (line, seen, hint) in hints {
+                let Some(mut header) = heap.header(*line) else {
+                    continue;
+                };
+                if header.xmin != seen.xmin || header.xmax != seen.xmax {
+                    continue;
+                }
+                let bits = hint.bits;
+                if bits & !header.infomask == 0 {
+                    continue;
+                }
+                header.infomask |= bits;
+                heap.set_header(*line, &header);
+                lsn = lsn.max(hint.lsn);
+                changed = true;
+            }
+        }
+        if changed {
+            // L3 first (an image if the page has none since the redo point), then T4.
+            self.log.hint(&mut page)?;
+            if page.lsn() < lsn {
+                page.set_lsn(lsn);
+            }
+            self.hint_writes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Replaces the version at `old` (which `snapshot`'s transaction `xid` sees) by a new
+    /// one with `data`: on the same page as a heap-only tuple if `hot_allowed` (no indexed
+    /// column changed) and it fits, else on a page with room (PostgreSQL's `heap_update`).
+    pub fn update(
+        &self,
+        old: Tid,
+        data: &[u8],
+        hot_allowed: bool,
+        snapshot: &Snapshot,
+        txns: &dyn Resolve,
+    ) -> Result<Replaced> {
+        Self::check_size(data)?;
+        let xid = snapshot.xid;
+        debug_assert_ne!(xid, 0, "a writer has an id");
+        if old.block >= self.pages()? {
+            return Ok(Replaced::Invisible);
+        }
+        if hot_allowed {
+            self.prune_if_worth_it(old.block, txns)?;
+        }
+        let mut old_page = self.pool.write(self.id(old.block))?;
+        if let Some(refused) = self.check_replaceable(&old_page, old, snapshot, txns)? {
+            return Ok(refused);
+        }
+        if hot_allowed && HeapPage::new(old_page.body()).fits(data.len()) {
+            let new = {
+                let mut heap = HeapPage::new(old_page.body_mut());
+                let mut header = TupleHeader {
+                    xmin: xid,
+                    xmax: 0,
+                    ctid_block: old.block,
+                    ctid_line: 0,
+                    infomask: infomask::HEAP_ONLY | infomask::UPDATED | infomask::XMAX_INVALID,
+                };
+                let line = heap.insert(&header, data).expect("it fits");
+                header.ctid_line = line;
+                heap.set_header(line, &header);
+                (line, header)
+            };
+            let old_header = self.replaced_header(&old_page, old, xid, Some(new.0), true);
+            HeapPage::new(old_page.body_mut()).set_header(old.line, &old_header);
+            self.log.log(&mut [(
+                &mut old_page,
+                &[
+                    PageChange::HeapInsert {
+                        line: new.0,
+                        header: new.1,
+                        data,
+                    },
+                    PageChange::HeapSetHeader {
+                        line: old.line,
+                        header: old_header,
+                    },
+                ],
+            )])?;
+            self.hot_updates.fetch_add(1, Ordering::Relaxed);
+            return Ok(Replaced::Updated {
+                tid: Tid {
+                    block: old.block,
+                    line: new.0,
+                },
+                hot: true,
+            });
+        }
+        // A cold update: the new version goes to another page. Let the old page go while
+        // the map is searched (HL2), then hold both in block order (HL1).
+        drop(old_page);
+        loop {
+            let new_page = self.page_with_room(data.len(), Some(old.block))?;
+            let new_block = new_page.id().block;
+            debug_assert_ne!(new_block, old.block);
+            let (mut old_page, mut new_page) = if new_block < old.block {
+                let old_page = self.pool.write(self.id(old.block))?;
+                (old_page, new_page)
+            } else {
+                drop(new_page);
+                let old_page = self.pool.write(self.id(old.block))?;
+                let new_page = self.pool.write(self.id(new_block))?;
+                // Let go meanwhile: the room may be gone.
+                if !heap_kind(&new_page, new_page.id())?
+                    || !HeapPage::new(new_page.body()).fits(data.len())
+                {
+                    continue;
+                }
+                (old_page, new_page)
+            };
+            if let Some(refused) = self.check_replaceable(&old_page, old, snapshot, txns)? {
+                return Ok(refused);
+            }
+            debug_assert!(HeapPage::new(new_page.body()).fits(data.len()));
+            let new_block = new_page.id().block;
+            let new_line;
+            let new_header;
+            {
+                let mut heap = HeapPage::new(new_page.body_mut());
+                let mut header = TupleHeader {
+                    xmin: xid,
+                    xmax: 0,
+                    ctid_block: new_block,
+                    ctid_line: 0,
+                    infomask: infomask::UPDATED | infomask::XMAX_INVALID,
+                };
+                let line = heap.insert(&header, data).expect("it fits");
+                header.ctid_line = line;
+                heap.set_header(line, &header);
+                new_line = line;
+                new_header = header;
+            }
+            let mut old_header = self.replaced_header(&old_page, old, xid, None, false);
+            old_header.ctid_block = new_block;
+            old_header.ctid_line = new_line;
+            HeapPage::new(old_page.body_mut()).set_header(old.line, &old_header);
+            self.log.log(&mut [
+                (
+                    &mut new_page,
+                    &[PageChange::HeapInsert {
+                        line: new_line,
+                        header: new_header,
+                        data,
+                    }],
+                ),
+                (
+                    &mut old_page,
+                    &[PageChange::HeapSetHeader {
+                        line: old.line,
+                        header: old_header,
+                    }],
+                ),
+            ])?;
+            self.cold_updates.fetch_add(1, Ordering::Relaxed);
+            return Ok(Replaced::Updated {
+                tid: Tid {
+                    block: new_block,
+                    line: new_line,
+                },
+                hot: false,
+            });
+        }
+    }
+
+    /// Deletes the version at `tid`, which `snapshot`'s transaction sees (PostgreSQL's
+    /// `heap_delete`): its `xmax` is set; the tuple stays until no snapshot sees it.
+    pub fn delete(&self, tid: Tid, snapshot: &Snapshot, txns: &dyn Resolve) -> Result<Replaced> {
+        let xid = snapshot.xid;
+        debug_assert_ne!(xid, 0, "a writer has an id");
+        if tid.block >= self.pages()? {
+            return Ok(Replaced::Invisible);
+        }
+        let mut page = self.pool.write(self.id(tid.block))?;
+        if let Some(refused) = self.check_replaceable(&page, tid, snapshot, txns)? {
+            return Ok(refused);
+        }
+        let header = self.replaced_header(&page, tid, xid, None, false);
+        HeapPage::new(page.body_mut()).set_header(tid.line, &header);
+        self.log.log(&mut [(
+            &mut page,
+            &[PageChange::HeapSetHeader {
+                line: tid.line,
+                header,
+            }],
+        )])?;
+        self.deletes.fetch_add(1, Ordering::Relaxed);
+        Ok(Replaced::Deleted)
+    }
+
+    /// HF2: under the page's exclusive latch, whether the version at `tid` may be
+    /// replaced; `Some` says why not. Hints learned are set on the spot.
+    fn check_replaceable(
+        &self,
+        page: &PageMut<'_>,
+        tid: Tid,
+        snapshot: &Snapshot,
+        txns: &dyn Resolve,
+    ) -> Result<Option<Replaced>> {
+        if !heap_kind(page, page.id())? {
+            return Ok(Some(Replaced::Invisible));
+        }
+        let Some(header) = HeapPage::new(page.body()).header(tid.line) else {
+            return Ok(Some(Replaced::Invisible));
+        };
+        let mut hint = Hints::default();
+        let check = visibility::write_check(&header, snapshot, txns, &mut hint)?;
+        Ok(match check {
+            WriteCheck::Free => None,
+            WriteCheck::Conflict => Some(Replaced::Conflict),
+            WriteCheck::Invisible => Some(Replaced::Invisible),
+        })
+    }
+
+    /// The header of the version at `tid` as replaced by `xid`: its `xmax`, its `ctid`
+    /// (`hot_line` on the same page for a HOT update), its xmax hints cleared (they were
+    /// about an aborted earlier `xmax`, or none).
+    fn replaced_header(
+        &self,
+        page: &PageMut<'_>,
+        tid: Tid,
+        xid: u64,
+        hot_line: Option<u16>,
+        hot: bool,
+    ) -> TupleHeader {
+        let mut header = HeapPage::new(page.body())
+            .header(tid.line)
+            .expect("checked replaceable");
+        header.xmax = xid;
+        header.infomask &= !(infomask::XMAX_INVALID | infomask::XMAX_COMMITTED);
+        header.infomask &= !infomask::HOT_UPDATED;
+        if let Some(line) = hot_line {
+            header.ctid_block = tid.block;
+            header.ctid_line = line;
+        }
+        if hot {
+            header.infomask |= infomask::HOT_UPDATED;
+        }
+        header
+    }
+
+    /// Prunes a page on access if it is nearly full and its prune hint names a transaction
+    /// whose versions may be dead now (PostgreSQL's `heap_page_prune_opt`).
+    fn prune_if_worth_it(&self, block: u32, txns: &dyn Resolve) -> Result<()> {
+        {
+            let page = self.pool.read(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                return Ok(());
+            }
+            let heap = HeapPage::new(page.body());
+            let hint = heap.prune_hint();
+            if hint == 0 || heap.free_space() >= PRUNE_WHEN_FREE_BELOW {
+                return Ok(());
+            }
+            drop(page);
+            let horizon = txns.horizon();
+            match txns.resolve(hint, horizon)? {
+                XidFate::Committed { ts, .. } if ts < horizon => {}
+                XidFate::Aborted => {}
+                _ => return Ok(()),
+            }
+        }
+        let mut page = self.pool.write(self.id(block))?;
+        let pruned = self.prune_page(&mut page, txns.horizon(), txns)?;
+        if pruned.tuples_removed > 0 {
+            self.pages_pruned.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Prunes a page held exclusive against `horizon`, logged.
+    fn prune_page(
+        &self,
+        page: &mut PageMut<'_>,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<Pruned> {
+        if !heap_kind(page, page.id())? {
+            return Ok(Pruned::default());
+        }
+        let dead = self.dead_tuples(page, horizon, txns)?;
+        let heap = HeapPage::new(page.body());
+        let (plan, pruned) = heap.plan_prune(&|header| {
+            dead.get(&(header.xmin, header.xmax))
+                .is_some_and(|fate| *fate != Fate::Live)
+        });
+        if plan.redirected.is_empty() && plan.dead.is_empty() && plan.unused.is_empty() {
+            return Ok(pruned);
+        }
+        // The tuples the plan removes: heap-only lines it frees, and roots that become
+        // redirects or dead lines while holding a tuple.
+        let aborted = plan
+            .unused
+            .iter()
+            .copied()
+            .chain(plan.redirected.iter().map(|&(root, _)| root))
+            .chain(plan.dead.iter().copied())
+            .filter_map(|line| heap.header(line))
+            .filter(|h| dead.get(&(h.xmin, h.xmax)) == Some(&Fate::CreatorAborted))
+            .count() as u64;
+        let id = page.id();
+        HeapPage::new(page.body_mut())
+            .execute_prune(&plan)
+            .map_err(|reason| corrupt(id.file, id.block, reason))?;
+        self.log
+            .log(&mut [(&mut *page, &[PageChange::HeapPrune { plan: &plan }])])?;
+        self.tuples_pruned
+            .fetch_add(u64::from(pruned.tuples_removed), Ordering::Relaxed);
+        self.aborted_tuples_pruned
+            .fetch_add(aborted, Ordering::Relaxed);
+        Ok(pruned)
+    }
+
+    /// Which tuples of a page (by `xmin`, `xmax`) no snapshot can see, resolved before
+    /// the prune is planned (the plan's predicate cannot fail).
+    fn dead_tuples(
+        &self,
+        page: &PageMut<'_>,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<HashMap<(u64, u64), Fate>> {
+        let heap = HeapPage::new(page.body());
+        let mut dead = HashMap::new();
+        for line in 1..=heap.lines() {
+            if let Some(header) = heap.header(line) {
+                if let std::collections::hash_map::Entry::Vacant(entry) =
+                    dead.entry((header.xmin, header.xmax))
+                {
+                    let fate = if !visibility::is_dead(&header, horizon, txns)? {
+                        Fate::Live
+                    } else if visibility::creator_aborted(&header, txns)? {
+                        Fate::CreatorAborted
+                    } else {
+                        Fate::Superseded
+                    };
+                    entry.insert(fate);
+                }
+            }
+        }
+        Ok(dead)
+    }
+
+    /// PostgreSQL's lazy vacuum, in its three passes: (1) every page is pruned against the
+    /// horizon (HOT chains shortened, dead rows' roots left as dead lines) and versions
+    /// committed below the horizon are frozen; (2) `remove_index_entries` is handed every
+    /// dead line, to remove the index entries that point at them (HF1); (3) the dead lines
+    /// are freed, and every page's free space is recorded in the map, whose upper levels
+    /// are then rebuilt. Writers keep running: each page is held only while it is worked on.
+    pub fn vacuum(
+        &self,
+        txns: &dyn Resolve,
+        remove_index_entries: &mut dyn FnMut(&[Tid]) -> Result<()>,
+    ) -> Result<VacuumStats> {
+        let _one_at_a_time = self.vacuuming.lock();
+        let mut stats = VacuumStats::default();
+        let horizon = txns.horizon();
+        let pages = self.pages()?;
+        let mut dead_lines: Vec<Tid> = Vec::new();
+        for block in 0..pages {
+            let mut page = self.pool.write(self.id(block))?;
+            stats.pages_scanned += 1;
+            if !heap_kind(&page, page.id())? {
+                drop(page);
+                self.free_space.record(block, 0)?;
+                continue;
+            }
+            let pruned = self.prune_page(&mut page, horizon, txns)?;
+            stats.tuples_removed += u64::from(pruned.tuples_removed);
+            stats.tuples_frozen += self.freeze(&mut page, horizon, txns)?;
+            let heap = HeapPage::new(page.body());
+            for line in 1..=heap.lines() {
+                match heap.line(line) {
+                    Line::Dead => dead_lines.push(Tid { block, line }),
+                    Line::Normal { .. } => {
+                        let header = heap.header(line).expect("a tuple");
+                        if !visibility::is_dead(&header, horizon, txns)? {
+                            stats.tuples_remaining += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let free = heap.free_space();
+            let has_dead = dead_lines.last().is_some_and(|tid| tid.block == block);
+            drop(page);
+            if !has_dead {
+                self.free_space.record(block, free)?;
+            }
+        }
+        if !dead_lines.is_empty() {
+            remove_index_entries(&dead_lines)?;
+            for lines in dead_lines.chunk_by(|a, b| a.block == b.block) {
+                let block = lines[0].block;
+                let lines: Vec<u16> = lines.iter().map(|tid| tid.line).collect();
+                let mut page = self.pool.write(self.id(block))?;
+                let freed = HeapPage::new(page.body_mut()).free_dead_lines(&lines);
+                self.log
+                    .log(&mut [(&mut page, &[PageChange::HeapFreeDead { lines: &lines }])])?;
+                stats.dead_lines_freed += u64::from(freed);
+                let free = HeapPage::new(page.body()).free_space();
+                drop(page);
+                self.free_space.record(block, free)?;
+            }
+        }
+        self.free_space.vacuum()?;
+        Ok(stats)
+    }
+
+    /// Checks every page's invariants (`disk::heap_page`'s H1-H4); the first broken one
+    /// is a corruption error.
+    pub fn check(&self) -> Result<()> {
+        for block in 0..self.pages()? {
+            let page = self.pool.read(self.id(block))?;
+            if heap_kind(&page, page.id())? {
+                HeapPage::new(page.body())
+                    .check()
+                    .map_err(|reason| corrupt(self.file, block, reason))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Freezes the tuples of a page held exclusive whose creators committed below the
+    /// horizon (PostgreSQL's `heap_freeze_tuple`, done eagerly): from then on no reader
+    /// looks their creator up. Logged as header changes. Returns how many it froze.
+    fn freeze(&self, page: &mut PageMut<'_>, horizon: u64, txns: &dyn Resolve) -> Result<u64> {
+        let heap = HeapPage::new(page.body());
+        let mut frozen = Vec::new();
+        for line in 1..=heap.lines() {
+            if let Some(mut header) = heap.header(line) {
+                if visibility::may_freeze(&header, horizon, txns)? {
+                    header.infomask |= visibility::FROZEN;
+                    frozen.push((line, header));
+                }
+            }
+        }
+        if frozen.is_empty() {
+            return Ok(0);
+        }
+        let mut heap = HeapPage::new(page.body_mut());
+        let changes: Vec<PageChange<'_>> = frozen
+            .iter()
+            .map(|&(line, header)| {
+                heap.set_header(line, &header);
+                PageChange::HeapSetHeader { line, header }
+            })
+            .collect();
+        self.log.log(&mut [(&mut *page, &changes)])?;
+        Ok(frozen.len() as u64)
+    }
+}

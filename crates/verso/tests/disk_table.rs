@@ -1,0 +1,369 @@
+//! The disk engine's tables in PostgreSQL's design (`verso::disk::DiskTable`): a heap,
+//! a primary index and a secondary index, against a model of snapshot isolation over many
+//! interleaved transactions (inserts with their uniqueness check, HOT and non-HOT
+//! updates, deletes, point reads, range scans in both directions over both indexes,
+//! commits, aborts and vacuum), through a pool far smaller than the data.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use verso::disk::{
+    BTree, CommitLog, DiskTable, DiskTransaction, DiskTransactions, FileNo, FreeSpaceMap, HeapFile,
+    RowKeys,
+};
+use verso::{Durability, Error};
+
+mod disk_common;
+
+use disk_common::{disk, open_pool_with_files, Rng};
+
+/// Rows: key (u64, big-endian: the primary key's encoding), then a secondary value (u64),
+/// then padding.
+struct Keys;
+
+impl RowKeys for Keys {
+    fn primary_key(&self, row: &[u8]) -> verso::Result<Vec<u8>> {
+        Ok(row[..8].to_vec())
+    }
+    fn index_key(&self, index: usize, row: &[u8]) -> verso::Result<Vec<u8>> {
+        assert_eq!(index, 0);
+        Ok(row[8..16].to_vec())
+    }
+}
+
+fn row(key: u64, secondary: u64, pad: usize) -> Vec<u8> {
+    let mut bytes = key.to_be_bytes().to_vec();
+    bytes.extend_from_slice(&secondary.to_be_bytes());
+    bytes.resize(16 + pad, (key % 251) as u8);
+    bytes
+}
+
+fn key_of(row: &[u8]) -> u64 {
+    u64::from_be_bytes(row[..8].try_into().unwrap())
+}
+
+fn secondary_of(row: &[u8]) -> u64 {
+    u64::from_be_bytes(row[8..16].try_into().unwrap())
+}
+
+struct Opened {
+    txns: DiskTransactions,
+    table: DiskTable,
+}
+
+fn open(seed: u64) -> Opened {
+    let fs = disk(seed);
+    let files = [
+        ("/db/xact", FileNo(1)),
+        ("/db/heap", FileNo(2)),
+        ("/db/heap.fsm", FileNo(3)),
+        ("/db/pk", FileNo(4)),
+        ("/db/sec", FileNo(5)),
+    ];
+    let (log, pool, _) = open_pool_with_files(&fs, 16, Durability::None, &files).unwrap();
+    let commit_log = CommitLog::open(Arc::clone(&pool), FileNo(1), Arc::clone(&log)).unwrap();
+    let txns = DiskTransactions::open(commit_log).unwrap();
+    let fsm = FreeSpaceMap::open(Arc::clone(&pool), FileNo(3)).unwrap();
+    let heap = HeapFile::open(Arc::clone(&pool), FileNo(2), fsm, Arc::clone(&log)).unwrap();
+    let primary = BTree::open_logged(Arc::clone(&pool), FileNo(4), Arc::clone(&log)).unwrap();
+    let secondary = BTree::open_logged(Arc::clone(&pool), FileNo(5), Arc::clone(&log)).unwrap();
+    let table = DiskTable::new("t", heap, primary, vec![secondary], Box::new(Keys));
+    Opened { txns, table }
+}
+
+struct Open<'a> {
+    txn: DiskTransaction<'a>,
+    writes: HashMap<u64, Option<Vec<u8>>>,
+}
+
+/// Committed history per key: (commit timestamp, the row then).
+type History = BTreeMap<u64, Vec<(u64, Option<Vec<u8>>)>>;
+
+fn view(history: &History, open: &Open<'_>, key: u64) -> Option<Vec<u8>> {
+    if let Some(own) = open.writes.get(&key) {
+        return own.clone();
+    }
+    history
+        .get(&key)?
+        .iter()
+        .rev()
+        .find(|(ts, _)| *ts < open.txn.start())
+        .and_then(|(_, row)| row.clone())
+}
+
+fn written_unseen(history: &History, opens: &[Open<'_>], me: usize, key: u64) -> bool {
+    if opens[me].writes.contains_key(&key) {
+        return false;
+    }
+    let start = opens[me].txn.start();
+    opens
+        .iter()
+        .enumerate()
+        .any(|(i, o)| i != me && o.writes.contains_key(&key))
+        || history
+            .get(&key)
+            .is_some_and(|h| h.iter().any(|(ts, _)| *ts >= start))
+}
+
+fn bound(kind: u64, key: u64) -> Bound<u64> {
+    match kind {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key),
+        _ => Bound::Excluded(key),
+    }
+}
+
+fn bytes(bound: Bound<u64>) -> Bound<Vec<u8>> {
+    bound.map(|k| k.to_be_bytes().to_vec())
+}
+
+fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Every answer of the table is the model's: reads, scans over either index in either
+/// direction, and the refusals (duplicate key, write conflict) of inserts, updates and
+/// deletes, while vacuum runs between transactions.
+#[test]
+fn tables_answer_as_snapshot_isolation_says() {
+    let seeds: u64 = std::env::var("DISK_TABLE_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    let mut counts = [0u64; 6]; // duplicates, conflicts, hot-capable updates, scans, vacuums, index scans
+    for seed in 0..seeds {
+        let o = open(300 + seed);
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut history: History = BTreeMap::new();
+        let mut opens: Vec<Open<'_>> = Vec::new();
+        const KEYS: u64 = 60;
+        for step in 0..1500 {
+            let roll = rng.next() % 100;
+            if opens.is_empty() || (roll < 6 && opens.len() < 4) {
+                opens.push(Open {
+                    txn: o.txns.begin().unwrap(),
+                    writes: HashMap::new(),
+                });
+                continue;
+            }
+            let me = (rng.next() % opens.len() as u64) as usize;
+            let key = rng.next() % KEYS;
+            let ctx = format!("seed {seed} step {step} key {key}");
+            let mut failed = false;
+            match roll {
+                0..=19 => {
+                    let new = row(key, rng.next() % 8, (rng.next() % 300) as usize);
+                    let expected = if view(&history, &opens[me], key).is_some() {
+                        Err(Error::DuplicateKey { table: "t".into() })
+                    } else if written_unseen(&history, &opens, me, key) {
+                        Err(Error::WriteConflict { table: "t".into() })
+                    } else {
+                        Ok(())
+                    };
+                    let got = o.table.insert(&mut opens[me].txn, &new).map(drop);
+                    assert_eq!(got, expected, "{ctx}: insert");
+                    match got {
+                        Ok(()) => {
+                            opens[me].writes.insert(key, Some(new));
+                        }
+                        Err(Error::DuplicateKey { .. }) => counts[0] += 1,
+                        Err(_) => {
+                            counts[1] += 1;
+                            failed = true;
+                        }
+                    }
+                }
+                20..=49 => {
+                    let exists = view(&history, &opens[me], key).is_some();
+                    let conflict = exists && written_unseen(&history, &opens, me, key);
+                    let k = key.to_be_bytes();
+                    let got = if roll < 42 {
+                        let old = view(&history, &opens[me], key);
+                        // Keep the secondary value half the time: HOT may apply.
+                        let secondary = match &old {
+                            Some(old) if rng.next() % 2 == 0 => {
+                                counts[2] += 1;
+                                secondary_of(old)
+                            }
+                            _ => rng.next() % 8,
+                        };
+                        let new = row(key, secondary, (rng.next() % 300) as usize);
+                        let got = o.table.update(&mut opens[me].txn, &k, &new);
+                        if got == Ok(true) {
+                            opens[me].writes.insert(key, Some(new));
+                        }
+                        got
+                    } else {
+                        let got = o
+                            .table
+                            .delete(&mut opens[me].txn, &k)
+                            .map(|old| old.is_some());
+                        if got == Ok(true) {
+                            opens[me].writes.insert(key, None);
+                        }
+                        got
+                    };
+                    let expected = if conflict {
+                        Err(Error::WriteConflict { table: "t".into() })
+                    } else {
+                        Ok(exists)
+                    };
+                    assert_eq!(got, expected, "{ctx}: update or delete");
+                    if got.is_err() {
+                        counts[1] += 1;
+                        failed = true;
+                    }
+                }
+                50..=59 => {
+                    let got = o.table.get(&opens[me].txn, &key.to_be_bytes()).unwrap();
+                    assert_eq!(
+                        got.map(|(_, r)| r),
+                        view(&history, &opens[me], key),
+                        "{ctx}: get"
+                    );
+                }
+                60..=69 => {
+                    let (low, high) = (
+                        bound(rng.next() % 3, rng.next() % KEYS),
+                        bound(rng.next() % 3, rng.next() % KEYS),
+                    );
+                    let descending = rng.next() % 2 == 0;
+                    let mut got = Vec::new();
+                    if roll < 65 {
+                        counts[3] += 1;
+                        let (l, h) = (bytes(low), bytes(high));
+                        o.table
+                            .scan(
+                                &opens[me].txn,
+                                as_ref(&l),
+                                as_ref(&h),
+                                descending,
+                                &mut |k, r| {
+                                    assert_eq!(k, &r[..8]);
+                                    got.push(r.to_vec());
+                                    Ok(true)
+                                },
+                            )
+                            .unwrap();
+                        let mut expected: Vec<Vec<u8>> = (0..KEYS)
+                            .filter(|k| std::ops::RangeBounds::contains(&(low, high), k))
+                            .filter_map(|k| view(&history, &opens[me], k))
+                            .collect();
+                        if descending {
+                            expected.reverse();
+                        }
+                        assert_eq!(got, expected, "{ctx}: scan {low:?}..{high:?}");
+                    } else {
+                        counts[5] += 1;
+                        let (low, high) = (bound(low_kind(&low), rng.next() % 8), bound(2, 8));
+                        let (l, h) = (bytes(low), bytes(high));
+                        o.table
+                            .scan_index(
+                                0,
+                                &opens[me].txn,
+                                as_ref(&l),
+                                as_ref(&h),
+                                descending,
+                                &mut |k, r| {
+                                    assert_eq!(k, &r[8..16]);
+                                    got.push(r.to_vec());
+                                    Ok(true)
+                                },
+                            )
+                            .unwrap();
+                        let mut rows: Vec<Vec<u8>> = (0..KEYS)
+                            .filter_map(|k| view(&history, &opens[me], k))
+                            .filter(|r| {
+                                std::ops::RangeBounds::contains(&(low, high), &secondary_of(r))
+                            })
+                            .collect();
+                        // Index order: the secondary value, then the address; compare as
+                        // sets within each secondary value.
+                        rows.sort_by_key(|r| secondary_of(r));
+                        if descending {
+                            rows.reverse();
+                        }
+                        let values = |rows: &[Vec<u8>]| {
+                            rows.iter().map(|r| secondary_of(r)).collect::<Vec<_>>()
+                        };
+                        assert_eq!(values(&got), values(&rows), "{ctx}: index scan order");
+                        let (mut a, mut b) = (got.clone(), rows);
+                        a.sort();
+                        b.sort();
+                        assert_eq!(a, b, "{ctx}: index scan rows");
+                    }
+                }
+                70..=84 => {
+                    let open = opens.swap_remove(me);
+                    let (ts, _) = open.txn.commit().unwrap();
+                    for (key, row) in open.writes {
+                        history.entry(key).or_default().push((ts, row));
+                    }
+                }
+                85..=94 => opens.swap_remove(me).txn.abort().unwrap(),
+                _ => {
+                    counts[4] += 1;
+                    o.table.vacuum(&o.txns).unwrap();
+                    o.table.heap().check().unwrap();
+                    o.table.primary_index().check().unwrap();
+                    o.table.index(0).unwrap().check().unwrap();
+                }
+            }
+            if failed {
+                // A conflict ends the transaction, as the in-memory engine's rule has it.
+                opens.swap_remove(me).txn.abort().unwrap();
+            }
+        }
+    }
+    assert!(counts.iter().all(|&c| c > 0), "{counts:?}");
+}
+
+fn low_kind(bound: &Bound<u64>) -> u64 {
+    match bound {
+        Bound::Unbounded => 0,
+        Bound::Included(_) => 1,
+        Bound::Excluded(_) => 2,
+    }
+}
+
+/// A vacuum frees what no snapshot needs from the heap and from both indexes: after a
+/// round of updates that change the secondary key (every one non-HOT, an entry in each
+/// index), then a vacuum with no snapshot held, each index has exactly one entry per row.
+#[test]
+fn vacuum_removes_the_index_entries_of_dead_versions() {
+    let o = open(400);
+    const ROWS: u64 = 300;
+    let mut txn = o.txns.begin().unwrap();
+    for key in 0..ROWS {
+        o.table.insert(&mut txn, &row(key, 0, 50)).unwrap();
+    }
+    txn.commit().unwrap();
+    for round in 1..=3 {
+        let mut txn = o.txns.begin().unwrap();
+        for key in 0..ROWS {
+            assert!(o
+                .table
+                .update(&mut txn, &key.to_be_bytes(), &row(key, round, 50))
+                .unwrap());
+        }
+        txn.commit().unwrap();
+    }
+    let entries =
+        |tree: &verso::disk::BTree| tree.range(Bound::Unbounded, Bound::Unbounded).count() as u64;
+    assert_eq!(entries(o.table.primary_index()), ROWS * 4);
+    let stats = o.table.vacuum(&o.txns).unwrap();
+    assert_eq!(stats.dead_lines_freed, ROWS * 3, "{stats:?}");
+    assert_eq!(entries(o.table.primary_index()), ROWS);
+    assert_eq!(entries(o.table.index(0).unwrap()), ROWS);
+    let txn = o.txns.begin().unwrap();
+    for key in 0..ROWS {
+        let (_, r) = o.table.get(&txn, &key.to_be_bytes()).unwrap().unwrap();
+        assert_eq!(secondary_of(&r), 3);
+        assert_eq!(key_of(&r), key);
+    }
+}
