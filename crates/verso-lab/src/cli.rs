@@ -351,13 +351,27 @@ pub struct DurabilityArgs {
     /// Keep each Verso configuration's database in files: a fresh directory under DIR
     /// (`DIR/<n>-<label>`, which must not exist yet), with a redo log, checkpoints and
     /// recovery, kept after the run for `verso check` [default: in memory].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "disk")]
     pub path: Option<PathBuf>,
-    /// How durable a commit is when it returns (with --path): sync (the log synced, group
-    /// commit; the default), async (synced at least every --async-interval-ms) or none
-    /// (handed to the OS, never synced). With sync, a private PostgreSQL peer runs with
-    /// synchronous_commit on.
-    #[arg(long, value_enum, requires = "path")]
+    /// Run Verso's configuration on the disk engine (PostgreSQL's version storage in 8 KiB
+    /// pages through a buffer pool, autovacuum, a page log; docs/design/buffer-pool.md): a
+    /// fresh directory under DIR per configuration (`DIR/<n>-<label>`, kept after the
+    /// run). The in-memory design options (--storage, --gc, --cc, ...) do not apply.
+    #[arg(long, value_name = "DIR")]
+    pub disk: Option<PathBuf>,
+    /// The disk engine's buffer pool (with --disk) [default: 128, PostgreSQL's default
+    /// shared_buffers].
+    #[arg(long, value_name = "MIB", requires = "disk", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub buffer_pool_mib: Option<u64>,
+    /// How often the disk engine's autovacuum wakes (with --disk; 0: never)
+    /// [default: 60000, PostgreSQL's autovacuum_naptime].
+    #[arg(long, value_name = "MS", requires = "disk")]
+    pub autovacuum_naptime_ms: Option<u64>,
+    /// How durable a commit is when it returns (with --path or --disk): sync (the log
+    /// synced, group commit; the default), async (synced at least every
+    /// --async-interval-ms) or none (handed to the OS, never synced). With sync, a private
+    /// PostgreSQL peer runs with synchronous_commit on.
+    #[arg(long, value_enum)]
     pub durability: Option<DurabilityArg>,
     /// The longest time between an acknowledged commit and its sync under
     /// --durability async.
@@ -369,9 +383,9 @@ pub struct DurabilityArgs {
     /// client) [default: one per worker].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub clients: Option<u64>,
-    /// Take a checkpoint each time the log grows by this many MiB (with --path; 0: never)
-    /// [default: 1024].
-    #[arg(long, value_name = "MIB", requires = "path")]
+    /// Take a checkpoint each time the log grows by this many MiB (with --path or --disk;
+    /// 0: never) [default: 1024].
+    #[arg(long, value_name = "MIB")]
     pub checkpoint_mib: Option<u64>,
     /// How many syncs of the log may be in flight at once (with --path): while one runs,
     /// the next group of commits is written and synced [default: 1; on this VM's disk
@@ -397,7 +411,13 @@ impl DurabilityArgs {
     /// `synchronous_commit = on` under `sync`. Configurations are numbered in plan order,
     /// so a child process finds the same directory as its parent.
     fn apply(&self, configs: &mut [RunConfig]) -> Result<(), LabError> {
-        let durability = self.path.as_ref().map(|_| match self.durability {
+        let dir = self.path.as_ref().or(self.disk.as_ref());
+        if dir.is_none() && (self.durability.is_some() || self.checkpoint_mib.is_some()) {
+            return Err(LabError::BadOption(
+                "--durability and --checkpoint-mib need --path or --disk".into(),
+            ));
+        }
+        let durability = dir.map(|_| match self.durability {
             Some(DurabilityArg::Sync) | None => verso::Durability::Sync,
             Some(DurabilityArg::Async) => verso::Durability::Async {
                 interval: Duration::from_millis(self.async_interval_ms),
@@ -423,7 +443,11 @@ impl DurabilityArgs {
                 }
                 config.clients = Some(clients);
             }
-            if let (Some(dir), Some(durability)) = (&self.path, durability) {
+            if let (Some(dir), Some(durability)) = (dir, durability) {
+                if self.disk.is_some() {
+                    // Its design, not the in-memory collector's name the default carries.
+                    config.label = "disk-heap".into();
+                }
                 let held = if config.hold_snapshot { "-held" } else { "" };
                 // A label may hold any character (`--compare` values): only the safe ones
                 // name the directory.
@@ -439,10 +463,25 @@ impl DurabilityArgs {
                     })
                     .collect();
                 let name = format!("{:02}-{label}{held}", index + 1);
-                config.options = config
-                    .options
-                    .clone()
-                    .path(dir.join(name))
+                let options = config.options.clone();
+                let options = if self.disk.is_some() {
+                    options
+                        .disk(dir.join(name))
+                        .buffer_pool(
+                            self.buffer_pool_mib
+                                .map_or(verso::DEFAULT_BUFFER_POOL_BYTES, |mib| {
+                                    (mib as usize) << 20
+                                }),
+                        )
+                        .autovacuum_naptime(match self.autovacuum_naptime_ms {
+                            Some(0) => None,
+                            Some(ms) => Some(Duration::from_millis(ms)),
+                            None => Some(Duration::from_secs(60)),
+                        })
+                } else {
+                    options.path(dir.join(name))
+                };
+                config.options = options
                     .durability(durability)
                     .checkpoint_after_log_bytes(match self.checkpoint_mib {
                         Some(0) => None,
@@ -462,7 +501,12 @@ impl DurabilityArgs {
     /// anything.
     fn check_directories(configs: &[RunConfig]) -> Result<(), LabError> {
         for config in configs {
-            if let Some(dir) = &config.options.path {
+            if let Some(dir) = config
+                .options
+                .path
+                .as_ref()
+                .or(config.options.disk.as_ref())
+            {
                 crate::runner::refuse_used_directory(dir)?;
             }
         }
@@ -1496,6 +1540,15 @@ fn durability_note(config: &RunConfig) -> String {
     let mut note = String::new();
     if let Some(clients) = config.clients.filter(|&c| c != config.oltp_workers) {
         note.push_str(&format!(", {clients} clients"));
+    }
+    if let (Some(dir), Some(level)) = (&config.options.disk, config.options.effective_durability())
+    {
+        note.push_str(&format!(
+            ", disk engine in {} ({} MiB pool, {} page log)",
+            dir.display(),
+            config.options.buffer_pool_bytes >> 20,
+            level.name()
+        ));
     }
     if let (Some(path), Some(level)) = (&config.options.path, config.options.effective_durability())
     {

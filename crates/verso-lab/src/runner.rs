@@ -252,7 +252,12 @@ pub fn run_configuration(
     if let Some(peer) = &config.peer {
         return crate::peers::run_peer(workload, peer, config);
     }
-    if let Some(dir) = &config.options.path {
+    if let Some(dir) = config
+        .options
+        .path
+        .as_ref()
+        .or(config.options.disk.as_ref())
+    {
         refuse_used_directory(dir)?;
     }
     let db = Database::open(config.options.clone())?;
@@ -338,6 +343,19 @@ fn verso_media(options: &Options) -> String {
 
 /// What a Verso run's durability is, in words for the report.
 fn verso_durability(options: &Options) -> String {
+    if let (Some(dir), Some(durability)) = (&options.disk, options.effective_durability()) {
+        return format!(
+            "the disk engine in {} (a {} MiB buffer pool), its page log {}",
+            dir.display(),
+            options.buffer_pool_bytes >> 20,
+            match durability {
+                verso::Durability::Sync => "synced before each commit returns".to_owned(),
+                verso::Durability::Async { interval } =>
+                    format!("synced at least every {} ms", interval.as_millis()),
+                _ => "written to the OS before each commit returns, never synced".to_owned(),
+            }
+        );
+    }
     if let (Some(path), true) = (
         &options.path,
         options.version_storage.uses_persistent_memory(),
@@ -1716,7 +1734,11 @@ impl<'c> Sampler<'c> {
                     .effective_durability()
                     .map_or("memory", |d| d.name())
                     .to_owned(),
-                path: options.path.as_ref().map(|p| p.display().to_string()),
+                path: options
+                    .path
+                    .as_ref()
+                    .or(options.disk.as_ref())
+                    .map(|p| p.display().to_string()),
                 clients: self.config.clients.unwrap_or(self.config.oltp_workers),
                 commits_acknowledged: latency.len(),
                 commit_latency_p50_us: latency.value_at_quantile(0.5) as f64,

@@ -922,10 +922,10 @@ impl Options {
     pub fn effective_durability(&self) -> Option<Durability> {
         self.path
             .as_ref()
+            .or(self.disk.as_ref())
             .map(|_| self.durability.unwrap_or_default())
     }
 
-    /// What a persistent-memory storage refuses (see [`VersionStorageKind::TileBlock`]).
     /// The disk engine's checks: it has one design so far (PostgreSQL's heap, vacuum,
     /// snapshot isolation), so the in-memory engine's choices are refused, not ignored.
     fn validate_disk(&self) -> Result<()> {
@@ -980,6 +980,7 @@ impl Options {
         Ok(())
     }
 
+    /// What a persistent-memory storage refuses (see [`VersionStorageKind::TileBlock`]).
     fn validate_persistent_memory(&self) -> Result<()> {
         let storage = self.version_storage.name();
         let refuse = |reason: String| Err(Error::UnsupportedConfiguration { reason });
@@ -1503,6 +1504,7 @@ impl Database {
                 buffer_pool_bytes: options.buffer_pool_bytes,
                 segment_bytes: options.log_segment_bytes,
                 autovacuum_naptime: options.autovacuum_naptime,
+                checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
             };
             let engine = crate::disk::engine::DiskEngine::open(tag, settings)?;
             return Ok(Database {

@@ -826,13 +826,17 @@ fn regression_a_snapshot_begun_after_the_draw_never_sees_the_committer_running()
     let current = AtomicU64::new(0);
     let done = AtomicBool::new(false);
     let violations = Mutex::new(Vec::new());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Long enough to hit the gap within a few thousand commits on this machine before the
+    // fix; longer runs on demand (HEAP_FILE_RACE_SECS).
+    let seconds = std::env::var("HEAP_FILE_RACE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut commits = 0u64;
-            while std::time::Instant::now() < deadline
-                && violations.lock().unwrap().is_empty()
-            {
+            while std::time::Instant::now() < deadline && violations.lock().unwrap().is_empty() {
                 let mut txn = txns.begin().unwrap();
                 let xid = txn.xid().unwrap();
                 current.store(xid, Ordering::SeqCst);
@@ -874,5 +878,131 @@ fn regression_a_snapshot_begun_after_the_draw_never_sees_the_committer_running()
         "snapshots that first resolved a committer as running, then as committed below \
          their start (xid, start, commit ts): {:?}",
         &violations[..violations.len().min(5)]
+    );
+}
+
+/// Pruning clears the page's prune hint outright (`execute_prune` zeroes it), although a
+/// tuple whose deleter is still running stays behind: PostgreSQL's `heap_page_prune`
+/// sets `pd_prune_xid` to the oldest such `xmax` instead. Once that deleter commits, the
+/// page is never pruned on access again (until another `xmax` is set on it), so an
+/// update that only fits after the prune goes cold where PostgreSQL's would be HOT.
+#[test]
+fn regression_pruning_keeps_the_hint_of_a_running_deleter() {
+    let fs = disk(11);
+    let o = open(&fs, 64, Durability::None).unwrap();
+    let (a, b);
+    {
+        let mut txn = o.txns.begin().unwrap();
+        let xid = txn.xid().unwrap();
+        for filler in 0..5 {
+            o.heap
+                .insert(xid, &row_bytes(100 + filler, 0, 1142))
+                .unwrap();
+        }
+        a = o.heap.insert(xid, &row_bytes(1, 0, 292)).unwrap();
+        b = o.heap.insert(xid, &row_bytes(2, 0, 692)).unwrap();
+        txn.commit().unwrap();
+    }
+    assert_eq!((a.block, b.block), (0, 0));
+    // T1 updates row 1 (HOT) and commits.
+    let mut t1 = o.txns.begin().unwrap();
+    t1.xid().unwrap();
+    let Replaced::Updated { hot: true, .. } = o
+        .heap
+        .update(a, &row_bytes(1, 1, 292), true, &t1.snapshot(), &o.txns)
+        .unwrap()
+    else {
+        panic!("row 1's update is HOT")
+    };
+    t1.commit().unwrap();
+    // T2 updates row 2 (HOT) and stays running.
+    let mut t2 = o.txns.begin().unwrap();
+    t2.xid().unwrap();
+    let Replaced::Updated { tid: b1, hot: true } = o
+        .heap
+        .update(b, &row_bytes(2, 1, 692), true, &t2.snapshot(), &o.txns)
+        .unwrap()
+    else {
+        panic!("row 2's update is HOT")
+    };
+    // A read prunes the page (its hint is T1, committed below the horizon): row 1's old
+    // version goes; row 2's old version stays (T2 runs).
+    let reader = o.txns.begin().unwrap();
+    o.heap.fetch(a, &reader.snapshot(), &o.txns).unwrap();
+    drop(reader);
+    assert_eq!(o.heap.stats().tuples_pruned, 1, "{:?}", o.heap.stats());
+    t2.commit().unwrap();
+    // No snapshot holds row 2's old version now: an update of row 2 prunes it on access
+    // and fits on the page, as PostgreSQL's would.
+    let mut t3 = o.txns.begin().unwrap();
+    t3.xid().unwrap();
+    let outcome = o
+        .heap
+        .update(b1, &row_bytes(2, 2, 692), true, &t3.snapshot(), &o.txns)
+        .unwrap();
+    t3.commit().unwrap();
+    assert!(
+        matches!(outcome, Replaced::Updated { hot: true, .. }),
+        "row 2's old version was never pruned on access: {outcome:?}, {:?}",
+        o.heap.stats()
+    );
+}
+
+/// A heap page whose checksum is sound but whose line pointer names bytes outside the
+/// page (a software bug's page, or one written by another version) must be a typed
+/// corruption error, as redo makes it (`redo_heap` checks the page first): `fetch`,
+/// `scan` and `versions` read line pointers unchecked and index out of the body.
+#[test]
+fn regression_a_bad_line_pointer_on_disk_is_corruption_not_a_panic() {
+    use verso::disk::PageId;
+    let fs = disk(12);
+    let tid;
+    {
+        let o = open(&fs, 16, Durability::Sync).unwrap();
+        let mut txn = o.txns.begin().unwrap();
+        let xid = txn.xid().unwrap();
+        tid = o.heap.insert(xid, &row_bytes(1, 0, 50)).unwrap();
+        txn.commit().unwrap();
+        o.log.checkpoint(&o.pool).unwrap();
+        {
+            let mut page = o.pool.write(PageId::new(HEAP, tid.block)).unwrap();
+            // Line 1: normal, offset 0x7FF0, length 100 (past the 8 KiB body).
+            let word: u32 = 0x7FF0 | 1 << 15 | 100 << 17;
+            page.body_mut()[16..20].copy_from_slice(&word.to_le_bytes());
+        }
+        o.pool.flush().unwrap();
+        o.pool.sync_files().unwrap();
+    }
+    let o = open(&fs, 16, Durability::Sync).unwrap();
+    let reader = o.txns.begin().unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        o.heap.fetch(tid, &reader.snapshot(), &o.txns)
+    }));
+    match outcome {
+        Ok(result) => assert!(result.is_err(), "{result:?}"),
+        Err(_) => panic!("fetch panicked on a heap page's bytes read from disk"),
+    }
+}
+
+/// A page the file grew by whose first image a crash lost is all zeros (`heap_kind`'s
+/// "new" page). PostgreSQL's vacuum records such a page as empty in the free-space map
+/// (`lazy_scan_new_or_empty`) so inserts use it; this vacuum records it as full (0), and
+/// the page is never used again: every insert extends the file past it.
+#[test]
+fn regression_vacuum_offers_a_new_zeroed_page_to_inserts() {
+    let fs = disk(14);
+    let o = open(&fs, 16, Durability::None).unwrap();
+    drop(o.pool.allocate(HEAP).unwrap()); // block 0: zeros, as a crash leaves it
+    assert_eq!(o.heap.pages().unwrap(), 1);
+    o.heap.vacuum(&o.txns, &mut |_| Ok(())).unwrap();
+    let mut txn = o.txns.begin().unwrap();
+    let xid = txn.xid().unwrap();
+    let tid = o.heap.insert(xid, &row_bytes(1, 0, 100)).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        (tid.block, o.heap.pages().unwrap()),
+        (0, 1),
+        "the insert went to {tid} and the file has {} pages",
+        o.heap.pages().unwrap()
     );
 }

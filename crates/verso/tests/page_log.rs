@@ -578,7 +578,7 @@ fn run_heap_op<B: AsRef<[u8]> + AsMut<[u8]>>(
             if dead.is_empty() {
                 return HeapOutcome::Nothing;
             }
-            heap.free_dead_lines(&dead);
+            heap.free_dead_lines(&dead).expect("a sound page");
             HeapOutcome::Changed(vec![HeapChange::FreeDead(dead)])
         }
         HeapOp::Hint { pick, .. } => {

@@ -202,6 +202,19 @@ fn heap_kind(page: &Page, id: PageId) -> Result<bool> {
     }
 }
 
+/// A line that claims a tuple its page cannot hold (a span past the page's bounds): the
+/// page's bytes lie, which is corruption, never a panic nor a silently missing row.
+fn check_line<B: AsRef<[u8]>>(heap: &HeapPage<B>, id: PageId, line: u16) -> Result<()> {
+    if matches!(heap.line(line), Line::Normal { .. }) && heap.header(line).is_none() {
+        return Err(corrupt(
+            id.file,
+            id.block,
+            format!("line {line} points outside the page"),
+        ));
+    }
+    Ok(())
+}
+
 impl HeapFile {
     /// The heap in `file` (attached to `pool`, after the page log's redo), with its
     /// free-space map.
@@ -383,6 +396,7 @@ impl HeapFile {
             return Ok(None);
         }
         let heap = HeapPage::new(page.body());
+        check_line(&heap, page.id(), root.line)?;
         let mut hints = Vec::new();
         let mut found = None;
         for member in heap.chain(root.line) {
@@ -421,6 +435,7 @@ impl HeapFile {
             return Ok(Vec::new());
         }
         let heap = HeapPage::new(page.body());
+        check_line(&heap, page.id(), root.line)?;
         Ok(heap
             .chain(root.line)
             .into_iter()
@@ -457,6 +472,7 @@ impl HeapFile {
             visible.clear();
             let mut hints = Vec::new();
             for line in 1..=heap.lines() {
+                check_line(&heap, page.id(), line)?;
                 let Some(header) = heap.header(line) else {
                     continue;
                 };
@@ -685,7 +701,8 @@ impl HeapFile {
     }
 
     /// HF2: under the page's exclusive latch, whether the version at `tid` may be
-    /// replaced; `Some` says why not. Hints learned are set on the spot.
+    /// replaced; `Some` says why not. (Hints learned here are not set: the next reader
+    /// sets them.)
     fn check_replaceable(
         &self,
         page: &PageMut<'_>,
@@ -696,7 +713,9 @@ impl HeapFile {
         if !heap_kind(page, page.id())? {
             return Ok(Some(Replaced::Invisible));
         }
-        let Some(header) = HeapPage::new(page.body()).header(tid.line) else {
+        let heap = HeapPage::new(page.body());
+        check_line(&heap, page.id(), tid.line)?;
+        let Some(header) = heap.header(tid.line) else {
             return Ok(Some(Replaced::Invisible));
         };
         let mut hint = Hints::default();
@@ -857,7 +876,11 @@ impl HeapFile {
             stats.pages_scanned += 1;
             if !heap_kind(&page, page.id())? {
                 drop(page);
-                self.free_space.record(block, 0)?;
+                // A page the file grew by whose first image a crash lost: empty, and
+                // offered to inserts (PostgreSQL's `lazy_scan_new_or_empty`), which
+                // format it on first use.
+                self.free_space
+                    .record(block, super::heap_page::EMPTY_PAGE_FREE_BYTES)?;
                 continue;
             }
             let pruned = self.prune_page(&mut page, horizon, txns)?;
@@ -889,7 +912,10 @@ impl HeapFile {
                 let block = lines[0].block;
                 let lines: Vec<u16> = lines.iter().map(|tid| tid.line).collect();
                 let mut page = self.pool.write(self.id(block))?;
-                let freed = HeapPage::new(page.body_mut()).free_dead_lines(&lines);
+                let id = page.id();
+                let freed = HeapPage::new(page.body_mut())
+                    .free_dead_lines(&lines)
+                    .map_err(|reason| corrupt(id.file, id.block, reason))?;
                 self.log
                     .log(&mut [(&mut page, &[PageChange::HeapFreeDead { lines: &lines }])])?;
                 stats.dead_lines_freed += u64::from(freed);

@@ -56,6 +56,9 @@ const BODY: usize = super::page::PAGE_SIZE - super::page::PAGE_HEADER_BYTES;
 /// The most data one tuple holds: what an empty page takes beside its header and a line.
 pub const MAX_TUPLE_DATA_BYTES: usize = BODY - HEADER - LINE - TUPLE_HEADER_BYTES;
 
+/// The free space of an empty page: what a new (all-zero) page offers once formatted.
+pub const EMPTY_PAGE_FREE_BYTES: usize = BODY - HEADER;
+
 /// Page flag: some line pointer is unused and can be taken by an insert.
 pub const HAS_FREE_LINES: u16 = 1;
 
@@ -218,8 +221,12 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
         self.upper().saturating_sub(self.lower())
     }
 
-    /// Whether a tuple of `data_len` bytes of data fits without pruning.
+    /// Whether a tuple of `data_len` bytes of data fits without pruning (never on a page
+    /// whose bounds lie).
     pub fn fits(&self, data_len: usize) -> bool {
+        if self.upper() > BODY || self.lower() > BODY {
+            return false;
+        }
         let line = if self.flags() & HAS_FREE_LINES != 0 {
             0
         } else {
@@ -230,7 +237,8 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
 
     /// Line pointer `line` (numbered from 1, as PostgreSQL's offset numbers).
     pub fn line(&self, line: u16) -> Line {
-        if line == 0 || line > self.lines() {
+        // A line past the page's end (a count the bytes lie about) reads as unused.
+        if line == 0 || line > self.lines() || HEADER + LINE * line as usize > BODY {
             return Line::Unused;
         }
         let word = get32(self.b(), HEADER + LINE * (line as usize - 1));
@@ -244,24 +252,30 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
         }
     }
 
+    /// The bytes of the tuple at a normal line, if its span lies inside the tuple area's
+    /// bounds (a line pointer from a page whose bytes lie reads as no tuple: the run-time
+    /// read paths never panic on it, and `check` reports it).
+    fn tuple_span(&self, line: u16) -> Option<(usize, usize)> {
+        let Line::Normal { offset, len } = self.line(line) else {
+            return None;
+        };
+        let (start, end) = (offset as usize, offset as usize + len as usize);
+        (start >= HEADER && end <= BODY && len as usize >= TUPLE_HEADER_BYTES)
+            .then_some((start, end))
+    }
+
     /// The header of the tuple at a normal line.
     pub fn header(&self, line: u16) -> Option<TupleHeader> {
-        match self.line(line) {
-            Line::Normal { offset, .. } => Some(TupleHeader::decode(
-                &self.b()[offset as usize..offset as usize + TUPLE_HEADER_BYTES],
-            )),
-            _ => None,
-        }
+        let (start, _) = self.tuple_span(line)?;
+        Some(TupleHeader::decode(
+            &self.b()[start..start + TUPLE_HEADER_BYTES],
+        ))
     }
 
     /// The data of the tuple at a normal line.
     pub fn data(&self, line: u16) -> Option<&[u8]> {
-        match self.line(line) {
-            Line::Normal { offset, len } => {
-                Some(&self.b()[offset as usize + TUPLE_HEADER_BYTES..(offset + len) as usize])
-            }
-            _ => None,
-        }
+        let (start, end) = self.tuple_span(line)?;
+        Some(&self.b()[start + TUPLE_HEADER_BYTES..end])
     }
 
     /// The lines of a HOT chain from `root` (a redirect is followed), oldest first, as far
@@ -431,10 +445,10 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
     /// Returns false if the line holds no tuple. Setting an `xmax` lowers the page's prune
     /// hint to it.
     pub fn set_header(&mut self, line: u16, header: &TupleHeader) -> bool {
-        let Line::Normal { offset, .. } = self.line(line) else {
+        let Some((offset, _)) = self.tuple_span(line) else {
             return false;
         };
-        header.encode(&mut self.m()[offset as usize..offset as usize + TUPLE_HEADER_BYTES]);
+        header.encode(&mut self.m()[offset..offset + TUPLE_HEADER_BYTES]);
         if header.xmax != 0 && (self.prune_hint() == 0 || header.xmax < self.prune_hint()) {
             let hint = header.xmax.to_le_bytes();
             self.m()[8..16].copy_from_slice(&hint);
@@ -573,14 +587,26 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             return Err(format!("the prune leaves the page broken: {reason}"));
         }
         self.repair_fragmentation();
-        self.m()[8..16].fill(0);
+        // The hint becomes the smallest xmax left that a later prune may find dead (one
+        // not known aborted), as PostgreSQL sets `pd_prune_xid` to the oldest remaining
+        // in-progress deleter: clearing it would leave those versions unpruned on access
+        // once their deleter commits. A function of the page's bytes, so redo agrees.
+        let hint = (1..=self.lines())
+            .filter_map(|line| self.header(line))
+            .filter(|h| h.xmax != 0 && !h.has(infomask::XMAX_INVALID))
+            .map(|h| h.xmax)
+            .min()
+            .unwrap_or(0);
+        self.m()[8..16].copy_from_slice(&hint.to_le_bytes());
         debug_assert_eq!(self.check(), Ok(()));
         Ok(())
     }
 
     /// Marks dead lines unused, once vacuum removed every index entry that pointed at
-    /// them. Returns how many it freed (a line that is not dead is left alone).
-    pub fn free_dead_lines(&mut self, lines: &[u16]) -> u32 {
+    /// them. Returns how many it freed (a line that is not dead is left alone); fails,
+    /// changing nothing, on a page that breaks H1-H4 (its tuples could not be packed).
+    pub fn free_dead_lines(&mut self, lines: &[u16]) -> Result<u32, String> {
+        self.check()?;
         let mut freed = 0;
         for &line in lines {
             if self.line(line) == Line::Dead {
@@ -589,7 +615,7 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             }
         }
         self.repair_fragmentation();
-        freed
+        Ok(freed)
     }
 
     /// Packs the tuples at the end of the body, cuts trailing unused lines, and sets
@@ -766,7 +792,7 @@ mod tests {
         );
         // Trailing unused lines are cut: only `keep` and the dead root remain.
         assert_eq!(page.lines(), 2);
-        assert_eq!(page.free_dead_lines(&[root, keep]), 1);
+        assert_eq!(page.free_dead_lines(&[root, keep]), Ok(1));
         assert_eq!(page.lines(), 1);
         assert_eq!(page.data(keep), Some(&b"keep"[..]));
     }
@@ -886,7 +912,7 @@ mod tests {
                     Op::Vacuum => {
                         // Vacuum removed the index entries of dead roots: free their lines.
                         let dead: Vec<u16> = rows.iter().map(|r| r.root).filter(|&l| page.line(l) == Line::Dead).collect();
-                        page.free_dead_lines(&dead);
+                        page.free_dead_lines(&dead).unwrap();
                         rows.retain(|r| !dead.contains(&r.root));
                     }
                     _ => {}

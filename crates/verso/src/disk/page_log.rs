@@ -769,7 +769,7 @@ fn redo_heap(page: &mut PageMut<'_>, change: LoggedChange<'_>) -> Result<()> {
         }
         LoggedChange::HeapPrune(plan) => heap.execute_prune(&plan).map_err(&defect)?,
         LoggedChange::HeapFreeDead(lines) => {
-            heap.free_dead_lines(&lines);
+            heap.free_dead_lines(&lines).map_err(&defect)?;
         }
         LoggedChange::Image { .. }
         | LoggedChange::BTreePut { .. }

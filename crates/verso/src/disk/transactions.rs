@@ -20,9 +20,12 @@
 //!   not in the table finds its end in the commit log.
 //! - **T2** The commit window (from the commit timestamp's draw to the commit record's
 //!   append) does no I/O: the commit log's entry page is latched before the draw
-//!   ([`CommitLog::prepare_end`]). A reader waits in that window only if its snapshot
-//!   could see the commit (start above the commit timestamp); for any other snapshot a
-//!   committing writer is as good as running.
+//!   ([`CommitLog::prepare_end`]). The writer is marked committing, at a lower bound of its
+//!   timestamp (the clock), before the draw, then at the timestamp drawn: a snapshot that
+//!   began after the draw (its start above the timestamp) never takes it for running (a
+//!   review found it did, between the draw and the mark). A reader waits in the window
+//!   only if its snapshot could see the commit; for any other snapshot a committing
+//!   writer is as good as running.
 //! - **T3** A reader acts on a commit only after its record is appended (the live state
 //!   says committed, or the commit log has it), so whatever the reader then logs lies
 //!   after that record: a transaction that read a commit is never durable before it.
@@ -44,8 +47,12 @@ const LIVE_SHARDS: usize = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Live {
     Running,
-    /// The commit timestamp is drawn; the outcome is not decided yet.
+    /// Committing at a timestamp at or above this one (a lower bound until the draw,
+    /// then the timestamp drawn); the outcome is not decided yet.
     Committing(u64),
+    /// Ended without an end in the commit log (an I/O error at its end): aborted for
+    /// this run, as a restart will read it (X3). Stays in the table until then.
+    Aborted,
     /// The commit record is appended and ends at `lsn`.
     Committed {
         ts: u64,
@@ -199,6 +206,7 @@ impl Resolve for DiskTransactions {
                     }
                 }
                 Some(Live::Committed { ts, lsn }) => return Ok(Fate::Committed { ts, lsn }),
+                Some(Live::Aborted) => return Ok(Fate::Aborted),
                 None => {
                     // T1: gone from the table, so its end is in the commit log.
                     let (status, lsn) = self.commit_log.status_and_lsn(xid)?;
@@ -330,6 +338,10 @@ impl<'a> DiskTransaction<'a> {
         };
         before_draw();
         let ts = loop {
+            // T2: marked committing before the draw, at a lower bound of the timestamp, so
+            // a snapshot that begins once the clock moved past the draw waits for the
+            // outcome rather than take the writer for running.
+            txns.set_live(xid, Some(Live::Committing(txns.manager.clock())));
             let ts = txns.manager.draw_commit_ts();
             txns.set_live(xid, Some(Live::Committing(ts)));
             match at_draw(ts) {
@@ -341,8 +353,8 @@ impl<'a> DiskTransaction<'a> {
                     if aborted.is_ok() {
                         txns.set_live(xid, None);
                     } else {
-                        // T1: with no end in the commit log, the id stays live as running.
-                        txns.set_live(xid, Some(Live::Running));
+                        // T1: with no end in the commit log, the id stays live, aborted.
+                        txns.set_live(xid, Some(Live::Aborted));
                     }
                     self.end_snapshot();
                     aborted?;
@@ -359,9 +371,9 @@ impl<'a> DiskTransaction<'a> {
                 Ok((ts, Some(lsn)))
             }
             Err(error) => {
-                // The log failed (durability lost): the commit is not in it. Nothing more
-                // reaches the files; readers see the transaction as running until then.
-                txns.set_live(xid, Some(Live::Running));
+                // The log failed (durability lost): the commit is not in it, and nothing
+                // more reaches the files. Aborted for this run, as a restart reads it.
+                txns.set_live(xid, Some(Live::Aborted));
                 self.end_snapshot();
                 Err(error)
             }
@@ -383,11 +395,16 @@ impl<'a> DiskTransaction<'a> {
     fn abort_inner(&mut self) -> Result<()> {
         let result = if self.xid != 0 {
             let result = self.txns.commit_log.abort(self.xid);
-            // T1: an abort that failed (an I/O error) leaves the id live as running; a
-            // restart ends it (X3).
-            if result.is_ok() {
-                self.txns.set_live(self.xid, None);
-            }
+            // T1: an abort that failed (an I/O error) leaves the id in the table, aborted;
+            // a restart reads it aborted too (X3).
+            self.txns.set_live(
+                self.xid,
+                if result.is_ok() {
+                    None
+                } else {
+                    Some(Live::Aborted)
+                },
+            );
             result
         } else {
             Ok(())
@@ -397,8 +414,10 @@ impl<'a> DiskTransaction<'a> {
     }
 
     fn end_aborted(&mut self) {
-        // The entry page could not be latched: the id stays live as running (its tuples
-        // invisible) rather than leave the table with no end in the commit log (T1).
+        // The entry page could not be latched (an I/O error): the id stays in the table,
+        // aborted (its tuples invisible and prunable, its rows writable again), rather
+        // than leave it with no end in the commit log (T1); a restart reads it aborted.
+        self.txns.set_live(self.xid, Some(Live::Aborted));
         self.end_snapshot();
     }
 }

@@ -1,8 +1,12 @@
-//! Autovacuum: a background worker that wakes every naptime and vacuums each table whose
-//! dead tuples passed PostgreSQL's threshold (`DiskTable::needs_vacuum`: 50 plus a fifth
-//! of the tuples its last vacuum left), as PostgreSQL's launcher and workers do for one
-//! database. It holds the engine only while it works (a weak reference between rounds),
-//! and stops when asked or when the engine is gone.
+//! The disk engine's background worker: autovacuum and the checkpointer.
+//!
+//! Every naptime it vacuums each table whose dead tuples passed PostgreSQL's threshold
+//! (`DiskTable::needs_vacuum`: 50 plus a fifth of the tuples its last vacuum left), as
+//! PostgreSQL's launcher and workers do for one database; and every tick (at most a
+//! second) it takes a checkpoint once the page log grew by `checkpoint_after_log_bytes`
+//! since the last one (PostgreSQL's `max_wal_size`), so recovery replays a bounded log and
+//! its segments are freed. It holds the engine only while it works (a weak reference
+//! between rounds), and stops when asked or when the engine is gone.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -23,20 +27,26 @@ struct Shared {
     wake: Mutex<()>,
     woken: Condvar,
     vacuums: AtomicU64,
+    checkpoints: AtomicU64,
 }
 
 impl Worker {
-    pub(crate) fn start(engine: Weak<DiskEngine>, naptime: Duration) -> Result<Self> {
+    pub(crate) fn start(
+        engine: Weak<DiskEngine>,
+        naptime: Option<Duration>,
+        checkpoint_after_log_bytes: Option<u64>,
+    ) -> Result<Self> {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             wake: Mutex::new(()),
             woken: Condvar::new(),
             vacuums: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
         });
         let worker_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("verso-autovacuum".into())
-            .spawn(move || run(&worker_shared, &engine, naptime))
+            .spawn(move || run(&worker_shared, &engine, naptime, checkpoint_after_log_bytes))
             .map_err(|e| Error::Io {
                 path: "(thread)".into(),
                 operation: "starting the autovacuum worker",
@@ -71,14 +81,22 @@ impl Worker {
     }
 }
 
-fn run(shared: &Shared, engine: &Weak<DiskEngine>, naptime: Duration) {
+fn run(
+    shared: &Shared,
+    engine: &Weak<DiskEngine>,
+    naptime: Option<Duration>,
+    checkpoint_after_log_bytes: Option<u64>,
+) {
+    let tick = naptime.map_or(Duration::from_secs(1), |n| n.min(Duration::from_secs(1)));
+    let mut last_vacuum = std::time::Instant::now();
+    let mut log_bytes_at_checkpoint = 0;
     loop {
         {
             let mut wake = shared.wake.lock();
             if shared.stop.load(Ordering::SeqCst) {
                 return;
             }
-            shared.woken.wait_for(&mut wake, naptime);
+            shared.woken.wait_for(&mut wake, tick);
         }
         if shared.stop.load(Ordering::SeqCst) {
             return;
@@ -89,6 +107,22 @@ fn run(shared: &Shared, engine: &Weak<DiskEngine>, naptime: Duration) {
         if engine.check_open().is_err() {
             return;
         }
+        if let Some(every) = checkpoint_after_log_bytes {
+            let bytes = engine.log.stats().bytes;
+            if bytes.saturating_sub(log_bytes_at_checkpoint) >= every {
+                // A failed checkpoint fails the log: the next call reports it.
+                if engine.checkpoint().is_err() {
+                    return;
+                }
+                log_bytes_at_checkpoint = bytes;
+                shared.checkpoints.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let Some(naptime) = naptime else { continue };
+        if last_vacuum.elapsed() < naptime {
+            continue;
+        }
+        last_vacuum = std::time::Instant::now();
         for entry in engine.tables() {
             if shared.stop.load(Ordering::SeqCst) {
                 return;

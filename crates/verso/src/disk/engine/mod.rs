@@ -167,6 +167,7 @@ pub(crate) struct DiskSettings {
     pub(crate) buffer_pool_bytes: usize,
     pub(crate) segment_bytes: u64,
     pub(crate) autovacuum_naptime: Option<std::time::Duration>,
+    pub(crate) checkpoint_after_log_bytes: Option<u64>,
 }
 
 fn table_file(table: u32, offset: u32) -> FileNo {
@@ -194,6 +195,7 @@ impl DiskEngine {
             buffer_pool_bytes,
             segment_bytes,
             autovacuum_naptime,
+            checkpoint_after_log_bytes,
         } = settings;
         fs.create_dir_all(&dir).map_err(|e| {
             crate::durability::io_error(&dir, "creating the database directory", &e)
@@ -250,8 +252,12 @@ impl DiskEngine {
             }
         }
         let engine = Arc::new(engine);
-        if let Some(naptime) = autovacuum_naptime {
-            let worker = autovacuum::Worker::start(Arc::downgrade(&engine), naptime)?;
+        if autovacuum_naptime.is_some() || checkpoint_after_log_bytes.is_some() {
+            let worker = autovacuum::Worker::start(
+                Arc::downgrade(&engine),
+                autovacuum_naptime,
+                checkpoint_after_log_bytes,
+            )?;
             *engine.autovacuum.lock() = Some(worker);
         }
         Ok(engine)
