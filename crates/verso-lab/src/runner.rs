@@ -299,9 +299,13 @@ pub fn run_configuration(
         },
         durability: durability_text,
         persistent_memory_media: verso_media(&config.options),
-        growth_measure: "resident memory of the process (RSS): Verso keeps everything in \
-                         memory"
-            .to_owned(),
+        growth_measure: if config.options.disk.is_some() {
+            "the tables' files on the disk engine (heaps, free-space maps, indexes), as \
+             PostgreSQL's pg_total_relation_size"
+                .to_owned()
+        } else {
+            "resident memory of the process (RSS): Verso keeps everything in memory".to_owned()
+        },
         ..configuration_of(workload, config)
     };
     Ok(result_of(configuration, load_seconds, measured, config))

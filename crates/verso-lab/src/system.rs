@@ -153,11 +153,18 @@ impl DrivenSystem for VersoSystem<'_> {
     }
 
     /// The engine's counters, and the process's resident memory as its growth: Verso keeps
-    /// everything in memory, so memory is what a long reader could make grow.
+    /// everything in memory, so memory is what a long reader could make grow (on the disk
+    /// engine, its tables' files instead).
     fn gauges(&self) -> Gauges {
+        let stats = self.db.sample_stats();
+        // On the disk engine, its tables' files, as PostgreSQL's relation sizes.
+        let growth_bytes = match &stats.disk {
+            Some(disk) => Some(disk.table_pages * verso::disk::PAGE_SIZE as u64),
+            None => crate::memory::resident_bytes(),
+        };
         Gauges {
-            stats: self.db.sample_stats(),
-            growth_bytes: crate::memory::resident_bytes(),
+            stats,
+            growth_bytes,
         }
     }
 }

@@ -2280,6 +2280,11 @@ impl Drop for Database {
     fn drop(&mut self) {
         if CollectorThreads::last_handle(&self.collector_threads) {
             self.collector_threads.stop();
+            if let AnyEngine::Disk(disk) = &*self.engine {
+                // Its background worker holds the engine during a round: stopped (and
+                // waited for) here, the engine and its directory go with this handle.
+                disk.stop_background();
+            }
         }
     }
 }

@@ -554,6 +554,9 @@ pub struct DiskStats {
     pub heap: crate::disk::HeapStats,
     /// Pages in every table's heap.
     pub heap_pages: u64,
+    /// Pages in every table's files: heap, free-space map and indexes (what PostgreSQL's
+    /// `pg_total_relation_size` counts, in pages).
+    pub table_pages: u64,
     /// Dead tuples counted since each table's last vacuum (PostgreSQL's `n_dead_tup`).
     pub dead_tuples: u64,
     /// Vacuums autovacuum ran.

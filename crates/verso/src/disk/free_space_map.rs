@@ -257,6 +257,11 @@ impl FreeSpaceMap {
         })
     }
 
+    /// The file the map lives in.
+    pub fn file(&self) -> FileNo {
+        self.shared.file
+    }
+
     /// The buffer pool the map lives in.
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.shared.pool

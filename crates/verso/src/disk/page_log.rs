@@ -496,6 +496,12 @@ impl PageLog {
         Arc::clone(&self.log)
     }
 
+    /// Fails the log (durability lost: nothing more reaches the files, every later call
+    /// gets [`Error::DurabilityLost`]) and returns that error.
+    pub(crate) fn fail(&self, reason: String) -> Error {
+        self.log.fail(reason)
+    }
+
     /// Fails once the log failed (durability lost) or was closed.
     pub(crate) fn check(&self) -> Result<()> {
         self.log.check()

@@ -172,6 +172,17 @@ impl DiskTable {
         &self.heap
     }
 
+    /// Pages in the table's files: its heap, its free-space map and its indexes.
+    pub fn pages(&self) -> Result<u64> {
+        let pool = self.primary.pool();
+        let mut pages = u64::from(self.heap.pages()?);
+        pages += u64::from(pool.file_pages(self.heap.free_space_map().file())?);
+        for tree in std::iter::once(&self.primary).chain(&self.indexes) {
+            pages += u64::from(pool.file_pages(tree.file())?);
+        }
+        Ok(pages)
+    }
+
     /// The primary index.
     pub fn primary_index(&self) -> &BTree {
         &self.primary
@@ -207,7 +218,10 @@ impl DiskTable {
     /// The version of the row with primary key `key` that `txn` sees, with its address.
     pub fn get(&self, txn: &DiskTransaction<'_>, key: &[u8]) -> Result<Option<(Tid, Vec<u8>)>> {
         let (snapshot, txns) = (txn.snapshot(), txn.transactions());
-        for root in self.roots(key)? {
+        // Newest roots first: a cold update's version usually lands at a higher address
+        // (the target page, or the file's end), and most snapshots see the newest version;
+        // behind a long snapshot a key has many roots (at most one visible, DT3).
+        for root in self.roots(key)?.into_iter().rev() {
             if let Some(found) = self.visible_with_key(root, &snapshot, txns, None, key)? {
                 return Ok(Some(found));
             }

@@ -93,6 +93,89 @@ pub struct DiskTransactions {
     commit_log: CommitLog,
     manager: TxnManager<()>,
     live: Box<[Mutex<HashMap<u64, Live>>]>,
+    fates: FateCache,
+}
+
+const FATE_CACHE_SLOTS: usize = 1 << 16;
+/// A cache slot's id while a writer fills it.
+const FILLING: u64 = u64::MAX;
+
+/// Final fates (committed at a timestamp, with the LSN its record ends by; or aborted) of
+/// recent ids, by id modulo its size. PostgreSQL's readers decide most tuples by hint bits
+/// and their snapshot's list of running ids; a snapshot here compares commit timestamps,
+/// which no hint holds, so without this every check of a committed `xmin` or `xmax` would
+/// read the commit log's page (a pool lookup and a latch): behind a long snapshot, a read
+/// of a row with a long chain checks every version. A fate is final once known and ids are
+/// never reused (X1), so an entry is never stale.
+struct FateCache {
+    slots: Box<[CachedFate]>,
+}
+
+struct CachedFate {
+    /// The id the slot holds (0: none; [`FILLING`]: a writer is filling it).
+    xid: std::sync::atomic::AtomicU64,
+    ts: std::sync::atomic::AtomicU64,
+    lsn: std::sync::atomic::AtomicU64,
+}
+
+impl FateCache {
+    fn new() -> Self {
+        FateCache {
+            slots: (0..FATE_CACHE_SLOTS)
+                .map(|_| CachedFate {
+                    xid: Default::default(),
+                    ts: Default::default(),
+                    lsn: Default::default(),
+                })
+                .collect(),
+        }
+    }
+
+    fn slot(&self, xid: u64) -> &CachedFate {
+        &self.slots[xid as usize % FATE_CACHE_SLOTS]
+    }
+
+    /// The fate of `xid` if cached: the slot held `xid` before and after its fields were
+    /// read, so they are `xid`'s (a writer claims the slot before it writes them).
+    fn get(&self, xid: u64) -> Option<Fate> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let slot = self.slot(xid);
+        if slot.xid.load(SeqCst) != xid {
+            return None;
+        }
+        let (ts, lsn) = (slot.ts.load(SeqCst), slot.lsn.load(SeqCst));
+        if slot.xid.load(SeqCst) != xid {
+            return None;
+        }
+        Some(if ts == super::commit_log::ABORTED {
+            Fate::Aborted
+        } else {
+            Fate::Committed { ts, lsn }
+        })
+    }
+
+    /// Caches a final fate (skipped if another writer holds the slot).
+    fn put(&self, xid: u64, fate: Fate) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (ts, lsn) = match fate {
+            Fate::Committed { ts, lsn } => (ts, lsn),
+            Fate::Aborted => (super::commit_log::ABORTED, 0),
+            Fate::Running => return,
+        };
+        let slot = self.slot(xid);
+        let old = slot.xid.load(SeqCst);
+        if old == FILLING
+            || slot
+                .xid
+                .compare_exchange(old, FILLING, SeqCst, SeqCst)
+                .is_err()
+        {
+            return;
+        }
+        slot.ts.store(ts, SeqCst);
+        slot.lsn.store(lsn, SeqCst);
+        slot.xid.store(xid, SeqCst);
+    }
 }
 
 impl std::fmt::Debug for DiskTransactions {
@@ -115,6 +198,7 @@ impl DiskTransactions {
             live: (0..LIVE_SHARDS)
                 .map(|_| Mutex::new(HashMap::new()))
                 .collect(),
+            fates: FateCache::new(),
         })
     }
 
@@ -190,6 +274,9 @@ impl Resolve for DiskTransactions {
     }
 
     fn resolve(&self, xid: u64, start: u64) -> Result<Fate> {
+        if let Some(fate) = self.fates.get(xid) {
+            return Ok(fate);
+        }
         let mut spins = 0u32;
         loop {
             let live = self.shard(xid).lock().get(&xid).copied();
@@ -210,7 +297,7 @@ impl Resolve for DiskTransactions {
                 None => {
                     // T1: gone from the table, so its end is in the commit log.
                     let (status, lsn) = self.commit_log.status_and_lsn(xid)?;
-                    return Ok(match status {
+                    let fate = match status {
                         TransactionStatus::Committed(ts) => Fate::Committed { ts, lsn },
                         TransactionStatus::Aborted => Fate::Aborted,
                         TransactionStatus::InProgress => {
@@ -223,7 +310,9 @@ impl Resolve for DiskTransactions {
                                 ),
                             })
                         }
-                    });
+                    };
+                    self.fates.put(xid, fate);
+                    return Ok(fate);
                 }
             }
         }
@@ -365,6 +454,7 @@ impl<'a> DiskTransaction<'a> {
         match ending.commit(ts) {
             Ok(lsn) => {
                 // T1: the entry page's latch went with `ending`; the commit log has it.
+                txns.fates.put(xid, Fate::Committed { ts, lsn });
                 txns.set_live(xid, Some(Live::Committed { ts, lsn }));
                 txns.set_live(xid, None);
                 self.end_snapshot();

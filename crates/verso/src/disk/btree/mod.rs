@@ -133,6 +133,11 @@ impl BTree {
         Ok(tree)
     }
 
+    /// The file the tree lives in.
+    pub fn file(&self) -> FileNo {
+        self.file
+    }
+
     /// The buffer pool the tree lives in.
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool

@@ -110,12 +110,12 @@ fn run(
         if let Some(every) = checkpoint_after_log_bytes {
             let bytes = engine.log.stats().bytes;
             if bytes.saturating_sub(log_bytes_at_checkpoint) >= every {
-                // A failed checkpoint fails the log: the next call reports it.
-                if engine.checkpoint().is_err() {
-                    return;
+                // A checkpoint that failed (a page write's I/O error) is tried again next
+                // tick; one that failed the log ends the worker at the next `check_open`.
+                if engine.checkpoint().is_ok() {
+                    log_bytes_at_checkpoint = bytes;
+                    shared.checkpoints.fetch_add(1, Ordering::Relaxed);
                 }
-                log_bytes_at_checkpoint = bytes;
-                shared.checkpoints.fetch_add(1, Ordering::Relaxed);
             }
         }
         let Some(naptime) = naptime else { continue };

@@ -147,10 +147,10 @@ pub(crate) fn read(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(String, Schem
     decode(&path, &bytes)
 }
 
-/// Replaces the catalog in `dir` by one of `entries` (see the module's protocol).
-pub(crate) fn write(fs: &dyn FileSystem, dir: &Path, entries: &[Vec<u8>]) -> Result<()> {
+/// The protocol's first half: the new catalog written whole to the temporary file and
+/// synced. A failure changes nothing the next open reads.
+pub(crate) fn stage(fs: &dyn FileSystem, dir: &Path, entries: &[Vec<u8>]) -> Result<()> {
     let temporary = dir.join(TEMPORARY);
-    let path = dir.join(CATALOG);
     remove_if_present(fs, &temporary)?;
     let file = fs
         .open(&temporary, OpenMode::CreateNew)
@@ -158,8 +158,14 @@ pub(crate) fn write(fs: &dyn FileSystem, dir: &Path, entries: &[Vec<u8>]) -> Res
     file.write_all_at(&encode(entries), 0)
         .map_err(|e| io_error(&temporary, "writing the new catalog", &e))?;
     file.sync_data()
-        .map_err(|e| io_error(&temporary, "syncing the new catalog", &e))?;
-    drop(file);
+        .map_err(|e| io_error(&temporary, "syncing the new catalog", &e))
+}
+
+/// The protocol's second half: the staged catalog renamed into place and the directory
+/// synced. After a failure the old catalog or the new one is in place, which one unknown.
+pub(crate) fn install(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let temporary = dir.join(TEMPORARY);
+    let path = dir.join(CATALOG);
     fs.rename(&temporary, &path)
         .map_err(|e| io_error(&path, "renaming the new catalog into place", &e))?;
     fs.sync_dir(dir)

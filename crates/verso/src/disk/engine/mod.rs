@@ -297,7 +297,7 @@ impl DiskEngine {
             unreachable!("tables are opened in order, each once");
         }
         self.table_count
-            .store(position as usize + 1, Ordering::Release);
+            .fetch_max(position as usize + 1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -329,8 +329,7 @@ impl DiskEngine {
                 name: name.to_owned(),
             });
         }
-        let position = self.table_count.load(Ordering::Acquire);
-        if position >= MAX_DISK_TABLES {
+        if self.catalog.lock().len() >= MAX_DISK_TABLES {
             return Err(Error::CapacityExceeded {
                 what: "tables of a disk database".into(),
                 limit: MAX_DISK_TABLES,
@@ -342,24 +341,33 @@ impl DiskEngine {
                 limit: MAX_DISK_INDEXES,
             });
         }
-        let position = position as u32;
+        // The catalog is the truth of positions: a table whose storage failed to open
+        // keeps its position (and a new table the next).
+        let mut bodies = self.catalog.lock();
+        let position = bodies.len() as u32;
         for offset in 0..3 + schema.indexes.len() as u32 {
+            let number = table_file(position, offset);
+            if self.pool.file_pages(number).is_ok() {
+                // Attached by an earlier attempt that failed before the catalog listed
+                // the table: nothing was logged to it (DE1), so it is empty; reuse it.
+                continue;
+            }
             let file_name = table_file_name(position, offset);
             // A file a crashed creation left behind holds nothing the log names (DE1).
             crate::durability::remove_if_present(&*self.fs, &self.dir.join(&file_name))?;
-            attach(
-                &*self.fs,
-                &self.pool,
-                &self.dir,
-                table_file(position, offset),
-                &file_name,
-            )?;
+            attach(&*self.fs, &self.pool, &self.dir, number, &file_name)?;
         }
-        let mut bodies = self.catalog.lock();
         bodies.push(catalog::entry_body(position, &schema));
-        if let Err(error) = catalog::write(&*self.fs, &self.dir, &bodies) {
+        let staged = catalog::stage(&*self.fs, &self.dir, &bodies);
+        if let Err(error) = staged {
             bodies.pop();
             return Err(error);
+        }
+        if let Err(error) = catalog::install(&*self.fs, &self.dir) {
+            // The rename may have happened, and a failed sync cannot be retried as if it
+            // had not (the durability issue's rule): whether the table exists after a
+            // restart is unknown, so this database takes no more work.
+            return Err(self.log.fail(format!("creating table {name}: {error}")));
         }
         drop(bodies);
         names.insert(name.to_owned(), position);
@@ -445,6 +453,7 @@ impl DiskEngine {
             disk.heap.aborted_tuples_pruned += heap.aborted_tuples_pruned;
             disk.heap.pages_extended += heap.pages_extended;
             disk.heap_pages += u64::from(entry.table.heap().pages().unwrap_or(0));
+            disk.table_pages += entry.table.pages().unwrap_or(0);
             disk.dead_tuples += entry.table.dead_tuples();
         }
         disk.vacuums = self
@@ -453,7 +462,10 @@ impl DiskEngine {
             .as_ref()
             .map_or(0, |worker| worker.vacuums());
         // Tuples whose creator aborted were counted as rolled back at the abort.
-        stats.versions_reclaimed = disk.heap.tuples_pruned - disk.heap.aborted_tuples_pruned;
+        stats.versions_reclaimed = disk
+            .heap
+            .tuples_pruned
+            .saturating_sub(disk.heap.aborted_tuples_pruned);
         // The slots' counters: commit records published, examined and dropped.
         let rate = crate::ticks::Rate::measure();
         let mut from_slots = Stats::default();
@@ -519,6 +531,14 @@ impl DiskEngine {
             bytes: pages * super::PAGE_SIZE as u64,
             nanos: started.elapsed().as_nanos() as u64,
         })
+    }
+
+    /// Stops the background worker and waits for a round in progress (the last handle's
+    /// drop: the engine then goes on the dropping thread, not at a round's end).
+    pub(crate) fn stop_background(&self) {
+        if let Some(worker) = self.autovacuum.lock().take() {
+            worker.stop();
+        }
     }
 
     /// Closes: autovacuum stops, every commit is made durable, a checkpoint written, and

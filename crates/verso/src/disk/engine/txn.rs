@@ -14,12 +14,14 @@ use std::sync::Arc;
 
 use super::{Counters, DiskEngine, DiskTableEntry};
 use crate::cc::precision::{CommitRecord, RangeRead, ReadSet, WrittenKey};
+// The slots' records and owners are the crate's `Arc` (loom's under `--cfg loom`).
 use crate::disk::transactions::DiskTransaction;
 use crate::durability::log::Log;
 use crate::engine::txn::{encode_range, End, ScanCursor};
 use crate::key;
 use crate::row::{PackedRef, PackedRow, RowView};
 use crate::schema::TableSchema;
+use crate::sync::Arc as SyncArc;
 use crate::txn::state::TxnShared;
 use crate::{Error, Isolation, KeyRange, NonInline, Result, TableId, Value};
 
@@ -34,6 +36,10 @@ struct Written {
     /// Deletes: rolled back with nothing to collect if the transaction aborts.
     deletes: u64,
 }
+
+/// A walk's end: the key it stopped at (if it stopped), or its error with the last key it
+/// handed out.
+type Walked = std::result::Result<Option<Vec<u8>>, (Error, Option<Vec<u8>>)>;
 
 /// A disk transaction as the public API drives it.
 pub(crate) struct DiskTxn<'e> {
@@ -334,20 +340,45 @@ impl<'e> DiskTxn<'e> {
         let Some((lower, upper)) = encode_range(&entry.schema, range, index)? else {
             return Ok(());
         };
-        let stopped_at = self.walk(
+        let walked = self.walk(
             entry,
             txn,
             index,
             (&lower, &upper),
             range.is_descending(),
             &mut |_, view| outside(inside(view)),
-        )?;
-        self.record_range(id, index, (lower, upper), range.is_descending(), stopped_at);
-        Ok(())
+        );
+        self.record_walk(id, index, (lower, upper), range.is_descending(), walked)
+    }
+
+    /// Records what a walk read (to where it stopped, or to the last row it handed out
+    /// before an error) and passes its error on.
+    fn record_walk(
+        &self,
+        id: TableId,
+        index: Option<usize>,
+        bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        descending: bool,
+        walked: Walked,
+    ) -> Result<()> {
+        match walked {
+            Ok(stopped_at) => {
+                self.record_range(id, index, bounds, descending, stopped_at);
+                Ok(())
+            }
+            Err((error, last)) => {
+                if last.is_some() {
+                    self.record_range(id, index, bounds, descending, last);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Walks an index over encoded bounds, handing each visible row (with its index key)
-    /// to `each` until it returns false; returns the key it stopped at, if it stopped.
+    /// to `each` until it returns false; returns the key it stopped at, if it stopped. On
+    /// an error, returns it with the last key handed out: the rows handed out before the
+    /// error were read all the same, and a serializable transaction records them.
     fn walk(
         &self,
         entry: &DiskTableEntry,
@@ -356,23 +387,27 @@ impl<'e> DiskTxn<'e> {
         (lower, upper): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
         descending: bool,
         each: &mut dyn FnMut(&[u8], RowView<'_>) -> bool,
-    ) -> Result<Option<Vec<u8>>> {
-        let mut stopped_at = None;
+    ) -> Walked {
+        let mut last = None;
+        let mut stopped = false;
         let mut visit = |key: &[u8], bytes: &[u8]| -> Result<bool> {
-            let go_on = each(key, RowView::packed(packed(&entry.schema, bytes)?));
-            if !go_on {
-                stopped_at = Some(key.to_vec());
-            }
+            let row = packed(&entry.schema, bytes)?;
+            last = Some(key.to_vec());
+            let go_on = each(key, RowView::packed(row));
+            stopped = !go_on;
             Ok(go_on)
         };
         let (low, high) = (as_slice(lower), as_slice(upper));
-        match index {
-            None => entry.table.scan(txn, low, high, descending, &mut visit)?,
+        let walked = match index {
+            None => entry.table.scan(txn, low, high, descending, &mut visit),
             Some(index) => entry
                 .table
-                .scan_index(index, txn, low, high, descending, &mut visit)?,
+                .scan_index(index, txn, low, high, descending, &mut visit),
+        };
+        match walked {
+            Ok(()) => Ok(if stopped { last } else { None }),
+            Err(error) => Err((error, last)),
         }
-        Ok(stopped_at)
     }
 
     pub(crate) fn open_scan(
@@ -411,7 +446,7 @@ impl<'e> DiskTxn<'e> {
         let (id, index, lower, upper) = cursor.remaining();
         let entry = self.table(id)?;
         let mut fetched = 0;
-        let stopped_at = self.walk(
+        let walked = self.walk(
             entry,
             txn,
             index,
@@ -422,9 +457,20 @@ impl<'e> DiskTxn<'e> {
                 fetched += 1;
                 fetched < max_rows
             },
-        )?;
-        cursor.advance(from, stopped_at);
-        Ok(())
+        );
+        match walked {
+            Ok(stopped_at) => {
+                cursor.advance(from, stopped_at);
+                Ok(())
+            }
+            Err((error, last)) => {
+                // The rows fetched before the error are handed out (and recorded as the
+                // iterator hands them out); the scan goes no further.
+                cursor.advance(from, last);
+                cursor.finish();
+                Err(error)
+            }
+        }
     }
 
     pub(crate) fn record_scanned(&self, cursor: &mut ScanCursor, from: End, upto: Option<Vec<u8>>) {
@@ -537,7 +583,7 @@ impl<'e> DiskTxn<'e> {
             return Ok(0);
         };
         let mut chosen = Vec::new();
-        {
+        let walked = {
             let txn = self.active()?;
             self.walk(
                 entry,
@@ -551,9 +597,9 @@ impl<'e> DiskTxn<'e> {
                     }
                     true
                 },
-            )?;
-        }
-        self.record_range(id, None, (lower, upper), range.is_descending(), None);
+            )
+        };
+        self.record_walk(id, None, (lower, upper), range.is_descending(), walked)?;
         let mut updated = 0;
         for key in chosen {
             updated += usize::from(self.update_encoded(id, entry, &key, changes)?);
@@ -614,17 +660,19 @@ impl<'e> DiskTxn<'e> {
             reads.seal();
             reads
         });
-        let owner = Arc::new(TxnShared::new());
+        let owner = SyncArc::new(TxnShared::new());
+        // Whether `owner` was marked committing (not if the commit failed before its draw).
+        let committing = Cell::new(false);
         let written = std::mem::take(&mut *self.written_keys.borrow_mut());
         let written = RefCell::new(Some(written));
-        let record: RefCell<Option<Arc<CommitRecord>>> = RefCell::new(None);
+        let record: RefCell<Option<SyncArc<CommitRecord>>> = RefCell::new(None);
         // Publishes the commit record (once) in this thread's log.
         let publish = || {
-            let built = Arc::new(CommitRecord::new(
-                Arc::clone(&owner),
+            let built = SyncArc::new(CommitRecord::new(
+                SyncArc::clone(&owner),
                 written.borrow_mut().take().unwrap_or_default(),
             ));
-            slot.validation_log.lock().push_back(Arc::clone(&built));
+            slot.validation_log.lock().push_back(SyncArc::clone(&built));
             slot.stats
                 .add(crate::stats::Counter::CommitRecordsPublished, 1);
             *record.borrow_mut() = Some(built);
@@ -632,6 +680,7 @@ impl<'e> DiskTxn<'e> {
         let result = txn.commit_prepared(
             || {
                 owner.mark_committing();
+                committing.set(true);
                 if reads.is_some() || manager.serializable_running_since(u64::MAX - 1) {
                     publish();
                 }
@@ -666,13 +715,15 @@ impl<'e> DiskTxn<'e> {
             Err(error) => {
                 if let Some(record) = &*record.borrow() {
                     let mut log = slot.validation_log.lock();
-                    if let Some(at) = log.iter().rposition(|r| Arc::ptr_eq(r, record)) {
+                    if let Some(at) = log.iter().rposition(|r| SyncArc::ptr_eq(r, record)) {
                         log.remove(at);
                         slot.stats
                             .add(crate::stats::Counter::CommitRecordsDropped, 1);
                     }
                 }
-                owner.mark_not_committing();
+                if committing.get() {
+                    owner.mark_not_committing();
+                }
                 owner.mark_aborted();
                 let cause = match error {
                     Error::SerializationFailure { .. } => &c.aborts_serialization,
@@ -714,7 +765,7 @@ fn validate(
     reads: &ReadSet,
     start: u64,
     commit_ts: u64,
-    own: Option<&Arc<CommitRecord>>,
+    own: Option<&SyncArc<CommitRecord>>,
 ) -> Result<bool> {
     if reads.is_empty() {
         return Ok(true);
@@ -728,7 +779,7 @@ fn validate(
             .take_while(|r| r.commit_ts_if_drawn().is_none_or(|ts| ts >= start));
         others.extend(
             window
-                .filter(|r| own.is_none_or(|own| !Arc::ptr_eq(r, own)))
+                .filter(|r| own.is_none_or(|own| !SyncArc::ptr_eq(r, own)))
                 .cloned(),
         );
     }

@@ -105,7 +105,7 @@ impl ScanCursor {
 
     /// Records in `reads` that the program was handed the rows of one end up to the row
     /// with index key `upto` (`None`: all of the range), widening that end's one record
-    /// (as `EngineTxn::record_scanned` does; index keys here carry no pointer tag).
+    /// (`upto` without a physical pointer's tag).
     pub(crate) fn record_into(
         &mut self,
         reads: &mut crate::cc::precision::ReadSet,
@@ -173,21 +173,8 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             .map(|name| table.schema.index_position(name))
             .transpose()?;
         let encoded = encode_range(&table.schema, range, index)?;
-        let exhausted = encoded.is_none();
-        let (start, end) = encoded.unwrap_or((Bound::Unbounded, Bound::Unbounded));
-        let cursor = ScanCursor {
-            table: id,
-            index,
-            lower: start.clone(),
-            upper: end.clone(),
-            start,
-            end,
-            front_record: None,
-            back_record: None,
-            published: false,
-            exhausted,
-            empty: exhausted,
-        };
+        let mut cursor = ScanCursor::over(id, index, encoded);
+        cursor.published = false;
         Ok((cursor, &table.schema))
     }
 
@@ -263,10 +250,10 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
         let Some(reads) = &self.reads else {
             return;
         };
-        if cursor.empty {
-            debug_assert!(upto.is_none(), "an empty range hands out no row");
-            return;
-        }
+        debug_assert!(
+            !cursor.empty || upto.is_none(),
+            "an empty range hands out no row"
+        );
         // Validation compares index entries without a physical pointer's tag (commit
         // records hold untagged entries, which sort just below the tagged one).
         let upto = match (cursor.index, upto) {
@@ -276,27 +263,6 @@ impl<'e, V: VersionStorage, G: Collector> EngineTxn<'e, V, G> {
             }
             (_, upto) => upto,
         };
-        let (lower, upper) = match (upto, from) {
-            (None, _) => (cursor.start.clone(), cursor.end.clone()),
-            (Some(key), End::Front) => (cursor.start.clone(), Bound::Included(key)),
-            (Some(key), End::Back) => (Bound::Included(key), cursor.end.clone()),
-        };
-        let range = RangeRead {
-            table: cursor.table.index,
-            index: cursor
-                .index
-                .map(|i| u16::try_from(i).expect("indexes per table fit u16")),
-            lower,
-            upper,
-        };
-        let record = match from {
-            End::Front => &mut cursor.front_record,
-            End::Back => &mut cursor.back_record,
-        };
-        let mut reads = reads.borrow_mut();
-        match *record {
-            Some(at) => reads.widen_range(at, range),
-            None => *record = Some(reads.record_range(range)),
-        }
+        cursor.record_into(&mut reads.borrow_mut(), from, upto);
     }
 }
