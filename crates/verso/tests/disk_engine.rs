@@ -615,3 +615,50 @@ fn regression_a_failed_background_checkpoint_does_not_stop_autovacuum_for_good()
         db.stats().disk.unwrap().vacuums > 0
     });
 }
+
+/// Found by the model test once it ran the disk engine: an update of a key that only
+/// another, running transaction wrote (its insert, invisible to this snapshot) answered
+/// "no such row"; the in-memory engine's rule, first-updater-wins on the row, makes it a
+/// write conflict (the write meets the row's newest change).
+#[test]
+fn regression_an_update_of_a_key_a_running_transaction_inserted_conflicts() {
+    for options in common::disk_configurations() {
+        let db = common::open(&options);
+        let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+        let mut inserter = db.begin(Isolation::Snapshot);
+        inserter.insert(accounts, &account(1, "a", 1)).unwrap();
+        let mut updater = db.begin(Isolation::Snapshot);
+        assert!(matches!(
+            updater.update(accounts, &[Value::U64(1)], &[(2, Value::I64(2))]),
+            Err(Error::WriteConflict { .. })
+        ));
+        let mut deleter = db.begin(Isolation::Snapshot);
+        assert!(matches!(
+            deleter.delete(accounts, &[Value::U64(1)]),
+            Err(Error::WriteConflict { .. })
+        ));
+        inserter.commit().unwrap();
+    }
+}
+
+/// Found by the model test: an insert of a key whose row this snapshot sees but another,
+/// running transaction deleted was refused as a duplicate key; the newest change is the
+/// other transaction's, so it is a write conflict first (as in memory).
+#[test]
+fn regression_an_insert_over_a_row_a_running_transaction_deleted_conflicts() {
+    for options in common::disk_configurations() {
+        let db = common::open(&options);
+        let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(accounts, &account(1, "a", 1)).unwrap();
+        txn.commit().unwrap();
+        let mut deleter = db.begin(Isolation::Snapshot);
+        assert!(deleter.delete(accounts, &[Value::U64(1)]).unwrap());
+        let mut inserter = db.begin(Isolation::Snapshot);
+        assert!(matches!(
+            inserter.insert(accounts, &account(1, "b", 2)),
+            Err(Error::WriteConflict { .. })
+        ));
+        deleter.commit().unwrap();
+    }
+}

@@ -158,10 +158,12 @@ fn tables_answer_as_snapshot_isolation_says() {
             match roll {
                 0..=19 => {
                     let new = row(key, rng.next() % 8, (rng.next() % 300) as usize);
-                    let expected = if view(&history, &opens[me], key).is_some() {
-                        Err(Error::DuplicateKey { table: "t".into() })
-                    } else if written_unseen(&history, &opens, me, key) {
+                    // A write meets the key's newest change first: another's unseen write is
+                    // a conflict, whatever this snapshot sees (the in-memory engine's rule).
+                    let expected = if written_unseen(&history, &opens, me, key) {
                         Err(Error::WriteConflict { table: "t".into() })
+                    } else if view(&history, &opens[me], key).is_some() {
+                        Err(Error::DuplicateKey { table: "t".into() })
                     } else {
                         Ok(())
                     };
@@ -180,7 +182,7 @@ fn tables_answer_as_snapshot_isolation_says() {
                 }
                 20..=49 => {
                     let exists = view(&history, &opens[me], key).is_some();
-                    let conflict = exists && written_unseen(&history, &opens, me, key);
+                    let conflict = written_unseen(&history, &opens, me, key);
                     let k = key.to_be_bytes();
                     let got = if roll < 42 {
                         let old = view(&history, &opens[me], key);

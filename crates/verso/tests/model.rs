@@ -455,7 +455,15 @@ fn open(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, TableId
         .garbage_collector(gc)
         .non_inline(non_inline_of(storage, gc))
         .index_pointers(index_pointers_of(storage, gc));
-    let db = Database::open(options).expect("open");
+    with_table(Database::open(options).expect("open"))
+}
+
+/// The disk engine, as the suites run it (`common::disk_configurations`).
+fn open_disk() -> (Database, TableId) {
+    with_table(common::open(&common::disk_configurations()[0]))
+}
+
+fn with_table(db: Database) -> (Database, TableId) {
     let table = db
         .create_table(
             "items",
@@ -751,7 +759,18 @@ impl<'db> Harness<'db> {
 /// outcome; then ends everything and checks the final state and the collector's cleanup.
 fn run(storage: VersionStorageKind, gc: GarbageCollector, ops: &[Op]) -> Result<(), TestCaseError> {
     let (db, table) = open(storage, gc);
-    let mut harness = Harness::new(gc, &db, table);
+    run_on(&db, table, gc, ops)
+}
+
+/// [`run`] on an open database, whose collection `gc` describes (the disk engine's vacuum
+/// collects everything no snapshot needs, as Steam does).
+fn run_on(
+    db: &Database,
+    table: TableId,
+    gc: GarbageCollector,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
+    let mut harness = Harness::new(gc, db, table);
     for (step, op) in ops.iter().enumerate() {
         harness.run(step, op)?;
     }
@@ -941,6 +960,24 @@ proptest! {
                 ))
             })?;
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        max_shrink_iters: 4096,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The disk engine against the same model: PostgreSQL's version storage through a
+    /// 48-page pool, vacuum as its collection.
+    #[test]
+    fn disk_engine_matches_model(ops in ops()) {
+        let (db, table) = open_disk();
+        run_on(&db, table, GarbageCollector::Steam, &ops)
+            .map_err(|e| TestCaseError::fail(format!("the disk engine: {e}")))?;
     }
 }
 

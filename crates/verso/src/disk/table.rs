@@ -17,8 +17,9 @@
 //!   tuple it found against the entry's, as PostgreSQL rechecks index conditions.
 //! - **DT3** At most one version of a primary key is visible to any snapshot: an insert
 //!   checks every version of its key under the key's lock stripe (held across the check
-//!   and the new entry), refusing a key its snapshot sees (duplicate) or one another
-//!   transaction wrote and it cannot see (write conflict: first-updater-wins).
+//!   and the new entry), refusing a key another transaction wrote that it cannot see
+//!   (write conflict: first-updater-wins, checked first) or one its snapshot sees
+//!   (duplicate).
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -263,24 +264,27 @@ impl DiskTable {
         let xid = txn.xid()?;
         let (snapshot, txns) = (txn.snapshot(), txn.transactions());
         let _stripe = self.key_locks[stripe(&key)].lock();
-        // A key the snapshot sees is a duplicate whatever else happened to it; one it
-        // does not see but another transaction wrote is a conflict.
-        let mut written_unseen = false;
+        // A key another transaction wrote that the snapshot cannot see (running, or
+        // committed after it began) is a conflict, whatever the snapshot sees of it (the
+        // in-memory engine's rule: the write meets the row's newest change first); else a
+        // key the snapshot sees is a duplicate.
+        let (mut written_unseen, mut visible) = (false, false);
         for root in self.roots(&key)? {
             for (_, header, data) in self.heap.versions(root)? {
                 if self.keys.primary_key(&data)? != key {
                     continue; // DT2
                 }
-                if visibility::is_visible(&header, &snapshot, txns, &mut Hints::default())? {
-                    return Err(Error::DuplicateKey {
-                        table: self.name.clone(),
-                    });
-                }
+                visible |= visibility::is_visible(&header, &snapshot, txns, &mut Hints::default())?;
                 written_unseen |= visibility::written_since(&header, &snapshot, txns)?;
             }
         }
         if written_unseen {
             return Err(self.conflict());
+        }
+        if visible {
+            return Err(Error::DuplicateKey {
+                table: self.name.clone(),
+            });
         }
         let tid = self.heap.insert(xid, row)?;
         self.primary.insert(&entry(&key, tid), &[])?;
@@ -302,7 +306,7 @@ impl DiskTable {
         }
         txn.xid()?;
         let Some((tid, old)) = self.get(txn, key)? else {
-            return Ok(false);
+            return self.absent(txn, key).map(|()| false);
         };
         let mut index_keys = Vec::with_capacity(self.indexes.len());
         let mut hot_allowed = true;
@@ -335,7 +339,7 @@ impl DiskTable {
     pub fn delete(&self, txn: &mut DiskTransaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         txn.xid()?;
         let Some((tid, row)) = self.get(txn, key)? else {
-            return Ok(None);
+            return self.absent(txn, key).map(|()| None);
         };
         let (snapshot, txns) = (txn.snapshot(), txn.transactions());
         match self.heap.delete(tid, &snapshot, txns)? {
@@ -343,6 +347,25 @@ impl DiskTable {
             Replaced::Conflict => Err(self.conflict()),
             Replaced::Invisible | Replaced::Updated { .. } => Ok(None),
         }
+    }
+
+    /// An update or delete found no row `txn` sees under `key`: a write conflict if
+    /// another transaction wrote the key and `txn` cannot see that write (it inserted the
+    /// row and runs, or committed after `txn` began), as first-updater-wins has it for a
+    /// row (the in-memory engine's rule: a write meets the row's newest change whoever
+    /// sees it); else nothing to do.
+    pub fn absent(&self, txn: &DiskTransaction<'_>, key: &[u8]) -> Result<()> {
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        for root in self.roots(key)? {
+            for (_, header, data) in self.heap.versions(root)? {
+                if self.keys.primary_key(&data)? == key
+                    && visibility::written_since(&header, &snapshot, txns)?
+                {
+                    return Err(self.conflict());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A row's key in each secondary index, in index order.

@@ -536,7 +536,12 @@ impl<'e> DiskTxn<'e> {
         let txn = self.txn.as_mut().expect("active");
         let current = match entry.table.get(txn, key) {
             Ok(Some((_, bytes))) => bytes,
-            Ok(None) => return Ok(false),
+            Ok(None) => {
+                return match entry.table.absent(txn, key) {
+                    Ok(()) => Ok(false),
+                    Err(error) => Err(self.fail(error)),
+                }
+            }
             Err(error) => return Err(self.fail(error)),
         };
         let mut values = RowView::packed(packed(&entry.schema, &current)?).to_values();
