@@ -287,6 +287,15 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
         let mut members = Vec::new();
         let mut at = match self.line(root) {
             Line::Redirect(to) => to,
+            // A heap-only tuple starts no chain (PostgreSQL's `heap_hot_search_buffer`
+            // checks it too): an entry naming it names a line reused since.
+            Line::Normal { .. }
+                if self
+                    .header(root)
+                    .is_some_and(|h| h.has(infomask::HEAP_ONLY)) =>
+            {
+                return members
+            }
             Line::Normal { .. } => root,
             _ => return members,
         };
