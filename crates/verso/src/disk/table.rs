@@ -299,20 +299,34 @@ impl DiskTable {
     /// version gets an entry in every index. Returns false if `txn` sees no such row;
     /// fails with a write conflict if another transaction replaced it first.
     pub fn update(&self, txn: &mut DiskTransaction<'_>, key: &[u8], row: &[u8]) -> Result<bool> {
+        txn.xid()?;
+        let Some((tid, old)) = self.get(txn, key)? else {
+            return self.absent(txn, key).map(|()| false);
+        };
+        self.update_found(txn, key, (tid, &old), row)
+    }
+
+    /// [`DiskTable::update`] of the version `txn` found under `key` (its address and
+    /// bytes, as [`DiskTable::get`] returned them): for a caller that read the row
+    /// already, so it is not looked up twice.
+    pub fn update_found(
+        &self,
+        txn: &mut DiskTransaction<'_>,
+        key: &[u8],
+        (tid, old): (Tid, &[u8]),
+        row: &[u8],
+    ) -> Result<bool> {
         if self.keys.primary_key(row)? != key {
             return Err(Error::InvalidSchema {
                 reason: format!("an update of {} changes the row's primary key", self.name),
             });
         }
         txn.xid()?;
-        let Some((tid, old)) = self.get(txn, key)? else {
-            return self.absent(txn, key).map(|()| false);
-        };
         let mut index_keys = Vec::with_capacity(self.indexes.len());
         let mut hot_allowed = true;
         for index in 0..self.indexes.len() {
             let new_key = self.keys.index_key(index, row)?;
-            hot_allowed &= self.keys.index_key(index, &old)? == new_key;
+            hot_allowed &= self.keys.index_key(index, old)? == new_key;
             check_key_size(&new_key)?;
             index_keys.push(new_key);
         }

@@ -534,8 +534,8 @@ impl<'e> DiskTxn<'e> {
     ) -> Result<bool> {
         self.record_point(id, key);
         let txn = self.txn.as_mut().expect("active");
-        let current = match entry.table.get(txn, key) {
-            Ok(Some((_, bytes))) => bytes,
+        let (tid, current) = match entry.table.get(txn, key) {
+            Ok(Some(found)) => found,
             Ok(None) => {
                 return match entry.table.absent(txn, key) {
                     Ok(()) => Ok(false),
@@ -549,7 +549,10 @@ impl<'e> DiskTxn<'e> {
             values[*column] = value.clone();
         }
         let row = PackedRow::from_values(&values, NonInline::Packed);
-        match entry.table.update(txn, key, row.packed().bytes()) {
+        match entry
+            .table
+            .update_found(txn, key, (tid, &current), row.packed().bytes())
+        {
             Ok(updated) => {
                 if updated {
                     self.note(id, |w| {
