@@ -445,8 +445,12 @@ impl DurabilityArgs {
             }
             if let (Some(dir), Some(durability)) = (dir, durability) {
                 if self.disk.is_some() {
-                    // Its design, not the in-memory collector's name the default carries.
-                    config.label = "disk-heap".into();
+                    // Its design: PostgreSQL's heap, pruned by Steam's eager rule (the
+                    // default) or by PostgreSQL's horizon alone (`--gc vac`).
+                    config.label = match config.options.garbage_collector {
+                        verso::GarbageCollector::Vacuum => "disk-heap".into(),
+                        _ => "disk-heap-eager".into(),
+                    };
                 }
                 let held = if config.hold_snapshot { "-held" } else { "" };
                 // A label may hold any character (`--compare` values): only the safe ones

@@ -142,6 +142,41 @@ pub struct Sample {
     /// have if only its collector unlinked versions (TB Fig. 14). 0 without a region.
     #[serde(default)]
     pub pm_versions_held_per_row: f64,
+    /// The disk engine's (`--disk`; else 0): pages read from its files per second (buffer
+    /// pool misses).
+    #[serde(default)]
+    pub disk_pages_read_per_second: f64,
+    /// Pages written to its files per second (write-back, eviction and checkpoints).
+    #[serde(default)]
+    pub disk_pages_written_per_second: f64,
+    /// The share of those writes that were sequential (the block after the file's
+    /// previous write: SI-CV's metric); 0 when nothing was written.
+    #[serde(default)]
+    pub disk_sequential_write_share: f64,
+    /// Page requests the buffer pool served without a read, as a share of all in the
+    /// interval; 0 when there were none.
+    #[serde(default)]
+    pub buffer_hit_ratio: f64,
+    /// Bytes of the tables' heaps at the end of the interval.
+    #[serde(default)]
+    pub heap_bytes: u64,
+    /// Bytes of the tables' indexes (primary and secondary) at the end of the interval.
+    #[serde(default)]
+    pub index_bytes: u64,
+    /// Dead tuples counted since each table's last vacuum (PostgreSQL's `n_dead_tup`) at
+    /// the end of the interval.
+    #[serde(default)]
+    pub dead_tuples: u64,
+    /// Tuples removed by pruning on access and by vacuum per second.
+    #[serde(default)]
+    pub tuples_pruned_per_second: f64,
+    /// The part of them only eager pruning removed (seen by no active snapshot, newer
+    /// than the oldest).
+    #[serde(default)]
+    pub tuples_pruned_eagerly_per_second: f64,
+    /// Vacuums autovacuum ran since the database opened (at the end of the interval).
+    #[serde(default)]
+    pub vacuums: u64,
 }
 
 impl Sample {

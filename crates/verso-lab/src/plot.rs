@@ -36,6 +36,9 @@ pub struct Metric {
     /// Whether each run is drawn as a multiple of its first value (so that systems whose
     /// measures differ in size can be overlaid).
     pub relative: bool,
+    /// Whether it is a disk series (the disk engine's, and a peer's storage counters):
+    /// plotted only when a run has them.
+    pub disk: bool,
 }
 
 /// Every plotted metric, in the order the report shows them.
@@ -48,6 +51,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: false,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "oltp_aborts_per_second",
@@ -57,6 +61,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: false,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "olap_queries_per_second",
@@ -66,6 +71,7 @@ pub const METRICS: &[Metric] = &[
         olap: true,
         verso_only: false,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "olap_scanned_tuples_per_second",
@@ -75,6 +81,7 @@ pub const METRICS: &[Metric] = &[
         olap: true,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "growth_bytes",
@@ -84,6 +91,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: false,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "growth_relative",
@@ -93,6 +101,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: false,
         relative: true,
+        disk: false,
     },
     Metric {
         key: "live_versions",
@@ -102,6 +111,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "live_version_bytes",
@@ -111,6 +121,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "rss_bytes",
@@ -120,6 +131,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: false,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "read_chain_mean",
@@ -129,6 +141,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "read_chain_max",
@@ -138,6 +151,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "write_chain_mean",
@@ -147,6 +161,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "write_chain_max",
@@ -156,6 +171,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "gc_chain_mean",
@@ -165,6 +181,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "gc_chain_max",
@@ -174,6 +191,7 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
     },
     Metric {
         key: "gc_ms_per_second",
@@ -183,6 +201,97 @@ pub const METRICS: &[Metric] = &[
         olap: false,
         verso_only: true,
         relative: false,
+        disk: false,
+    },
+    Metric {
+        key: "disk_pages_read_per_second",
+        title: "Pages read from the files (buffer misses)",
+        unit: "pages/s",
+        value: |s| s.disk_pages_read_per_second,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "disk_pages_written_per_second",
+        title: "Pages written to the files",
+        unit: "pages/s",
+        value: |s| s.disk_pages_written_per_second,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "disk_sequential_write_share",
+        title: "Share of page writes that were sequential (block after the file's previous)",
+        unit: "share",
+        value: |s| s.disk_sequential_write_share,
+        olap: false,
+        verso_only: true,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "buffer_hit_ratio",
+        title: "Buffer hit ratio",
+        unit: "hits per page request",
+        value: |s| s.buffer_hit_ratio,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "heap_bytes",
+        title: "Heap bytes on disk",
+        unit: "bytes",
+        value: |s| s.heap_bytes as f64,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "index_bytes",
+        title: "Index bytes on disk",
+        unit: "bytes",
+        value: |s| s.index_bytes as f64,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "dead_tuples",
+        title: "Dead tuples since the last vacuum (n_dead_tup)",
+        unit: "tuples",
+        value: |s| s.dead_tuples as f64,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "tuples_pruned_per_second",
+        title: "Tuples removed by pruning and vacuum",
+        unit: "tuples/s",
+        value: |s| s.tuples_pruned_per_second,
+        olap: false,
+        verso_only: true,
+        relative: false,
+        disk: true,
+    },
+    Metric {
+        key: "vacuums",
+        title: "Vacuums run since the start",
+        unit: "vacuums",
+        value: |s| s.vacuums as f64,
+        olap: false,
+        verso_only: false,
+        relative: false,
+        disk: true,
     },
 ];
 
@@ -190,9 +299,12 @@ pub const METRICS: &[Metric] = &[
 /// workers).
 pub fn metrics_for(runs: &[RunResult]) -> Vec<Metric> {
     let olap = runs.iter().any(|r| r.configuration.olap_workers > 0);
+    let disk = runs
+        .iter()
+        .any(|r| r.samples.iter().any(|s| s.heap_bytes > 0));
     METRICS
         .iter()
-        .filter(|m| olap || !m.olap)
+        .filter(|m| (olap || !m.olap) && (disk || !m.disk))
         .copied()
         .collect()
 }

@@ -1352,6 +1352,49 @@ fn region(
     Some((after, before.min(after)))
 }
 
+/// A sample's disk-engine fields, from the stats at the interval's end and its start
+/// (`rate` turns a counter's two values into a rate per second); all 0 without one.
+fn disk_sample(
+    now: Option<&verso::DiskStats>,
+    before: Option<&verso::DiskStats>,
+    rate: &dyn Fn(u64, u64) -> f64,
+) -> Sample {
+    let Some(now) = now else {
+        return Sample::default();
+    };
+    let before = before.cloned().unwrap_or_default();
+    let (pool, was) = (&now.buffer_pool, &before.buffer_pool);
+    let share = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
+    };
+    let written = pool.pages_written.saturating_sub(was.pages_written);
+    let requests = (pool.hits + pool.misses).saturating_sub(was.hits + was.misses);
+    let page = verso::disk::PAGE_SIZE as u64;
+    Sample {
+        disk_pages_read_per_second: rate(pool.pages_read, was.pages_read),
+        disk_pages_written_per_second: rate(pool.pages_written, was.pages_written),
+        disk_sequential_write_share: share(
+            pool.sequential_writes.saturating_sub(was.sequential_writes),
+            written,
+        ),
+        buffer_hit_ratio: share(pool.hits.saturating_sub(was.hits), requests),
+        heap_bytes: now.heap_pages * page,
+        index_bytes: now.index_pages * page,
+        dead_tuples: now.dead_tuples,
+        tuples_pruned_per_second: rate(now.heap.tuples_pruned, before.heap.tuples_pruned),
+        tuples_pruned_eagerly_per_second: rate(
+            now.heap.tuples_pruned_eagerly,
+            before.heap.tuples_pruned_eagerly,
+        ),
+        vacuums: now.vacuums,
+        ..Sample::default()
+    }
+}
+
 fn durable(stats: &Stats, get: impl Fn(&verso::DurabilityStats) -> u64) -> Option<u64> {
     stats.durability.as_ref().map(get)
 }
@@ -1606,6 +1649,7 @@ impl<'c> Sampler<'c> {
                 Some(pm) if live_rows > 0 => pm.versions_held as f64 / live_rows as f64,
                 _ => 0.0,
             },
+            ..disk_sample(s.disk.as_ref(), p.disk.as_ref(), &rate)
         }
     }
 

@@ -327,3 +327,76 @@ fn durability_options_that_cannot_work_are_refused_before_anything_runs() {
     assert!(stderr.contains("no Verso database here"), "{stderr}");
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
 }
+
+/// `--disk` under both pruning rules: each run is labelled by its rule, and its samples
+/// carry the disk series (heap and index bytes, pages, hit ratio), which the report plots.
+#[test]
+fn a_disk_run_under_both_pruning_rules_reports_its_page_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases = dir.path().join("db");
+    let json = dir.path().join("out.json");
+    let report_dir = dir.path().join("report");
+    succeeds(
+        "tpcb on the disk engine, eager and PostgreSQL's pruning",
+        &[
+            "tpcb",
+            "--tiny",
+            "--workers",
+            "2",
+            "--duration",
+            "0.6",
+            "--sample-ms",
+            "100",
+            "--disk",
+            path(&databases),
+            "--buffer-pool-mib",
+            "1",
+            "--compare",
+            "gc=steam,vac",
+            "--hold-snapshot",
+            "--quiet",
+            "--json",
+            path(&json),
+            "--report",
+            path(&report_dir),
+        ],
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    let labels: Vec<&str> = runs
+        .iter()
+        .map(|run| run["configuration"]["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["disk-heap-eager", "disk-heap"]);
+    for run in runs {
+        let samples = run["samples"].as_array().unwrap();
+        let last = samples.last().unwrap();
+        let label = &run["configuration"]["label"];
+        assert!(last["heap_bytes"].as_u64().unwrap() > 0, "{label}: {last}");
+        assert!(last["index_bytes"].as_u64().unwrap() > 0, "{label}: {last}");
+        assert!(
+            samples
+                .iter()
+                .any(|s| s["buffer_hit_ratio"].as_f64().unwrap() > 0.0),
+            "{label}"
+        );
+        assert!(
+            samples
+                .iter()
+                .any(|s| s["log_bytes_per_second"].as_f64().unwrap() > 0.0),
+            "{label}: the page log's bytes"
+        );
+    }
+    for plot in [
+        "heap_bytes",
+        "index_bytes",
+        "buffer_hit_ratio",
+        "disk_pages_written_per_second",
+    ] {
+        assert!(
+            report_dir.join(format!("{plot}.png")).exists(),
+            "{plot}.png is missing"
+        );
+    }
+}

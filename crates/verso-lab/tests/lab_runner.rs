@@ -249,7 +249,13 @@ fn report_writes_html_and_a_png_and_svg_per_metric() {
         !drawn.iter().any(|key| key.starts_with("olap_")),
         "{drawn:?}"
     );
-    assert_eq!(metrics_for(&report.runs).len(), METRICS.len());
+    // In memory there are no disk figures; a run with disk series draws them all.
+    let in_memory = METRICS.iter().filter(|m| !m.disk).count();
+    assert_eq!(metrics_for(&report.runs).len(), in_memory);
+    let mut on_disk = report.runs.clone();
+    on_disk[0].samples[0].heap_bytes = 8192;
+    assert_eq!(metrics_for(&on_disk).len(), METRICS.len());
+    assert!(in_memory < METRICS.len());
 }
 
 /// A report whose `index.html` could not be written (a directory of that name in the way)

@@ -68,7 +68,9 @@ pub enum Isolation {
 #[non_exhaustive]
 pub enum GarbageCollector {
     /// Steam: thread-local transaction lists, interspersed finalizing, and eager pruning
-    /// of obsolete versions on every write. The default.
+    /// of obsolete versions on every write. The default. On the disk engine
+    /// ([`Options::disk`]): PostgreSQL's pruning and vacuum with Steam's rule, removing
+    /// every version no active snapshot sees.
     #[default]
     Steam,
     /// HyPer's watermark-only collector: Steam without eager pruning. Versions newer than
@@ -98,7 +100,9 @@ pub enum GarbageCollector {
     /// 'vac' (Wu et al. §5.1): tuple-level background vacuuming. Nothing tracks
     /// transactions; writers mark the block of each row they write dirty, and a vacuum
     /// thread every [`Options::background_gc_period`] (10 ms) examines the rows of the
-    /// dirty blocks and unlinks the versions below the watermark.
+    /// dirty blocks and unlinks the versions below the watermark. On the disk engine
+    /// ([`Options::disk`]): PostgreSQL's own rule, pruning and vacuuming only versions
+    /// below the oldest snapshot (the xmin horizon).
     Vacuum,
     /// 'coop' (Wu et al. §5.1, Hekaton's cooperative cleaning): readers and writers record
     /// rows whose chains they walked past an obsolete version in; a thread every
@@ -847,9 +851,12 @@ impl Options {
     /// ([`Options::buffer_pool`]), with PostgreSQL's version storage (whole-tuple versions
     /// in heap files, HOT updates, B+-tree indexes, a commit log) and its autovacuum,
     /// every change in a page log (durable as [`Options::durability`] says, `Sync` by
-    /// default). Snapshot isolation only so far: a serializable transaction is refused at
-    /// begin, and the in-memory engine's design choices (storage, collector, protocol)
-    /// are refused at [`Database::open`]. One process at a time, as [`Options::path`].
+    /// default). Pages are pruned by Steam's eager rule by default (every version no
+    /// active snapshot sees, on page access and in vacuum: [`GarbageCollector::Steam`]);
+    /// [`GarbageCollector::Vacuum`] keeps PostgreSQL's (versions below the oldest
+    /// snapshot only). Both isolation levels. The in-memory engine's other design choices
+    /// (storage, other collectors, protocol) are refused at [`Database::open`]. One
+    /// process at a time, as [`Options::path`].
     pub fn disk(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.disk = Some(dir.into());
         self
@@ -941,8 +948,12 @@ impl Options {
                 "a version storage (the disk engine keeps PostgreSQL's heap)",
             ),
             (
-                self.garbage_collector != defaults.garbage_collector,
-                "a garbage collector (the disk engine collects by PostgreSQL's vacuum)",
+                !matches!(
+                    self.garbage_collector,
+                    GarbageCollector::Steam | GarbageCollector::Vacuum
+                ),
+                "a garbage collector other than Steam (eager pruning on pages, and vacuum) \
+                 or Vacuum (PostgreSQL's vacuum and pruning by the horizon alone)",
             ),
             (
                 self.concurrency_control != defaults.concurrency_control,
@@ -1505,6 +1516,10 @@ impl Database {
                 segment_bytes: options.log_segment_bytes,
                 autovacuum_naptime: options.autovacuum_naptime,
                 checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,
+                pruning: match options.garbage_collector {
+                    GarbageCollector::Vacuum => crate::disk::heap_file::Pruning::Horizon,
+                    _ => crate::disk::heap_file::Pruning::Eager,
+                },
             };
             let engine = crate::disk::engine::DiskEngine::open(tag, settings)?;
             return Ok(Database {
@@ -2133,7 +2148,9 @@ impl Database {
     /// The engine's counters, summed over all threads.
     pub fn stats(&self) -> Stats {
         let mut stats = on_engine!(&*self.engine, e => e.stats(false));
-        stats.durability = self.persistence.as_ref().map(|p| p.stats());
+        if let Some(persistence) = &self.persistence {
+            stats.durability = Some(persistence.stats());
+        }
         stats
     }
 
@@ -2142,7 +2159,9 @@ impl Database {
     /// lab's per-second time series); two samplers would split each other's windows.
     pub fn sample_stats(&self) -> Stats {
         let mut stats = on_engine!(&*self.engine, e => e.stats(true));
-        stats.durability = self.persistence.as_ref().map(|p| p.stats());
+        if let Some(persistence) = &self.persistence {
+            stats.durability = Some(persistence.stats());
+        }
         stats
     }
 

@@ -554,6 +554,8 @@ pub struct DiskStats {
     pub heap: crate::disk::HeapStats,
     /// Pages in every table's heap.
     pub heap_pages: u64,
+    /// Pages in every table's indexes (primary and secondary B+-trees).
+    pub index_pages: u64,
     /// Pages in every table's files: heap, free-space map and indexes (what PostgreSQL's
     /// `pg_total_relation_size` counts, in pages).
     pub table_pages: u64,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use verso::disk::{
     BufferPool, CommitLog, DiskTransaction, DiskTransactions, FileNo, FreeSpaceMap, HeapFile,
-    PageLog, Replaced, Tid, TransactionStatus,
+    PageLog, Pruning, Replaced, Tid, TransactionStatus,
 };
 use verso::fs::SimulatedFileSystem;
 use verso::Durability;
@@ -34,6 +34,24 @@ fn open(
     frames: usize,
     durability: Durability,
 ) -> verso::Result<Opened> {
+    open_with(fs, frames, durability, Pruning::Horizon)
+}
+
+/// Odd seeds prune eagerly (Steam's rule), even ones by PostgreSQL's horizon alone.
+fn pruning_of(seed: u64) -> Pruning {
+    if seed % 2 == 1 {
+        Pruning::Eager
+    } else {
+        Pruning::Horizon
+    }
+}
+
+fn open_with(
+    fs: &Arc<SimulatedFileSystem>,
+    frames: usize,
+    durability: Durability,
+    pruning: Pruning,
+) -> verso::Result<Opened> {
     let (log, pool, _) = open_pool_with_files(
         fs,
         frames,
@@ -47,7 +65,8 @@ fn open(
     let commit_log = CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log))?;
     let txns = DiskTransactions::open(commit_log)?;
     let fsm = FreeSpaceMap::open(Arc::clone(&pool), FSM)?;
-    let heap = HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))?;
+    let heap =
+        HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))?.with_pruning(pruning);
     Ok(Opened {
         log,
         pool,
@@ -153,7 +172,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
     let (mut hot, mut cold, mut conflicts_seen, mut vacuumed) = (0, 0, 0, 0);
     for seed in 0..seeds {
         let fs = disk(seed);
-        let o = open(&fs, 12, Durability::None).unwrap();
+        let o = open_with(&fs, 12, Durability::None, pruning_of(seed)).unwrap();
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut rows: BTreeMap<u32, ModelRow> = BTreeMap::new();
         let mut opens: Vec<Open<'_>> = Vec::new();
@@ -399,7 +418,8 @@ fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
         let mut next_row = 0u32;
         let mut version = 0u32;
         for round in 0..4 {
-            let o = open(&fs, 10, Durability::Sync).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let o = open_with(&fs, 10, Durability::Sync, pruning_of(seed))
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             let survived: Vec<bool> = commits
                 .iter()
                 .map(|(xid, ..)| {
@@ -611,7 +631,7 @@ fn transfers_under_threads_keep_the_total() {
     const ACCOUNTS: u32 = 40;
     const START: i64 = 1_000;
     let fs = disk(77);
-    let o = open(&fs, 24, Durability::None).unwrap();
+    let o = open_with(&fs, 24, Durability::None, Pruning::Eager).unwrap();
     let roots: Mutex<HashMap<u32, Vec<Tid>>> = Mutex::new(HashMap::new());
     let account = |id: u32, balance: i64| {
         let mut bytes = id.to_le_bytes().to_vec();

@@ -459,8 +459,8 @@ fn open(storage: VersionStorageKind, gc: GarbageCollector) -> (Database, TableId
 }
 
 /// The disk engine, as the suites run it (`common::disk_configurations`).
-fn open_disk() -> (Database, TableId) {
-    with_table(common::open(&common::disk_configurations()[0]))
+fn open_disk(options: &Options) -> (Database, TableId) {
+    with_table(common::open(options))
 }
 
 fn with_table(db: Database) -> (Database, TableId) {
@@ -972,12 +972,18 @@ proptest! {
     })]
 
     /// The disk engine against the same model: PostgreSQL's version storage through a
-    /// 48-page pool, vacuum as its collection.
+    /// 48-page pool, under eager pruning and under PostgreSQL's horizon rule.
     #[test]
     fn disk_engine_matches_model(ops in ops()) {
-        let (db, table) = open_disk();
-        run_on(&db, table, GarbageCollector::Steam, &ops)
-            .map_err(|e| TestCaseError::fail(format!("the disk engine: {e}")))?;
+        for options in common::disk_configurations() {
+            let (db, table) = open_disk(&options);
+            run_on(&db, table, GarbageCollector::Steam, &ops).map_err(|e| {
+                TestCaseError::fail(format!(
+                    "the disk engine under {}: {e}",
+                    options.garbage_collector.name()
+                ))
+            })?;
+        }
     }
 }
 

@@ -219,6 +219,13 @@ pub trait Peer: Sync {
     ) -> Result<(), LabError>;
     /// Its growth gauge in bytes now, if it can be read.
     fn growth_bytes(&self, tables: &[TableDef]) -> Option<u64>;
+
+    /// Its storage counters in the disk engine's terms (pages read, written and hit,
+    /// heap and index pages, dead tuples, vacuums), if it has them: what the lab's disk
+    /// series plot beside Verso's disk engine. `None` by default.
+    fn storage_stats(&self, _tables: &[TableDef]) -> Option<verso::DiskStats> {
+        None
+    }
 }
 
 /// Rows handed to a peer's loader at a time, between progress updates.
@@ -311,8 +318,10 @@ impl DrivenSystem for PeerSystem<'_> {
     }
 
     fn gauges(&self) -> Gauges {
+        let mut stats = verso::Stats::default();
+        stats.disk = self.peer.storage_stats(&self.tables);
         Gauges {
-            stats: verso::Stats::default(),
+            stats,
             growth_bytes: self.peer.growth_bytes(&self.tables),
         }
     }

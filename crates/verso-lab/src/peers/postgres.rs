@@ -629,6 +629,56 @@ impl Peer for PostgresPeer {
         let bytes: i64 = row.try_get(0).ok()?;
         u64::try_from(bytes).ok()
     }
+
+    /// From the catalogs and the statistics views: the workload tables' main forks
+    /// (`pg_relation_size`) and indexes (`pg_indexes_size`) in 8 KiB pages, their
+    /// `n_dead_tup` and vacuum counts (`pg_stat_user_tables`), the database's
+    /// `blks_read` and `blks_hit` (`pg_stat_database`), and the buffers the checkpointer,
+    /// the background writer and the backends wrote (`pg_stat_bgwriter`: the whole
+    /// server, which runs only this workload). PostgreSQL does not tell sequential writes
+    /// apart, so none are counted. Its statistics reach the views within about a second.
+    fn storage_stats(&self, tables: &[TableDef]) -> Option<verso::DiskStats> {
+        let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        let mut client = self.monitor.lock().ok()?;
+        let row = client
+            .query_one(
+                "SELECT \
+                   (SELECT coalesce(sum(pg_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+                    WHERE c.relkind = 'r' AND c.relnamespace = \
+                      (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) \
+                    AND c.relname = ANY($1)), \
+                   (SELECT coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint FROM pg_class c \
+                    WHERE c.relkind = 'r' AND c.relnamespace = \
+                      (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) \
+                    AND c.relname = ANY($1)), \
+                   (SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables \
+                    WHERE schemaname = current_schema() AND relname = ANY($1)), \
+                   (SELECT coalesce(sum(vacuum_count + autovacuum_count), 0)::bigint \
+                    FROM pg_stat_user_tables \
+                    WHERE schemaname = current_schema() AND relname = ANY($1)), \
+                   (SELECT blks_read FROM pg_stat_database WHERE datname = current_database()), \
+                   (SELECT blks_hit FROM pg_stat_database WHERE datname = current_database()), \
+                   (SELECT (buffers_checkpoint + buffers_clean + buffers_backend)::bigint \
+                    FROM pg_stat_bgwriter)",
+                &[&names],
+            )
+            .ok()?;
+        let get = |i: usize| -> Option<u64> {
+            let value: i64 = row.try_get(i).ok()?;
+            u64::try_from(value).ok()
+        };
+        let page = verso::disk::PAGE_SIZE as u64;
+        let mut stats = verso::DiskStats::default();
+        stats.heap_pages = get(0)? / page;
+        stats.index_pages = get(1)? / page;
+        stats.dead_tuples = get(2)?;
+        stats.vacuums = get(3)?;
+        stats.buffer_pool.misses = get(4)?;
+        stats.buffer_pool.pages_read = get(4)?;
+        stats.buffer_pool.hits = get(5)?;
+        stats.buffer_pool.pages_written = get(6)?;
+        Some(stats)
+    }
 }
 
 /// One connection, with its prepared statements.

@@ -28,7 +28,7 @@
 //!   after [`visibility::write_check`] found it free under that latch: two writers of one
 //!   row cannot both succeed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -116,6 +116,9 @@ pub struct HeapStats {
     pub tuples_pruned: u64,
     /// Of those, tuples whose creator aborted (rolled back, not superseded).
     pub aborted_tuples_pruned: u64,
+    /// Of those, tuples only eager pruning removed (newer than the horizon, seen by no
+    /// active snapshot).
+    pub tuples_pruned_eagerly: u64,
     /// Pages added to the file.
     pub pages_extended: u64,
 }
@@ -177,7 +180,37 @@ pub struct HeapFile {
     pages_pruned: AtomicU64,
     tuples_pruned: AtomicU64,
     aborted_tuples_pruned: AtomicU64,
+    tuples_pruned_eagerly: AtomicU64,
     pages_extended: AtomicU64,
+    pruning: Pruning,
+    /// Eager pruning's memory of pages pruned on access for nothing, by block modulo its
+    /// size: a mix of the block, its LSN and the horizon then ([`fruitless_key`]). While
+    /// neither the page nor the horizon changed, pruning it again would find nothing
+    /// again (behind a held snapshot the horizon stays), so a reader of a full page does
+    /// not take it exclusive on every access. A collision only skips or repeats a prune.
+    fruitless: Box<[AtomicU64]>,
+}
+
+/// Which versions pruning removes (the collector of the disk engine).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pruning {
+    /// PostgreSQL's: versions replaced below the horizon (the oldest snapshot), and
+    /// aborted ones. Pages are pruned on access only when their prune hint's
+    /// transaction committed below the horizon.
+    #[default]
+    Horizon,
+    /// Steam's eager pruning (EPO) on pages: also every version no active snapshot sees
+    /// ([`visibility::is_obsolete`]), wherever it is in its chain. Pages are pruned on
+    /// access once their prune hint's transaction committed at all.
+    Eager,
+}
+
+const FRUITLESS_SLOTS: usize = 1024;
+
+fn fruitless_key(block: u32, lsn: u64, horizon: u64) -> u64 {
+    let mixed = (u64::from(block) ^ lsn.rotate_left(21) ^ horizon.rotate_left(42))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    mixed | 1 // never 0, the empty slot
 }
 
 fn corrupt(file: FileNo, block: u32, reason: String) -> Error {
@@ -241,8 +274,22 @@ impl HeapFile {
             pages_pruned: AtomicU64::new(0),
             tuples_pruned: AtomicU64::new(0),
             aborted_tuples_pruned: AtomicU64::new(0),
+            tuples_pruned_eagerly: AtomicU64::new(0),
             pages_extended: AtomicU64::new(0),
+            pruning: Pruning::Horizon,
+            fruitless: (0..FRUITLESS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
+    }
+
+    /// The heap with another pruning rule (PostgreSQL's by default).
+    pub fn with_pruning(mut self, pruning: Pruning) -> Self {
+        self.pruning = pruning;
+        self
+    }
+
+    /// Its pruning rule.
+    pub fn pruning(&self) -> Pruning {
+        self.pruning
     }
 
     /// The heap's file.
@@ -272,6 +319,7 @@ impl HeapFile {
             pages_pruned: get(&self.pages_pruned),
             tuples_pruned: get(&self.tuples_pruned),
             aborted_tuples_pruned: get(&self.aborted_tuples_pruned),
+            tuples_pruned_eagerly: get(&self.tuples_pruned_eagerly),
             pages_extended: get(&self.pages_extended),
         }
     }
@@ -744,10 +792,11 @@ impl HeapFile {
         header.xmax = xid;
         header.infomask &= !(infomask::XMAX_INVALID | infomask::XMAX_COMMITTED);
         header.infomask &= !infomask::HOT_UPDATED;
-        if let Some(line) = hot_line {
-            header.ctid_block = tid.block;
-            header.ctid_line = line;
-        }
+        // A delete leaves `ctid` naming the tuple itself (PostgreSQL's `heap_delete`):
+        // eager pruning keeps a tuple replaced by no successor, the row's last version.
+        // A cold update sets it to the new version after this.
+        header.ctid_block = tid.block;
+        header.ctid_line = hot_line.unwrap_or(tid.line);
         if hot {
             header.infomask |= infomask::HOT_UPDATED;
         }
@@ -755,8 +804,12 @@ impl HeapFile {
     }
 
     /// Prunes a page on access if it is nearly full and its prune hint names a transaction
-    /// whose versions may be dead now (PostgreSQL's `heap_page_prune_opt`).
+    /// whose versions may be dead now (PostgreSQL's `heap_page_prune_opt`): under
+    /// PostgreSQL's rule one that committed below the horizon (or aborted); under eager
+    /// pruning one that committed at all, unless the page and the horizon are as they
+    /// were when pruning it last found nothing.
     fn prune_if_worth_it(&self, block: u32, txns: &dyn Resolve) -> Result<()> {
+        let fruitless_slot = &self.fruitless[block as usize % FRUITLESS_SLOTS];
         {
             let page = self.pool.read(self.id(block))?;
             if !heap_kind(&page, page.id())? {
@@ -767,23 +820,31 @@ impl HeapFile {
             if hint == 0 || heap.free_space() >= PRUNE_WHEN_FREE_BELOW {
                 return Ok(());
             }
+            let lsn = page.lsn();
             drop(page);
             let horizon = txns.horizon();
-            match txns.resolve(hint, horizon)? {
-                XidFate::Committed { ts, .. } if ts < horizon => {}
-                XidFate::Aborted => {}
+            match (self.pruning, txns.resolve(hint, horizon)?) {
+                (_, XidFate::Aborted) => {}
+                (Pruning::Horizon, XidFate::Committed { ts, .. }) if ts < horizon => {}
+                (Pruning::Eager, XidFate::Committed { .. })
+                    if fruitless_slot.load(Ordering::Relaxed)
+                        != fruitless_key(block, lsn, horizon) => {}
                 _ => return Ok(()),
             }
         }
         let mut page = self.pool.write(self.id(block))?;
-        let pruned = self.prune_page(&mut page, txns.horizon(), txns)?;
+        let horizon = txns.horizon();
+        let pruned = self.prune_page(&mut page, horizon, txns)?;
         if pruned.tuples_removed > 0 {
             self.pages_pruned.fetch_add(1, Ordering::Relaxed);
+        } else if self.pruning == Pruning::Eager {
+            fruitless_slot.store(fruitless_key(block, page.lsn(), horizon), Ordering::Relaxed);
         }
         Ok(())
     }
 
-    /// Prunes a page held exclusive against `horizon`, logged.
+    /// Prunes a page held exclusive against `horizon` (and, under eager pruning, the
+    /// snapshots running now), logged.
     fn prune_page(
         &self,
         page: &mut PageMut<'_>,
@@ -794,12 +855,27 @@ impl HeapFile {
             return Ok(Pruned::default());
         }
         let dead = self.dead_tuples(page, horizon, txns)?;
+        let obsolete = match self.pruning {
+            Pruning::Horizon => HashSet::new(),
+            Pruning::Eager => self.obsolete_tuples(page, &dead, &txns.readers(), txns)?,
+        };
+        let block = page.id().block;
         let heap = HeapPage::new(page.body());
-        let (plan, pruned) = heap.plan_prune(&|header| {
-            dead.get(&(header.xmin, header.xmax))
-                .is_some_and(|fate| *fate != Fate::Live)
-        });
-        if plan.redirected.is_empty() && plan.dead.is_empty() && plan.unused.is_empty() {
+        let (plan, pruned) = heap.plan_prune(
+            &|header| {
+                dead.get(&(header.xmin, header.xmax))
+                    .is_some_and(|fate| *fate != Fate::Live)
+            },
+            &|line, header| {
+                // A deleted row's last version (its `ctid` names itself) stays: a
+                // writer of the key must meet its deleter (first-updater-wins).
+                let deleted = header.ctid_block == block
+                    && header.ctid_line == line
+                    && !header.has(infomask::HOT_UPDATED);
+                !deleted && obsolete.contains(&(header.xmin, header.xmax))
+            },
+        );
+        if plan.is_empty() {
             return Ok(pruned);
         }
         // The tuples the plan removes: heap-only lines it frees, and roots that become
@@ -821,9 +897,36 @@ impl HeapFile {
             .log(&mut [(&mut *page, &[PageChange::HeapPrune { plan: &plan }])])?;
         self.tuples_pruned
             .fetch_add(u64::from(pruned.tuples_removed), Ordering::Relaxed);
+        self.tuples_pruned_eagerly
+            .fetch_add(u64::from(pruned.removed_eagerly), Ordering::Relaxed);
         self.aborted_tuples_pruned
             .fetch_add(aborted, Ordering::Relaxed);
         Ok(pruned)
+    }
+
+    /// Which tuples of a page (by `xmin`, `xmax`) that PostgreSQL's rule keeps no
+    /// snapshot sees ([`visibility::is_obsolete`]), resolved before the prune is planned.
+    fn obsolete_tuples(
+        &self,
+        page: &PageMut<'_>,
+        dead: &HashMap<(u64, u64), Fate>,
+        readers: &visibility::Readers,
+        txns: &dyn Resolve,
+    ) -> Result<HashSet<(u64, u64)>> {
+        let heap = HeapPage::new(page.body());
+        let mut obsolete = HashSet::new();
+        for line in 1..=heap.lines() {
+            if let Some(header) = heap.header(line) {
+                let key = (header.xmin, header.xmax);
+                if dead.get(&key) == Some(&Fate::Live)
+                    && !obsolete.contains(&key)
+                    && visibility::is_obsolete(&header, readers, txns)?
+                {
+                    obsolete.insert(key);
+                }
+            }
+        }
+        Ok(obsolete)
     }
 
     /// Which tuples of a page (by `xmin`, `xmax`) no snapshot can see, resolved before

@@ -154,6 +154,9 @@ pub struct Pruned {
     pub lines_freed: u32,
     /// Bytes of tuple space regained.
     pub bytes_freed: u32,
+    /// Of the tuples removed, those only eager pruning removes: versions between the
+    /// horizon and the newest that no active snapshot sees.
+    pub removed_eagerly: u32,
 }
 
 /// What a prune changes, decided before any line changes: PostgreSQL's prune record, and
@@ -166,6 +169,20 @@ pub struct PrunePlan {
     pub dead: Vec<u16>,
     /// Heap-only lines removed: they become unused.
     pub unused: Vec<u16>,
+    /// Eager pruning: kept chain members whose successors were removed from the chain's
+    /// middle, with their new headers (the `xmax`, `ctid` and successor bits of the last
+    /// member removed after them), applied before the lines change.
+    pub relinked: Vec<(u16, TupleHeader)>,
+}
+
+impl PrunePlan {
+    /// Whether the plan changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.redirected.is_empty()
+            && self.dead.is_empty()
+            && self.unused.is_empty()
+            && self.relinked.is_empty()
+    }
 }
 
 /// A heap page's body, read or changed in place.
@@ -475,17 +492,38 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
     /// the tuples are packed together (`PageRepairFragmentation`) and trailing unused lines
     /// cut. `dead` sees each tuple's header: MVCC's "dead to every snapshot", under which a
     /// committed member is dead only if every older member is.
-    pub fn prune(&mut self, dead: &dyn Fn(&TupleHeader) -> bool) -> Pruned {
-        let (plan, pruned) = self.plan_prune(dead);
+    ///
+    /// Eager pruning (Steam's EPO on a page): a live member `obsolete` names (given its
+    /// line and header) goes too, wherever it is in its chain, and the member kept before
+    /// it takes over its `xmax` and `ctid`, so the chain links over it ([`PrunePlan::relinked`]).
+    /// `obsolete` must name only committed versions replaced by a committed transaction
+    /// that no snapshot, running or future, sees (no snapshot starts in the version's
+    /// interval): taking over the successor's `xmax` widens the kept member's interval by
+    /// intervals no snapshot starts in. It must never name a row's newest version.
+    pub fn prune(
+        &mut self,
+        dead: &dyn Fn(&TupleHeader) -> bool,
+        obsolete: &dyn Fn(u16, &TupleHeader) -> bool,
+    ) -> Pruned {
+        let (plan, pruned) = self.plan_prune(dead, obsolete);
         self.execute_prune(&plan)
             .expect("a plan made from this page applies to it");
         pruned
     }
 }
 
+/// For [`HeapPage::prune`] without eager pruning: nothing is obsolete beyond `dead`.
+pub fn nothing_obsolete(_line: u16, _header: &TupleHeader) -> bool {
+    false
+}
+
 impl<B: AsRef<[u8]>> HeapPage<B> {
     /// Decides what [`HeapPage::prune`] changes, changing nothing.
-    pub fn plan_prune(&self, dead: &dyn Fn(&TupleHeader) -> bool) -> (PrunePlan, Pruned) {
+    pub fn plan_prune(
+        &self,
+        dead: &dyn Fn(&TupleHeader) -> bool,
+        obsolete: &dyn Fn(u16, &TupleHeader) -> bool,
+    ) -> (PrunePlan, Pruned) {
         let mut plan = PrunePlan::default();
         let mut pruned = Pruned::default();
         let lines = self.lines();
@@ -504,10 +542,11 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
             for &member in &chain {
                 on_a_chain[member as usize] = true;
             }
-            let is_dead: Vec<bool> = chain
+            let headers: Vec<TupleHeader> = chain
                 .iter()
-                .map(|&m| dead(&self.header(m).expect("a chain's members are tuples")))
+                .map(|&m| self.header(m).expect("a chain's members are tuples"))
                 .collect();
+            let is_dead: Vec<bool> = headers.iter().map(dead).collect();
             // Dead members from the chain's start go, up to the first that is not
             // (PostgreSQL's `heap_prune_chain`). After that one, a dead member can only be
             // an aborted update's version (a committed successor of a live version is
@@ -517,11 +556,15 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
                 .iter()
                 .position(|&d| d)
                 .map_or(chain.len(), |at| live_from + at);
-            if live_from == 0 && live_to == chain.len() {
+            // Eager pruning: live members no snapshot sees go as well.
+            let removed: Vec<bool> = (0..chain.len())
+                .map(|at| !(live_from..live_to).contains(&at) || obsolete(chain[at], &headers[at]))
+                .collect();
+            if !removed.contains(&true) {
                 continue;
             }
             for (at, &member) in chain.iter().enumerate() {
-                if (live_from..live_to).contains(&at) {
+                if !removed[at] {
                     continue;
                 }
                 let Line::Normal { len, .. } = self.line(member) else {
@@ -529,20 +572,53 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
                 };
                 pruned.tuples_removed += 1;
                 pruned.bytes_freed += u32::from(len);
+                if (live_from..live_to).contains(&at) {
+                    pruned.removed_eagerly += 1;
+                }
                 if member != root {
                     plan.unused.push(member);
                     pruned.lines_freed += 1;
                 }
             }
-            if live_from < live_to {
-                let first_live = chain[live_from];
-                if first_live != root && self.line(root) != Line::Redirect(first_live) {
-                    plan.redirected.push((root, first_live));
-                    pruned.redirected += 1;
+            // A kept member followed by removed live ones takes over the last one's
+            // successor: its `xmax` is the next kept member's `xmin` (or the cold
+            // successor's, or the deleter's), so the chain check (`xmin` = previous
+            // `xmax`) holds across the gap. A gap reaching past `live_to` cannot start
+            // after a kept member: an obsolete member's `xmax` committed, so the member
+            // after it is not an aborted update's.
+            for (at, header) in headers.iter().enumerate().take(live_to) {
+                if removed[at] || at + 1 >= live_to || !removed[at + 1] {
+                    continue;
                 }
-            } else {
-                plan.dead.push(root);
-                pruned.lines_dead += 1;
+                let last = (at + 1..live_to)
+                    .take_while(|&gap| removed[gap])
+                    .last()
+                    .expect("the gap has a member");
+                let successor = &headers[last];
+                const LINK: u16 =
+                    infomask::HOT_UPDATED | infomask::XMAX_COMMITTED | infomask::XMAX_INVALID;
+                let relinked = TupleHeader {
+                    xmax: successor.xmax,
+                    ctid_block: successor.ctid_block,
+                    ctid_line: successor.ctid_line,
+                    infomask: (header.infomask & !LINK) | (successor.infomask & LINK),
+                    ..*header
+                };
+                debug_assert_ne!(relinked.xmax, 0, "a removed member was replaced");
+                plan.relinked.push((chain[at], relinked));
+            }
+            match (0..chain.len()).find(|&at| !removed[at]) {
+                Some(first_kept) => {
+                    let first_kept = chain[first_kept];
+                    if first_kept != root && self.line(root) != Line::Redirect(first_kept) {
+                        plan.redirected.push((root, first_kept));
+                        pruned.redirected += 1;
+                    }
+                }
+                None => {
+                    plan.dead.push(root);
+                    pruned.lines_dead += 1;
+                }
             }
         }
         // Heap-only tuples no chain reaches: aborted updates' new versions.
@@ -564,7 +640,8 @@ impl<B: AsRef<[u8]>> HeapPage<B> {
 }
 
 impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
-    /// Applies a prune's plan: the redirects, dead and unused lines, then packs the tuples
+    /// Applies a prune's plan: the relinked headers, the redirects, dead and unused lines,
+    /// then packs the tuples
     /// together and clears the prune hint. Fails (changing nothing) if the plan names a
     /// line the page does not have, or leaves the page breaking H1-H4: redo of a logged
     /// prune on a page that is not the one it was planned on.
@@ -577,11 +654,18 @@ impl<B: AsRef<[u8]> + AsMut<[u8]>> HeapPage<B> {
             .flat_map(|&(root, target)| [root, target])
             .chain(plan.dead.iter().copied())
             .chain(plan.unused.iter().copied())
+            .chain(plan.relinked.iter().map(|&(line, _)| line))
             .find(|&line| !in_range(line))
         {
             return Err(format!("a prune of line {bad} on a page of {lines} lines"));
         }
         let before = self.b().to_vec();
+        for (line, header) in &plan.relinked {
+            if !self.set_header(*line, header) {
+                self.m().copy_from_slice(&before);
+                return Err(format!("a prune relinks line {line}, which holds no tuple"));
+            }
+        }
         for &(root, target) in &plan.redirected {
             self.set_line(root, Line::Redirect(target));
         }
@@ -727,7 +811,7 @@ mod tests {
         let aborted = hot_update(&mut page, root, 7, b"aborted update").unwrap();
         // Transaction 7 aborted: its version is dead, the root (its xmax aborted) lives.
         let dead = |h: &TupleHeader| h.xmin == 7;
-        let pruned = page.prune(&dead);
+        let pruned = page.prune(&dead, &nothing_obsolete);
         assert_eq!(pruned.tuples_removed, 1, "{pruned:?}");
         assert_eq!(page.data(root), Some(&b"committed"[..]));
         assert_eq!(page.line(aborted), Line::Unused);
@@ -748,7 +832,7 @@ mod tests {
         assert_eq!(page.prune_hint(), 2);
         let free = page.free_space();
         // A snapshot at 3 sees v3 only: v1 and v2 go.
-        let pruned = page.prune(&dead_below(3));
+        let pruned = page.prune(&dead_below(3), &nothing_obsolete);
         assert_eq!(
             pruned,
             Pruned {
@@ -756,7 +840,8 @@ mod tests {
                 redirected: 1,
                 lines_dead: 0,
                 lines_freed: 1,
-                bytes_freed: 2 * 26
+                bytes_freed: 2 * 26,
+                removed_eagerly: 0,
             }
         );
         assert_eq!(page.line(root), Line::Redirect(b));
@@ -792,7 +877,7 @@ mod tests {
             )
             .unwrap();
         let dead = |h: &TupleHeader| (h.xmax != 0 && h.xmax <= 3) || h.has(infomask::XMIN_INVALID);
-        let pruned = page.prune(&dead);
+        let pruned = page.prune(&dead, &nothing_obsolete);
         assert_eq!(pruned.tuples_removed, 3);
         assert_eq!(page.line(root), Line::Dead);
         assert_eq!(
@@ -820,9 +905,65 @@ mod tests {
             }
         }
         assert!(!page.fits(data.len()));
-        page.prune(&dead_below(xid));
+        page.prune(&dead_below(xid), &nothing_obsolete);
         assert!(page.fits(data.len()));
         assert_eq!(page.data(last), Some(&data[..]));
+    }
+
+    /// Eager pruning's rule on a page whose ids are commit timestamps: a version is
+    /// obsolete when its deleter committed below `horizon`, no start in `starts` falls in
+    /// its interval (`xmin` < start <= `xmax`), and it is not a deleted row's last version.
+    fn interval_obsolete(starts: Vec<u64>, horizon: u64) -> impl Fn(u16, &TupleHeader) -> bool {
+        move |line: u16, h: &TupleHeader| {
+            let deleted = h.ctid_line == line && !h.has(infomask::HOT_UPDATED);
+            h.xmax != 0
+                && h.xmax < horizon
+                && !deleted
+                && !starts.iter().any(|&s| h.xmin < s && s <= h.xmax)
+        }
+    }
+
+    #[test]
+    fn eager_pruning_removes_the_middle_of_a_chain_and_links_over_it() {
+        let mut page = page();
+        let root = page.insert(&tuple(1), b"v1").unwrap();
+        let a = hot_update(&mut page, root, 2, b"v2").unwrap();
+        let b = hot_update(&mut page, a, 3, b"v3").unwrap();
+        let c = hot_update(&mut page, b, 4, b"v4").unwrap();
+        // A snapshot that began at 2 reads v1; later ones read v4; nobody reads v2 or v3.
+        let obsolete = interval_obsolete(vec![2], 5);
+        let pruned = page.prune(&dead_below(0), &obsolete);
+        assert_eq!((pruned.tuples_removed, pruned.removed_eagerly), (2, 2));
+        assert_eq!(page.chain(root), vec![root, c]);
+        let v1 = page.header(root).unwrap();
+        assert_eq!((v1.xmax, v1.ctid_line), (4, c));
+        assert!(v1.has(infomask::HOT_UPDATED));
+        assert_eq!((page.line(a), page.line(b)), (Line::Unused, Line::Unused));
+        assert_eq!(page.data(c), Some(&b"v4"[..]));
+        assert_eq!(page.check(), Ok(()));
+        // Once that snapshot ends, vanilla's rule takes v1 too.
+        page.prune(&dead_below(4), &nothing_obsolete);
+        assert_eq!(page.chain(root), vec![c]);
+        assert_eq!(page.line(root), Line::Redirect(c));
+    }
+
+    #[test]
+    fn eager_pruning_keeps_a_deleted_row_and_a_version_a_snapshot_reads() {
+        let mut page = page();
+        let root = page.insert(&tuple(1), b"v1").unwrap();
+        let mut h = page.header(root).unwrap();
+        h.ctid_line = root;
+        page.set_header(root, &h);
+        let a = hot_update(&mut page, root, 2, b"v2").unwrap();
+        let mut h = page.header(a).unwrap();
+        h.ctid_line = a;
+        h.xmax = 3; // deleted at 3
+        page.set_header(a, &h);
+        // A snapshot at 2 reads v1; v2 no one reads, but it is the row's last version: a
+        // writer of the key must still meet its deleter.
+        let pruned = page.prune(&dead_below(0), &interval_obsolete(vec![2], 10));
+        assert_eq!(pruned.tuples_removed, 0);
+        assert_eq!(page.chain(root), vec![root, a]);
     }
 
     #[derive(Clone, Debug)]
@@ -916,7 +1057,7 @@ mod tests {
                     }
                     Op::Prune(lag) => {
                         oldest_snapshot = oldest_snapshot.max(now.saturating_sub(lag));
-                        page.prune(&dead_below(oldest_snapshot));
+                        page.prune(&dead_below(oldest_snapshot), &nothing_obsolete);
                     }
                     Op::Vacuum => {
                         // Vacuum removed the index entries of dead roots: free their lines.
@@ -941,6 +1082,108 @@ mod tests {
                     }
                     if row.versions.last().unwrap().1 == 0 {
                         prop_assert_eq!(reachable.last(), Some(&row.versions.last().unwrap().0));
+                    }
+                }
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum EagerOp {
+        Write(Op),
+        Begin,
+        End(usize),
+    }
+
+    fn eager_op() -> impl Strategy<Value = EagerOp> {
+        prop_oneof![
+            8 => op().prop_map(EagerOp::Write),
+            1 => Just(EagerOp::Begin),
+            1 => any::<usize>().prop_map(EagerOp::End),
+        ]
+    }
+
+    proptest! {
+        /// Eager pruning under random snapshots (ids are commit timestamps; a snapshot
+        /// starting at `s` sees ids below `s`): after every prune, every active snapshot
+        /// and every future one reads from the page exactly the version the model says, a
+        /// deleted row keeps its deleter, and the page holds its invariants.
+        #[test]
+        fn eager_pruning_keeps_what_every_snapshot_reads(ops in proptest::collection::vec(eager_op(), 1..200)) {
+            let mut page = page();
+            let mut rows: Vec<Row> = Vec::new();
+            let mut now = 1u64;
+            let mut active: Vec<u64> = Vec::new();
+            for op in ops {
+                match op {
+                    EagerOp::Begin => active.push(now + 1),
+                    EagerOp::End(i) if !active.is_empty() => {
+                        active.remove(i % active.len());
+                    }
+                    EagerOp::Write(Op::Insert(n)) => {
+                        now += 1;
+                        if let Some(line) = page.insert(&tuple(now), &vec![n; n as usize]) {
+                            let mut h = page.header(line).unwrap();
+                            h.ctid_line = line;
+                            page.set_header(line, &h);
+                            rows.push(Row { root: line, versions: vec![(now, 0, vec![n; n as usize])] });
+                        }
+                    }
+                    EagerOp::Write(Op::Update(r, n)) if !rows.is_empty() => {
+                        let row = r % rows.len();
+                        if rows[row].versions.last().unwrap().1 != 0 {
+                            continue;
+                        }
+                        let newest = *page.chain(rows[row].root).last().unwrap();
+                        now += 1;
+                        if hot_update(&mut page, newest, now, &vec![n; n as usize]).is_some() {
+                            rows[row].versions.last_mut().unwrap().1 = now;
+                            rows[row].versions.push((now, 0, vec![n; n as usize]));
+                        }
+                    }
+                    EagerOp::Write(Op::Delete(r)) if !rows.is_empty() => {
+                        let row = r % rows.len();
+                        if rows[row].versions.last().unwrap().1 != 0 {
+                            continue;
+                        }
+                        let newest = *page.chain(rows[row].root).last().unwrap();
+                        now += 1;
+                        let mut h = page.header(newest).unwrap();
+                        h.xmax = now;
+                        h.ctid_line = newest; // a delete names the tuple itself
+                        page.set_header(newest, &h);
+                        rows[row].versions.last_mut().unwrap().1 = now;
+                    }
+                    EagerOp::Write(Op::Prune(_)) => {
+                        let horizon = now + 1;
+                        let oldest = active.iter().copied().min().unwrap_or(horizon);
+                        let dead = move |h: &TupleHeader| h.xmax != 0 && h.xmax < oldest;
+                        page.prune(&dead, &interval_obsolete(active.clone(), horizon));
+                    }
+                    EagerOp::Write(Op::Vacuum) => {
+                        let dead: Vec<u16> = rows.iter().map(|r| r.root).filter(|&l| page.line(l) == Line::Dead).collect();
+                        page.free_dead_lines(&dead).unwrap();
+                        rows.retain(|r| !dead.contains(&r.root));
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(page.check(), Ok(()));
+                let future = now + 1;
+                for row in &rows {
+                    let chain = page.chain(row.root);
+                    for &s in active.iter().chain([&future]) {
+                        let sees = |xmin: u64, xmax: u64| xmin < s && (xmax == 0 || xmax >= s);
+                        let expected = row.versions.iter().find(|v| sees(v.0, v.1)).map(|v| &v.2[..]);
+                        let found = chain
+                            .iter()
+                            .find(|&&l| { let h = page.header(l).unwrap(); sees(h.xmin, h.xmax) })
+                            .map(|&l| page.data(l).unwrap());
+                        prop_assert_eq!(found, expected, "row at {} for the snapshot at {}", row.root, s);
+                    }
+                    let last = row.versions.last().unwrap();
+                    if page.line(row.root) != Line::Dead {
+                        let newest = page.header(*chain.last().unwrap()).unwrap();
+                        prop_assert_eq!((newest.xmin, newest.xmax), (last.0, last.1));
                     }
                 }
             }

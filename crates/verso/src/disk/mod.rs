@@ -31,11 +31,11 @@ pub use buffer_pool::{
 };
 pub use commit_log::{CommitLog, TransactionStatus};
 pub use free_space_map::FreeSpaceMap;
-pub use heap_file::{HeapFile, HeapStats, Replaced, Tid, VacuumStats};
+pub use heap_file::{HeapFile, HeapStats, Pruning, Replaced, Tid, VacuumStats};
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};
 pub use replacement::ReplacementPolicy;
 pub use table::{DiskTable, RowKeys};
 pub use transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};
-pub use visibility::Snapshot;
+pub use visibility::{Readers, Snapshot};

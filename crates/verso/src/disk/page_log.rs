@@ -562,6 +562,28 @@ impl PageLog {
         }
     }
 
+    /// The log's counters in the in-memory engine's terms ([`crate::Stats::durability`]):
+    /// bytes, commit records, writes and syncs of the shared log, and checkpoints taken
+    /// (not whether one is running).
+    pub fn durability_stats(&self) -> crate::durability::DurabilityStats {
+        let counters = &self.log.counters;
+        crate::durability::DurabilityStats {
+            durability: self.log.durability(),
+            log_bytes: counters.bytes_appended.load(Ordering::Relaxed),
+            log_commits: counters.commit_records.load(Ordering::Relaxed),
+            log_writes: counters.writes.load(Ordering::Relaxed),
+            log_syncs: counters.syncs.load(Ordering::Relaxed),
+            log_sync_nanos: counters.sync_nanos.load(Ordering::Relaxed),
+            log_tail: self.log.tail(),
+            log_written: self.log.written(),
+            log_durable: self.log.durable(),
+            log_segments_created: counters.segments_created.load(Ordering::Relaxed),
+            log_segments_recycled: counters.segments_recycled.load(Ordering::Relaxed),
+            checkpoints: self.checkpoints.load(Ordering::Relaxed),
+            ..Default::default()
+        }
+    }
+
     /// Stops the log and lets the directory go: every later call fails with
     /// [`Error::DatabaseClosed`]. Nothing is synced that was not (close after a
     /// checkpoint or a sync to keep everything).
@@ -658,6 +680,17 @@ fn encode_change(body: &mut Vec<u8>, change: &PageChange<'_>) {
                 payload.extend_from_slice(&(lines.len() as u16).to_le_bytes());
                 for line in lines {
                     payload.extend_from_slice(&line.to_le_bytes());
+                }
+            }
+            // Eager pruning's relinks follow; a plan without them ends here, as every
+            // prune record did before there were any.
+            if !plan.relinked.is_empty() {
+                payload.extend_from_slice(&(plan.relinked.len() as u16).to_le_bytes());
+                for (line, header) in &plan.relinked {
+                    payload.extend_from_slice(&line.to_le_bytes());
+                    let mut bytes = [0u8; TUPLE_HEADER_BYTES];
+                    header.encode(&mut bytes);
+                    payload.extend_from_slice(&bytes);
                 }
             }
             (OP_HEAP_PRUNE, payload)
@@ -912,27 +945,51 @@ pub(crate) fn decode_pages(
 }
 
 /// Decodes a prune's plan: redirect pairs, dead lines, unused lines, each counted.
+/// Reads a record's payload front to back.
+struct Cursor<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+        if self.rest.len() < n {
+            return Err("a prune's plan ends early".to_string());
+        }
+        let (bytes, after) = self.rest.split_at(n);
+        self.rest = after;
+        Ok(bytes)
+    }
+
+    fn u16(&mut self) -> std::result::Result<u16, String> {
+        self.take(2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
 fn decode_prune(payload: &[u8]) -> std::result::Result<PrunePlan, String> {
-    let mut words = payload
-        .chunks(2)
-        .map(|b| (b.len() == 2).then(|| u16::from_le_bytes([b[0], b[1]])));
-    let mut next = || -> std::result::Result<u16, String> {
-        words
-            .next()
-            .flatten()
-            .ok_or_else(|| "a prune's plan ends early".to_string())
-    };
+    let mut cursor = Cursor { rest: payload };
     let mut plan = PrunePlan::default();
-    for _ in 0..next()? {
-        plan.redirected.push((next()?, next()?));
+    for _ in 0..cursor.u16()? {
+        plan.redirected.push((cursor.u16()?, cursor.u16()?));
     }
-    for _ in 0..next()? {
-        plan.dead.push(next()?);
+    for _ in 0..cursor.u16()? {
+        plan.dead.push(cursor.u16()?);
     }
-    for _ in 0..next()? {
-        plan.unused.push(next()?);
+    for _ in 0..cursor.u16()? {
+        plan.unused.push(cursor.u16()?);
     }
-    if words.next().is_some() {
+    if cursor.rest.is_empty() {
+        return Ok(plan);
+    }
+    let count = cursor.u16()?;
+    if count == 0 {
+        return Err("an empty list of relinks (never written)".into());
+    }
+    for _ in 0..count {
+        let line = cursor.u16()?;
+        let header = TupleHeader::decode(cursor.take(TUPLE_HEADER_BYTES)?);
+        plan.relinked.push((line, header));
+    }
+    if !cursor.rest.is_empty() {
         return Err("bytes after a prune's plan".into());
     }
     Ok(plan)
@@ -956,6 +1013,46 @@ mod tests {
             body.extend_from_slice(&bytes);
             let _ = decode_pages(&body);
             let _ = decode_pages(&bytes);
+        }
+
+        /// A prune's plan, eager relinks or none, decodes to itself; any payload decodes
+        /// or fails without a panic.
+        #[test]
+        fn a_prune_plan_round_trips(
+            redirected in proptest::collection::vec((1u16..300, 1u16..300), 0..5),
+            dead in proptest::collection::vec(1u16..300, 0..5),
+            unused in proptest::collection::vec(1u16..300, 0..5),
+            relinked in proptest::collection::vec((1u16..300, proptest::prelude::any::<[u64; 3]>()), 0..4),
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+        ) {
+            let plan = PrunePlan {
+                redirected,
+                dead,
+                unused,
+                relinked: relinked
+                    .into_iter()
+                    .map(|(line, [xmin, xmax, rest])| {
+                        (line, TupleHeader {
+                            xmin,
+                            xmax,
+                            ctid_block: rest as u32,
+                            ctid_line: (rest >> 32) as u16,
+                            infomask: (rest >> 48) as u16,
+                        })
+                    })
+                    .collect(),
+            };
+            let mut body = vec![KIND_PAGES, 1, 0];
+            body.extend_from_slice(&3u32.to_le_bytes());
+            body.extend_from_slice(&9u32.to_le_bytes());
+            body.extend_from_slice(&1u16.to_le_bytes());
+            encode_change(&mut body, &PageChange::HeapPrune { plan: &plan });
+            let decoded = decode_pages(&body).unwrap();
+            proptest::prop_assert_eq!(
+                decoded,
+                vec![(PageId::new(FileNo(3), 9), vec![LoggedChange::HeapPrune(plan)])]
+            );
+            let _ = decode_prune(&noise);
         }
 
         #[test]

@@ -178,6 +178,13 @@ impl DiskTable {
         let pool = self.primary.pool();
         let mut pages = u64::from(self.heap.pages()?);
         pages += u64::from(pool.file_pages(self.heap.free_space_map().file())?);
+        Ok(pages + self.index_pages()?)
+    }
+
+    /// Pages in the table's indexes, primary and secondary.
+    pub fn index_pages(&self) -> Result<u64> {
+        let pool = self.primary.pool();
+        let mut pages = 0;
         for tree in std::iter::once(&self.primary).chain(&self.indexes) {
             pages += u64::from(pool.file_pages(tree.file())?);
         }

@@ -86,6 +86,9 @@ pub trait Resolve {
     /// The oldest snapshot any transaction holds now or can take later: a version whose
     /// deleter committed below it is seen by no one (PostgreSQL's xmin horizon).
     fn horizon(&self) -> u64;
+
+    /// The snapshots that may read versions newer than the horizon (for eager pruning).
+    fn readers(&self) -> super::visibility::Readers;
 }
 
 /// The transactions of one disk database.
@@ -271,6 +274,11 @@ impl DiskTransactions {
 impl Resolve for DiskTransactions {
     fn horizon(&self) -> u64 {
         self.manager.watermark()
+    }
+
+    fn readers(&self) -> super::visibility::Readers {
+        let active = self.manager.active_snapshots(&mut Vec::new());
+        super::visibility::Readers::new(active.horizon, active.starts_desc().to_vec())
     }
 
     fn resolve(&self, xid: u64, start: u64) -> Result<Fate> {

@@ -250,6 +250,68 @@ pub fn written_since(
     Ok(creator_unseen || (!header.has(infomask::XMAX_INVALID) && unseen(header.xmax)?))
 }
 
+/// The snapshots that may read old versions, for eager pruning (Steam's EPO): every
+/// transaction running now started at one of `starts`, or at or after `horizon` (the
+/// clock read before the slots were, as `crate::version::ActiveSnapshots` promises), and
+/// every snapshot taken later starts at or after `horizon` too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Readers {
+    /// Every snapshot not in `starts` starts at or after this.
+    pub horizon: u64,
+    /// Start timestamps below `horizon`, ascending and distinct.
+    pub starts: Vec<u64>,
+}
+
+impl Readers {
+    /// The readers from a horizon and start timestamps in any order.
+    pub fn new(horizon: u64, mut starts: Vec<u64>) -> Self {
+        starts.retain(|&s| s < horizon);
+        starts.sort_unstable();
+        starts.dedup();
+        Readers { horizon, starts }
+    }
+
+    /// Whether some snapshot, running or future, starts in `(after, up_to]`: sees a
+    /// version created by a commit at `after` and replaced by one at `up_to`.
+    pub fn any_in(&self, after: u64, up_to: u64) -> bool {
+        if up_to >= self.horizon {
+            return after < up_to;
+        }
+        let first_later = self.starts.partition_point(|&s| s <= after);
+        self.starts.get(first_later).is_some_and(|&s| s <= up_to)
+    }
+}
+
+/// Steam's rule for a version between the horizon and the newest: whether the tuple's
+/// creator and its replacer both committed and no snapshot, running or future, starts
+/// between the two commits, so no one sees it now or later. A frozen creator committed
+/// before every snapshot. Being a row's newest version (a deleted row's last) is the
+/// caller's to rule out: a writer of the key must still meet its deleter.
+pub fn is_obsolete(header: &TupleHeader, readers: &Readers, resolve: &dyn Resolve) -> Result<bool> {
+    if header.xmax == 0 || header.has(infomask::XMAX_INVALID) {
+        return Ok(false);
+    }
+    let created = if is_frozen(header) {
+        0
+    } else if header.has(infomask::XMIN_INVALID) {
+        return Ok(false);
+    } else {
+        match resolve.resolve(header.xmin, u64::MAX)? {
+            Fate::Committed { ts, .. } => ts,
+            Fate::Running | Fate::Aborted => return Ok(false),
+        }
+    };
+    let replaced = match resolve.resolve(header.xmax, u64::MAX)? {
+        Fate::Committed { ts, .. } => ts,
+        Fate::Running | Fate::Aborted => return Ok(false),
+    };
+    debug_assert!(
+        created <= replaced,
+        "a version is replaced after it is created"
+    );
+    Ok(!readers.any_in(created, replaced))
+}
+
 /// Whether the tuple's creator aborted (a dead tuple rolled back, not superseded).
 pub fn creator_aborted(header: &TupleHeader, resolve: &dyn Resolve) -> Result<bool> {
     if is_frozen(header) {

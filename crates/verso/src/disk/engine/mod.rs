@@ -119,6 +119,8 @@ pub(crate) struct DiskEngine {
     closed: AtomicBool,
     autovacuum: Mutex<Option<autovacuum::Worker>>,
     pub(crate) counters: Counters,
+    /// Every table's heap prunes by this rule.
+    pruning: crate::disk::heap_file::Pruning,
 }
 
 /// Transaction and version counters of the disk engine, in the in-memory engine's terms
@@ -168,6 +170,8 @@ pub(crate) struct DiskSettings {
     pub(crate) segment_bytes: u64,
     pub(crate) autovacuum_naptime: Option<std::time::Duration>,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
+    /// Which versions pruning removes (from the garbage collector chosen).
+    pub(crate) pruning: crate::disk::heap_file::Pruning,
 }
 
 fn table_file(table: u32, offset: u32) -> FileNo {
@@ -196,6 +200,7 @@ impl DiskEngine {
             segment_bytes,
             autovacuum_naptime,
             checkpoint_after_log_bytes,
+            pruning,
         } = settings;
         fs.create_dir_all(&dir).map_err(|e| {
             crate::durability::io_error(&dir, "creating the database directory", &e)
@@ -241,6 +246,7 @@ impl DiskEngine {
             closed: AtomicBool::new(false),
             autovacuum: Mutex::new(None),
             counters: Counters::default(),
+            pruning,
         };
         {
             let mut names = engine.names.lock();
@@ -271,7 +277,8 @@ impl DiskEngine {
             table_file(position, 0),
             fsm,
             Arc::clone(&self.log),
-        )?;
+        )?
+        .with_pruning(self.pruning);
         let primary = BTree::open_logged(
             Arc::clone(&self.pool),
             table_file(position, 2),
@@ -315,7 +322,11 @@ impl DiskEngine {
     }
 
     pub(crate) fn design(&self) -> String {
-        "disk-heap/vacuum/si-first-updater-wins".into()
+        let pruning = match self.pruning {
+            crate::disk::heap_file::Pruning::Horizon => "vacuum",
+            crate::disk::heap_file::Pruning::Eager => "steam+vacuum",
+        };
+        format!("disk-heap/{pruning}/si-first-updater-wins")
     }
 
     /// Creates a table: its files are made and listed in the catalog durably (DE1) before
@@ -451,21 +462,26 @@ impl DiskEngine {
             disk.heap.pages_pruned += heap.pages_pruned;
             disk.heap.tuples_pruned += heap.tuples_pruned;
             disk.heap.aborted_tuples_pruned += heap.aborted_tuples_pruned;
+            disk.heap.tuples_pruned_eagerly += heap.tuples_pruned_eagerly;
             disk.heap.pages_extended += heap.pages_extended;
             disk.heap_pages += u64::from(entry.table.heap().pages().unwrap_or(0));
             disk.table_pages += entry.table.pages().unwrap_or(0);
+            disk.index_pages += entry.table.index_pages().unwrap_or(0);
             disk.dead_tuples += entry.table.dead_tuples();
         }
+        stats.durability = Some(self.log.durability_stats());
         disk.vacuums = self
             .autovacuum
             .lock()
             .as_ref()
             .map_or(0, |worker| worker.vacuums());
-        // Tuples whose creator aborted were counted as rolled back at the abort.
+        // Tuples whose creator aborted were counted as rolled back at the abort; those only
+        // eager pruning removed are the in-memory engine's pruned eagerly (EPO).
+        stats.versions_pruned_eagerly = disk.heap.tuples_pruned_eagerly;
         stats.versions_reclaimed = disk
             .heap
             .tuples_pruned
-            .saturating_sub(disk.heap.aborted_tuples_pruned);
+            .saturating_sub(disk.heap.aborted_tuples_pruned + disk.heap.tuples_pruned_eagerly);
         // The slots' counters: commit records published, examined and dropped.
         let rate = crate::ticks::Rate::measure();
         let mut from_slots = Stats::default();
