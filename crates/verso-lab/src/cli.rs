@@ -428,6 +428,13 @@ impl DurabilityArgs {
         for (index, config) in configs.iter_mut().enumerate() {
             if let Some(peer) = &mut config.peer {
                 peer.synchronous_commit = durability == Some(verso::Durability::Sync);
+                if self.disk.is_some() {
+                    // The same memory for pages as the disk engine's pool.
+                    peer.shared_buffers_mib = Some(
+                        self.buffer_pool_mib
+                            .unwrap_or(verso::DEFAULT_BUFFER_POOL_BYTES as u64 >> 20),
+                    );
+                }
                 if let Some(clients) = clients {
                     config.oltp_workers = clients;
                 }

@@ -124,6 +124,21 @@ fn each_peer_runs_tpcb_with_a_held_snapshot_in_tiny_mode() {
     }
 }
 
+/// Beside the disk engine, a private PostgreSQL gets the engine's buffer pool size as its
+/// `shared_buffers` (the same memory for pages), and both fill the disk series.
+#[test]
+fn beside_the_disk_engine_postgres_gets_the_same_buffer_size() {
+    let dir = reachable_dir();
+    let disk = dir.path().join("disk");
+    let run = tiny_run(
+        "tpcb",
+        PeerKind::Postgres,
+        &["--disk", disk.to_str().unwrap(), "--buffer-pool-mib", "16"],
+    );
+    let settings = run["configuration"]["settings"].as_str().unwrap();
+    assert!(settings.contains("shared_buffers=16MB"), "{settings}");
+}
+
 #[test]
 fn each_peer_runs_ycsb_in_tiny_mode() {
     for peer in peers() {

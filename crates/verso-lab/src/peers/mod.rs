@@ -110,6 +110,9 @@ pub struct PeerSpec {
     /// PostgreSQL's private server only: `synchronous_commit = on` (a commit waits for
     /// its WAL flush, as Verso's `--durability sync` does) instead of the lab's `off`.
     pub synchronous_commit: bool,
+    /// PostgreSQL's private server only: its `shared_buffers` in MiB instead of the lab's
+    /// 1 GB (beside the disk engine, its buffer pool's size).
+    pub shared_buffers_mib: Option<u64>,
 }
 
 impl PeerSpec {
@@ -121,6 +124,7 @@ impl PeerSpec {
             postgres_url: None,
             dir: std::env::temp_dir(),
             synchronous_commit: false,
+            shared_buffers_mib: None,
         }
     }
 
@@ -176,7 +180,11 @@ impl PeerSpec {
         match self.kind {
             PeerKind::Postgres => Ok(Box::new(match &self.postgres_url {
                 Some(url) => postgres::PostgresPeer::connect_existing(url)?,
-                None => postgres::PostgresPeer::start_private(&self.dir, self.synchronous_commit)?,
+                None => postgres::PostgresPeer::start_private(
+                    &self.dir,
+                    self.synchronous_commit,
+                    self.shared_buffers_mib,
+                )?,
             })),
             PeerKind::Sqlite => Ok(Box::new(sqlite::SqlitePeer::create(&self.dir)?)),
             #[cfg(feature = "duckdb")]

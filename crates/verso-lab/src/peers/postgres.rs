@@ -27,7 +27,8 @@ use crate::workload::{AbortReason, LabError, LoadProgress};
 /// The settings written into a private server's `postgresql.conf`, and why.
 ///
 /// - `shared_buffers = 1GB`: room for TPC-B at scale 10 (about 160 MB) and its growth, so
-///   the run measures versions, not the disk;
+///   the run measures versions, not the disk (beside Verso's disk engine, `--disk`, its
+///   buffer pool's size instead: the same memory for pages on both sides);
 /// - `synchronous_commit = off`: a commit does not wait for its WAL to reach the disk (it
 ///   is written within `wal_writer_delay`, 200 ms), the closest PostgreSQL comes to Verso's
 ///   in-memory commits without giving up crash consistency; `fsync` stays on. With Verso's
@@ -192,6 +193,7 @@ impl PrivateServer {
         binaries: &Binaries,
         parent: &Path,
         synchronous_commit: bool,
+        shared_buffers_mib: Option<u64>,
     ) -> Result<PrivateServer, LabError> {
         let run_as = server_user()?;
         let dir = cleanup::fresh_dir(parent, "postgres")
@@ -243,9 +245,10 @@ impl PrivateServer {
         let mut conf =
             String::from("\n# Written by the Verso lab (crates/verso-lab/src/peers/postgres.rs)\n");
         for (name, value) in PRIVATE_SETTINGS {
-            let value = match *name {
-                "synchronous_commit" if synchronous_commit => "on",
-                _ => value,
+            let value = match (*name, shared_buffers_mib) {
+                ("synchronous_commit", _) if synchronous_commit => "on".to_owned(),
+                ("shared_buffers", Some(mib)) => format!("'{mib}MB'"),
+                _ => (*value).to_owned(),
             };
             let _ = writeln!(conf, "{name} = {value}");
         }
@@ -366,13 +369,16 @@ fn connect_error(e: &postgres::Error, target: &str) -> LabError {
 
 impl PostgresPeer {
     /// Starts a private server under `parent` and connects to it.
-    /// `synchronous_commit`: on instead of the lab's off (see [`PRIVATE_SETTINGS`]).
+    /// `synchronous_commit`: on instead of the lab's off; `shared_buffers_mib`: that
+    /// instead of the lab's 1 GB (see [`PRIVATE_SETTINGS`]).
     pub fn start_private(
         parent: &Path,
         synchronous_commit: bool,
+        shared_buffers_mib: Option<u64>,
     ) -> Result<PostgresPeer, LabError> {
         let binaries = Binaries::find()?;
-        let server = PrivateServer::start(&binaries, parent, synchronous_commit)?;
+        let server =
+            PrivateServer::start(&binaries, parent, synchronous_commit, shared_buffers_mib)?;
         let config = server.client_config();
         let monitor = config
             .connect(NoTls)
