@@ -23,6 +23,7 @@ use crate::runner::{run_configuration, RunConfig, StopAfter, DEFAULT_SEED};
 use crate::workload::{LabError, Workload, MAX_TABLE_ROWS};
 use crate::workloads::kv_updates::{KvConfig, KvWorkload};
 use crate::workloads::scan_updates::{ScansConfig, ScansWorkload};
+use crate::workloads::sysbench::{SysbenchConfig, SysbenchUpdate, SysbenchWorkload};
 use crate::workloads::tpcb::{TpcbConfig, TpcbWorkload};
 use crate::workloads::ycsb::{YcsbConfig, YcsbWorkload};
 
@@ -104,6 +105,20 @@ pub enum Command {
         /// The workload's parameters.
         #[command(flatten)]
         scans: ScansArgs,
+    },
+    /// DIVA's sysbench-HTAP (§7.1): one-row sysbench updates beside join queries Q1-Q4,
+    /// half of them in one long transaction each, in phases (OLTP only, both, OLAP only).
+    #[command(allow_negative_numbers = true)]
+    Sysbench {
+        /// Runner options (`--scale`: ten thousands of rows per table).
+        #[command(flatten)]
+        common: CommonArgs,
+        /// `--olap-workers` [default: 4: Q1 and Q4, each in L and S mode].
+        #[command(flatten)]
+        olap: OlapArgs,
+        /// The workload's parameters.
+        #[command(flatten)]
+        sysbench: SysbenchArgs,
     },
     /// pgbench's TPC-B-like transaction (`--scale` as pgbench's: 100,000 accounts each).
     #[command(allow_negative_numbers = true)]
@@ -702,6 +717,40 @@ pub struct ScansArgs {
     pub scan_percent: Option<f64>,
 }
 
+/// The sysbench-HTAP workload's options.
+#[derive(Args, Debug, Clone)]
+pub struct SysbenchArgs {
+    /// Tables `sbtest1` ... [default: 12, DIVA's; 5 with --tiny]; at least 5.
+    #[arg(long)]
+    pub tables: Option<usize>,
+    /// Rows per table [default: 10,000 x scale; 200 with --tiny].
+    #[arg(long)]
+    pub rows: Option<u64>,
+    /// Zipf skew of the updated ids [default: 0, uniform; DIVA's Fig. 20: 1].
+    #[arg(long)]
+    pub theta: Option<f64>,
+    /// The update: `non-index` (SET c = ?) or `index` (SET k = k + 1) [default: non-index].
+    #[arg(long, value_enum)]
+    pub update: Option<SysbenchUpdate>,
+    /// The run's split into OLTP only, OLTP and OLAP, and OLAP only, as a ratio A:B:C
+    /// [default: 1:4:1, DIVA's 10/40/10 minutes].
+    #[arg(long, value_name = "A:B:C", value_parser = parse_phases)]
+    pub phases: Option<[u32; 3]>,
+}
+
+fn parse_phases(text: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let bad = || format!("{text}: give three whole numbers A:B:C, such as 1:4:1");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut phases = [0u32; 3];
+    for (phase, part) in phases.iter_mut().zip(parts) {
+        *phase = part.trim().parse().map_err(|_| bad())?;
+    }
+    Ok(phases)
+}
+
 /// The demo's options.
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
@@ -939,6 +988,29 @@ impl Plan {
                     Box::new(ScansWorkload::new(config)?),
                     common,
                     (olap, 0),
+                    &PeerArgs::default(),
+                )
+            }
+            Command::Sysbench {
+                common,
+                olap,
+                sysbench,
+            } => {
+                let mut config = sized(
+                    common,
+                    sysbench.rows,
+                    SysbenchConfig::tiny,
+                    SysbenchConfig::new,
+                    |c| &mut c.rows,
+                )?;
+                set(&mut config.tables, sysbench.tables);
+                set(&mut config.theta, sysbench.theta);
+                set(&mut config.update, sysbench.update);
+                set(&mut config.phases, sysbench.phases);
+                Plan::with(
+                    Box::new(SysbenchWorkload::new(config)?),
+                    common,
+                    (olap, 4),
                     &PeerArgs::default(),
                 )
             }

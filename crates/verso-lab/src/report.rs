@@ -644,6 +644,7 @@ fn growth_noun(c: &crate::metrics::Configuration) -> &'static str {
         "postgres" => "tables and indexes",
         "sqlite" => "database and WAL files",
         "duckdb" => "buffer memory",
+        _ if c.growth_measure.starts_with("the tables' files") => "tables' files",
         _ => "memory (RSS)",
     }
 }
@@ -1300,6 +1301,18 @@ mod tests {
     /// The terminal summary was 151 to 171 columns wide: it fits 100, over realistic runs
     /// (held snapshots and their baselines, peers, OLAP columns, the widest numbers), and
     /// every configuration and column is still in it.
+    /// The held-snapshot verdict called the disk engine's growth "memory (RSS)"; it
+    /// measures the tables' files there.
+    #[test]
+    fn regression_the_disk_engines_growth_is_named_as_its_files() {
+        let mut disk = run("disk-heap", "verso", true, &[1.0], &[1]);
+        disk.configuration.growth_measure =
+            "the tables' files on the disk engine (heaps, free-space maps, indexes)".into();
+        assert_eq!(growth_noun(&disk.configuration), "tables' files");
+        let memory = run("steam", "verso", true, &[1.0], &[1]);
+        assert_eq!(growth_noun(&memory.configuration), "memory (RSS)");
+    }
+
     #[test]
     fn regression_the_summary_fits_a_100_column_terminal() {
         let held_demo = [

@@ -696,6 +696,17 @@ pub(crate) fn measure(
         .map(|rate| Duration::from_secs_f64(config.oltp_workers as f64 / rate));
     // Clients over the workers; a peer's are its workers (one connection each).
     let clients = config.clients.unwrap_or(config.oltp_workers);
+    // A timed run's phases: how long after the start OLAP begins and OLTP ends.
+    let (olap_delay, oltp_for) = match config.stop {
+        StopAfter::Duration(d) => {
+            let phases = workload.phases();
+            (
+                d.mul_f64(phases.olap_from.clamp(0.0, 1.0)),
+                (phases.oltp_until < 1.0).then(|| d.mul_f64(phases.oltp_until.max(0.0))),
+            )
+        }
+        StopAfter::Transactions(_) => (Duration::ZERO, None),
+    };
     let start_line = StartLine::new();
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
@@ -734,7 +745,16 @@ pub(crate) fn measure(
                 move || system.oltp_worker(index, config.oltp_workers, seed),
                 move |worker| {
                     let outcome = worker.and_then(|mut worker| {
-                        drive_oltp(&mut *worker, isolation, shared, index, quota, clients, pace)
+                        drive_oltp(
+                            &mut *worker,
+                            isolation,
+                            shared,
+                            index,
+                            quota,
+                            clients,
+                            pace,
+                            oltp_for,
+                        )
                     });
                     if let Err(e) = outcome {
                         shared.fail(e);
@@ -754,7 +774,7 @@ pub(crate) fn measure(
                 move |worker| {
                     let outcome = worker.and_then(|worker| match worker {
                         Some(mut worker) => {
-                            drive_olap(&mut *worker, &shared.olap[index], &shared.stop)
+                            drive_olap(&mut *worker, &shared.olap[index], &shared.stop, olap_delay)
                         }
                         None => Err(LabError::BadOption(format!(
                             "the {} workload has no analytical queries",
@@ -1100,9 +1120,11 @@ fn split(total: u64, workers: usize, index: usize) -> u64 {
     total / workers + u64::from((index as u64) < total % workers)
 }
 
-/// Runs OLTP worker `index` until the run stops or its `quota` of commits is reached,
-/// serving `clients` logical clients (`crate::clients`; `None` for a peer), one
-/// transaction every `pace` if set (open loop).
+/// Runs OLTP worker `index` until the run stops, its `quota` of commits is reached or
+/// `for_at_most` passed (the workload's OLTP phase ended), serving `clients` logical
+/// clients (`crate::clients`; `None` for a peer), one transaction every `pace` if set
+/// (open loop).
+#[allow(clippy::too_many_arguments)]
 fn drive_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,
@@ -1111,6 +1133,7 @@ fn drive_oltp(
     quota: Option<u64>,
     clients: Option<usize>,
     pace: Option<Duration>,
+    for_at_most: Option<Duration>,
 ) -> Result<(), LabError> {
     if let Some(clients) = clients {
         crate::clients::install(clients);
@@ -1124,7 +1147,7 @@ fn drive_oltp(
         isolation,
         counters,
         &shared.stop,
-        quota,
+        (quota, for_at_most.map(|d| Instant::now() + d)),
         pace.map(Pacer::new),
         &mut latencies,
     );
@@ -1146,17 +1169,18 @@ fn drive_oltp(
     Ok(())
 }
 
-/// Runs transactions until `stop` or the `quota` of commits, recording each committed
-/// one's latency in `latencies` (by type): from when it was due to its commit. Closed loop
-/// a transaction is due when the one before it committed, so the attempts it lost to
-/// conflicts count in its latency; with a `pacer`, when its slot in the schedule comes, and
-/// its retries run at once, in the same slot.
+/// Runs transactions until `stop`, the `quota` of commits or the `until` instant (the
+/// first two of `(quota, until)`), recording each committed one's latency in `latencies`
+/// (by type): from when it was due to its commit. Closed loop a transaction is due when
+/// the one before it committed, so the attempts it lost to conflicts count in its latency;
+/// with a `pacer`, when its slot in the schedule comes, and its retries run at once, in
+/// the same slot. A transaction is never cut: `until` is checked between attempts.
 fn run_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,
     counters: &WorkerCounters,
     stop: &AtomicBool,
-    quota: Option<u64>,
+    (quota, until): (Option<u64>, Option<Instant>),
     mut pacer: Option<Pacer>,
     latencies: &mut [hdrhistogram::Histogram<u64>],
 ) -> Result<(), LabError> {
@@ -1164,7 +1188,7 @@ fn run_oltp(
     let mut due = Instant::now();
     // Whether the next attempt begins a new transaction (rather than retrying one).
     let mut new_transaction = true;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) && until.is_none_or(|until| Instant::now() < until) {
         if let (Some(pacer), true) = (&mut pacer, new_transaction) {
             due = pacer.next_due();
             if !sleep_until(due, stop) {
@@ -1298,11 +1322,16 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
+/// Runs queries from `delay` after the start (the workload's OLAP phase) until `stop`.
 fn drive_olap(
     worker: &mut dyn OlapWorker,
     counters: &WorkerCounters,
     stop: &AtomicBool,
+    delay: Duration,
 ) -> Result<(), LabError> {
+    if !delay.is_zero() && !sleep_until(Instant::now() + delay, stop) {
+        return Ok(());
+    }
     while !stop.load(Ordering::Relaxed) {
         let outcome = worker.run_one()?;
         let counter = counters.queries_by_name.get(outcome.query).ok_or_else(|| {

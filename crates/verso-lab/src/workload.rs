@@ -265,6 +265,25 @@ impl LoadProgress for NoProgress {
     fn advance(&self, _rows: u64) {}
 }
 
+/// When the OLTP and OLAP workers of a timed run work, as shares of its duration: OLAP
+/// from `olap_from`, OLTP until `oltp_until` (DIVA's phases: OLTP only, both, OLAP only).
+/// A run stopped by a count of transactions has no phases.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Phases {
+    /// OLAP workers start at this share of the run.
+    pub olap_from: f64,
+    /// OLTP workers stop at this share of the run.
+    pub oltp_until: f64,
+}
+
+impl Phases {
+    /// Both kinds of worker for the whole run.
+    pub const WHOLE_RUN: Phases = Phases {
+        olap_from: 0.0,
+        oltp_until: 1.0,
+    };
+}
+
 /// A workload: its tables, data, transactions and queries.
 pub trait Workload: Sync {
     /// The name used on the command line and in reports (`ycsb`, `tpcc`, `ch`, ...).
@@ -310,6 +329,12 @@ pub trait Workload: Sync {
     /// SQL form (then `--peer` refuses it).
     fn sql(&self) -> Option<&dyn crate::peers::SqlWorkload> {
         None
+    }
+
+    /// When its OLTP and OLAP workers run in a timed run ([`Phases::WHOLE_RUN`] unless it
+    /// has phases).
+    fn phases(&self) -> Phases {
+        Phases::WHOLE_RUN
     }
 
     /// Checks the workload's consistency conditions (TPC-C clause 3.3.2 for TPC-C and CH);

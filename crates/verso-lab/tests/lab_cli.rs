@@ -972,6 +972,7 @@ fn regression_help_lists_only_the_options_a_subcommand_takes() {
         ("tpcc", true, true),
         ("ch", true, true),
         ("scans", true, false),
+        ("sysbench", true, false),
         ("kv", false, false),
         ("tpcb", false, true),
     ] {

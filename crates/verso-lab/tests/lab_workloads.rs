@@ -1,4 +1,5 @@
-//! The tiny mode of every workload the lab framework owns (YCSB, key-value, scans, TPC-B):
+//! The tiny mode of every workload the lab framework owns (YCSB, key-value, scans, TPC-B,
+//! sysbench):
 //! each runs through the runner and passes its consistency checks, does the work it names,
 //! and its consistency check catches a planted inconsistency.
 
@@ -12,6 +13,7 @@ use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
 use verso_lab::workload::{LabError, NoProgress, TxnOutcome, Workload};
 use verso_lab::workloads::kv_updates::{KvConfig, KvWorkload};
 use verso_lab::workloads::scan_updates::{ScansConfig, ScansWorkload};
+use verso_lab::workloads::sysbench::{SysbenchConfig, SysbenchUpdate, SysbenchWorkload};
 use verso_lab::workloads::tpcb::{TpcbConfig, TpcbWorkload};
 use verso_lab::workloads::ycsb::{YcsbConfig, YcsbWorkload};
 
@@ -401,5 +403,84 @@ fn regression_a_transaction_of_as_many_distinct_keys_as_rows_finishes() {
             run(&*workload, &counted(GarbageCollector::Steam, 1, 50)).totals
         });
         assert_eq!(result.oltp_commits, 50);
+    }
+}
+
+/// sysbench-HTAP in phases: no query runs in the OLTP-only first sixth, no update in the
+/// OLAP-only last one; every query joins every row (and, under non-index updates, sums
+/// the loaded k: a snapshot that saw a half-applied state would not); both update kinds
+/// keep the tables' k sums as the consistency check expects; L and S queries both run.
+#[test]
+fn sysbench_runs_its_phases_and_its_joins_see_whole_snapshots() {
+    for update in [SysbenchUpdate::NonIndex, SysbenchUpdate::Index] {
+        let workload = SysbenchWorkload::new(SysbenchConfig {
+            update,
+            ..SysbenchConfig::tiny()
+        })
+        .expect("config");
+        let config = RunConfig {
+            olap_workers: 4,
+            stop: StopAfter::Duration(Duration::from_millis(2400)),
+            sample_interval: Duration::from_millis(100),
+            ..counted(GarbageCollector::Steam, 1, 1)
+        };
+        let result = run(&workload, &config);
+        assert!(result.consistent, "{update:?}");
+        let by_name = &result.totals.olap_queries_by_name;
+        for query in ["Q1(L)", "Q1(S)", "Q4(L)", "Q4(S)"] {
+            assert!(
+                by_name[query] > 0,
+                "{update:?}: {query} never ran: {by_name:?}"
+            );
+        }
+        assert!(result.totals.oltp_commits > 0, "{update:?}");
+        let full: Vec<_> = result.samples.iter().filter(|s| s.is_full(0.1)).collect();
+        let (first, last) = (full.first().unwrap(), full.last().unwrap());
+        assert_eq!(
+            first.olap_queries_per_second, 0.0,
+            "{update:?}: OLAP in the OLTP-only phase"
+        );
+        assert_eq!(
+            last.oltp_commits_per_second, 0.0,
+            "{update:?}: OLTP in the OLAP-only phase"
+        );
+    }
+}
+
+#[test]
+fn sysbench_consistency_check_catches_a_changed_k() {
+    let workload = SysbenchWorkload::new(SysbenchConfig::tiny()).expect("config");
+    let db = load(&workload);
+    workload
+        .check_consistency(&db)
+        .expect("consistent after load");
+    let table = db.table("sbtest3").unwrap();
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(table, &[Value::U64(7)], &[(1, Value::U64(1_000_000))])
+        .unwrap());
+    txn.commit().unwrap();
+    assert!(matches!(
+        workload.check_consistency(&db),
+        Err(LabError::Inconsistent(_))
+    ));
+}
+
+#[test]
+fn sysbench_refuses_too_few_tables_and_empty_phases() {
+    for config in [
+        SysbenchConfig {
+            tables: 4,
+            ..SysbenchConfig::tiny()
+        },
+        SysbenchConfig {
+            phases: [0, 0, 0],
+            ..SysbenchConfig::tiny()
+        },
+    ] {
+        assert!(matches!(
+            SysbenchWorkload::new(config),
+            Err(LabError::BadOption(_))
+        ));
     }
 }

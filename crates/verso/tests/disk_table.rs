@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use verso::disk::{
     BTree, CommitLog, DiskTable, DiskTransaction, DiskTransactions, FileNo, FreeSpaceMap, HeapFile,
-    RowKeys,
+    Pruning, RowKeys,
 };
 use verso::{Durability, Error};
 
@@ -48,11 +48,21 @@ fn secondary_of(row: &[u8]) -> u64 {
 }
 
 struct Opened {
-    txns: DiskTransactions,
-    table: DiskTable,
+    txns: Arc<DiskTransactions>,
+    table: Arc<DiskTable>,
 }
 
 fn open(seed: u64) -> Opened {
+    // Odd seeds prune eagerly (Steam's rule), even ones by PostgreSQL's horizon alone.
+    let pruning = if seed % 2 == 1 {
+        Pruning::Eager
+    } else {
+        Pruning::Horizon
+    };
+    open_with(seed, pruning)
+}
+
+fn open_with(seed: u64, pruning: Pruning) -> Opened {
     let fs = disk(seed);
     let files = [
         ("/db/xact", FileNo(1)),
@@ -65,11 +75,16 @@ fn open(seed: u64) -> Opened {
     let commit_log = CommitLog::open(Arc::clone(&pool), FileNo(1), Arc::clone(&log)).unwrap();
     let txns = DiskTransactions::open(commit_log).unwrap();
     let fsm = FreeSpaceMap::open(Arc::clone(&pool), FileNo(3)).unwrap();
-    let heap = HeapFile::open(Arc::clone(&pool), FileNo(2), fsm, Arc::clone(&log)).unwrap();
+    let heap = HeapFile::open(Arc::clone(&pool), FileNo(2), fsm, Arc::clone(&log))
+        .unwrap()
+        .with_pruning(pruning);
     let primary = BTree::open_logged(Arc::clone(&pool), FileNo(4), Arc::clone(&log)).unwrap();
     let secondary = BTree::open_logged(Arc::clone(&pool), FileNo(5), Arc::clone(&log)).unwrap();
     let table = DiskTable::new("t", heap, primary, vec![secondary], Box::new(Keys));
-    Opened { txns, table }
+    Opened {
+        txns: Arc::new(txns),
+        table: Arc::new(table),
+    }
 }
 
 struct Open<'a> {
@@ -367,5 +382,77 @@ fn vacuum_removes_the_index_entries_of_dead_versions() {
         let (_, r) = o.table.get(&txn, &key.to_be_bytes()).unwrap().unwrap();
         assert_eq!(secondary_of(&r), 3);
         assert_eq!(key_of(&r), key);
+    }
+}
+
+/// Found by a review of eager pruning on disk: an insert's uniqueness check read the key's
+/// index entries, then their chains. Between the two, another transaction updated the key
+/// cold (a new version elsewhere, with a new entry) and committed, and a reader's prune
+/// removed the version the check's entry led to (no snapshot sees it: the inserter began
+/// before its creator committed). The check saw nothing of the key and the insert made a
+/// second row with it. Now the check reads the entries again and finds the new one (DT4):
+/// a write conflict (the key was written after the inserter began), as under PostgreSQL's
+/// rule, which keeps that version for the inserter's snapshot.
+#[test]
+fn regression_an_insert_meets_a_key_cold_updated_while_it_checked() {
+    for pruning in [Pruning::Eager, Pruning::Horizon] {
+        let o = open_with(99, pruning);
+        const K: u64 = 7;
+        let mut fill = o.txns.begin().unwrap();
+        for filler in 0..5 {
+            o.table
+                .insert(&mut fill, &row(1000 + filler, 0, 1142))
+                .unwrap();
+        }
+        o.table.insert(&mut fill, &row(2000, 0, 400)).unwrap();
+        fill.commit().unwrap();
+        let mut inserter = o.txns.begin().unwrap();
+        let mut first = o.txns.begin().unwrap();
+        o.table.insert(&mut first, &row(K, 1, 1000)).unwrap();
+        first.commit().unwrap();
+        let (txns, table) = (Arc::clone(&o.txns), Arc::clone(&o.table));
+        o.table.inject_after_index_read(Box::new(move || {
+            // Its secondary key changes: a cold update, to another page (page 0 is full).
+            let mut updater = txns.begin().unwrap();
+            assert!(table
+                .update(&mut updater, &K.to_be_bytes(), &row(K, 2, 1000))
+                .unwrap());
+            updater.commit().unwrap();
+            // A reader of another row of page 0 prunes the page on access.
+            let reader = txns.begin().unwrap();
+            let other = 1000u64.to_be_bytes();
+            assert_eq!(
+                key_of(&table.get(&reader, &other).unwrap().unwrap().1),
+                1000
+            );
+        }));
+        let result = o.table.insert(&mut inserter, &row(K, 3, 10));
+        assert!(
+            matches!(result, Err(Error::WriteConflict { .. })),
+            "{pruning:?}: {result:?}"
+        );
+        drop(inserter);
+        let later = o.txns.begin().unwrap();
+        let k = K.to_be_bytes();
+        let mut seen = 0;
+        o.table
+            .scan(
+                &later,
+                Bound::Included(&k[..]),
+                Bound::Included(&k[..]),
+                false,
+                &mut |_, _| {
+                    seen += 1;
+                    Ok(true)
+                },
+            )
+            .unwrap();
+        assert_eq!(seen, 1, "{pruning:?}");
+        if pruning == Pruning::Eager {
+            assert!(
+                o.table.heap().stats().tuples_pruned_eagerly > 0,
+                "the interleaving ran"
+            );
+        }
     }
 }

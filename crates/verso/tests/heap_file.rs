@@ -1048,3 +1048,108 @@ fn regression_vacuum_offers_a_new_zeroed_page_to_inserts() {
         o.heap.pages().unwrap()
     );
 }
+
+/// Three committed rows on a nearly full page (four large fillers beside them).
+fn nearly_full_page(o: &Opened) -> (Tid, Tid, Tid) {
+    let mut txn = o.txns.begin().unwrap();
+    let xid = txn.xid().unwrap();
+    for filler in 0..4 {
+        o.heap
+            .insert(xid, &row_bytes(100 + filler, 0, 1142))
+            .unwrap();
+    }
+    let a = o.heap.insert(xid, &row_bytes(1, 0, 292)).unwrap();
+    let c = o.heap.insert(xid, &row_bytes(3, 0, 264)).unwrap();
+    let b = o.heap.insert(xid, &row_bytes(2, 0, 692)).unwrap();
+    txn.commit().unwrap();
+    assert_eq!((a.block, b.block, c.block), (0, 0, 0));
+    (a, b, c)
+}
+
+/// Found by a review of eager pruning on disk: pages pruned on access for nothing were
+/// remembered by (block, LSN, horizon), which a commit does not change. A read of the page
+/// while a writer ran (pgbench's update, then select) marked it fruitless; once the
+/// writer committed its replaced version was obsolete, but no access pruned it, and the
+/// next update of the row went cold. Now each access looks under the shared latch.
+#[test]
+fn regression_eager_pruning_on_access_sees_a_commit_after_a_look_that_found_nothing() {
+    let fs = disk(21);
+    let o = open_with(&fs, 64, Durability::None, Pruning::Eager).unwrap();
+    let (_, b, c) = nearly_full_page(&o);
+    let held = o.txns.begin().unwrap(); // reads row 2's first version
+    let mut t1 = o.txns.begin().unwrap();
+    t1.xid().unwrap();
+    let Replaced::Updated { tid: b1, hot: true } = o
+        .heap
+        .update(b, &row_bytes(2, 1, 692), true, &t1.snapshot(), &o.txns)
+        .unwrap()
+    else {
+        panic!("a HOT update")
+    };
+    t1.commit().unwrap();
+    let mut t2 = o.txns.begin().unwrap();
+    t2.xid().unwrap();
+    let Replaced::Updated { tid: b2, hot: true } = o
+        .heap
+        .update(b1, &row_bytes(2, 2, 692), true, &t2.snapshot(), &o.txns)
+        .unwrap()
+    else {
+        panic!("a HOT update")
+    };
+    // While T2 runs, nothing on the page can go (the first version is the held
+    // snapshot's, the second T2's to replace).
+    o.heap.fetch(c, &t2.snapshot(), &o.txns).unwrap();
+    t2.commit().unwrap();
+    // Row 2's second version (T1, T2] is seen by no snapshot now: the next access prunes
+    // it, and the update fits on the page.
+    let mut t3 = o.txns.begin().unwrap();
+    t3.xid().unwrap();
+    let outcome = o
+        .heap
+        .update(b2, &row_bytes(2, 3, 692), true, &t3.snapshot(), &o.txns)
+        .unwrap();
+    t3.commit().unwrap();
+    assert!(
+        matches!(outcome, Replaced::Updated { hot: true, .. }),
+        "{outcome:?}, {:?}",
+        o.heap.stats()
+    );
+    assert!(o.heap.stats().tuples_pruned_eagerly > 0);
+    drop(held);
+}
+
+/// Found by a review of eager pruning on disk: a page was pruned on access only once its
+/// prune hint (the smallest `xmax` on it) committed, so one long-running transaction's
+/// delete of a row on the page kept every other row's obsolete versions there while it
+/// ran, and their updates went cold.
+#[test]
+fn regression_a_running_deleter_does_not_stop_eager_pruning_on_access() {
+    let fs = disk(22);
+    let o = open_with(&fs, 64, Durability::None, Pruning::Eager).unwrap();
+    let (x, mut y, _) = nearly_full_page(&o);
+    let mut long = o.txns.begin().unwrap();
+    long.xid().unwrap();
+    assert_eq!(
+        o.heap.delete(x, &long.snapshot(), &o.txns).unwrap(),
+        Replaced::Deleted
+    );
+    let mut hot = 0;
+    for version in 1..=4 {
+        let mut t = o.txns.begin().unwrap();
+        t.xid().unwrap();
+        match o
+            .heap
+            .update(y, &row_bytes(2, version, 692), true, &t.snapshot(), &o.txns)
+            .unwrap()
+        {
+            Replaced::Updated { tid, hot: h } => {
+                y = tid;
+                hot += u32::from(h);
+            }
+            other => panic!("{other:?}"),
+        }
+        t.commit().unwrap();
+    }
+    long.commit().unwrap();
+    assert_eq!(hot, 4, "{:?}", o.heap.stats());
+}

@@ -183,12 +183,6 @@ pub struct HeapFile {
     tuples_pruned_eagerly: AtomicU64,
     pages_extended: AtomicU64,
     pruning: Pruning,
-    /// Eager pruning's memory of pages pruned on access for nothing, by block modulo its
-    /// size: a mix of the block, its LSN and the horizon then ([`fruitless_key`]). While
-    /// neither the page nor the horizon changed, pruning it again would find nothing
-    /// again (behind a held snapshot the horizon stays), so a reader of a full page does
-    /// not take it exclusive on every access. A collision only skips or repeats a prune.
-    fruitless: Box<[AtomicU64]>,
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -205,20 +199,23 @@ pub enum Pruning {
     Eager,
 }
 
-const FRUITLESS_SLOTS: usize = 1024;
-
-fn fruitless_key(block: u32, lsn: u64, horizon: u64) -> u64 {
-    let mixed = (u64::from(block) ^ lsn.rotate_left(21) ^ horizon.rotate_left(42))
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    mixed | 1 // never 0, the empty slot
-}
-
 fn corrupt(file: FileNo, block: u32, reason: String) -> Error {
     Error::Corruption {
         file: format!("heap file {}", file.0),
         offset: PageId::new(file, block).offset(),
         reason,
     }
+}
+
+/// Whether a replaced tuple of page `block` may be its row's last version (a
+/// delete's: PostgreSQL's `heap_delete` leaves `ctid` naming the tuple itself), which eager
+/// pruning keeps so that a writer of the key meets its deleter (first-updater-wins). Not
+/// hot-updated and naming a line of its own page: a delete (this engine's deletes name the
+/// tuple itself; older ones left `ctid` as it was, possibly at an aborted update's version
+/// on the page), or a cold update that stayed on the page, which is kept too, needlessly
+/// but safely. A cold update to another page is not a last version.
+fn may_be_last_version(header: &TupleHeader, block: u32) -> bool {
+    !header.has(infomask::HOT_UPDATED) && header.ctid_block == block
 }
 
 /// Whether a page is a heap page, or new (never formatted: all zeros, as a page the file
@@ -277,7 +274,6 @@ impl HeapFile {
             tuples_pruned_eagerly: AtomicU64::new(0),
             pages_extended: AtomicU64::new(0),
             pruning: Pruning::Horizon,
-            fruitless: (0..FRUITLESS_SLOTS).map(|_| AtomicU64::new(0)).collect(),
         })
     }
 
@@ -806,10 +802,9 @@ impl HeapFile {
     /// Prunes a page on access if it is nearly full and its prune hint names a transaction
     /// whose versions may be dead now (PostgreSQL's `heap_page_prune_opt`): under
     /// PostgreSQL's rule one that committed below the horizon (or aborted); under eager
-    /// pruning one that committed at all, unless the page and the horizon are as they
-    /// were when pruning it last found nothing.
+    /// pruning, if a look under the shared latch finds a tuple the prune would remove
+    /// ([`HeapFile::would_prune_eagerly`]).
     fn prune_if_worth_it(&self, block: u32, txns: &dyn Resolve) -> Result<()> {
-        let fruitless_slot = &self.fruitless[block as usize % FRUITLESS_SLOTS];
         {
             let page = self.pool.read(self.id(block))?;
             if !heap_kind(&page, page.id())? {
@@ -820,27 +815,60 @@ impl HeapFile {
             if hint == 0 || heap.free_space() >= PRUNE_WHEN_FREE_BELOW {
                 return Ok(());
             }
-            let lsn = page.lsn();
-            drop(page);
             let horizon = txns.horizon();
-            match (self.pruning, txns.resolve(hint, horizon)?) {
-                (_, XidFate::Aborted) => {}
-                (Pruning::Horizon, XidFate::Committed { ts, .. }) if ts < horizon => {}
-                (Pruning::Eager, XidFate::Committed { .. })
-                    if fruitless_slot.load(Ordering::Relaxed)
-                        != fruitless_key(block, lsn, horizon) => {}
-                _ => return Ok(()),
+            let worth = match self.pruning {
+                Pruning::Horizon => match txns.resolve(hint, horizon)? {
+                    XidFate::Committed { ts, .. } => ts < horizon,
+                    XidFate::Aborted => true,
+                    XidFate::Running => false,
+                },
+                Pruning::Eager => self.would_prune_eagerly(&heap, block, horizon, txns)?,
+            };
+            if !worth {
+                return Ok(());
             }
         }
         let mut page = self.pool.write(self.id(block))?;
-        let horizon = txns.horizon();
-        let pruned = self.prune_page(&mut page, horizon, txns)?;
+        let pruned = self.prune_page(&mut page, txns.horizon(), txns)?;
         if pruned.tuples_removed > 0 {
             self.pages_pruned.fetch_add(1, Ordering::Relaxed);
-        } else if self.pruning == Pruning::Eager {
-            fruitless_slot.store(fruitless_key(block, page.lsn(), horizon), Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Under eager pruning, whether a prune would remove something from the page now: a
+    /// replaced tuple dead by the horizon or obsolete to every reader (not a deleted
+    /// row's last version), or an aborted replacer's tuple. Read under the shared latch,
+    /// so a reader of a full page behind a held snapshot does not take it exclusive for
+    /// nothing; it reads the fates and readers the prune then reads again.
+    fn would_prune_eagerly(
+        &self,
+        heap: &HeapPage<&[u8]>,
+        block: u32,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<bool> {
+        let mut readers = None;
+        for line in 1..=heap.lines() {
+            let Some(header) = heap.header(line) else {
+                continue;
+            };
+            if header.xmax == 0 || header.has(infomask::XMAX_INVALID) {
+                continue;
+            }
+            if visibility::is_dead(&header, horizon, txns)?
+                || txns.resolve(header.xmax, u64::MAX)? == XidFate::Aborted
+            {
+                return Ok(true);
+            }
+            if !may_be_last_version(&header, block) {
+                let readers = readers.get_or_insert_with(|| txns.readers());
+                if visibility::is_obsolete(&header, readers, txns)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// Prunes a page held exclusive against `horizon` (and, under eager pruning, the
@@ -866,13 +894,9 @@ impl HeapFile {
                 dead.get(&(header.xmin, header.xmax))
                     .is_some_and(|fate| *fate != Fate::Live)
             },
-            &|line, header| {
-                // A deleted row's last version (its `ctid` names itself) stays: a
-                // writer of the key must meet its deleter (first-updater-wins).
-                let deleted = header.ctid_block == block
-                    && header.ctid_line == line
-                    && !header.has(infomask::HOT_UPDATED);
-                !deleted && obsolete.contains(&(header.xmin, header.xmax))
+            &|_, header| {
+                !may_be_last_version(header, block)
+                    && obsolete.contains(&(header.xmin, header.xmax))
             },
         );
         if plan.is_empty() {

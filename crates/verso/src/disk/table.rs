@@ -20,6 +20,10 @@
 //!   and the new entry), refusing a key another transaction wrote that it cannot see
 //!   (write conflict: first-updater-wins, checked first) or one its snapshot sees
 //!   (duplicate).
+//! - **DT4** A key check sees the key's newest version: a version is pruned eagerly only
+//!   once a newer one committed, whose entry was added before that commit, so a check
+//!   that reads the key's entries again after its heap reads and finds none new missed
+//!   nothing (else it reads again).
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -27,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::btree::BTree;
 use super::heap_file::{HeapFile, Replaced, Tid, VacuumStats};
+use super::heap_page::TupleHeader;
 use super::transactions::{DiskTransaction, DiskTransactions};
 use super::visibility::{self, Hints, Snapshot};
 use crate::sync::Mutex;
@@ -69,6 +74,10 @@ pub struct DiskTable {
     dead_tuples: AtomicU64,
     /// Tuples the last vacuum left (`reltuples`).
     tuples_after_vacuum: AtomicU64,
+    /// A test's injection point: run once between a key check's index read and its heap
+    /// reads ([`DiskTable::inject_after_index_read`]).
+    after_index_read: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    has_injection: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for DiskTable {
@@ -160,6 +169,47 @@ impl DiskTable {
             key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             dead_tuples: AtomicU64::new(0),
             tuples_after_vacuum: AtomicU64::new(0),
+            after_index_read: Mutex::new(None),
+            has_injection: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// For tests of interleavings: `hook` runs once, on the thread of the next key check
+    /// (an insert's uniqueness check, or [`DiskTable::absent`]), after it read the key's
+    /// index entries and before it reads their chains.
+    #[doc(hidden)]
+    pub fn inject_after_index_read(&self, hook: Box<dyn FnOnce() + Send>) {
+        *self.after_index_read.lock() = Some(hook);
+        self.has_injection.store(true, Ordering::Release);
+    }
+
+    /// The headers of every version of the key's rows (DT2 checked: a chain whose tuple
+    /// has another key is skipped), through the key's index entries. If an entry
+    /// appeared while the chains were read, they are read again: under eager pruning a
+    /// version may vanish between the index read and the heap read once a newer one
+    /// committed, and that newer one's entry (added before its commit) may be one the
+    /// index read missed; read again, it is there (DT4,
+    /// `regression_an_insert_meets_a_key_cold_updated_while_it_checked`).
+    fn key_versions(&self, key: &[u8]) -> Result<Vec<TupleHeader>> {
+        loop {
+            let roots = self.roots(key)?;
+            if self.has_injection.load(Ordering::Acquire) {
+                if let Some(hook) = self.after_index_read.lock().take() {
+                    self.has_injection.store(false, Ordering::Release);
+                    hook();
+                }
+            }
+            let mut headers = Vec::new();
+            for &root in &roots {
+                for (_, header, data) in self.heap.versions(root)? {
+                    if self.keys.primary_key(&data)? == key {
+                        headers.push(header);
+                    }
+                }
+            }
+            if self.roots(key)?.iter().all(|root| roots.contains(root)) {
+                return Ok(headers);
+            }
         }
     }
 
@@ -276,14 +326,9 @@ impl DiskTable {
         // in-memory engine's rule: the write meets the row's newest change first); else a
         // key the snapshot sees is a duplicate.
         let (mut written_unseen, mut visible) = (false, false);
-        for root in self.roots(&key)? {
-            for (_, header, data) in self.heap.versions(root)? {
-                if self.keys.primary_key(&data)? != key {
-                    continue; // DT2
-                }
-                visible |= visibility::is_visible(&header, &snapshot, txns, &mut Hints::default())?;
-                written_unseen |= visibility::written_since(&header, &snapshot, txns)?;
-            }
+        for header in self.key_versions(&key)? {
+            visible |= visibility::is_visible(&header, &snapshot, txns, &mut Hints::default())?;
+            written_unseen |= visibility::written_since(&header, &snapshot, txns)?;
         }
         if written_unseen {
             return Err(self.conflict());
@@ -377,13 +422,9 @@ impl DiskTable {
     /// sees it); else nothing to do.
     pub fn absent(&self, txn: &DiskTransaction<'_>, key: &[u8]) -> Result<()> {
         let (snapshot, txns) = (txn.snapshot(), txn.transactions());
-        for root in self.roots(key)? {
-            for (_, header, data) in self.heap.versions(root)? {
-                if self.keys.primary_key(&data)? == key
-                    && visibility::written_since(&header, &snapshot, txns)?
-                {
-                    return Err(self.conflict());
-                }
+        for header in self.key_versions(key)? {
+            if visibility::written_since(&header, &snapshot, txns)? {
+                return Err(self.conflict());
             }
         }
         Ok(())

@@ -469,7 +469,11 @@ impl DiskEngine {
             disk.index_pages += entry.table.index_pages().unwrap_or(0);
             disk.dead_tuples += entry.table.dead_tuples();
         }
-        stats.durability = Some(self.log.durability_stats());
+        let mut durability = self.log.durability_stats();
+        // The shared log counts commit records; here a commit is a page change of the
+        // commit log, so the writers' commits are counted instead.
+        durability.log_commits = stats.commits.saturating_sub(stats.read_only_commits);
+        stats.durability = Some(durability);
         disk.vacuums = self
             .autovacuum
             .lock()
