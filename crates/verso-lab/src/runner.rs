@@ -43,7 +43,7 @@ use crate::metrics::{
 };
 use crate::rng::SplitMix64;
 use crate::workload::{
-    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, TxnOutcome, Workload,
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, Phases, TxnOutcome, Workload,
 };
 
 /// When a run ends.
@@ -226,6 +226,12 @@ impl RunConfig {
                      commits and are acknowledged later; run a fixed rate with one client \
                      per worker (more --workers instead of --clients)",
                     self.oltp_workers
+                )));
+            }
+            if workload.phases() != Phases::WHOLE_RUN {
+                return Err(LabError::BadOption(format!(
+                    "--target-rate with the {} workload's phases: its OLTP workers stop before                      the run ends, so the achieved rate over the run could not be compared                      with the target; give --phases 0:1:0",
+                    workload.name()
                 )));
             }
         }
@@ -1174,7 +1180,8 @@ fn drive_oltp(
 /// (by type): from when it was due to its commit. Closed loop a transaction is due when
 /// the one before it committed, so the attempts it lost to conflicts count in its latency;
 /// with a `pacer`, when its slot in the schedule comes, and its retries run at once, in
-/// the same slot. A transaction is never cut: `until` is checked between attempts.
+/// the same slot. An attempt is never cut: `until` is checked between attempts (an
+/// aborted one is not retried after it).
 fn run_oltp(
     worker: &mut dyn OltpWorker,
     isolation: Isolation,

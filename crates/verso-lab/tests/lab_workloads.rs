@@ -484,3 +484,23 @@ fn sysbench_refuses_too_few_tables_and_empty_phases() {
         ));
     }
 }
+
+/// A query that misses a row (or sees one twice) is an inconsistency: a snapshot that
+/// lost a version shows up in the joins themselves, not only in the check after the run.
+#[test]
+fn sysbench_queries_catch_a_missing_row() {
+    let workload = SysbenchWorkload::new(SysbenchConfig::tiny()).expect("config");
+    let db = load(&workload);
+    for worker in 0..2 {
+        let mut query = workload.olap_worker(&db, worker, 1).unwrap().unwrap();
+        query.run_one().expect("a whole snapshot");
+    }
+    let table = db.table("sbtest2").unwrap();
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn.delete(table, &[Value::U64(50)]).unwrap());
+    txn.commit().unwrap();
+    for worker in 0..2 {
+        let mut query = workload.olap_worker(&db, worker, 1).unwrap().unwrap();
+        assert!(matches!(query.run_one(), Err(LabError::Inconsistent(_))));
+    }
+}

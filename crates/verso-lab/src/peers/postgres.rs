@@ -639,9 +639,9 @@ impl Peer for PostgresPeer {
     /// From the catalogs and the statistics views: the workload tables' main forks
     /// (`pg_relation_size`) and indexes (`pg_indexes_size`) in 8 KiB pages, their
     /// `n_dead_tup` and vacuum counts (`pg_stat_user_tables`), the database's
-    /// `blks_read` and `blks_hit` (`pg_stat_database`), and the buffers the checkpointer,
-    /// the background writer and the backends wrote (`pg_stat_bgwriter`: the whole
-    /// server, which runs only this workload). PostgreSQL does not tell sequential writes
+    /// `blks_read` and `blks_hit` (`pg_stat_database`), and the buffers written
+    /// (`pg_stat_io`, or before PostgreSQL 16 the checkpointer's, background writer's and
+    /// backends' in `pg_stat_bgwriter`: the whole server, which runs only this workload). PostgreSQL does not tell sequential writes
     /// apart, so none are counted. Its statistics reach the views within about a second.
     fn storage_stats(&self, tables: &[TableDef]) -> Option<verso::DiskStats> {
         let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
@@ -663,12 +663,26 @@ impl Peer for PostgresPeer {
                     FROM pg_stat_user_tables \
                     WHERE schemaname = current_schema() AND relname = ANY($1)), \
                    (SELECT blks_read FROM pg_stat_database WHERE datname = current_database()), \
-                   (SELECT blks_hit FROM pg_stat_database WHERE datname = current_database()), \
-                   (SELECT (buffers_checkpoint + buffers_clean + buffers_backend)::bigint \
-                    FROM pg_stat_bgwriter)",
+                   (SELECT blks_hit FROM pg_stat_database WHERE datname = current_database())",
                 &[&names],
             )
             .ok()?;
+        // Buffers written: `pg_stat_io` from PostgreSQL 16 (17 dropped the bgwriter
+        // view's backend and checkpoint counts), else `pg_stat_bgwriter`.
+        let written: Option<i64> = client
+            .query_one(
+                "SELECT coalesce(sum(writes), 0)::bigint FROM pg_stat_io",
+                &[],
+            )
+            .or_else(|_| {
+                client.query_one(
+                    "SELECT (buffers_checkpoint + buffers_clean + buffers_backend)::bigint \
+                     FROM pg_stat_bgwriter",
+                    &[],
+                )
+            })
+            .ok()
+            .and_then(|row| row.try_get(0).ok());
         let get = |i: usize| -> Option<u64> {
             let value: i64 = row.try_get(i).ok()?;
             u64::try_from(value).ok()
@@ -682,7 +696,7 @@ impl Peer for PostgresPeer {
         stats.buffer_pool.misses = get(4)?;
         stats.buffer_pool.pages_read = get(4)?;
         stats.buffer_pool.hits = get(5)?;
-        stats.buffer_pool.pages_written = get(6)?;
+        stats.buffer_pool.pages_written = written.and_then(|w| u64::try_from(w).ok())?;
         Some(stats)
     }
 }

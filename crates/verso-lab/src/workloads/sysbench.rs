@@ -134,7 +134,8 @@ pub struct SysbenchWorkload {
     ids: AnyZipf,
     /// Per table, the sum of `k` as loaded.
     loaded_k_sums: Vec<u64>,
-    /// `k` increments committed since the load (index updates).
+    /// `k` increments committed since the load (index updates), counted just before
+    /// each commit (and taken back if it fails): never below what a snapshot can see.
     increments: AtomicU64,
 }
 
@@ -366,6 +367,17 @@ impl OltpWorker for Updater<'_> {
                 txn.abort();
                 return Ok(());
             }
+            if update == SysbenchUpdate::Index {
+                // Counted before the commit can be seen, so that a query's bound
+                // (loaded + increments) is never below what its snapshot saw; taken back
+                // if the commit fails.
+                workload.increments.fetch_add(1, Ordering::SeqCst);
+                let committed = crate::clients::commit(txn);
+                if committed.is_err() {
+                    workload.increments.fetch_sub(1, Ordering::SeqCst);
+                }
+                return committed;
+            }
             crate::clients::commit(txn)
         })();
         if !found {
@@ -374,11 +386,7 @@ impl OltpWorker for Updater<'_> {
                 key[0]
             )));
         }
-        let outcome = TxnOutcome::of(0, Work::operations(1), result)?;
-        if update == SysbenchUpdate::Index && matches!(outcome, TxnOutcome::Committed { .. }) {
-            workload.increments.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(outcome)
+        TxnOutcome::of(0, Work::operations(1), result)
     }
 }
 
@@ -390,34 +398,46 @@ struct Joiner<'db> {
     workload: &'db SysbenchWorkload,
     query: usize,
     long: bool,
-    /// L mode's transaction, begun at the first query and kept to the end.
-    held: Option<Transaction<'db>>,
+    /// L mode's transaction, begun at the first query and kept to the end, and the sum
+    /// its first query found (every later one in the same snapshot must find it too).
+    held: Option<(Transaction<'db>, Option<u64>)>,
     /// The join's running result: `(id, sum of k so far)` in id order.
     left: Vec<(u64, u64)>,
 }
 
 impl Joiner<'_> {
     /// The merge join of the tables on `id` in `txn`'s snapshot: `(rows joined, SUM of
-    /// k, tuples scanned)`.
+    /// k, tuples scanned)`. Each scan must see every id once, in order (a snapshot that
+    /// saw a row twice, or none of it, is an inconsistency).
     fn join(&mut self, txn: &Transaction<'_>) -> Result<(u64, u64, u64), LabError> {
+        let rows = self.workload.config.rows;
         let left = &mut self.left;
         left.clear();
         let mut scanned = 0u64;
+        // The ids a scan saw, and whether they came strictly ascending.
+        let in_order = |previous: &mut u64, id: u64| {
+            let ascending = id > *previous;
+            *previous = id;
+            ascending
+        };
+        let (mut previous, mut ordered) = (0u64, true);
         txn.scan_view(self.tables[0], KeyRange::new(..), |row| {
             scanned += 1;
-            left.push((
-                row.get(0).as_u64().unwrap_or_default(),
-                row.get(K).as_u64().unwrap_or_default(),
-            ));
+            let id = row.get(0).as_u64().unwrap_or_default();
+            ordered &= in_order(&mut previous, id);
+            left.push((id, row.get(K).as_u64().unwrap_or_default()));
             true
         })?;
+        let mut seen = vec![left.len() as u64];
         for &table in &self.tables[1..] {
             // Both sides in id order: keep the left rows the right side has, adding its k.
-            let mut at = 0usize;
-            let mut kept = 0usize;
+            let (mut at, mut kept, mut count) = (0usize, 0usize, 0u64);
+            previous = 0;
             txn.scan_view(table, KeyRange::new(..), |row| {
                 scanned += 1;
+                count += 1;
                 let id = row.get(0).as_u64().unwrap_or_default();
+                ordered &= in_order(&mut previous, id);
                 while at < left.len() && left[at].0 < id {
                     at += 1;
                 }
@@ -429,6 +449,18 @@ impl Joiner<'_> {
                 true
             })?;
             left.truncate(kept);
+            seen.push(count);
+        }
+        if !ordered || seen.iter().any(|&count| count != rows) {
+            return Err(LabError::Inconsistent(format!(
+                "Q{}'s scans saw {seen:?} rows of {rows} each{}",
+                self.query,
+                if ordered {
+                    ""
+                } else {
+                    ", ids not strictly ascending"
+                }
+            )));
         }
         let sum = left.iter().map(|&(_, k)| k).sum();
         Ok((left.len() as u64, sum, scanned))
@@ -439,13 +471,22 @@ impl OlapWorker for Joiner<'_> {
     fn run_one(&mut self) -> Result<QueryOutcome, LabError> {
         let config = &self.workload.config;
         let (joined, sum, scanned) = if self.long {
-            let txn = match self.held.take() {
-                Some(txn) => txn,
-                None => self.db.begin(Isolation::Snapshot),
+            let (txn, first_sum) = match self.held.take() {
+                Some(held) => held,
+                None => (self.db.begin(Isolation::Snapshot), None),
             };
             let result = self.join(&txn);
-            self.held = Some(txn);
-            result?
+            let first_sum = first_sum.or(result.as_ref().ok().map(|&(_, sum, _)| sum));
+            self.held = Some((txn, first_sum));
+            let result = result?;
+            // One snapshot, one answer, however many commits ran since its first query.
+            if first_sum != Some(result.1) {
+                return Err(LabError::Inconsistent(format!(
+                    "Q{}(L) summed k to {} in the snapshot where it first summed {first_sum:?}",
+                    self.query, result.1
+                )));
+            }
+            result
         } else {
             let txn = self.db.begin(Isolation::Snapshot);
             let result = self.join(&txn)?;
@@ -458,10 +499,16 @@ impl OlapWorker for Joiner<'_> {
                 self.query, config.rows
             )));
         }
-        let expected: u64 = self.workload.loaded_k_sums[..=self.query].iter().sum();
-        if config.update == SysbenchUpdate::NonIndex && sum != expected {
+        let loaded: u64 = self.workload.loaded_k_sums[..=self.query].iter().sum();
+        // Non-index updates never change k; index updates add one per commit, each
+        // counted before it could be seen, so before this reads the count.
+        let most = loaded + self.workload.increments.load(Ordering::SeqCst);
+        if !(loaded..=most).contains(&sum)
+            || config.update == SysbenchUpdate::NonIndex && sum != loaded
+        {
             return Err(LabError::Inconsistent(format!(
-                "Q{} summed k to {sum}, loaded {expected} (non-index updates never change k)",
+                "Q{} summed k to {sum}, loaded {loaded}, at most {most} after the increments \
+                 committed",
                 self.query
             )));
         }

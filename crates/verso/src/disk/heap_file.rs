@@ -183,6 +183,8 @@ pub struct HeapFile {
     tuples_pruned_eagerly: AtomicU64,
     pages_extended: AtomicU64,
     pruning: Pruning,
+    /// Bumped by vacuum before it frees a page's dead lines ([`HeapFile::lines_freed`]).
+    lines_freed: AtomicU64,
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -274,6 +276,7 @@ impl HeapFile {
             tuples_pruned_eagerly: AtomicU64::new(0),
             pages_extended: AtomicU64::new(0),
             pruning: Pruning::Horizon,
+            lines_freed: AtomicU64::new(0),
         })
     }
 
@@ -286,6 +289,13 @@ impl HeapFile {
     /// Its pruning rule.
     pub fn pruning(&self) -> Pruning {
         self.pruning
+    }
+
+    /// A counter vacuum bumps before it frees dead lines, which inserts and updates may
+    /// then take: a reader that read it before and after reading chains and found it
+    /// unchanged knows no address it read was freed and taken by another tuple meanwhile.
+    pub fn lines_freed(&self) -> u64 {
+        self.lines_freed.load(Ordering::SeqCst)
     }
 
     /// The heap's file.
@@ -838,7 +848,7 @@ impl HeapFile {
 
     /// Under eager pruning, whether a prune would remove something from the page now: a
     /// replaced tuple dead by the horizon or obsolete to every reader (not a deleted
-    /// row's last version), or an aborted replacer's tuple. Read under the shared latch,
+    /// row's last version), or an aborted HOT update's new version. Read under the shared latch,
     /// so a reader of a full page behind a held snapshot does not take it exclusive for
     /// nothing; it reads the fates and readers the prune then reads again.
     fn would_prune_eagerly(
@@ -856,8 +866,13 @@ impl HeapFile {
             if header.xmax == 0 || header.has(infomask::XMAX_INVALID) {
                 continue;
             }
-            if visibility::is_dead(&header, horizon, txns)?
-                || txns.resolve(header.xmax, u64::MAX)? == XidFate::Aborted
+            if visibility::is_dead(&header, horizon, txns)? {
+                return Ok(true);
+            }
+            // An aborted replacer left a dead successor here only if its update was HOT
+            // (a cold one's is on another page: nothing to remove on this one).
+            if header.has(infomask::HOT_UPDATED)
+                && txns.resolve(header.xmax, u64::MAX)? == XidFate::Aborted
             {
                 return Ok(true);
             }
@@ -1038,6 +1053,8 @@ impl HeapFile {
             for lines in dead_lines.chunk_by(|a, b| a.block == b.block) {
                 let block = lines[0].block;
                 let lines: Vec<u16> = lines.iter().map(|tid| tid.line).collect();
+                // Before the lines can be taken again (`lines_freed`).
+                self.lines_freed.fetch_add(1, Ordering::SeqCst);
                 let mut page = self.pool.write(self.id(block))?;
                 let id = page.id();
                 let freed = HeapPage::new(page.body_mut())

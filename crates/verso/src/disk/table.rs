@@ -22,15 +22,16 @@
 //!   (duplicate).
 //! - **DT4** A key check sees the key's newest version: a version is pruned eagerly only
 //!   once a newer one committed, whose entry was added before that commit, so a check
-//!   that reads the key's entries again after its heap reads and finds none new missed
-//!   nothing (else it reads again).
+//!   that reads the key's entries again after its heap reads, finds none new and no line
+//!   freed by vacuum meanwhile (an address it read, taken again by the newer version)
+//!   missed nothing; else it reads again.
 
 use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::btree::BTree;
-use super::heap_file::{HeapFile, Replaced, Tid, VacuumStats};
+use super::heap_file::{HeapFile, Pruning, Replaced, Tid, VacuumStats};
 use super::heap_page::TupleHeader;
 use super::transactions::{DiskTransaction, DiskTransactions};
 use super::visibility::{self, Hints, Snapshot};
@@ -191,7 +192,11 @@ impl DiskTable {
     /// index read missed; read again, it is there (DT4,
     /// `regression_an_insert_meets_a_key_cold_updated_while_it_checked`).
     fn key_versions(&self, key: &[u8]) -> Result<Vec<TupleHeader>> {
+        // PostgreSQL's rule keeps every version the checker's snapshot may need to see
+        // written: one read suffices.
+        let eager = self.heap.pruning() == Pruning::Eager;
         loop {
+            let freed = self.heap.lines_freed();
             let roots = self.roots(key)?;
             if self.has_injection.load(Ordering::Acquire) {
                 if let Some(hook) = self.after_index_read.lock().take() {
@@ -207,7 +212,12 @@ impl DiskTable {
                     }
                 }
             }
-            if self.roots(key)?.iter().all(|root| roots.contains(root)) {
+            // A new entry, or an address vacuum freed (and another tuple may have taken,
+            // with an entry for this key naming an address read before): read again.
+            if !eager
+                || (self.roots(key)?.iter().all(|root| roots.contains(root))
+                    && self.heap.lines_freed() == freed)
+            {
                 return Ok(headers);
             }
         }
