@@ -143,7 +143,7 @@ fn data_far_larger_than_the_buffer_pool_reads_back_in_both_directions() {
 }
 
 /// Power cuts at random moments of a run of transactions through `Database` (each sets a
-/// few accounts' balances; some abort) under `Sync`: after the restart, the commits that
+/// few accounts' balances; some abort) under `Sync`, under both pruning rules: after the restart, the commits that
 /// survived are a prefix of the commit order holding every acknowledged one, and each
 /// account reads as that prefix left it.
 #[test]
@@ -155,9 +155,16 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
     let mut cut_mid_work = 0;
     for seed in 0..seeds {
         let fs = SimulatedFileSystem::new(7000 + seed);
+        // Even seeds prune eagerly (the default), odd ones by PostgreSQL's rule.
+        let gc = if seed % 2 == 0 {
+            GarbageCollector::Steam
+        } else {
+            GarbageCollector::Vacuum
+        };
         let options = || {
             Options::default()
                 .disk("/db")
+                .garbage_collector(gc)
                 .file_system(Arc::new(fs.clone()))
                 .buffer_pool(24 * verso::disk::PAGE_SIZE)
                 .log_segment_bytes(64 << 10)
@@ -256,6 +263,40 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
     );
 }
 
+/// Accounts in the held-snapshot rounds' table.
+const ROWS: u64 = 400;
+
+/// A disk database (a 256-page pool, autovacuum every 10 ms) under `gc` with `ROWS`
+/// accounts of balance 0.
+fn rounds_database(gc: GarbageCollector) -> Database {
+    let db = common::open(
+        &Options::default()
+            .disk(common::SUITE_DISK_DIR)
+            .garbage_collector(gc)
+            .buffer_pool(256 * verso::disk::PAGE_SIZE)
+            .durability(Durability::None)
+            .autovacuum_naptime(Some(std::time::Duration::from_millis(10))),
+    );
+    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+    let mut txn = db.begin(Isolation::Snapshot);
+    for id in 0..ROWS {
+        txn.insert(accounts, &account(id, "o", 0)).unwrap();
+    }
+    txn.commit().unwrap();
+    db
+}
+
+/// One round: every account's balance set to `value`, one transaction each.
+fn update_every_account(db: &Database, accounts: verso::TableId, value: i64) {
+    for id in 0..ROWS {
+        let mut txn = db.begin(Isolation::Snapshot);
+        assert!(txn
+            .update(accounts, &[Value::U64(id)], &[(2, Value::I64(value))])
+            .unwrap());
+        txn.commit().unwrap();
+    }
+}
+
 /// The same rounds behind the same held snapshot under eager pruning (the default):
 /// pruning on access removes every version no snapshot reads, so the heap stays within
 /// the two versions per row the snapshots need (the held one's and the newest), while
@@ -263,29 +304,9 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
 /// rounds keeps its version too.
 #[test]
 fn eager_pruning_keeps_the_heap_flat_behind_a_held_snapshot() {
-    let db = common::open(
-        &Options::default()
-            .disk(common::SUITE_DISK_DIR)
-            .buffer_pool(256 * verso::disk::PAGE_SIZE)
-            .durability(Durability::None)
-            .autovacuum_naptime(Some(std::time::Duration::from_millis(10))),
-    );
-    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
-    const ROWS: u64 = 400;
-    let mut txn = db.begin(Isolation::Snapshot);
-    for id in 0..ROWS {
-        txn.insert(accounts, &account(id, "o", 0)).unwrap();
-    }
-    txn.commit().unwrap();
-    let round = |value: i64| {
-        for id in 0..ROWS {
-            let mut txn = db.begin(Isolation::Snapshot);
-            assert!(txn
-                .update(accounts, &[Value::U64(id)], &[(2, Value::I64(value))])
-                .unwrap());
-            txn.commit().unwrap();
-        }
-    };
+    let db = rounds_database(GarbageCollector::Steam);
+    let accounts = db.table("accounts").unwrap();
+    let round = |value: i64| update_every_account(&db, accounts, value);
     let pages = || db.stats().disk.unwrap().heap_pages;
     let initial = pages();
     let held = db.begin(Isolation::Snapshot);
@@ -337,30 +358,9 @@ fn eager_pruning_keeps_the_heap_flat_behind_a_held_snapshot() {
 /// space instead of growing the heap.
 #[test]
 fn a_held_snapshot_bloats_the_heap_and_autovacuum_reclaims_it_after() {
-    let db = common::open(
-        &Options::default()
-            .disk(common::SUITE_DISK_DIR)
-            .garbage_collector(GarbageCollector::Vacuum)
-            .buffer_pool(256 * verso::disk::PAGE_SIZE)
-            .durability(Durability::None)
-            .autovacuum_naptime(Some(std::time::Duration::from_millis(10))),
-    );
-    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
-    const ROWS: u64 = 400;
-    let mut txn = db.begin(Isolation::Snapshot);
-    for id in 0..ROWS {
-        txn.insert(accounts, &account(id, "o", 0)).unwrap();
-    }
-    txn.commit().unwrap();
-    let round = |value: i64| {
-        for id in 0..ROWS {
-            let mut txn = db.begin(Isolation::Snapshot);
-            assert!(txn
-                .update(accounts, &[Value::U64(id)], &[(2, Value::I64(value))])
-                .unwrap());
-            txn.commit().unwrap();
-        }
-    };
+    let db = rounds_database(GarbageCollector::Vacuum);
+    let accounts = db.table("accounts").unwrap();
+    let round = |value: i64| update_every_account(&db, accounts, value);
     let pages = || db.stats().disk.unwrap().heap_pages;
     let initial = pages();
     let held = db.begin(Isolation::Snapshot);

@@ -991,6 +991,53 @@ mod tests {
         versions: Vec<(u64, u64, Vec<u8>)>,
     }
 
+    /// Applies an insert, HOT update or delete (`Op::Insert`, `Op::Update`,
+    /// `Op::Delete`) to the page and to the model rows, at the next id after `now`;
+    /// other ops and writes to a deleted row or an empty model do nothing. A delete names
+    /// the tuple itself in `ctid`, as the heap file's do.
+    fn apply_write(page: &mut HeapPage<Vec<u8>>, rows: &mut Vec<Row>, now: &mut u64, op: &Op) {
+        match *op {
+            Op::Insert(n) => {
+                *now += 1;
+                if let Some(line) = page.insert(&tuple(*now), &vec![n; n as usize]) {
+                    let mut h = page.header(line).unwrap();
+                    h.ctid_line = line;
+                    page.set_header(line, &h);
+                    rows.push(Row {
+                        root: line,
+                        versions: vec![(*now, 0, vec![n; n as usize])],
+                    });
+                }
+            }
+            Op::Update(r, n) if !rows.is_empty() => {
+                let row = r % rows.len();
+                if rows[row].versions.last().unwrap().1 != 0 {
+                    return; // deleted
+                }
+                let newest = *page.chain(rows[row].root).last().unwrap();
+                *now += 1;
+                if hot_update(page, newest, *now, &vec![n; n as usize]).is_some() {
+                    rows[row].versions.last_mut().unwrap().1 = *now;
+                    rows[row].versions.push((*now, 0, vec![n; n as usize]));
+                }
+            }
+            Op::Delete(r) if !rows.is_empty() => {
+                let row = r % rows.len();
+                if rows[row].versions.last().unwrap().1 != 0 {
+                    return;
+                }
+                let newest = *page.chain(rows[row].root).last().unwrap();
+                *now += 1;
+                let mut h = page.header(newest).unwrap();
+                h.xmax = *now;
+                h.ctid_line = newest;
+                page.set_header(newest, &h);
+                rows[row].versions.last_mut().unwrap().1 = *now;
+            }
+            _ => {}
+        }
+    }
+
     proptest! {
         /// The checker of on-disk bytes never panics, whatever the bytes.
         #[test]
@@ -1022,38 +1069,8 @@ mod tests {
             let mut oldest_snapshot = 1u64;
             for op in ops {
                 match op {
-                    Op::Insert(n) => {
-                        now += 1;
-                        if let Some(line) = page.insert(&tuple(now), &vec![n; n as usize]) {
-                            let mut h = page.header(line).unwrap();
-                            h.ctid_line = line;
-                            page.set_header(line, &h);
-                            rows.push(Row { root: line, versions: vec![(now, 0, vec![n; n as usize])] });
-                        }
-                    }
-                    Op::Update(r, n) if !rows.is_empty() => {
-                        let row = r % rows.len();
-                        if rows[row].versions.last().unwrap().1 != 0 {
-                            continue; // deleted
-                        }
-                        let newest = *page.chain(rows[row].root).last().unwrap();
-                        now += 1;
-                        if hot_update(&mut page, newest, now, &vec![n; n as usize]).is_some() {
-                            rows[row].versions.last_mut().unwrap().1 = now;
-                            rows[row].versions.push((now, 0, vec![n; n as usize]));
-                        }
-                    }
-                    Op::Delete(r) if !rows.is_empty() => {
-                        let row = r % rows.len();
-                        if rows[row].versions.last().unwrap().1 != 0 {
-                            continue;
-                        }
-                        let newest = *page.chain(rows[row].root).last().unwrap();
-                        now += 1;
-                        let mut h = page.header(newest).unwrap();
-                        h.xmax = now;
-                        page.set_header(newest, &h);
-                        rows[row].versions.last_mut().unwrap().1 = now;
+                    Op::Insert(_) | Op::Update(..) | Op::Delete(_) => {
+                        apply_write(&mut page, &mut rows, &mut now, &op);
                     }
                     Op::Prune(lag) => {
                         oldest_snapshot = oldest_snapshot.max(now.saturating_sub(lag));
@@ -1065,7 +1082,6 @@ mod tests {
                         page.free_dead_lines(&dead).unwrap();
                         rows.retain(|r| !dead.contains(&r.root));
                     }
-                    _ => {}
                 }
                 prop_assert_eq!(page.check(), Ok(()));
                 for row in &rows {
@@ -1120,39 +1136,8 @@ mod tests {
                     EagerOp::End(i) if !active.is_empty() => {
                         active.remove(i % active.len());
                     }
-                    EagerOp::Write(Op::Insert(n)) => {
-                        now += 1;
-                        if let Some(line) = page.insert(&tuple(now), &vec![n; n as usize]) {
-                            let mut h = page.header(line).unwrap();
-                            h.ctid_line = line;
-                            page.set_header(line, &h);
-                            rows.push(Row { root: line, versions: vec![(now, 0, vec![n; n as usize])] });
-                        }
-                    }
-                    EagerOp::Write(Op::Update(r, n)) if !rows.is_empty() => {
-                        let row = r % rows.len();
-                        if rows[row].versions.last().unwrap().1 != 0 {
-                            continue;
-                        }
-                        let newest = *page.chain(rows[row].root).last().unwrap();
-                        now += 1;
-                        if hot_update(&mut page, newest, now, &vec![n; n as usize]).is_some() {
-                            rows[row].versions.last_mut().unwrap().1 = now;
-                            rows[row].versions.push((now, 0, vec![n; n as usize]));
-                        }
-                    }
-                    EagerOp::Write(Op::Delete(r)) if !rows.is_empty() => {
-                        let row = r % rows.len();
-                        if rows[row].versions.last().unwrap().1 != 0 {
-                            continue;
-                        }
-                        let newest = *page.chain(rows[row].root).last().unwrap();
-                        now += 1;
-                        let mut h = page.header(newest).unwrap();
-                        h.xmax = now;
-                        h.ctid_line = newest; // a delete names the tuple itself
-                        page.set_header(newest, &h);
-                        rows[row].versions.last_mut().unwrap().1 = now;
+                    EagerOp::Write(op @ (Op::Insert(_) | Op::Update(..) | Op::Delete(_))) => {
+                        apply_write(&mut page, &mut rows, &mut now, &op);
                     }
                     EagerOp::Write(Op::Prune(_)) => {
                         let horizon = now + 1;

@@ -566,21 +566,9 @@ impl PageLog {
     /// bytes, commit records, writes and syncs of the shared log, and checkpoints taken
     /// (not whether one is running).
     pub fn durability_stats(&self) -> crate::durability::DurabilityStats {
-        let counters = &self.log.counters;
         crate::durability::DurabilityStats {
-            durability: self.log.durability(),
-            log_bytes: counters.bytes_appended.load(Ordering::Relaxed),
-            log_commits: counters.commit_records.load(Ordering::Relaxed),
-            log_writes: counters.writes.load(Ordering::Relaxed),
-            log_syncs: counters.syncs.load(Ordering::Relaxed),
-            log_sync_nanos: counters.sync_nanos.load(Ordering::Relaxed),
-            log_tail: self.log.tail(),
-            log_written: self.log.written(),
-            log_durable: self.log.durable(),
-            log_segments_created: counters.segments_created.load(Ordering::Relaxed),
-            log_segments_recycled: counters.segments_recycled.load(Ordering::Relaxed),
             checkpoints: self.checkpoints.load(Ordering::Relaxed),
-            ..Default::default()
+            ..crate::durability::log_stats(&self.log)
         }
     }
 

@@ -130,6 +130,27 @@ impl RecoveryStats {
     }
 }
 
+/// A log's own counters (its durability, bytes, commit records, writes, syncs, positions
+/// and segments) in [`DurabilityStats`], checkpoints and recovery left to the caller: the
+/// in-memory engine's persistence and the disk engine's page log share the log.
+pub(crate) fn log_stats(log: &Log) -> DurabilityStats {
+    let counters = &log.counters;
+    DurabilityStats {
+        durability: log.durability(),
+        log_bytes: counters.bytes_appended.load(Ordering::Relaxed),
+        log_commits: counters.commit_records.load(Ordering::Relaxed),
+        log_writes: counters.writes.load(Ordering::Relaxed),
+        log_syncs: counters.syncs.load(Ordering::Relaxed),
+        log_sync_nanos: counters.sync_nanos.load(Ordering::Relaxed),
+        log_tail: log.tail(),
+        log_written: log.written(),
+        log_durable: log.durable(),
+        log_segments_created: counters.segments_created.load(Ordering::Relaxed),
+        log_segments_recycled: counters.segments_recycled.load(Ordering::Relaxed),
+        ..DurabilityStats::default()
+    }
+}
+
 /// The log's and checkpoints' counters, in [`crate::Stats::durability`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -245,25 +266,14 @@ impl Persistence {
     }
 
     pub(crate) fn stats(&self) -> DurabilityStats {
-        let counters = &self.log.counters;
         let (checkpoints, checkpoint_nanos, last_checkpoint) = *self.checkpoints.lock();
         DurabilityStats {
-            durability: self.log.durability(),
-            log_bytes: counters.bytes_appended.load(Ordering::Relaxed),
-            log_commits: counters.commit_records.load(Ordering::Relaxed),
-            log_writes: counters.writes.load(Ordering::Relaxed),
-            log_syncs: counters.syncs.load(Ordering::Relaxed),
-            log_sync_nanos: counters.sync_nanos.load(Ordering::Relaxed),
-            log_tail: self.log.tail(),
-            log_written: self.log.written(),
-            log_durable: self.log.durable(),
-            log_segments_created: counters.segments_created.load(Ordering::Relaxed),
-            log_segments_recycled: counters.segments_recycled.load(Ordering::Relaxed),
             checkpoints,
             checkpoint_nanos,
             last_checkpoint,
             checkpoint_running: self.checkpoint_lock.is_locked(),
             recovery: self.recovery,
+            ..log_stats(&self.log)
         }
     }
 
