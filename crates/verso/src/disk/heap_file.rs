@@ -826,14 +826,16 @@ impl HeapFile {
                 return Ok(());
             }
             let horizon = txns.horizon();
-            let worth = match self.pruning {
-                Pruning::Horizon => match txns.resolve(hint, horizon)? {
-                    XidFate::Committed { ts, .. } => ts < horizon,
-                    XidFate::Aborted => true,
-                    XidFate::Running => false,
-                },
-                Pruning::Eager => self.would_prune_eagerly(&heap, block, horizon, txns)?,
+            // PostgreSQL's test first: it costs one lookup, and what it finds eager
+            // pruning removes too.
+            let by_horizon = match txns.resolve(hint, horizon)? {
+                XidFate::Committed { ts, .. } => ts < horizon,
+                XidFate::Aborted => true,
+                XidFate::Running => false,
             };
+            let worth = by_horizon
+                || self.pruning == Pruning::Eager
+                    && self.would_prune_eagerly(&heap, block, horizon, txns)?;
             if !worth {
                 return Ok(());
             }
@@ -848,9 +850,9 @@ impl HeapFile {
 
     /// Under eager pruning, whether a prune would remove something from the page now: a
     /// replaced tuple dead by the horizon or obsolete to every reader (not a deleted
-    /// row's last version), or an aborted HOT update's new version. Read under the shared latch,
-    /// so a reader of a full page behind a held snapshot does not take it exclusive for
-    /// nothing; it reads the fates and readers the prune then reads again.
+    /// row's last version), or an aborted HOT update's new version. Read under the shared
+    /// latch, so a reader of a full page behind a held snapshot does not take it
+    /// exclusive for nothing; it reads the fates and readers the prune then reads again.
     fn would_prune_eagerly(
         &self,
         heap: &HeapPage<&[u8]>,

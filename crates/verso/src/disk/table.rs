@@ -185,11 +185,12 @@ impl DiskTable {
     }
 
     /// The headers of every version of the key's rows (DT2 checked: a chain whose tuple
-    /// has another key is skipped), through the key's index entries. If an entry
-    /// appeared while the chains were read, they are read again: under eager pruning a
-    /// version may vanish between the index read and the heap read once a newer one
-    /// committed, and that newer one's entry (added before its commit) may be one the
-    /// index read missed; read again, it is there (DT4,
+    /// has another key is skipped), through the key's index entries. Under eager pruning,
+    /// if an entry appeared or vacuum freed lines while the chains were read, they are
+    /// read again: a version may vanish between the index read and the heap read once a
+    /// newer one committed, and that newer one's entry (added before its commit) may be
+    /// one the index read missed, or name an address it read before vacuum freed it; read
+    /// again, it is there (DT4,
     /// `regression_an_insert_meets_a_key_cold_updated_while_it_checked`).
     fn key_versions(&self, key: &[u8]) -> Result<Vec<TupleHeader>> {
         // PostgreSQL's rule keeps every version the checker's snapshot may need to see
