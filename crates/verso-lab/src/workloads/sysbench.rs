@@ -1,6 +1,5 @@
-//! DIVA's sysbench-HTAP (Kim et al., SIGMOD 2022, §7.1; `../shared/papers/
-//! NOTES-tb-collect-diva-si-cv.md` §2.D): one-row sysbench updates beside long-running
-//! join queries.
+//! DIVA's sysbench-HTAP (Kim et al., SIGMOD 2022, §7.1, as the papers' reading notes
+//! describe it in their §2.D): one-row sysbench updates beside long-running join queries.
 //!
 //! Tables `sbtest1` ... `sbtest<tables>` as sysbench 1.0's `oltp_common.lua` makes them:
 //! `id` (the primary key, 1..=rows), `k` (uniform in 1..=rows, indexed by `k_<i>`), `c` (10
