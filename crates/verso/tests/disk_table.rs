@@ -456,3 +456,55 @@ fn regression_an_insert_meets_a_key_cold_updated_while_it_checked() {
         }
     }
 }
+
+/// Found by a review (by reading) of the fix above: its re-read compared addresses, and
+/// vacuum can free an address the check read and a newer version take it. Here the key
+/// has a deleted version at X and a live one at Y (inserted after the checker began);
+/// after the check read X's chain, vacuum removes X (dead to every snapshot) and frees its
+/// line, another transaction updates the row cold onto X's freed line and commits, and a
+/// reader's prune removes Y's version (no snapshot sees it). The check then finds nothing
+/// at Y, and the entries it reads again name the same addresses. Vacuum's count of freed
+/// lines makes it read again: a write conflict, not a second row with the key.
+#[test]
+fn regression_a_key_check_reads_again_when_vacuum_freed_an_address_it_read() {
+    use verso::disk::Tid;
+    let o = open_with(101, Pruning::Eager);
+    const K: u64 = 9;
+    let k = K.to_be_bytes();
+    let mut first = o.txns.begin().unwrap();
+    o.table.insert(&mut first, &row(K, 1, 3000)).unwrap();
+    o.table.insert(&mut first, &row(500, 0, 3000)).unwrap();
+    first.commit().unwrap();
+    let mut deleter = o.txns.begin().unwrap();
+    assert!(o.table.delete(&mut deleter, &k).unwrap().is_some());
+    deleter.commit().unwrap();
+    let mut checker = o.txns.begin().unwrap();
+    let mut again = o.txns.begin().unwrap();
+    // Page 0 has no room left for it: the new row goes to a new page, with a filler that
+    // leaves that page nearly full.
+    let y = o.table.insert(&mut again, &row(K, 2, 2500)).unwrap();
+    o.table.insert(&mut again, &row(501, 0, 5000)).unwrap();
+    again.commit().unwrap();
+    assert_eq!(y.block, 1);
+    let x = Tid { block: 0, line: 1 };
+    let (txns, table) = (Arc::clone(&o.txns), Arc::clone(&o.table));
+    o.table.inject_after_first_chain(Box::new(move || {
+        table.vacuum(&txns).unwrap();
+        let mut updater = txns.begin().unwrap();
+        assert!(table.update(&mut updater, &k, &row(K, 3, 2500)).unwrap());
+        updater.commit().unwrap();
+        let reader = txns.begin().unwrap();
+        assert!(table.get(&reader, &501u64.to_be_bytes()).unwrap().is_some());
+    }));
+    let result = o.table.insert(&mut checker, &row(K, 4, 10));
+    // The interleaving ran: the update's version took X's line, Y's was pruned.
+    let at_x = o.table.heap().versions(x).unwrap();
+    assert_eq!(at_x.len(), 1, "{at_x:?}");
+    assert_eq!(key_of(&at_x[0].2), K);
+    assert_eq!(secondary_of(&at_x[0].2), 3);
+    assert!(o.table.heap().versions(y).unwrap().is_empty());
+    assert!(
+        matches!(result, Err(Error::WriteConflict { .. })),
+        "{result:?}"
+    );
+}

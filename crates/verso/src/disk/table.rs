@@ -75,9 +75,11 @@ pub struct DiskTable {
     dead_tuples: AtomicU64,
     /// Tuples the last vacuum left (`reltuples`).
     tuples_after_vacuum: AtomicU64,
-    /// A test's injection point: run once between a key check's index read and its heap
-    /// reads ([`DiskTable::inject_after_index_read`]).
+    /// Tests' injection points: run once between a key check's index read and its heap
+    /// reads, and after its first chain ([`DiskTable::inject_after_index_read`],
+    /// [`DiskTable::inject_after_first_chain`]).
     after_index_read: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    after_first_chain: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     has_injection: std::sync::atomic::AtomicBool,
 }
 
@@ -171,6 +173,7 @@ impl DiskTable {
             dead_tuples: AtomicU64::new(0),
             tuples_after_vacuum: AtomicU64::new(0),
             after_index_read: Mutex::new(None),
+            after_first_chain: Mutex::new(None),
             has_injection: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -182,6 +185,24 @@ impl DiskTable {
     pub fn inject_after_index_read(&self, hook: Box<dyn FnOnce() + Send>) {
         *self.after_index_read.lock() = Some(hook);
         self.has_injection.store(true, Ordering::Release);
+    }
+
+    /// For tests of interleavings: as [`DiskTable::inject_after_index_read`], after the
+    /// check read the chain of the key's first index entry and before the others.
+    #[doc(hidden)]
+    pub fn inject_after_first_chain(&self, hook: Box<dyn FnOnce() + Send>) {
+        *self.after_first_chain.lock() = Some(hook);
+        self.has_injection.store(true, Ordering::Release);
+    }
+
+    /// Runs the hook at an injection point, if a test set one.
+    fn injection_point(&self, point: &Mutex<Option<Box<dyn FnOnce() + Send>>>) {
+        if self.has_injection.load(Ordering::Acquire) {
+            let hook = point.lock().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
     }
 
     /// The headers of every version of the key's rows (DT2 checked: a chain whose tuple
@@ -199,18 +220,16 @@ impl DiskTable {
         loop {
             let freed = self.heap.lines_freed();
             let roots = self.roots(key)?;
-            if self.has_injection.load(Ordering::Acquire) {
-                if let Some(hook) = self.after_index_read.lock().take() {
-                    self.has_injection.store(false, Ordering::Release);
-                    hook();
-                }
-            }
+            self.injection_point(&self.after_index_read);
             let mut headers = Vec::new();
-            for &root in &roots {
+            for (at, &root) in roots.iter().enumerate() {
                 for (_, header, data) in self.heap.versions(root)? {
                     if self.keys.primary_key(&data)? == key {
                         headers.push(header);
                     }
+                }
+                if at == 0 {
+                    self.injection_point(&self.after_first_chain);
                 }
             }
             // A new entry, or an address vacuum freed (and another tuple may have taken,
