@@ -211,6 +211,30 @@ fn an_entry_too_large_for_a_page_is_refused_and_changes_nothing() {
     assert_eq!(tree.get(b"k").unwrap(), Some(fits));
 }
 
+/// The disk engine's key checks skip reading a key's entries again when no insert
+/// completed meanwhile (DT4): every insert that put an entry is counted, through splits
+/// and by every clone of the tree, and a refused one is not.
+#[test]
+fn every_completed_insert_is_counted_and_a_refused_one_is_not() {
+    let fs = disk();
+    let tree = tree_over(&fs, 16);
+    let clone = tree.clone();
+    assert_eq!(tree.inserts_completed(), 0);
+    let big = vec![1u8; MAX_BTREE_ENTRY_BYTES];
+    assert!(tree.insert(b"k", &big).is_err());
+    assert_eq!(
+        tree.inserts_completed(),
+        0,
+        "a refused insert is not counted"
+    );
+    // Enough entries to split leaves and the root.
+    for i in 0u32..2000 {
+        clone.insert(&i.to_be_bytes(), &[7; 40]).unwrap();
+        assert_eq!(tree.inserts_completed(), u64::from(i) + 1);
+    }
+    assert!(tree.height().unwrap() > 1, "the inserts split the root");
+}
+
 #[test]
 fn writers_and_scanners_on_threads_keep_the_tree_whole() {
     let fs = disk();

@@ -29,6 +29,11 @@
 //!   row cannot both succeed.
 
 use std::collections::{HashMap, HashSet};
+
+/// Fates and obsolete sets keyed by a tuple's (`xmin`, `xmax`) on the prune path, hashed by
+/// foldhash: SipHash was a measurable share of pruning on access.
+type ByXids<V> = HashMap<(u64, u64), V, foldhash::fast::FixedState>;
+type XidPairs = HashSet<(u64, u64), foldhash::fast::FixedState>;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -901,7 +906,7 @@ impl HeapFile {
         }
         let dead = self.dead_tuples(page, horizon, txns)?;
         let obsolete = match self.pruning {
-            Pruning::Horizon => HashSet::new(),
+            Pruning::Horizon => XidPairs::default(),
             Pruning::Eager => self.obsolete_tuples(page, &dead, &txns.readers(), txns)?,
         };
         let block = page.id().block;
@@ -950,12 +955,12 @@ impl HeapFile {
     fn obsolete_tuples(
         &self,
         page: &PageMut<'_>,
-        dead: &HashMap<(u64, u64), Fate>,
+        dead: &ByXids<Fate>,
         readers: &visibility::Readers,
         txns: &dyn Resolve,
-    ) -> Result<HashSet<(u64, u64)>> {
+    ) -> Result<XidPairs> {
         let heap = HeapPage::new(page.body());
-        let mut obsolete = HashSet::new();
+        let mut obsolete = XidPairs::default();
         for line in 1..=heap.lines() {
             if let Some(header) = heap.header(line) {
                 let key = (header.xmin, header.xmax);
@@ -977,9 +982,9 @@ impl HeapFile {
         page: &PageMut<'_>,
         horizon: u64,
         txns: &dyn Resolve,
-    ) -> Result<HashMap<(u64, u64), Fate>> {
+    ) -> Result<ByXids<Fate>> {
         let heap = HeapPage::new(page.body());
-        let mut dead = HashMap::new();
+        let mut dead = ByXids::default();
         for line in 1..=heap.lines() {
             if let Some(header) = heap.header(line) {
                 if let std::collections::hash_map::Entry::Vacant(entry) =

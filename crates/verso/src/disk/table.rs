@@ -218,6 +218,7 @@ impl DiskTable {
         // written: one read suffices.
         let eager = self.heap.pruning() == Pruning::Eager;
         loop {
+            let inserted = self.primary.inserts_completed();
             let freed = self.heap.lines_freed();
             let roots = self.roots(key)?;
             self.injection_point(&self.after_index_read);
@@ -234,9 +235,14 @@ impl DiskTable {
             }
             // A new entry, or an address vacuum freed (and another tuple may have taken,
             // with an entry for this key naming an address read before): read again.
+            // A version pruned meanwhile was replaced by a committed transaction, which
+            // completed its entry's insert before committing: when no insert into the
+            // primary index completed since the first read, none was added for this key
+            // that matters, and the entries need not be read again (the common case).
             if !eager
-                || (self.roots(key)?.iter().all(|root| roots.contains(root))
-                    && self.heap.lines_freed() == freed)
+                || (self.heap.lines_freed() == freed
+                    && (self.primary.inserts_completed() == inserted
+                        || self.roots(key)?.iter().all(|root| roots.contains(root))))
             {
                 return Ok(headers);
             }

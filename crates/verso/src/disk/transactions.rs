@@ -91,11 +91,15 @@ pub trait Resolve {
     fn readers(&self) -> super::visibility::Readers;
 }
 
+/// One shard of the running transactions by xid (foldhash: every visibility check that
+/// misses the hint bits looks here).
+type LiveShard = Mutex<HashMap<u64, Live, foldhash::fast::FixedState>>;
+
 /// The transactions of one disk database.
 pub struct DiskTransactions {
     commit_log: CommitLog,
     manager: TxnManager<()>,
-    live: Box<[Mutex<HashMap<u64, Live>>]>,
+    live: Box<[LiveShard]>,
     fates: FateCache,
 }
 
@@ -199,7 +203,7 @@ impl DiskTransactions {
             commit_log,
             manager,
             live: (0..LIVE_SHARDS)
-                .map(|_| Mutex::new(HashMap::new()))
+                .map(|_| Mutex::new(HashMap::default()))
                 .collect(),
             fates: FateCache::new(),
         })
@@ -249,7 +253,7 @@ impl DiskTransactions {
         &self.manager
     }
 
-    fn shard(&self, xid: u64) -> &Mutex<HashMap<u64, Live>> {
+    fn shard(&self, xid: u64) -> &LiveShard {
         &self.live[(xid as usize) % LIVE_SHARDS]
     }
 

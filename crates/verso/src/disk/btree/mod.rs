@@ -42,6 +42,7 @@ mod loom_tests;
 
 use std::collections::VecDeque;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use node::{room_for, Node, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_SEPARATOR_ROOM};
@@ -76,6 +77,9 @@ pub struct BTree {
     /// The log of every change (`None`: an unlogged tree, which survives a crash only as
     /// of its last flush).
     log: Option<Arc<PageLog>>,
+    /// Inserts this process completed, counted after the entry is in its leaf (see
+    /// [`BTree::inserts_completed`]).
+    inserts_completed: Arc<AtomicU64>,
 }
 
 /// What [`BTree::check`] found so far.
@@ -113,6 +117,7 @@ impl BTree {
             file,
             spares: Arc::new(Mutex::new(Vec::new())),
             log,
+            inserts_completed: Arc::new(AtomicU64::new(0)),
         };
         if tree.pool.file_pages(file)? == 0 {
             let mut meta = tree.pool.allocate(file)?;
@@ -162,6 +167,25 @@ impl BTree {
     /// but one whose log record could not be appended ([`Error::DurabilityLost`]: the
     /// database must be reopened, and its change never reaches the files).
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let replaced = self.put(key, value)?;
+        // After the entry is in its leaf, before the caller goes on (to commit): see
+        // `inserts_completed`.
+        self.inserts_completed.fetch_add(1, Ordering::Release);
+        Ok(replaced)
+    }
+
+    /// How many inserts into this tree completed since it was opened (not persisted).
+    /// Each is counted after its entry is in its leaf, so a reader that found no entry for
+    /// a key, and then reads the same count as before its search, knows that every insert
+    /// completed before its second read of the count was already in the leaf it searched.
+    /// (An insert still running may be missed; the disk engine's key checks rely on the
+    /// count only for inserts whose transaction has committed, which completed them
+    /// first: DT4.)
+    pub fn inserts_completed(&self) -> u64 {
+        self.inserts_completed.load(Ordering::Acquire)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         if key.len() > MAX_KEY_BYTES {
             return Err(Error::EntryTooLarge {
                 what: "a B+-tree key",
@@ -830,20 +854,38 @@ impl<'a> Range<'a> {
         }
     }
 
+    /// The first slot of `node` at or above the scan's low bound, by binary search: a
+    /// point lookup must not compare every key of the leaf before its own.
+    fn first_slot_above_low(&self, node: &Node<&[u8]>) -> usize {
+        match &self.low {
+            Bound::Included(low) => node.search(low).unwrap_or_else(|slot| slot),
+            Bound::Excluded(low) => node.search(low).map_or_else(|slot| slot, |slot| slot + 1),
+            Bound::Unbounded => 0,
+        }
+    }
+
+    /// One past the last slot of `node` at or below the scan's high bound (the mirror of
+    /// [`Range::first_slot_above_low`] for descending scans).
+    fn end_of_slots_below_high(&self, node: &Node<&[u8]>) -> usize {
+        match &self.high {
+            Bound::Included(high) => node.search(high).map_or_else(|slot| slot, |slot| slot + 1),
+            Bound::Excluded(high) => node.search(high).unwrap_or_else(|slot| slot),
+            Bound::Unbounded => node.len(),
+        }
+    }
+
     /// Copies a leaf's entries in range into the batch, walking `slots` in the scan's
-    /// direction: entries the scan has not reached are skipped, and the first one past its
-    /// far end finishes the scan.
+    /// direction from the first slot the scan has reached; the first entry past its far
+    /// end finishes the scan.
     fn copy_in_range(&mut self, node: &Node<&[u8]>, slots: impl Iterator<Item = usize>) {
         for slot in slots {
             let key = node.key(slot);
-            let (not_reached, past_the_end) = if self.ascending {
-                (!self.above_low(key), !self.below_high(key))
+            let (reached, past_the_end) = if self.ascending {
+                (self.above_low(key), !self.below_high(key))
             } else {
-                (!self.below_high(key), !self.above_low(key))
+                (self.below_high(key), !self.above_low(key))
             };
-            if not_reached {
-                continue;
-            }
+            debug_assert!(reached, "the walk starts at the first slot in range");
             if past_the_end {
                 self.finished = true;
                 break;
@@ -864,7 +906,8 @@ impl<'a> Range<'a> {
                 };
                 let (leaf, fences) = self.tree.descend_shared(&choose, true)?;
                 let node = Node::new(leaf.body());
-                self.copy_in_range(&node, 0..node.len());
+                let first = self.first_slot_above_low(&node);
+                self.copy_in_range(&node, first..node.len());
                 match fences.high {
                     Some(fence) if !self.finished => {
                         // Every key from the fence on is in later leaves.
@@ -882,7 +925,8 @@ impl<'a> Range<'a> {
                 };
                 let (leaf, fences) = self.tree.descend_shared(&choose, true)?;
                 let node = Node::new(leaf.body());
-                self.copy_in_range(&node, (0..node.len()).rev());
+                let end = self.end_of_slots_below_high(&node);
+                self.copy_in_range(&node, (0..end).rev());
                 match fences.low {
                     Some(fence) if !self.finished => {
                         // Every key below the fence is in earlier leaves.
