@@ -146,14 +146,6 @@ fn place(key: &[u8], low: Bound<&[u8]>, high: Bound<&[u8]>) -> std::cmp::Orderin
     }
 }
 
-fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 impl DiskTable {
     /// A table over its heap and indexes (opened by the caller, after redo).
     pub fn new(
@@ -298,7 +290,10 @@ impl DiskTable {
         let (low, high) = entry_bounds(Bound::Included(key), Bound::Included(key));
         debug_assert!(matches!(&low, Bound::Included(low) if low == key));
         let mut roots = Vec::new();
-        for item in self.primary.range(as_ref(&low), as_ref(&high)) {
+        for item in self.primary.range(
+            low.as_ref().map(Vec::as_slice),
+            high.as_ref().map(Vec::as_slice),
+        ) {
             let (entry, _) = item?;
             if let Some((entry_key, tid)) = split(&entry) {
                 if entry_key == key {
@@ -519,9 +514,15 @@ impl DiskTable {
         let (snapshot, txns) = (txn.snapshot(), txn.transactions());
         let (tree_low, tree_high) = entry_bounds(low, high);
         let range = if descending {
-            tree.range_rev(as_ref(&tree_low), as_ref(&tree_high))
+            tree.range_rev(
+                tree_low.as_ref().map(Vec::as_slice),
+                tree_high.as_ref().map(Vec::as_slice),
+            )
         } else {
-            tree.range(as_ref(&tree_low), as_ref(&tree_high))
+            tree.range(
+                tree_low.as_ref().map(Vec::as_slice),
+                tree_high.as_ref().map(Vec::as_slice),
+            )
         };
         for item in range {
             let (entry, _) = item?;

@@ -1891,11 +1891,11 @@ pub(crate) fn scan_in_batches<R, I: RangeScan<R>>(
             };
             let resumed = resume.as_deref().map(Bound::Excluded);
             if descending {
-                let upper = resumed.unwrap_or_else(|| as_bound(upper));
-                index.range_back(as_bound(lower), upper, &guard, visit);
+                let upper = resumed.unwrap_or_else(|| upper.as_ref().map(Vec::as_slice));
+                index.range_back(lower.as_ref().map(Vec::as_slice), upper, &guard, visit);
             } else {
-                let lower = resumed.unwrap_or_else(|| as_bound(lower));
-                index.range_from(lower, as_bound(upper), &guard, visit);
+                let lower = resumed.unwrap_or_else(|| lower.as_ref().map(Vec::as_slice));
+                index.range_from(lower, upper.as_ref().map(Vec::as_slice), &guard, visit);
             }
         }
         if stopped || seen < SCAN_BATCH {
@@ -1906,14 +1906,6 @@ pub(crate) fn scan_in_batches<R, I: RangeScan<R>>(
 }
 
 pub(crate) type EncodedBound = Bound<Vec<u8>>;
-
-fn as_bound(bound: &EncodedBound) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
 
 /// Encodes a range of key prefixes (primary key, or a secondary index's key when `index`
 /// is given). A prefix bound stands for all keys that start with it: `..=p` includes them,

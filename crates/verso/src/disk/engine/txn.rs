@@ -71,14 +71,6 @@ fn packed<'a>(schema: &TableSchema, bytes: &'a [u8]) -> Result<PackedRef<'a>> {
     })
 }
 
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 impl<'e> DiskTxn<'e> {
     /// Begins a transaction. A serializable one that may write records its reads; a
     /// read-only one is serialized at its snapshot and records nothing.
@@ -397,7 +389,10 @@ impl<'e> DiskTxn<'e> {
             stopped = !go_on;
             Ok(go_on)
         };
-        let (low, high) = (as_slice(lower), as_slice(upper));
+        let (low, high) = (
+            lower.as_ref().map(Vec::as_slice),
+            upper.as_ref().map(Vec::as_slice),
+        );
         let walked = match index {
             None => entry.table.scan(txn, low, high, descending, &mut visit),
             Some(index) => entry
