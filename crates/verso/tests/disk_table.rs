@@ -457,6 +457,64 @@ fn regression_an_insert_meets_a_key_cold_updated_while_it_checked() {
     }
 }
 
+/// The same check when the key is updated HOT instead (a review of the second read's
+/// skip): the new version adds no index entry, so the primary index's count of completed
+/// inserts does not move and the check does not read the entries again. It needs not:
+/// the new version is on the chain the check reads, reached through the root's redirect
+/// once the prune removed the old one. A write conflict, as under PostgreSQL's rule.
+#[test]
+fn an_insert_meets_a_key_updated_hot_and_pruned_while_it_checked() {
+    for pruning in [Pruning::Eager, Pruning::Horizon] {
+        let o = open_with(103, pruning);
+        const K: u64 = 7;
+        // Fill page 0 so that K's first version fits, its second fits beside it, and
+        // then the page is nearly full (pruned on access).
+        let mut fill = o.txns.begin().unwrap();
+        for filler in 0..6 {
+            o.table
+                .insert(&mut fill, &row(1000 + filler, 0, 1140))
+                .unwrap();
+        }
+        fill.commit().unwrap();
+        let mut inserter = o.txns.begin().unwrap();
+        let mut first = o.txns.begin().unwrap();
+        o.table.insert(&mut first, &row(K, 1, 200)).unwrap();
+        first.commit().unwrap();
+        let (txns, table) = (Arc::clone(&o.txns), Arc::clone(&o.table));
+        let inserts_before = o.table.primary_index().inserts_completed();
+        o.table.inject_after_index_read(Box::new(move || {
+            // No indexed column changes: a HOT update, on page 0.
+            let mut updater = txns.begin().unwrap();
+            assert!(table
+                .update(&mut updater, &K.to_be_bytes(), &row(K, 1, 210))
+                .unwrap());
+            updater.commit().unwrap();
+            // A reader of another row of page 0 prunes the page on access.
+            let reader = txns.begin().unwrap();
+            let other = 1000u64.to_be_bytes();
+            assert_eq!(
+                key_of(&table.get(&reader, &other).unwrap().unwrap().1),
+                1000
+            );
+        }));
+        let result = o.table.insert(&mut inserter, &row(K, 3, 10));
+        assert!(
+            matches!(result, Err(Error::WriteConflict { .. })),
+            "{pruning:?}: {result:?}"
+        );
+        let stats = o.table.heap().stats();
+        assert_eq!(stats.hot_updates, 1, "{pruning:?}: the update was HOT");
+        assert_eq!(
+            o.table.primary_index().inserts_completed(),
+            inserts_before,
+            "{pruning:?}: a HOT update adds no entry"
+        );
+        if pruning == Pruning::Eager {
+            assert!(stats.tuples_pruned_eagerly > 0, "the interleaving ran");
+        }
+    }
+}
+
 /// Found by a review (by reading) of the fix above: its re-read compared addresses, and
 /// vacuum can free an address the check read and a newer version take it. Here the key
 /// has a deleted version at X and a live one at Y (inserted after the checker began);

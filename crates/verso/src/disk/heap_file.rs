@@ -29,11 +29,6 @@
 //!   row cannot both succeed.
 
 use std::collections::{HashMap, HashSet};
-
-/// Fates and obsolete sets keyed by a tuple's (`xmin`, `xmax`) on the prune path, hashed by
-/// foldhash: SipHash was a measurable share of pruning on access.
-type ByXids<V> = HashMap<(u64, u64), V, foldhash::fast::FixedState>;
-type XidPairs = HashSet<(u64, u64), foldhash::fast::FixedState>;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -100,6 +95,11 @@ enum Fate {
 const PRUNE_WHEN_FREE_BELOW: usize = PAGE_SIZE / 10;
 
 const NO_TARGET: u32 = u32::MAX;
+
+/// Fates and obsolete sets keyed by a tuple's (`xmin`, `xmax`) on the prune path, hashed by
+/// foldhash: SipHash was a measurable share of pruning on access.
+type ByXids<V> = HashMap<(u64, u64), V, foldhash::fast::FixedState>;
+type XidPairs = HashSet<(u64, u64), foldhash::fast::FixedState>;
 
 /// What a heap file counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

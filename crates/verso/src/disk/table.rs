@@ -21,10 +21,14 @@
 //!   (write conflict: first-updater-wins, checked first) or one its snapshot sees
 //!   (duplicate).
 //! - **DT4** A key check sees the key's newest version: a version is pruned eagerly only
-//!   once a newer one committed, whose entry was added before that commit, so a check
-//!   that reads the key's entries again after its heap reads, finds none new and no line
-//!   freed by vacuum meanwhile (an address it read, taken again by the newer version)
-//!   missed nothing; else it reads again.
+//!   once a newer one committed, which is on the same chain (HOT) or whose entry was
+//!   added before that commit, so a check that reads the key's entries again after its
+//!   heap reads, finds none new and no line freed by vacuum meanwhile (an address it read,
+//!   taken again by the newer version) missed nothing; else it reads again. The second
+//!   read is skipped when no insert into the primary index completed since the first
+//!   ([`BTree::inserts_completed`]). This rests on every primary-index entry being added
+//!   through [`BTree::insert`] before its transaction commits (redo adds them only before
+//!   the database opens).
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -204,7 +208,10 @@ impl DiskTable {
     /// newer one committed, and that newer one's entry (added before its commit) may be
     /// one the index read missed, or name an address it read before vacuum freed it; read
     /// again, it is there (DT4,
-    /// `regression_an_insert_meets_a_key_cold_updated_while_it_checked`).
+    /// `regression_an_insert_meets_a_key_cold_updated_while_it_checked`). When no insert
+    /// into the primary index completed meanwhile, the entries are not read again; a HOT
+    /// replacer adds no entry, but its version is on the chain the check read
+    /// (`an_insert_meets_a_key_updated_hot_and_pruned_while_it_checked`).
     fn key_versions(&self, key: &[u8]) -> Result<Vec<TupleHeader>> {
         // PostgreSQL's rule keeps every version the checker's snapshot may need to see
         // written: one read suffices.

@@ -77,8 +77,8 @@ pub struct BTree {
     /// The log of every change (`None`: an unlogged tree, which survives a crash only as
     /// of its last flush).
     log: Option<Arc<PageLog>>,
-    /// Inserts this process completed, counted after the entry is in its leaf (see
-    /// [`BTree::inserts_completed`]).
+    /// Inserts completed through this tree (and its clones) since it was opened, counted
+    /// after the entry is in its leaf (see [`BTree::inserts_completed`]).
     inserts_completed: Arc<AtomicU64>,
 }
 
@@ -174,13 +174,14 @@ impl BTree {
         Ok(replaced)
     }
 
-    /// How many inserts into this tree completed since it was opened (not persisted).
-    /// Each is counted after its entry is in its leaf, so a reader that found no entry for
-    /// a key, and then reads the same count as before its search, knows that every insert
-    /// completed before its second read of the count was already in the leaf it searched.
-    /// (An insert still running may be missed; the disk engine's key checks rely on the
-    /// count only for inserts whose transaction has committed, which completed them
-    /// first: DT4.)
+    /// How many inserts through this tree (and its clones) completed since it was opened
+    /// (not persisted; another `BTree` opened over the same file counts apart). Each is
+    /// counted after its entry is in its leaf. A reader that reads the count, searches,
+    /// and reads the same count again knows that no insert completed in between: every
+    /// insert that completed before its second read was in the tree when it searched. An
+    /// insert still running may have added its entry unseen; the disk engine's key checks
+    /// care only about inserts whose transaction committed, which completed first (DT4).
+    /// Entries added by [`redo_put`] are not counted: redo runs before the tree is used.
     pub fn inserts_completed(&self) -> u64 {
         self.inserts_completed.load(Ordering::Acquire)
     }
@@ -730,7 +731,9 @@ fn child_of(value: &[u8]) -> u32 {
 }
 
 /// Redoes a logged put into a leaf (`disk::page_log`): the leaf had room when the change
-/// was made, and redo replays its changes in the same order, so it has room again.
+/// was made, and redo replays its changes in the same order, so it has room again. Only
+/// before the database opens: it bypasses [`BTree::inserts_completed`], which the disk
+/// engine's key checks rely on while it runs (DT4).
 pub(crate) fn redo_put(page: &mut PageMut<'_>, key: &[u8], value: &[u8]) -> Result<()> {
     redo_leaf(page)?;
     put_if_it_fits(page, key, value)
