@@ -69,6 +69,9 @@ pub enum Command {
         /// `--peer`, `--postgres-url`, `--peer-dir`.
         #[command(flatten)]
         peers: PeerArgs,
+        /// `--terminals-per-warehouse`, `--pacing`.
+        #[command(flatten)]
+        paced: PacedArgs,
     },
     /// CH-benCHmark: TPC-C transactions with the 22 analytical queries beside them.
     #[command(allow_negative_numbers = true)]
@@ -688,6 +691,22 @@ pub struct YcsbArgs {
     pub secondary_indexes: Option<usize>,
 }
 
+/// Paced TPC-C's options (docs/lab.md, "Paced TPC-C").
+#[derive(Args, Debug, Clone, Default)]
+pub struct PacedArgs {
+    /// Run TPC-C as DBT2 does: N terminals per warehouse (DBT2 and SI-CV: 20) key in,
+    /// submit and think with TPC-C's times divided by --pacing, and the --workers threads
+    /// are the pool of connections that serve them; reports NOTPM and response times from
+    /// submission [default: closed loop].
+    #[arg(long, value_name = "N")]
+    pub terminals_per_warehouse: Option<u32>,
+    /// With --terminals-per-warehouse: divide TPC-C's keying and think times by SCALE
+    /// [default: 20000, which puts the in-memory engine's knee between 4 and 8
+    /// warehouses here].
+    #[arg(long, value_name = "SCALE", requires = "terminals_per_warehouse")]
+    pub pacing: Option<f64>,
+}
+
 /// The key-value workload's options.
 #[derive(Args, Debug, Clone)]
 pub struct KvArgs {
@@ -1032,8 +1051,9 @@ impl Plan {
                 common,
                 olap,
                 peers,
+                paced,
             } => {
-                let workload = tpcc_workload(common.tiny, common.scale, common.seed)?;
+                let workload = tpcc_workload(common, paced)?;
                 Plan::with(workload, common, (olap, 0), peers)
             }
             Command::Ch {
@@ -1414,15 +1434,30 @@ fn ycsb_config(common: &CommonArgs, args: &YcsbArgs) -> Result<YcsbConfig, LabEr
     Ok(config)
 }
 
-/// The TPC-C workload (`crate::workloads::tpcc`).
-fn tpcc_workload(tiny: bool, scale: Option<u64>, seed: u64) -> Result<Box<dyn Workload>, LabError> {
+/// The TPC-C workload (`crate::workloads::tpcc`), closed loop or paced by terminals.
+fn tpcc_workload(common: &CommonArgs, paced: &PacedArgs) -> Result<Box<dyn Workload>, LabError> {
+    use crate::workloads::tpcc::paced::{PacedOptions, PacedTpcc, DEFAULT_PACING};
     use crate::workloads::tpcc::{Tpcc, TpccConfig};
-    let config = if tiny {
+    let config = if common.tiny {
         TpccConfig::tiny()
     } else {
         TpccConfig::standard(1)
     };
-    Ok(Box::new(Tpcc::new(sized_tpcc(config, scale, seed)?)?))
+    let config = sized_tpcc(config, common.scale, common.seed)?;
+    let Some(terminals_per_warehouse) = paced.terminals_per_warehouse else {
+        return Ok(Box::new(Tpcc::new(config)?));
+    };
+    // A peer's --clients would become its connections; a paced run's are --workers.
+    crate::workloads::tpcc::paced::refuse_closed_loop_options(
+        common.target_rate,
+        common.durability.clients.map(|c| c as usize),
+        common.workers.unwrap_or(1),
+    )?;
+    let options = PacedOptions {
+        terminals_per_warehouse,
+        pacing: paced.pacing.unwrap_or(DEFAULT_PACING),
+    };
+    Ok(Box::new(PacedTpcc::new(config, options)?))
 }
 
 /// The CH-benCHmark workload (`crate::workloads::ch`).
@@ -1715,6 +1750,17 @@ fn run_workload(
             run.totals.oltp_aborts,
             run.totals.olap_queries,
         )?;
+        if let Some(paced) = &run.paced {
+            writeln!(
+                out,
+                "   {} terminals: NOTPM {:.0} of {:.0} offered, {} of {} submitted transactions completed",
+                paced.terminals,
+                paced.notpm,
+                paced.offered_new_orders_per_minute,
+                paced.completed,
+                paced.submitted
+            )?;
+        }
         if let Some(why) = &run.stopped_early {
             writeln!(out, "   {why}")?;
         }
@@ -1747,6 +1793,9 @@ fn run_workload(
     write!(out, "{}", summary_table(&report.runs))?;
     if let Some(table) = crate::report::durability_table(&report.runs) {
         write!(out, "\n{table}")?;
+    }
+    if let Some(tables) = crate::paced_report::paced_tables(&report.runs) {
+        write!(out, "\n{tables}")?;
     }
     if let Some(line) = &report.comparison {
         writeln!(out, "\n{line}")?;

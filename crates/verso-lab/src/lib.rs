@@ -9,6 +9,7 @@
 //!   engine's counters every second, checks consistency;
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
 //! - [`progress`]: progress bars, also those of a child process, drawn by its parent;
+//! - [`paced_report`]: what a paced TPC-C run adds to the summary (NOTPM, response times);
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
 //!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
@@ -29,6 +30,7 @@ pub mod format;
 pub mod load;
 pub mod memory;
 pub mod metrics;
+pub mod paced_report;
 pub mod peers;
 pub mod plot;
 pub mod pm_media;

@@ -477,6 +477,11 @@ pub struct RunResult {
     /// With `--target-rate`: the rate asked for and the rate run (`None` in closed loop).
     #[serde(default)]
     pub fixed_rate: Option<FixedRateResult>,
+    /// With `--terminals-per-warehouse` (paced TPC-C): what the terminals offered, what
+    /// was completed, and NOTPM (`None` in closed loop). The response times are in
+    /// `latency`, which a paced run measures from each transaction's submission.
+    #[serde(default)]
+    pub paced: Option<PacedResult>,
     /// The time series.
     pub samples: Vec<Sample>,
 }
@@ -491,6 +496,9 @@ pub struct LatencySummary {
     pub mean: f64,
     /// Median.
     pub p50: f64,
+    /// 90th percentile (TPC-C's response-time constraints are on it, clause 5.2.5.3).
+    #[serde(default)]
+    pub p90: f64,
     /// 95th percentile.
     pub p95: f64,
     /// 99th percentile.
@@ -508,6 +516,7 @@ impl LatencySummary {
             count: histogram.len(),
             mean: histogram.mean(),
             p50: histogram.value_at_quantile(0.5) as f64,
+            p90: histogram.value_at_quantile(0.9) as f64,
             p95: histogram.value_at_quantile(0.95) as f64,
             p99: histogram.value_at_quantile(0.99) as f64,
             max: histogram.max() as f64,
@@ -527,6 +536,39 @@ pub struct FixedRateResult {
     /// catch-up window behind drops the slots it missed instead of bursting to make them
     /// up (docs/lab.md, "Fixed rate").
     pub behind_schedule_seconds: f64,
+}
+
+/// What the terminals of a paced TPC-C run (`--terminals-per-warehouse`, DBT2's model)
+/// offered and what was done (docs/lab.md, "Paced TPC-C").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PacedResult {
+    /// Terminals per warehouse.
+    pub terminals_per_warehouse: u32,
+    /// Terminals in all.
+    pub terminals: u64,
+    /// What keying and think times were divided by (`--pacing`).
+    pub pacing: f64,
+    /// Transactions per minute the terminals would submit if every response were
+    /// instant: terminals x 60 / the mix's mean keying plus think time. A terminal waits
+    /// for its response before it thinks, so slow responses lower what it submits.
+    pub offered_per_minute: f64,
+    /// The New-Orders among them (45% of the mix): the NOTPM the terminals can ask for.
+    pub offered_new_orders_per_minute: f64,
+    /// Transactions whose keying time ended during the run (submitted to the pool).
+    pub submitted: u64,
+    /// Of those, transactions completed: committed, or rolled back as New-Order's 1% with
+    /// an unused item must be (a conflict's abort is retried, not completed).
+    pub completed: u64,
+    /// Completed transactions per minute of the run.
+    pub completed_per_minute: f64,
+    /// Submitted transactions still waiting for a free connection when the run ended
+    /// (those being run then are the rest of submitted - completed).
+    pub waiting_at_end: u64,
+    /// New orders per minute: committed New-Orders over the run's minutes (TPC-C's
+    /// throughput metric).
+    pub notpm: f64,
+    /// Committed Order-Status transactions (SI-CV's Fig. 5 counts them per run).
+    pub order_status_committed: u64,
 }
 
 /// What a Verso run's commits cost: how long clients waited for acknowledgements, what

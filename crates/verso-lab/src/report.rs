@@ -847,6 +847,14 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
         "<p>{} The data: <a href=\"{REPORT_JSON}\">{REPORT_JSON}</a>.</p>",
         escape(&units_note(&report.runs))
     );
+    if let Some((header, rows)) = crate::paced_report::load_cells(&report.runs) {
+        html.push_str("<h2>Paced TPC-C</h2>\n");
+        html.push_str(&html_table(&header, &rows));
+        if let Some((header, rows)) = crate::paced_report::response_time_cells(&report.runs) {
+            html.push_str(&html_table(&header, &rows));
+        }
+        let _ = writeln!(html, "<p>{}</p>", escape(crate::paced_report::NOTE));
+    }
     html.push_str("<h2>Configurations</h2>\n");
     html.push_str(&configurations_html(&report.runs));
     html.push_str("<h2>Over time</h2>\n");
@@ -1271,6 +1279,7 @@ mod tests {
             durability: None,
             latency: Default::default(),
             fixed_rate: None,
+            paced: None,
             samples,
         }
     }

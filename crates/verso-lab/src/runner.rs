@@ -23,7 +23,9 @@
 //! transactions are due on a fixed schedule ([`Pacer`]), and each one's latency runs from
 //! when it was due, not from when it started, so a stall shows in the latencies of the
 //! transactions it delayed instead of hiding in a pause of the schedule (coordinated
-//! omission).
+//! omission). A paced workload (`Workload::paced`, TPC-C's terminals) is open loop too:
+//! its workers wait for the terminals' submissions, and each transaction's latency runs
+//! from its submission (`OltpWorker::next_submission`).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex, PoisonError};
@@ -43,7 +45,8 @@ use crate::metrics::{
 };
 use crate::rng::SplitMix64;
 use crate::workload::{
-    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, Phases, TxnOutcome, Workload,
+    AbortReason, LabError, LoadProgress, OlapWorker, OltpWorker, Phases, Submission, TxnOutcome,
+    Workload,
 };
 
 /// When a run ends.
@@ -234,6 +237,13 @@ impl RunConfig {
                     workload.name()
                 )));
             }
+        }
+        if workload.paced().is_some() {
+            crate::workloads::tpcc::paced::refuse_closed_loop_options(
+                self.target_rate,
+                self.clients,
+                self.oltp_workers,
+            )?;
         }
         if self.sample_interval < Duration::from_millis(10) {
             return Err(LabError::BadOption(
@@ -462,6 +472,7 @@ pub(crate) fn result_of(
         durability: measured.durability,
         latency: measured.latency,
         fixed_rate: measured.fixed_rate,
+        paced: measured.paced,
         samples: measured.samples,
     }
 }
@@ -657,6 +668,7 @@ pub(crate) struct Measured {
     stopped_early: Option<String>,
     latency: std::collections::BTreeMap<String, LatencySummary>,
     fixed_rate: Option<FixedRateResult>,
+    paced: Option<crate::metrics::PacedResult>,
 }
 
 /// A seed for worker `index` of a `role`, derived from the run's seed so that every
@@ -714,6 +726,9 @@ pub(crate) fn measure(
         StopAfter::Transactions(_) => (Duration::ZERO, None),
     };
     let start_line = StartLine::new();
+    if let Some(paced) = workload.paced() {
+        paced.begin_run(config.seed)?;
+    }
 
     let measured = std::thread::scope(|scope| -> Result<Measured, LabError> {
         // However this closure ends (an error return, a panic), no thread of the run is
@@ -802,6 +817,7 @@ pub(crate) fn measure(
         let mut sampler = Sampler::new(config, first, &kinds, queries, rows_at_start);
         sampler.sample_until_done(system, &shared);
         shared.stop.store(true, Ordering::Release);
+        let stopped_at = Instant::now();
         for (role, thread) in workers {
             if thread.join().is_err() {
                 shared.fail(LabError::ThreadFailed(format!("{role} panicked")));
@@ -834,7 +850,11 @@ pub(crate) fn measure(
                     .collect()
             })
             .unwrap_or_default();
-        Ok(sampler.finish(run_seconds, &latency, latency_by_kind))
+        let mut measured = sampler.finish(run_seconds, &latency, latency_by_kind);
+        measured.paced = workload
+            .paced()
+            .map(|paced| paced.result(&measured.totals, run_seconds, stopped_at));
+        Ok(measured)
     })?;
     match shared.error.into_inner() {
         Ok(Some(error)) => Err(error),
@@ -1201,6 +1221,12 @@ fn run_oltp(
             if !sleep_until(due, stop) {
                 break;
             }
+        }
+        // A paced worker's transactions are due when their terminals submitted them.
+        match worker.next_submission(stop)? {
+            Submission::ClosedLoop => {}
+            Submission::At(submitted) => due = submitted,
+            Submission::Stopped => break,
         }
         match worker.run_one(isolation)? {
             TxnOutcome::Committed { kind, work } => {
@@ -1856,6 +1882,7 @@ impl<'c> Sampler<'c> {
             stopped_early: self.stopped_early,
             latency: latency_by_kind,
             fixed_rate,
+            paced: None,
             run_seconds,
             samples: self.samples,
             totals,

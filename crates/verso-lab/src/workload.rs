@@ -236,11 +236,57 @@ impl From<std::io::Error> for LabError {
     }
 }
 
+/// When the transaction of an OLTP worker's next attempt was submitted
+/// ([`OltpWorker::next_submission`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submission {
+    /// Closed loop: as soon as the worker is free (the runner measures its latency from
+    /// the previous commit, or from its `--target-rate` slot).
+    ClosedLoop,
+    /// A terminal submitted it at this instant (paced TPC-C); the runner measures its
+    /// response time from then, so the time it queued for a free worker counts.
+    At(std::time::Instant),
+    /// The run stopped while the worker waited for a submission.
+    Stopped,
+}
+
 /// One OLTP worker: runs one transaction attempt per call.
 pub trait OltpWorker {
     /// Run one transaction (one attempt, no retry: the runner counts aborts) at `isolation`.
     /// Retryable engine errors become [`TxnOutcome::Aborted`]; any other error is returned.
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError>;
+
+    /// Called by the runner before every attempt. A worker whose transactions are
+    /// submitted by terminals on their own schedule (`workloads::tpcc::paced`) waits here
+    /// until one is due, claims it, and says when it was submitted; a retry after a
+    /// conflict returns the same instant. Returns [`Submission::Stopped`] once `stop` is
+    /// set while it waits. The default, closed loop, returns at once.
+    fn next_submission(
+        &mut self,
+        _stop: &std::sync::atomic::AtomicBool,
+    ) -> Result<Submission, LabError> {
+        Ok(Submission::ClosedLoop)
+    }
+}
+
+/// A workload whose OLTP transactions are submitted by simulated terminals, each paced by
+/// keying and think times, instead of as fast as the workers go (`verso tpcc
+/// --terminals-per-warehouse`): the offered load is set by the terminals, and the workers
+/// are the pool of connections that serve them.
+pub trait PacedWorkload: Sync {
+    /// Resets the terminals for a new run seeded with `seed` (each configuration's run
+    /// starts from the same state).
+    fn begin_run(&self, seed: u64) -> Result<(), LabError>;
+
+    /// What the terminals offered and what became of it over the run just measured, from
+    /// the runner's `totals`, its run time, and when it told the workers to stop (what
+    /// was still queued then).
+    fn result(
+        &self,
+        totals: &crate::metrics::Totals,
+        run_seconds: f64,
+        stopped_at: std::time::Instant,
+    ) -> crate::metrics::PacedResult;
 }
 
 /// One OLAP worker: runs one analytical query per call.
@@ -335,6 +381,12 @@ pub trait Workload: Sync {
     /// has phases).
     fn phases(&self) -> Phases {
         Phases::WHOLE_RUN
+    }
+
+    /// The terminals that submit its transactions, if it is paced ([`PacedWorkload`]);
+    /// `None`, the default, runs closed loop.
+    fn paced(&self) -> Option<&dyn PacedWorkload> {
+        None
     }
 
     /// Checks the workload's consistency conditions (TPC-C clause 3.3.2 for TPC-C and CH);

@@ -351,6 +351,23 @@ impl TpccSqlWorker {
     }
 }
 
+impl TpccSqlWorker {
+    /// Runs one attempt of transaction `kind` with `terminal`'s inputs instead of this
+    /// worker's own: paced TPC-C's terminals (`crate::workloads::tpcc::paced`) share a
+    /// few connections.
+    pub fn run_as(
+        &mut self,
+        terminal: &mut Terminal,
+        kind: usize,
+        isolation: Isolation,
+    ) -> Result<TxnOutcome, LabError> {
+        std::mem::swap(&mut self.terminal, terminal);
+        let outcome = self.run(kind, isolation);
+        std::mem::swap(&mut self.terminal, terminal);
+        outcome
+    }
+}
+
 impl OltpWorker for TpccSqlWorker {
     fn run_one(&mut self, isolation: Isolation) -> Result<TxnOutcome, LabError> {
         let kind = self.terminal.next_kind();

@@ -6,13 +6,17 @@
 //! - [`terminal`]: what each transaction is asked to do, drawn as the specification says;
 //! - [`transactions`]: the five transactions and the terminal ([`TpccWorker`]);
 //! - [`stock_scan`]: Wu et al.'s StockScan, the workload's analytical query;
-//! - [`consistency`]: the twelve consistency conditions of clause 3.3.2.
+//! - [`consistency`]: the twelve consistency conditions of clause 3.3.2;
+//! - [`pacing`] and [`paced`]: terminals paced by keying and think times over a pool of
+//!   connections (DBT2's model, `--terminals-per-warehouse`).
 //!
 //! Design notes, including where this departs from the specification:
 //! `docs/design/tpcc.md`.
 
 pub mod consistency;
 mod load;
+pub mod paced;
+pub mod pacing;
 pub mod random;
 pub mod schema;
 pub mod stock_scan;

@@ -228,6 +228,20 @@ impl<'db> TpccWorker<'db> {
         }
     }
 
+    /// Runs one attempt of transaction `kind` with `terminal`'s inputs instead of this
+    /// worker's own: paced TPC-C's terminals (`super::paced`) share a few workers.
+    pub fn run_as(
+        &mut self,
+        terminal: &mut Terminal,
+        kind: usize,
+        isolation: Isolation,
+    ) -> Result<TxnOutcome, LabError> {
+        std::mem::swap(&mut self.terminal, terminal);
+        let outcome = self.run(kind, isolation);
+        std::mem::swap(&mut self.terminal, terminal);
+        outcome
+    }
+
     /// Customer selection by last name (clause 2.5.2.2): of the customers with this last
     /// name in the district, sorted by first name, the one at position ceil(n / 2).
     fn customer_by_last_name(
