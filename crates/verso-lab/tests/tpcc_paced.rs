@@ -10,7 +10,9 @@ use verso_lab::metrics::RunResult;
 use verso_lab::peers::{PeerKind, PeerSpec};
 use verso_lab::rng::SplitMix64;
 use verso_lab::runner::{run_configuration, RunConfig, StopAfter};
-use verso_lab::workloads::tpcc::paced::{PacedOptions, PacedTpcc};
+use verso_lab::workloads::tpcc::paced::{
+    backoff, PacedOptions, PacedTpcc, FIRST_BACKOFF, MAX_BACKOFF,
+};
 use verso_lab::workloads::tpcc::pacing::{
     Pacing, KEYING_SECONDS, MEAN_THINK_SECONDS, MIX_SHARES, THINK_TRUNCATION,
 };
@@ -107,12 +109,47 @@ fn the_pacing_divides_think_times_and_fixes_the_offered_load() {
     assert!((ratio / 250.0 - 1.0).abs() < 1e-6, "{ratio}");
 }
 
+/// A review found conflicts retried at once, about ten aborts per conflict: the retry
+/// mostly met the same running writer again. The back-off is random below a ceiling that
+/// doubles with each conflict in a row, from the first back-off up to the last.
+#[test]
+fn a_conflicts_back_off_is_random_below_a_doubling_ceiling() {
+    assert_eq!(backoff(0, 0.0), Duration::ZERO);
+    let top = 1.0 - f64::EPSILON;
+    assert!(backoff(0, top) <= FIRST_BACKOFF && backoff(0, top) > FIRST_BACKOFF / 2);
+    for conflicts in 0..4 {
+        let ceiling = FIRST_BACKOFF * (1 << conflicts);
+        let half = backoff(conflicts, 0.5);
+        assert!(
+            half.abs_diff(ceiling / 2) < Duration::from_nanos(2),
+            "{conflicts}: {half:?} against a ceiling of {ceiling:?}"
+        );
+    }
+    for conflicts in [6, 20, 1_000, u32::MAX] {
+        assert!(backoff(conflicts, top) <= MAX_BACKOFF);
+        assert!(
+            backoff(conflicts, top) > MAX_BACKOFF * 99 / 100,
+            "{conflicts}"
+        );
+    }
+    let mut rng = SplitMix64::new(7);
+    let draws: Vec<Duration> = (0..1000).map(|_| backoff(3, rng.next_f64())).collect();
+    let mean = draws.iter().sum::<Duration>() / 1000;
+    let ceiling = FIRST_BACKOFF * 8;
+    assert!(
+        mean > ceiling * 45 / 100 && mean < ceiling * 55 / 100,
+        "uniform below the ceiling: mean {mean:?} of {ceiling:?}"
+    );
+}
+
 #[test]
 fn bad_pacings_and_terminal_counts_are_refused() {
-    for pacing in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+    // 1e-19 once panicked: TPC-C's times multiplied by 10^19 overflow a duration.
+    for pacing in [0.0, -2.0, f64::NAN, f64::INFINITY, 1e-19, 0.0009] {
         let error = Pacing::new(pacing).expect_err("refused").to_string();
-        assert!(error.contains("positive"), "{pacing}: {error}");
+        assert!(error.contains("at least 0.001"), "{pacing}: {error}");
     }
+    assert!(Pacing::new(0.001).is_ok());
     let options = |terminals_per_warehouse, pacing| PacedOptions {
         terminals_per_warehouse,
         pacing,
@@ -317,11 +354,11 @@ fn options_a_paced_run_cannot_take_are_refused_with_a_reason() {
         ),
         (
             vec!["--terminals-per-warehouse", "4", "--pacing", "0"],
-            "positive",
+            "at least 0.001",
         ),
         (
             vec!["--terminals-per-warehouse", "4", "--pacing", "-5"],
-            "positive",
+            "at least 0.001",
         ),
         (
             vec!["--terminals-per-warehouse", "4", "--target-rate", "100"],
@@ -379,4 +416,23 @@ fn a_paced_run_on_each_peer_counts_consistently() {
         let run = run_configuration(&workload, &config).expect("a consistent paced peer run");
         check_counts_against_commits(&run);
     }
+}
+
+/// Clause 2.8.1.1: a terminal's Stock-Level district is constant (a review found paced
+/// terminals drawing it per transaction); the closed loop's workers still draw it.
+#[test]
+fn a_paced_terminal_keeps_its_stock_level_district() {
+    use verso_lab::workloads::tpcc::terminal::Terminal;
+    let config = TpccConfig::standard(2);
+    let mut fixed = Terminal::new(&config, 1, 2, 11).unwrap();
+    fixed.fix_stock_level_district(7);
+    let mut drawn = Terminal::new(&config, 1, 2, 11).unwrap();
+    let mut drawn_districts = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        let (w_id, d_id, threshold) = fixed.stock_level();
+        assert_eq!((w_id, d_id), (2, 7));
+        assert!((10..=20).contains(&threshold));
+        drawn_districts.insert(drawn.stock_level().1);
+    }
+    assert!(drawn_districts.len() > 5, "{drawn_districts:?}");
 }

@@ -32,9 +32,18 @@ pub const MEAN_THINK_SECONDS: [f64; KINDS] = kinds(12.0, 12.0, 10.0, 5.0, 5.0);
 pub const MIX_SHARES: [f64; KINDS] = kinds(0.45, 0.43, 0.04, 0.04, 0.04);
 
 /// Think times are truncated at this multiple of their mean (clause 5.2.5.4 asks that
-/// the distribution reach at least ten times its mean; DBT2 and most drivers cut it
-/// there, so that one draw from the far tail cannot idle a terminal for the whole run).
+/// the distribution reach at least ten times its mean; cut there, one draw from the far
+/// tail cannot idle a terminal for the whole run. DBT2's draw, -ln(r + 10^-6), stops near
+/// 13.8 times.)
 pub const THINK_TRUNCATION: f64 = 10.0;
+
+/// New-Order's share that rolls back by design, with an unused item (clause 2.4.1.4;
+/// [`super::terminal::Terminal::new_order`] draws it).
+pub const NEW_ORDER_ROLLBACK_SHARE: f64 = 0.01;
+
+/// The smallest `--pacing`: a thousand times TPC-C's times (a New-Order keyed for five
+/// hours) is far beyond any run, and smaller factors overflow a duration.
+pub const MIN_PACING: f64 = 0.001;
 
 /// Five per-type values in the order of [`super::TRANSACTION_KINDS`].
 const fn kinds(
@@ -63,10 +72,10 @@ impl Pacing {
     /// The times divided by `factor`, which must be a positive, finite number (1: the
     /// specification's own times).
     pub fn new(factor: f64) -> Result<Pacing, LabError> {
-        if !(factor.is_finite() && factor > 0.0) {
+        if !(factor.is_finite() && factor >= MIN_PACING) {
             return Err(LabError::BadOption(format!(
                 "--pacing {factor}: keying and think times are divided by it, so it must be \
-                 a positive number (1: TPC-C's own times)"
+                 a number of at least {MIN_PACING} (1: TPC-C's own times)"
             )));
         }
         Ok(Pacing { factor })

@@ -66,6 +66,9 @@ pub struct Terminal {
     random: TpccRandom,
     home_warehouses: Vec<i64>,
     last_name: String,
+    /// Stock-Level's district when the terminal has one of its own (paced terminals,
+    /// clause 2.8.1.1); else drawn per transaction.
+    stock_level_district: Option<i64>,
 }
 
 impl Terminal {
@@ -101,7 +104,17 @@ impl Terminal {
             random: TpccRandom::new(seed ^ (worker as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)),
             home_warehouses,
             last_name: String::with_capacity(16),
+            stock_level_district: None,
         })
+    }
+
+    /// Gives the terminal district `d_id` of its warehouse for every Stock-Level, as
+    /// clause 2.8.1.1 asks of a terminal (a constant, unique `(W_ID, D_ID)` per terminal
+    /// of a warehouse) and DBT2's terminals do. Paced terminals have one; the closed
+    /// loop's workers, which are no terminals, draw it per transaction.
+    pub fn fix_stock_level_district(&mut self, d_id: i64) {
+        debug_assert!((1..=i64::from(self.config.districts_per_warehouse)).contains(&d_id));
+        self.stock_level_district = Some(d_id);
     }
 
     /// The last name the latest [`CustomerChoice::LastName`] asked for.
@@ -247,7 +260,10 @@ impl Terminal {
     /// Stock-Level's input (clause 2.8.1): warehouse, district and threshold.
     pub fn stock_level(&mut self) -> (i64, i64, i64) {
         let w_id = self.home_warehouse();
-        let d_id = self.district_id();
+        let d_id = match self.stock_level_district {
+            Some(d_id) => d_id,
+            None => self.district_id(),
+        };
         (w_id, d_id, self.random.uniform(10, 20))
     }
 }
