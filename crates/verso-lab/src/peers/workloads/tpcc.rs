@@ -352,19 +352,10 @@ impl TpccSqlWorker {
 }
 
 impl TpccSqlWorker {
-    /// Runs one attempt of transaction `kind` with `terminal`'s inputs instead of this
-    /// worker's own: paced TPC-C's terminals (`crate::workloads::tpcc::paced`) share a
-    /// few connections.
-    pub fn run_as(
-        &mut self,
-        terminal: &mut Terminal,
-        kind: usize,
-        isolation: Isolation,
-    ) -> Result<TxnOutcome, LabError> {
-        std::mem::swap(&mut self.terminal, terminal);
-        let outcome = self.run(kind, isolation);
-        std::mem::swap(&mut self.terminal, terminal);
-        outcome
+    /// The worker's inputs (paced TPC-C swaps a terminal's in for an attempt:
+    /// `crate::workloads::tpcc::paced::TerminalTransactions`).
+    pub fn terminal_mut(&mut self) -> &mut Terminal {
+        &mut self.terminal
     }
 }
 

@@ -370,34 +370,44 @@ impl PacedTpcc {
 
 /// What runs a terminal's transactions on a connection: Verso's worker or a peer's.
 pub trait TerminalTransactions {
-    /// Runs one attempt of transaction `kind` with `terminal`'s inputs.
-    fn run_as(
-        &mut self,
-        terminal: &mut Terminal,
-        kind: usize,
-        isolation: Isolation,
-    ) -> Result<TxnOutcome, LabError>;
-}
+    /// The worker's own inputs, which a paced terminal's stand in for during an attempt.
+    fn own_terminal(&mut self) -> &mut Terminal;
 
-impl TerminalTransactions for TpccWorker<'_> {
+    /// Runs one attempt of transaction `kind` with the worker's current inputs.
+    fn run_kind(&mut self, kind: usize, isolation: Isolation) -> Result<TxnOutcome, LabError>;
+
+    /// Runs one attempt of transaction `kind` with `terminal`'s inputs instead of the
+    /// worker's own: paced terminals share a few connections.
     fn run_as(
         &mut self,
         terminal: &mut Terminal,
         kind: usize,
         isolation: Isolation,
     ) -> Result<TxnOutcome, LabError> {
-        TpccWorker::run_as(self, terminal, kind, isolation)
+        std::mem::swap(self.own_terminal(), terminal);
+        let outcome = self.run_kind(kind, isolation);
+        std::mem::swap(self.own_terminal(), terminal);
+        outcome
+    }
+}
+
+impl TerminalTransactions for TpccWorker<'_> {
+    fn own_terminal(&mut self) -> &mut Terminal {
+        self.terminal_mut()
+    }
+
+    fn run_kind(&mut self, kind: usize, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        self.run(kind, isolation)
     }
 }
 
 impl TerminalTransactions for TpccSqlWorker {
-    fn run_as(
-        &mut self,
-        terminal: &mut Terminal,
-        kind: usize,
-        isolation: Isolation,
-    ) -> Result<TxnOutcome, LabError> {
-        TpccSqlWorker::run_as(self, terminal, kind, isolation)
+    fn own_terminal(&mut self) -> &mut Terminal {
+        self.terminal_mut()
+    }
+
+    fn run_kind(&mut self, kind: usize, isolation: Isolation) -> Result<TxnOutcome, LabError> {
+        self.run(kind, isolation)
     }
 }
 

@@ -228,18 +228,10 @@ impl<'db> TpccWorker<'db> {
         }
     }
 
-    /// Runs one attempt of transaction `kind` with `terminal`'s inputs instead of this
-    /// worker's own: paced TPC-C's terminals (`super::paced`) share a few workers.
-    pub fn run_as(
-        &mut self,
-        terminal: &mut Terminal,
-        kind: usize,
-        isolation: Isolation,
-    ) -> Result<TxnOutcome, LabError> {
-        std::mem::swap(&mut self.terminal, terminal);
-        let outcome = self.run(kind, isolation);
-        std::mem::swap(&mut self.terminal, terminal);
-        outcome
+    /// The worker's inputs (paced TPC-C swaps a terminal's in for an attempt:
+    /// `crate::workloads::tpcc::paced::TerminalTransactions`).
+    pub fn terminal_mut(&mut self) -> &mut Terminal {
+        &mut self.terminal
     }
 
     /// Customer selection by last name (clause 2.5.2.2): of the customers with this last
