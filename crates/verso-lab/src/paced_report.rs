@@ -26,11 +26,17 @@ fn ms(us: f64) -> String {
     }
 }
 
-/// `p50 / p90 / p99` of one type's response times, in milliseconds ("-" if none
-/// committed).
+/// `mean / p50 / p90 / p99` of one type's response times, in milliseconds ("-" if none
+/// committed). SI-CV's figures plot the mean.
 fn percentiles(latency: Option<&LatencySummary>) -> String {
     match latency {
-        Some(l) if l.count > 0 => format!("{} / {} / {}", ms(l.p50), ms(l.p90), ms(l.p99)),
+        Some(l) if l.count > 0 => format!(
+            "{} / {} / {} / {}",
+            ms(l.mean),
+            ms(l.p50),
+            ms(l.p90),
+            ms(l.p99)
+        ),
         _ => "-".to_owned(),
     }
 }
@@ -71,10 +77,10 @@ pub fn load_cells(runs: &[RunResult]) -> Option<(Vec<&'static str>, Vec<Vec<Stri
     (!rows.is_empty()).then_some((header, rows))
 }
 
-/// The paced runs' response times: header and one row per paced run, p50 / p90 / p99 in
-/// milliseconds for each type; `None` if none was paced.
+/// The paced runs' response times: header and one row per paced run, mean / p50 / p90 /
+/// p99 in milliseconds for each type; `None` if none was paced.
 pub fn response_time_cells(runs: &[RunResult]) -> Option<(Vec<&'static str>, Vec<Vec<String>>)> {
-    let mut header = vec!["response ms p50/p90/p99"];
+    let mut header = vec!["response ms mean/p50/p90/p99"];
     header.extend(TYPES.iter().map(|(_, shown)| *shown));
     let rows: Vec<Vec<String>> = runs
         .iter()

@@ -336,7 +336,7 @@ fn the_command_line_reports_notpm_and_response_times_in_text_json_and_the_report
     assert!(paced["notpm"].as_f64().expect("notpm") > 0.0, "{paced}");
     assert!(run["latency"]["NewOrder"]["p90"].as_f64().expect("p90") > 0.0);
     let html = std::fs::read_to_string(report_dir.join("index.html")).expect("the report");
-    for shown in ["Paced TPC-C", "NOTPM", "response ms p50/p90/p99"] {
+    for shown in ["Paced TPC-C", "NOTPM", "response ms mean/p50/p90/p99"] {
         assert!(html.contains(shown), "{shown} not in the report");
     }
     // A closed-loop run has none.
@@ -435,4 +435,25 @@ fn a_paced_terminal_keeps_its_stock_level_district() {
         drawn_districts.insert(drawn.stock_level().1);
     }
     assert!(drawn_districts.len() > 5, "{drawn_districts:?}");
+}
+
+/// The offered load is computed from `MIX_SHARES`; the terminals draw their types with
+/// `Terminal::next_kind`. The two must agree (a review found nothing comparing them).
+#[test]
+fn the_mix_the_terminals_draw_is_the_mix_the_offered_load_assumes() {
+    use verso_lab::workloads::tpcc::terminal::Terminal;
+    let mut terminal = Terminal::new(&TpccConfig::standard(1), 0, 1, 5).unwrap();
+    let draws = 200_000;
+    let mut counts = [0u64; 5];
+    for _ in 0..draws {
+        counts[terminal.next_kind()] += 1;
+    }
+    for (kind, &count) in counts.iter().enumerate() {
+        let share = count as f64 / draws as f64;
+        assert!(
+            (share - MIX_SHARES[kind]).abs() < 0.005,
+            "type {kind}: drawn {share}, assumed {}",
+            MIX_SHARES[kind]
+        );
+    }
 }
