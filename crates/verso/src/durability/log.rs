@@ -91,6 +91,11 @@ pub(crate) const LOG_FORMAT_VERSION: u32 = 1;
 /// Above this many buffered bytes a committer under `Async` writes the buffer itself
 /// instead of leaving it to the interval.
 const MAX_BUFFERED_BYTES: usize = 64 << 20;
+/// A written batch's buffer keeps at most this much capacity for the next one: a group
+/// of commits needs far less, and a backlog written once (hint images of a read-only scan
+/// after a checkpoint, up to [`MAX_BUFFERED_BYTES`]) must not stay resident for the
+/// log's lifetime in both swapped buffers.
+const KEPT_BUFFER_BYTES: usize = 1 << 20;
 
 /// A segment's file name.
 pub(crate) fn segment_name(start_lsn: u64) -> String {
@@ -786,6 +791,7 @@ impl Log {
         }
         let result = self.write_batch(io, start, &batch, records);
         batch.clear();
+        batch.shrink_to(KEPT_BUFFER_BYTES);
         io.spare_buffer = batch;
         result?;
         let written = self.written.load(Ordering::Acquire);
@@ -1126,6 +1132,38 @@ mod tests {
             planted_bug: None,
         };
         Log::start(&settings, 0, 0, Vec::new(), Vec::new()).unwrap()
+    }
+
+    /// Found by measuring the disk engine's memory (docs/known-issues.md): a backlog
+    /// written once, such as the hint images of a read-only scan after a checkpoint, left
+    /// both swapped buffers at its size for the log's lifetime (about 1.2 times the buffer
+    /// pool of resident memory). A written batch's buffer now keeps at most
+    /// `KEPT_BUFFER_BYTES`.
+    #[test]
+    fn regression_a_large_backlog_does_not_stay_resident_in_the_buffers() {
+        use crate::fs::simulated::SimulatedFileSystem;
+        let fs = SimulatedFileSystem::new(3);
+        let log = sync_log(Arc::new(fs), 1);
+        let body = vec![7u8; 64 << 10];
+        // Two backlogs of 8 MiB each, so that both buffers have held one.
+        for _ in 0..2 {
+            for _ in 0..128 {
+                log.append(&mut FramedRecord::with_body(&body), false)
+                    .unwrap();
+            }
+            log.flush(true).unwrap();
+        }
+        let appended = log.append.lock().buffer.capacity();
+        let spare = log.io.lock().spare_buffer.capacity();
+        assert!(
+            appended <= KEPT_BUFFER_BYTES && spare <= KEPT_BUFFER_BYTES,
+            "capacities after the backlogs: {appended} and {spare} bytes"
+        );
+        // Small groups still reuse their buffer.
+        log.append(&mut FramedRecord::with_body(b"small"), true)
+            .unwrap();
+        log.flush(true).unwrap();
+        assert_eq!(log.durable(), log.written());
     }
 
     /// Found by CI (`durability::what_the_flusher_made_durable_survives_a_power_loss`, the
