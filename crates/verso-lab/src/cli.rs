@@ -254,7 +254,8 @@ pub struct CommonArgs {
     pub chain_consolidation: Option<verso::ChainConsolidation>,
     /// Run several configurations one after the other, each on a freshly loaded database
     /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
-    /// storage, protocol, index-pointers, non-inline or system (verso and peers), e.g.
+    /// storage, protocol, index-pointers, non-inline, eviction (the disk engine's) or system
+    /// (verso and peers), e.g.
     /// `--compare storage=delta,append-n2o`; a bare list compares collectors
     /// (`--compare steam,watermark`). The other axes keep their options' values.
     #[arg(long, value_name = "AXIS=A,B,...", value_parser = crate::compare::parse)]
@@ -283,6 +284,10 @@ pub struct CommonArgs {
     /// versions that leave them alone, with a reference count) [default: packed].
     #[arg(long, value_parser = parse_non_inline)]
     pub non_inline: Option<NonInline>,
+    /// Which page the disk engine's buffer pool evicts (with --disk): clock (a CLOCK
+    /// sweep, as PostgreSQL's) or lru2 (LRU-K with K = 2) [default: clock].
+    #[arg(long, value_parser = parse_eviction, requires = "disk")]
+    pub eviction: Option<verso::disk::ReplacementPolicy>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
     /// process's allocator (mimalloc, with per-thread heaps)].
@@ -476,6 +481,10 @@ impl DurabilityArgs {
                         verso::GarbageCollector::Vacuum => "disk-heap".into(),
                         _ => "disk-heap-eager".into(),
                     };
+                    let eviction = config.options.buffer_pool_eviction;
+                    if eviction != verso::disk::ReplacementPolicy::default() {
+                        config.label = format!("{}-{}", config.label, eviction.name());
+                    }
                 }
                 let held = if config.hold_snapshot { "-held" } else { "" };
                 // A label may hold any character (`--compare` values): only the safe ones
@@ -856,6 +865,10 @@ fn parse_index_pointers(name: &str) -> Result<IndexPointers, String> {
     IndexPointers::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_eviction(name: &str) -> Result<verso::disk::ReplacementPolicy, String> {
+    verso::disk::ReplacementPolicy::from_name(name)
+}
+
 fn parse_non_inline(name: &str) -> Result<NonInline, String> {
     NonInline::from_name(name).map_err(|e| e.to_string())
 }
@@ -1178,7 +1191,8 @@ impl VersoAxes {
             .version_storage(common.storage.unwrap_or_default())
             .concurrency_control(common.protocol.unwrap_or_default())
             .index_pointers(common.index_pointers.unwrap_or_default())
-            .non_inline(common.non_inline.unwrap_or_default());
+            .non_inline(common.non_inline.unwrap_or_default())
+            .buffer_pool_eviction(common.eviction.unwrap_or_default());
         base.memory_spaces = common.memory_spaces;
         base.chain_consolidation = common.chain_consolidation.unwrap_or_default();
         if common.pm_line.is_some() || common.pm_write_share.is_some() {
@@ -1205,6 +1219,7 @@ impl VersoAxes {
             Compared::Protocols(_) => common.protocol.is_some(),
             Compared::IndexPointers(_) => common.index_pointers.is_some(),
             Compared::NonInline(_) => common.non_inline.is_some(),
+            Compared::Evictions(_) => common.eviction.is_some(),
             Compared::Systems(_) => !peer_args.peers.is_empty(),
         };
         if set_too {
@@ -1229,6 +1244,7 @@ impl VersoAxes {
             Compared::Protocols(v) => each(&|o, i| o.concurrency_control(v[i])),
             Compared::IndexPointers(v) => each(&|o, i| o.index_pointers(v[i])),
             Compared::NonInline(v) => each(&|o, i| o.non_inline(v[i])),
+            Compared::Evictions(v) => each(&|o, i| o.buffer_pool_eviction(v[i])),
             Compared::Systems(v) => {
                 let spec = |kind: PeerKind| {
                     let mut spec = PeerSpec::new(kind);

@@ -5,6 +5,7 @@
 //! pointers, out-of-line values) and the system (Verso beside the peers). A bare list
 //! (`--compare steam,watermark`) compares collectors, as before axes existed.
 
+use verso::disk::ReplacementPolicy;
 use verso::research::NonInline;
 use verso::{ConcurrencyControl, GarbageCollector, IndexPointers, VersionStorageKind};
 
@@ -27,18 +28,21 @@ pub enum Compared {
     IndexPointers(Vec<IndexPointers>),
     /// `non-inline=`: how long values are stored.
     NonInline(Vec<NonInline>),
+    /// `eviction=`: the disk engine's buffer-pool eviction policies.
+    Evictions(Vec<ReplacementPolicy>),
     /// `system=`: Verso (`verso`, with the run's own options) and peers, run on the same
     /// data and seed (`None` is Verso).
     Systems(Vec<Option<PeerKind>>),
 }
 
 /// The axes by name, as `--compare` takes them.
-pub const AXES: [&str; 6] = [
+pub const AXES: [&str; 7] = [
     "gc",
     "storage",
     "protocol",
     "index-pointers",
     "non-inline",
+    "eviction",
     "system",
 ];
 
@@ -52,6 +56,7 @@ impl Compared {
             Compared::Protocols(_) => "protocol",
             Compared::IndexPointers(_) => "index-pointers",
             Compared::NonInline(_) => "non-inline",
+            Compared::Evictions(_) => "eviction",
             Compared::Systems(_) => "system",
         }
     }
@@ -64,6 +69,7 @@ impl Compared {
             Compared::Protocols(v) => v.iter().map(|x| x.short_name()).collect(),
             Compared::IndexPointers(v) => v.iter().map(|x| x.name()).collect(),
             Compared::NonInline(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Evictions(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Systems(v) => v.iter().map(|x| x.map_or(VERSO, PeerKind::name)).collect(),
         }
     }
@@ -105,6 +111,7 @@ pub fn parse(text: &str) -> Result<Compared, String> {
         "non-inline" => Compared::NonInline(each(&values, |v| {
             NonInline::from_name(v).map_err(|e| e.to_string())
         })?),
+        "eviction" => Compared::Evictions(each(&values, ReplacementPolicy::from_name)?),
         "system" => Compared::Systems(each(&values, |v| match v {
             VERSO => Ok(None),
             peer => PeerKind::from_name(peer)

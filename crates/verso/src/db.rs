@@ -691,6 +691,8 @@ pub struct Options {
     pub disk: Option<std::path::PathBuf>,
     /// The disk engine's buffer pool, in bytes ([`DEFAULT_BUFFER_POOL_BYTES`] by default).
     pub buffer_pool_bytes: usize,
+    /// Which page the disk engine's buffer pool evicts ([`Options::buffer_pool_eviction`]).
+    pub buffer_pool_eviction: crate::disk::ReplacementPolicy,
     /// How often the disk engine's autovacuum wakes to vacuum the tables past their
     /// dead-tuple threshold (`None`: never; vacuum runs only from
     /// [`Database::collect_garbage`]). Default 60 s, PostgreSQL's `autovacuum_naptime`.
@@ -754,6 +756,7 @@ impl Default for Options {
             persistent_memory: None,
             disk: None,
             buffer_pool_bytes: DEFAULT_BUFFER_POOL_BYTES,
+            buffer_pool_eviction: crate::disk::ReplacementPolicy::default(),
             autovacuum_naptime: Some(std::time::Duration::from_secs(60)),
         }
     }
@@ -865,6 +868,14 @@ impl Options {
     /// Options with a buffer pool of this many bytes (the disk engine only).
     pub fn buffer_pool(mut self, bytes: usize) -> Self {
         self.buffer_pool_bytes = bytes;
+        self
+    }
+
+    /// Options with this eviction policy in the buffer pool (the disk engine only; CLOCK by
+    /// default, as PostgreSQL's clock sweep; docs/design/buffer-pool.md says how the
+    /// policies compare on TPC-C).
+    pub fn buffer_pool_eviction(mut self, policy: crate::disk::ReplacementPolicy) -> Self {
+        self.buffer_pool_eviction = policy;
         self
     }
 
@@ -1201,6 +1212,12 @@ impl Options {
             return refuse(
                 "a buffer pool size applies only to the disk engine: set Options::disk".into(),
             );
+        } else if self.buffer_pool_eviction != crate::disk::ReplacementPolicy::default() {
+            return refuse(
+                "a buffer pool eviction policy applies only to the disk engine: set \
+                 Options::disk"
+                    .into(),
+            );
         }
         if self.path.is_none() && self.disk.is_none() {
             let persistent_only = [
@@ -1513,6 +1530,7 @@ impl Database {
                 dir: dir.clone(),
                 durability: options.durability.unwrap_or_default(),
                 buffer_pool_bytes: options.buffer_pool_bytes,
+                eviction: options.buffer_pool_eviction,
                 segment_bytes: options.log_segment_bytes,
                 autovacuum_naptime: options.autovacuum_naptime,
                 checkpoint_after_log_bytes: options.checkpoint_after_log_bytes,

@@ -121,6 +121,8 @@ pub(crate) struct DiskEngine {
     pub(crate) counters: Counters,
     /// Every table's heap prunes by this rule.
     pruning: crate::disk::heap_file::Pruning,
+    /// The buffer pool's eviction policy (named in the design).
+    eviction: ReplacementPolicy,
 }
 
 /// Transaction and version counters of the disk engine, in the in-memory engine's terms
@@ -167,6 +169,7 @@ pub(crate) struct DiskSettings {
     pub(crate) dir: PathBuf,
     pub(crate) durability: crate::Durability,
     pub(crate) buffer_pool_bytes: usize,
+    pub(crate) eviction: ReplacementPolicy,
     pub(crate) segment_bytes: u64,
     pub(crate) autovacuum_naptime: Option<std::time::Duration>,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
@@ -197,6 +200,7 @@ impl DiskEngine {
             dir,
             durability,
             buffer_pool_bytes,
+            eviction,
             segment_bytes,
             autovacuum_naptime,
             checkpoint_after_log_bytes,
@@ -210,7 +214,7 @@ impl DiskEngine {
         let log = recovering.log();
         let pool = Arc::new(BufferPool::with_bytes(
             buffer_pool_bytes,
-            ReplacementPolicy::Clock,
+            eviction,
             Arc::clone(&log) as Arc<dyn WriteAheadLog>,
         ));
         attach(&*fs, &pool, &dir, COMMIT_LOG_FILE, "xact")?;
@@ -247,6 +251,7 @@ impl DiskEngine {
             autovacuum: Mutex::new(None),
             counters: Counters::default(),
             pruning,
+            eviction,
         };
         {
             let mut names = engine.names.lock();
@@ -326,7 +331,11 @@ impl DiskEngine {
             crate::disk::heap_file::Pruning::Horizon => "vacuum",
             crate::disk::heap_file::Pruning::Eager => "steam+vacuum",
         };
-        format!("disk-heap/{pruning}/si-first-updater-wins")
+        let eviction = match self.eviction {
+            ReplacementPolicy::Clock => "",
+            ReplacementPolicy::Lru2 => "/lru2",
+        };
+        format!("disk-heap/{pruning}/si-first-updater-wins{eviction}")
     }
 
     /// Creates a table: its files are made and listed in the catalog durably (DE1) before
