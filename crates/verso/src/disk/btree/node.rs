@@ -29,6 +29,8 @@ use crate::disk::page::{PAGE_HEADER_BYTES, PAGE_SIZE};
 /// The bytes of a node's body.
 pub(crate) const BODY: usize = PAGE_SIZE - PAGE_HEADER_BYTES;
 const HEADER: usize = 16;
+/// The room a node has for entries (cells and their slots).
+pub(crate) const NODE_ROOM: usize = BODY - HEADER;
 const SLOT: usize = 2;
 const CELL_HEADER: usize = 4;
 
