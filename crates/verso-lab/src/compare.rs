@@ -170,6 +170,7 @@ mod tests {
                 "non-inline",
                 vec!["packed", "shared"],
             ),
+            ("eviction=lru2,clock", "eviction", vec!["lru2", "clock"]),
             (
                 "system=verso,postgres,sqlite",
                 "system",

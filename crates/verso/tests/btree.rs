@@ -427,7 +427,11 @@ fn a_zeroed_or_torn_node_page_is_corruption_not_a_panic() {
 fn pages_after_inserting(keys: &[Vec<u8>]) -> u32 {
     let fs = disk();
     let file = fs.open(Path::new(FILE), OpenMode::CreateNew).unwrap();
-    let pool = Arc::new(BufferPool::new(64, ReplacementPolicy::Clock, Arc::new(Unlogged)));
+    let pool = Arc::new(BufferPool::new(
+        64,
+        ReplacementPolicy::Clock,
+        Arc::new(Unlogged),
+    ));
     pool.attach(FileNo(0), Path::new(FILE), file).unwrap();
     let tree = BTree::open(Arc::clone(&pool), FileNo(0)).unwrap();
     for key in keys {

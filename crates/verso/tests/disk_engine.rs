@@ -427,12 +427,28 @@ fn the_disk_engine_refuses_the_in_memory_engine_s_choices_at_open() {
             other => panic!("{words}: {other:?}"),
         }
     }
-    match Database::open(Options::default().buffer_pool(1 << 20)) {
-        Err(Error::UnsupportedConfiguration { reason }) => {
-            assert!(reason.contains("disk engine"), "{reason}")
+    for in_memory in [
+        Options::default().buffer_pool(1 << 20),
+        Options::default().buffer_pool_eviction(verso::disk::ReplacementPolicy::Lru2),
+    ] {
+        match Database::open(in_memory) {
+            Err(Error::UnsupportedConfiguration { reason }) => {
+                assert!(reason.contains("disk engine"), "{reason}")
+            }
+            other => panic!("{other:?}"),
         }
-        other => panic!("{other:?}"),
     }
+    // The eviction policy chosen is the one the design names.
+    let lru2 =
+        Database::open(base().buffer_pool_eviction(verso::disk::ReplacementPolicy::Lru2)).unwrap();
+    assert!(lru2.design().ends_with("/lru2"), "{}", lru2.design());
+    let clock = Database::open(
+        Options::default()
+            .disk("/db")
+            .file_system(Arc::new(SimulatedFileSystem::new(2))),
+    )
+    .unwrap();
+    assert!(!clock.design().contains("lru2"), "{}", clock.design());
 }
 
 // ----- regressions found by review ---------------------------------------------------

@@ -46,25 +46,32 @@ pub fn all_configurations() -> Vec<Options> {
 }
 
 /// The disk engine (PostgreSQL's heap) under both its pruning rules, Steam's eager one
-/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]), through a
-/// buffer pool of 48 pages, so that the suites' tables are larger than memory, with
-/// autovacuum waking every 20 ms. [`open`] gives each database its own simulated disk (the
-/// file trait's other implementation, in memory), so the suites leave no files behind;
-/// the disk engine's own tests (`disk_engine.rs`) run it on the real file system.
+/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]), and the
+/// eager one again with LRU-2 eviction instead of CLOCK, through a buffer pool of 48
+/// pages, so that the suites' tables are larger than memory, with autovacuum waking every
+/// 20 ms. [`open`] gives each database its own simulated disk (the file trait's other
+/// implementation, in memory), so the suites leave no files behind; the disk engine's own
+/// tests (`disk_engine.rs`) run it on the real file system.
 pub fn disk_configurations() -> Vec<Options> {
-    [GarbageCollector::Steam, GarbageCollector::Vacuum]
-        .into_iter()
-        .map(|gc| {
-            Options::default()
-                .disk(SUITE_DISK_DIR)
-                .garbage_collector(gc)
-                .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
-                .buffer_pool(48 * verso::disk::PAGE_SIZE)
-                .durability(verso::Durability::None)
-                .log_segment_bytes(1 << 20)
-                .autovacuum_naptime(Some(std::time::Duration::from_millis(20)))
-        })
-        .collect()
+    use verso::disk::ReplacementPolicy;
+    [
+        (GarbageCollector::Steam, ReplacementPolicy::Clock),
+        (GarbageCollector::Vacuum, ReplacementPolicy::Clock),
+        (GarbageCollector::Steam, ReplacementPolicy::Lru2),
+    ]
+    .into_iter()
+    .map(|(gc, eviction)| {
+        Options::default()
+            .disk(SUITE_DISK_DIR)
+            .garbage_collector(gc)
+            .buffer_pool_eviction(eviction)
+            .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
+            .buffer_pool(48 * verso::disk::PAGE_SIZE)
+            .durability(verso::Durability::None)
+            .log_segment_bytes(1 << 20)
+            .autovacuum_naptime(Some(std::time::Duration::from_millis(20)))
+    })
+    .collect()
 }
 
 /// The directory of the suites' disk databases, on their simulated disks.

@@ -563,21 +563,20 @@ impl BTree {
         }
         // The leaf's entries with the new one.
         let mut entries = Node::new(leaf.body()).entries();
-        let (replaced, inserted_at) =
-            match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key)) {
-                Ok(at) => (
-                    Some(std::mem::replace(&mut entries[at].1, value.to_vec())),
-                    None,
-                ),
-                Err(at) => {
-                    entries.insert(at, (key.to_vec(), value.to_vec()));
-                    (None, Some(at))
-                }
-            };
+        let (replaced, inserted_at) = match entries.binary_search_by(|(k, _)| k.as_slice().cmp(key))
+        {
+            Ok(at) => (
+                Some(std::mem::replace(&mut entries[at].1, value.to_vec())),
+                None,
+            ),
+            Err(at) => {
+                entries.insert(at, (key.to_vec(), value.to_vec()));
+                (None, Some(at))
+            }
+        };
         // An ascending run: the last insert into this leaf went just before the new key.
-        let run_at = inserted_at.filter(|&at| {
-            at > 0 && self.last_inserts.was_at(leaf.id().block, at - 1)
-        });
+        let run_at =
+            inserted_at.filter(|&at| at > 0 && self.last_inserts.was_at(leaf.id().block, at - 1));
         // Plan the splits bottom up: `splits[i]` splits the node `i` levels above the leaf
         // (`path[path.len() - i]`), and the last separator goes into the parent at
         // `parent_slot`, or into a new root when the root splits.
