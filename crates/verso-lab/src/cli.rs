@@ -386,6 +386,11 @@ pub struct DurabilityArgs {
     /// shared_buffers].
     #[arg(long, value_name = "MIB", requires = "disk", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub buffer_pool_mib: Option<u64>,
+    /// Read and write the disk engine's pages with direct I/O (O_DIRECT), around the OS
+    /// page cache, so that every page the pool evicts or misses is a device write or read
+    /// (with --disk; SI-CV's experiments) [default: through the page cache].
+    #[arg(long, requires = "disk")]
+    pub direct_io: bool,
     /// How often the disk engine's autovacuum wakes (with --disk; 0: never)
     /// [default: 60000, PostgreSQL's autovacuum_naptime].
     #[arg(long, value_name = "MS", requires = "disk")]
@@ -511,6 +516,7 @@ impl DurabilityArgs {
                                     (mib as usize) << 20
                                 }),
                         )
+                        .direct_io(self.direct_io)
                         .autovacuum_naptime(match self.autovacuum_naptime_ms {
                             Some(0) => None,
                             Some(ms) => Some(Duration::from_millis(ms)),
@@ -1678,10 +1684,15 @@ fn durability_note(config: &RunConfig) -> String {
     if let (Some(dir), Some(level)) = (&config.options.disk, config.options.effective_durability())
     {
         note.push_str(&format!(
-            ", disk engine in {} ({} MiB pool, {} page log)",
+            ", disk engine in {} ({} MiB pool, {} page log{})",
             dir.display(),
             config.options.buffer_pool_bytes >> 20,
-            level.name()
+            level.name(),
+            if config.options.direct_io {
+                ", direct I/O"
+            } else {
+                ""
+            }
         ));
     }
     if let (Some(path), Some(level)) = (&config.options.path, config.options.effective_durability())

@@ -373,9 +373,14 @@ fn verso_media(options: &Options) -> String {
 fn verso_durability(options: &Options) -> String {
     if let (Some(dir), Some(durability)) = (&options.disk, options.effective_durability()) {
         return format!(
-            "the disk engine in {} (a {} MiB buffer pool), its page log {}",
+            "the disk engine in {} (a {} MiB buffer pool{}), its page log {}",
             dir.display(),
             options.buffer_pool_bytes >> 20,
+            if options.direct_io {
+                ", pages through direct I/O"
+            } else {
+                ""
+            },
             match durability {
                 verso::Durability::Sync => "synced before each commit returns".to_owned(),
                 verso::Durability::Async { interval } =>

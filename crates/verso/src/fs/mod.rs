@@ -11,6 +11,7 @@
 //!
 //! A `dyn` call costs nothing next to the system call behind it.
 
+mod direct;
 pub mod simulated;
 
 use std::fmt;
@@ -18,6 +19,7 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use direct::DIRECT_IO_ALIGNMENT;
 pub use simulated::{Fault, SimulatedFileSystem};
 
 /// How [`FileSystem::open`] opens a file.
@@ -89,6 +91,17 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
 
     /// Opens a file.
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>>;
+
+    /// Opens a file for direct I/O, around the operating system's page cache: every read
+    /// and write reaches the device, and must move whole multiples of
+    /// [`DIRECT_IO_ALIGNMENT`] at such offsets. Syncs are needed exactly as with
+    /// [`FileSystem::open`], so no protocol changes. A file system without a page cache
+    /// of its own (the simulated one) opens the file as `open` does; the real one refuses
+    /// with [`io::ErrorKind::Unsupported`] where the file system cannot (tmpfs before
+    /// Linux 6.6).
+    fn open_direct(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
+        self.open(path, mode)
+    }
 
     /// Removes a file's directory entry (durable once the directory is synced).
     fn remove_file(&self, path: &Path) -> io::Result<()>;
@@ -248,19 +261,31 @@ fn lock_exclusive(_file: &std::fs::File) -> io::Result<()> {
     ))
 }
 
+/// The options that open a file in `mode`.
+fn open_options(mode: OpenMode) -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    match mode {
+        OpenMode::Read => options.read(true),
+        OpenMode::ReadWrite => options.read(true).write(true),
+        OpenMode::CreateNew => options.read(true).write(true).create_new(true),
+    };
+    options
+}
+
 impl FileSystem for RealFileSystem {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         std::fs::create_dir_all(path)
     }
 
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
-        let mut options = std::fs::OpenOptions::new();
-        match mode {
-            OpenMode::Read => options.read(true),
-            OpenMode::ReadWrite => options.read(true).write(true),
-            OpenMode::CreateNew => options.read(true).write(true).create_new(true),
-        };
-        Ok(Box::new(RealFile(options.open(path)?)))
+        Ok(Box::new(RealFile(open_options(mode).open(path)?)))
+    }
+
+    fn open_direct(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn File>> {
+        Ok(Box::new(direct::DirectFile::open(
+            open_options(mode),
+            path,
+        )?))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {

@@ -123,6 +123,8 @@ pub(crate) struct DiskEngine {
     pruning: crate::disk::heap_file::Pruning,
     /// The buffer pool's eviction policy (named in the design).
     eviction: ReplacementPolicy,
+    /// Page files are opened for direct I/O.
+    direct_io: bool,
 }
 
 /// Transaction and version counters of the disk engine, in the in-memory engine's terms
@@ -170,6 +172,8 @@ pub(crate) struct DiskSettings {
     pub(crate) durability: crate::Durability,
     pub(crate) buffer_pool_bytes: usize,
     pub(crate) eviction: ReplacementPolicy,
+    /// Page files opened for direct I/O ([`crate::Options::direct_io`]).
+    pub(crate) direct_io: bool,
     pub(crate) segment_bytes: u64,
     pub(crate) autovacuum_naptime: Option<std::time::Duration>,
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
@@ -201,6 +205,7 @@ impl DiskEngine {
             durability,
             buffer_pool_bytes,
             eviction,
+            direct_io,
             segment_bytes,
             autovacuum_naptime,
             checkpoint_after_log_bytes,
@@ -217,7 +222,7 @@ impl DiskEngine {
             eviction,
             Arc::clone(&log) as Arc<dyn WriteAheadLog>,
         ));
-        attach(&*fs, &pool, &dir, COMMIT_LOG_FILE, "xact")?;
+        attach(&*fs, direct_io, &pool, &dir, COMMIT_LOG_FILE, "xact")?;
         let mut schemas = Vec::with_capacity(catalog.len());
         for (position, (name, schema)) in catalog.iter().enumerate() {
             let table = position as u32;
@@ -225,6 +230,7 @@ impl DiskEngine {
             for offset in 0..3 + schema.indexes.len() as u32 {
                 attach(
                     &*fs,
+                    direct_io,
                     &pool,
                     &dir,
                     table_file(table, offset),
@@ -252,6 +258,7 @@ impl DiskEngine {
             counters: Counters::default(),
             pruning,
             eviction,
+            direct_io,
         };
         {
             let mut names = engine.names.lock();
@@ -375,7 +382,14 @@ impl DiskEngine {
             let file_name = table_file_name(position, offset);
             // A file a crashed creation left behind holds nothing the log names (DE1).
             crate::durability::remove_if_present(&*self.fs, &self.dir.join(&file_name))?;
-            attach(&*self.fs, &self.pool, &self.dir, number, &file_name)?;
+            attach(
+                &*self.fs,
+                self.direct_io,
+                &self.pool,
+                &self.dir,
+                number,
+                &file_name,
+            )?;
         }
         bodies.push(catalog::entry_body(position, &schema));
         let staged = catalog::stage(&*self.fs, &self.dir, &bodies);
@@ -609,20 +623,29 @@ fn count_entries(tree: &BTree) -> Result<usize> {
     Ok(count)
 }
 
-/// Attaches `dir/name` as `number`, creating it (and syncing the directory) if missing.
+/// Attaches `dir/name` as `number`, creating it (and syncing the directory) if missing;
+/// opened for direct I/O if `direct` (every transfer of the pool is a whole page at a page
+/// offset, as direct I/O needs).
 fn attach(
     fs: &dyn FileSystem,
+    direct: bool,
     pool: &BufferPool,
     dir: &Path,
     number: FileNo,
     name: &str,
 ) -> Result<()> {
     let path = dir.join(name);
-    let file = match fs.open(&path, OpenMode::ReadWrite) {
+    let open = |mode| {
+        if direct {
+            fs.open_direct(&path, mode)
+        } else {
+            fs.open(&path, mode)
+        }
+    };
+    let file = match open(OpenMode::ReadWrite) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            let file = fs
-                .open(&path, OpenMode::CreateNew)
+            let file = open(OpenMode::CreateNew)
                 .map_err(|e| crate::durability::io_error(&path, "creating a disk file", &e))?;
             fs.sync_dir(dir)
                 .map_err(|e| crate::durability::io_error(dir, "syncing the directory", &e))?;
