@@ -9,7 +9,7 @@
 use verso::research::NonInline;
 use verso::{
     ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
-    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
+    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionPlacement, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
@@ -46,25 +46,31 @@ pub fn all_configurations() -> Vec<Options> {
 }
 
 /// The disk engine (PostgreSQL's heap) under both its pruning rules, Steam's eager one
-/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]), through a
-/// buffer pool of 48 pages, so that the suites' tables are larger than memory, with
-/// autovacuum waking every 20 ms. [`open`] gives each database its own simulated disk (the
-/// file trait's other implementation, in memory), so the suites leave no files behind;
-/// the disk engine's own tests (`disk_engine.rs`) run it on the real file system.
+/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]), and SI-CV's
+/// co-located placement of new versions under the default rule, through a buffer pool of
+/// 48 pages, so that the suites' tables are larger than memory, with autovacuum waking
+/// every 20 ms. [`open`] gives each database its own simulated disk (the file trait's
+/// other implementation, in memory), so the suites leave no files behind; the disk
+/// engine's own tests (`disk_engine.rs`) run it on the real file system.
 pub fn disk_configurations() -> Vec<Options> {
-    [GarbageCollector::Steam, GarbageCollector::Vacuum]
-        .into_iter()
-        .map(|gc| {
-            Options::default()
-                .disk(SUITE_DISK_DIR)
-                .garbage_collector(gc)
-                .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
-                .buffer_pool(48 * verso::disk::PAGE_SIZE)
-                .durability(verso::Durability::None)
-                .log_segment_bytes(1 << 20)
-                .autovacuum_naptime(Some(std::time::Duration::from_millis(20)))
-        })
-        .collect()
+    [
+        (GarbageCollector::Steam, VersionPlacement::PostgreSql),
+        (GarbageCollector::Vacuum, VersionPlacement::PostgreSql),
+        (GarbageCollector::Steam, VersionPlacement::CoLocated),
+    ]
+    .into_iter()
+    .map(|(gc, placement)| {
+        Options::default()
+            .disk(SUITE_DISK_DIR)
+            .garbage_collector(gc)
+            .version_placement(placement)
+            .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
+            .buffer_pool(48 * verso::disk::PAGE_SIZE)
+            .durability(verso::Durability::None)
+            .log_segment_bytes(1 << 20)
+            .autovacuum_naptime(Some(std::time::Duration::from_millis(20)))
+    })
+    .collect()
 }
 
 /// The directory of the suites' disk databases, on their simulated disks.
