@@ -8,6 +8,12 @@
 //! in one record); hint bits are set as the page log's hints, with the page's LSN raised
 //! to the commit record they rest on (T4 of `disk::transactions`).
 //!
+//! Where a new version goes is the heap's placement policy (`disk::placement`):
+//! PostgreSQL's (above, the default), or SI-CV's co-located pages, where every new version
+//! goes to a page its creator owns (its P1) and a HOT update stays on its predecessor's
+//! page only when the page is the updater's; the mechanism (latches, formatting,
+//! extension, logging) is the same for both, and so is every order of writes.
+//!
 //! # Latch order
 //!
 //! - **HL1** A thread holds at most two heap pages, and takes the second only at a higher
