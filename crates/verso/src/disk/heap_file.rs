@@ -549,9 +549,10 @@ impl HeapFile {
     }
 
     /// PostgreSQL's placement: an exclusively latched heap page with room for a tuple of
-    /// `len` bytes of data, not `avoid`: the last insert's page, then one the free-space map offers, then a new
-    /// page at the file's end (PostgreSQL's `RelationGetBufferForTuple`). Pages found
-    /// fuller than recorded are recorded again as they are.
+    /// `len` bytes of data, not `avoid`: the last insert's page, then one the free-space
+    /// map offers, then a new page at the file's end (PostgreSQL's
+    /// `RelationGetBufferForTuple`). Pages found fuller than recorded are recorded again
+    /// as they are.
     fn shared_page_with_room(&self, len: usize, avoid: Option<u32>) -> Result<PageMut<'_>> {
         let needed = TUPLE_HEADER_BYTES + len + 4;
         let mut candidate = match self.target.load(Ordering::Relaxed) {
