@@ -385,6 +385,11 @@ pub struct DurabilityArgs {
     /// [default: 60000, PostgreSQL's autovacuum_naptime].
     #[arg(long, value_name = "MS", requires = "disk")]
     pub autovacuum_naptime_ms: Option<u64>,
+    /// Where the disk engine's heap puts new versions (with --disk): postgres
+    /// (PostgreSQL's placement, the default) or co-located (SI-CV's: each writing
+    /// transaction's new versions on pages of its own; docs/design/buffer-pool.md).
+    #[arg(long, value_enum, requires = "disk")]
+    pub placement: Option<PlacementArg>,
     /// How durable a commit is when it returns (with --path or --disk): sync (the log
     /// synced, group commit; the default), async (synced at least every
     /// --async-interval-ms) or none (handed to the OS, never synced). With sync, a private
@@ -410,6 +415,15 @@ pub struct DurabilityArgs {
     /// overlapping syncs each take longer and gained nothing].
     #[arg(long, value_name = "N", requires = "path", value_parser = clap::value_parser!(u64).range(1..=64))]
     pub log_syncs: Option<u64>,
+}
+
+/// `--placement`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlacementArg {
+    /// PostgreSQL's placement.
+    Postgres,
+    /// SI-CV's co-located versions.
+    CoLocated,
 }
 
 /// `--durability`'s values.
@@ -476,6 +490,9 @@ impl DurabilityArgs {
                         verso::GarbageCollector::Vacuum => "disk-heap".into(),
                         _ => "disk-heap-eager".into(),
                     };
+                    if self.placement == Some(PlacementArg::CoLocated) {
+                        config.label += "-co-located";
+                    }
                 }
                 let held = if config.hold_snapshot { "-held" } else { "" };
                 // A label may hold any character (`--compare` values): only the safe ones
@@ -506,6 +523,12 @@ impl DurabilityArgs {
                             Some(0) => None,
                             Some(ms) => Some(Duration::from_millis(ms)),
                             None => Some(Duration::from_secs(60)),
+                        })
+                        .version_placement(match self.placement {
+                            Some(PlacementArg::CoLocated) => verso::VersionPlacement::CoLocated,
+                            Some(PlacementArg::Postgres) | None => {
+                                verso::VersionPlacement::PostgreSql
+                            }
                         })
                 } else {
                     options.path(dir.join(name))
