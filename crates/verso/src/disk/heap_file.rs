@@ -351,9 +351,13 @@ impl HeapFile {
     /// pages are released even when recording them fails: the map is a hint, and a page
     /// it then under-reports is offered again once vacuum records it.
     pub fn release(&self, xid: u64) -> Result<()> {
+        if self.placement != VersionPlacement::CoLocated {
+            // Nothing owned, and no Barray lock on PostgreSQL's commit path.
+            debug_assert!(self.barray.pages_of(xid).is_empty());
+            return Ok(());
+        }
         let mut result = Ok(());
         for (block, free) in self.barray.release(xid) {
-            debug_assert_eq!(self.placement, VersionPlacement::CoLocated);
             if let Err(error) = self.free_space.record(block, free) {
                 result = result.and(Err(error));
             }
@@ -790,7 +794,7 @@ impl HeapFile {
         let same_page = hot_allowed
             && self
                 .placement
-                .same_page_allowed(self.barray.owner(old.block), xid);
+                .same_page_allowed(|| self.barray.owner(old.block), xid);
         if same_page && HeapPage::new(old_page.body()).fits(data.len()) {
             let new = {
                 let mut heap = HeapPage::new(old_page.body_mut());

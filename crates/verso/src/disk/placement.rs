@@ -87,15 +87,20 @@ impl VersionPlacement {
         }
     }
 
-    /// Whether an update's new version may go on its predecessor's page (`old_owner`: the
-    /// transaction owning that page, if any) when it fits and no indexed column changed.
-    /// PostgreSQL: always (HOT). Co-located: only on the updater's own page (P1): a new
-    /// version must go to a page of its creator, and the predecessor's page is usually
-    /// someone else's or no one's.
-    pub(crate) fn same_page_allowed(self, old_owner: Option<u64>, xid: u64) -> bool {
+    /// Whether an update's new version may go on its predecessor's page (`old_owner`
+    /// says who owns that page, asked only under co-located placement: under PostgreSQL's
+    /// no Barray lock is taken) when it fits and no indexed column changed. PostgreSQL:
+    /// always (HOT). Co-located: only on the updater's own page (P1): a new version must
+    /// go to a page of its creator, and the predecessor's page is usually someone else's
+    /// or no one's.
+    pub(crate) fn same_page_allowed(
+        self,
+        old_owner: impl FnOnce() -> Option<u64>,
+        xid: u64,
+    ) -> bool {
         match self {
             VersionPlacement::PostgreSql => true,
-            VersionPlacement::CoLocated => old_owner == Some(xid),
+            VersionPlacement::CoLocated => old_owner() == Some(xid),
         }
     }
 }
