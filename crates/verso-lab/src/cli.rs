@@ -254,7 +254,8 @@ pub struct CommonArgs {
     pub chain_consolidation: Option<verso::ChainConsolidation>,
     /// Run several configurations one after the other, each on a freshly loaded database
     /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
-    /// storage, protocol, index-pointers, non-inline, eviction (the disk engine's) or system
+    /// storage, protocol, index-pointers, non-inline, eviction or placement (the disk
+    /// engine's) or system
     /// (verso and peers), e.g.
     /// `--compare storage=delta,append-n2o`; a bare list compares collectors
     /// (`--compare steam,watermark`). The other axes keep their options' values.
@@ -288,6 +289,11 @@ pub struct CommonArgs {
     /// sweep, as PostgreSQL's) or lru2 (LRU-K with K = 2) [default: clock].
     #[arg(long, value_parser = parse_eviction, requires = "disk")]
     pub eviction: Option<verso::disk::ReplacementPolicy>,
+    /// Where the disk engine's heap puts new versions (with --disk): postgres
+    /// (PostgreSQL's placement, the default) or co-located (SI-CV's: each writing
+    /// transaction's new versions on pages of its own; docs/design/buffer-pool.md).
+    #[arg(long, value_parser = parse_placement, requires = "disk")]
+    pub placement: Option<verso::VersionPlacement>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
     /// process's allocator (mimalloc, with per-thread heaps)].
@@ -489,6 +495,10 @@ impl DurabilityArgs {
                     let eviction = config.options.buffer_pool_eviction;
                     if eviction != verso::disk::ReplacementPolicy::default() {
                         config.label = format!("{}-{}", config.label, eviction.name());
+                    }
+                    let placement = config.options.version_placement;
+                    if placement != verso::VersionPlacement::default() {
+                        config.label = format!("{}-{}", config.label, placement.name());
                     }
                 }
                 let held = if config.hold_snapshot { "-held" } else { "" };
@@ -871,6 +881,16 @@ fn parse_index_pointers(name: &str) -> Result<IndexPointers, String> {
     IndexPointers::from_name(name).map_err(|e| e.to_string())
 }
 
+fn parse_placement(name: &str) -> Result<verso::VersionPlacement, String> {
+    verso::VersionPlacement::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = verso::VersionPlacement::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect();
+        format!("unknown version placement {name:?} ({})", names.join(", "))
+    })
+}
+
 fn parse_eviction(name: &str) -> Result<verso::disk::ReplacementPolicy, String> {
     verso::disk::ReplacementPolicy::from_name(name)
 }
@@ -1198,7 +1218,8 @@ impl VersoAxes {
             .concurrency_control(common.protocol.unwrap_or_default())
             .index_pointers(common.index_pointers.unwrap_or_default())
             .non_inline(common.non_inline.unwrap_or_default())
-            .buffer_pool_eviction(common.eviction.unwrap_or_default());
+            .buffer_pool_eviction(common.eviction.unwrap_or_default())
+            .version_placement(common.placement.unwrap_or_default());
         base.memory_spaces = common.memory_spaces;
         base.chain_consolidation = common.chain_consolidation.unwrap_or_default();
         if common.pm_line.is_some() || common.pm_write_share.is_some() {
@@ -1226,6 +1247,7 @@ impl VersoAxes {
             Compared::IndexPointers(_) => common.index_pointers.is_some(),
             Compared::NonInline(_) => common.non_inline.is_some(),
             Compared::Evictions(_) => common.eviction.is_some(),
+            Compared::Placements(_) => common.placement.is_some(),
             Compared::Systems(_) => !peer_args.peers.is_empty(),
         };
         if set_too {
@@ -1251,6 +1273,7 @@ impl VersoAxes {
             Compared::IndexPointers(v) => each(&|o, i| o.index_pointers(v[i])),
             Compared::NonInline(v) => each(&|o, i| o.non_inline(v[i])),
             Compared::Evictions(v) => each(&|o, i| o.buffer_pool_eviction(v[i])),
+            Compared::Placements(v) => each(&|o, i| o.version_placement(v[i])),
             Compared::Systems(v) => {
                 let spec = |kind: PeerKind| {
                     let mut spec = PeerSpec::new(kind);

@@ -7,7 +7,9 @@
 
 use verso::disk::ReplacementPolicy;
 use verso::research::NonInline;
-use verso::{ConcurrencyControl, GarbageCollector, IndexPointers, VersionStorageKind};
+use verso::{
+    ConcurrencyControl, GarbageCollector, IndexPointers, VersionPlacement, VersionStorageKind,
+};
 
 use crate::peers::PeerKind;
 
@@ -30,19 +32,22 @@ pub enum Compared {
     NonInline(Vec<NonInline>),
     /// `eviction=`: the disk engine's buffer-pool eviction policies.
     Evictions(Vec<ReplacementPolicy>),
+    /// `placement=`: where the disk engine's heap puts new versions.
+    Placements(Vec<VersionPlacement>),
     /// `system=`: Verso (`verso`, with the run's own options) and peers, run on the same
     /// data and seed (`None` is Verso).
     Systems(Vec<Option<PeerKind>>),
 }
 
 /// The axes by name, as `--compare` takes them.
-pub const AXES: [&str; 7] = [
+pub const AXES: [&str; 8] = [
     "gc",
     "storage",
     "protocol",
     "index-pointers",
     "non-inline",
     "eviction",
+    "placement",
     "system",
 ];
 
@@ -57,6 +62,7 @@ impl Compared {
             Compared::IndexPointers(_) => "index-pointers",
             Compared::NonInline(_) => "non-inline",
             Compared::Evictions(_) => "eviction",
+            Compared::Placements(_) => "placement",
             Compared::Systems(_) => "system",
         }
     }
@@ -70,6 +76,7 @@ impl Compared {
             Compared::IndexPointers(v) => v.iter().map(|x| x.name()).collect(),
             Compared::NonInline(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Evictions(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Placements(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Systems(v) => v.iter().map(|x| x.map_or(VERSO, PeerKind::name)).collect(),
         }
     }
@@ -112,6 +119,10 @@ pub fn parse(text: &str) -> Result<Compared, String> {
             NonInline::from_name(v).map_err(|e| e.to_string())
         })?),
         "eviction" => Compared::Evictions(each(&values, ReplacementPolicy::from_name)?),
+        "placement" => Compared::Placements(each(&values, |v| {
+            VersionPlacement::from_name(v)
+                .ok_or_else(|| format!("unknown version placement {v:?} (postgres, co-located)"))
+        })?),
         "system" => Compared::Systems(each(&values, |v| match v {
             VERSO => Ok(None),
             peer => PeerKind::from_name(peer)
@@ -171,6 +182,11 @@ mod tests {
                 vec!["packed", "shared"],
             ),
             ("eviction=lru2,clock", "eviction", vec!["lru2", "clock"]),
+            (
+                "placement=postgres,co-located",
+                "placement",
+                vec!["postgres", "co-located"],
+            ),
             (
                 "system=verso,postgres,sqlite",
                 "system",

@@ -328,6 +328,45 @@ fn durability_options_that_cannot_work_are_refused_before_anything_runs() {
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
 }
 
+/// `--placement co-located` runs the disk engine under SI-CV's placement of new versions:
+/// its label and its design say so.
+#[test]
+fn a_disk_run_with_the_co_located_placement_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    succeeds(
+        "tpcb on the disk engine, co-located placement",
+        &[
+            "tpcb",
+            "--tiny",
+            "--workers",
+            "2",
+            "--duration",
+            "0.4",
+            "--disk",
+            path(&dir.path().join("db")),
+            "--buffer-pool-mib",
+            "1",
+            "--placement",
+            "co-located",
+            "--quiet",
+            "--json",
+            path(&json),
+        ],
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let configuration = &report["runs"][0]["configuration"];
+    assert_eq!(configuration["label"], "disk-heap-eager-co-located");
+    assert!(
+        configuration["design"]
+            .as_str()
+            .unwrap()
+            .ends_with("/co-located"),
+        "{configuration}"
+    );
+}
+
 /// `--disk` under both pruning rules: each run is labelled by its rule, and its samples
 /// carry the disk series (heap and index bytes, pages, hit ratio), which the report plots.
 #[test]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use std::collections::VecDeque;
 
+pub use crate::disk::VersionPlacement;
 use crate::durability::log::Log;
 use crate::durability::{CheckpointReport, Durability, Persistence};
 use crate::engine::txn::{End, EngineTxn, ScanCursor};
@@ -700,6 +701,9 @@ pub struct Options {
     /// dead-tuple threshold (`None`: never; vacuum runs only from
     /// [`Database::collect_garbage`]). Default 60 s, PostgreSQL's `autovacuum_naptime`.
     pub autovacuum_naptime: Option<std::time::Duration>,
+    /// Where the disk engine's heap puts new versions: PostgreSQL's placement (the
+    /// default) or SI-CV's co-located pages. See [`Options::version_placement`].
+    pub version_placement: VersionPlacement,
 }
 
 /// The default of [`Options::buffer_pool_bytes`]: 128 MiB, PostgreSQL's default
@@ -762,6 +766,7 @@ impl Default for Options {
             buffer_pool_eviction: crate::disk::ReplacementPolicy::default(),
             direct_io: false,
             autovacuum_naptime: Some(std::time::Duration::from_secs(60)),
+            version_placement: VersionPlacement::default(),
         }
     }
 }
@@ -892,6 +897,24 @@ impl Options {
     /// [`Database::open`] with [`Error::Io`].
     pub fn direct_io(mut self, direct: bool) -> Self {
         self.direct_io = direct;
+        self
+    }
+
+    /// Options with this placement of new versions in the disk engine's heap (the disk
+    /// engine only; refused on the in-memory engine).
+    ///
+    /// [`VersionPlacement::PostgreSql`], the default, is PostgreSQL's: an update's new
+    /// version on its predecessor's page when it fits (HOT), else the last insert's page,
+    /// a page the free-space map offers or a new one, whoever else writes there.
+    /// [`VersionPlacement::CoLocated`] is SI-CV's (Gottstein et al., "SI-CV: Snapshot
+    /// Isolation With Co-Located Versions"): each writing transaction places its new
+    /// versions on page(s) of its own (taken at its first new version in a table, from
+    /// the free-space map among pages no live transaction owns, or new), given back to
+    /// the map at its end; read-only transactions take none. Visibility, first-updater-wins,
+    /// pruning and vacuum are unchanged. `docs/design/buffer-pool.md`, "SI-CV's co-located
+    /// placement", has the choices the paper leaves open (HOT, flushing, the Barray).
+    pub fn version_placement(mut self, placement: VersionPlacement) -> Self {
+        self.version_placement = placement;
         self
     }
 
@@ -1238,6 +1261,12 @@ impl Options {
             return refuse(
                 "direct I/O applies only to the disk engine's page files: set Options::disk".into(),
             );
+        } else if self.version_placement != VersionPlacement::default() {
+            return refuse(format!(
+                "a version placement ('{}') applies only to the disk engine's heap: set \
+                 Options::disk",
+                self.version_placement.name()
+            ));
         }
         if self.path.is_none() && self.disk.is_none() {
             let persistent_only = [
@@ -1559,6 +1588,7 @@ impl Database {
                     GarbageCollector::Vacuum => crate::disk::heap_file::Pruning::Horizon,
                     _ => crate::disk::heap_file::Pruning::Eager,
                 },
+                placement: options.version_placement,
             };
             let engine = crate::disk::engine::DiskEngine::open(tag, settings)?;
             return Ok(Database {

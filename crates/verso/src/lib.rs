@@ -96,8 +96,8 @@ mod version;
 pub use db::{
     ChainConsolidation, CommitTicket, ConcurrencyControl, Database, GarbageCollector,
     IndexPointers, Isolation, KeyRange, Options, PlantedBug, TableId, ThreadBound, Transaction,
-    VersionStorageKind, DEFAULT_BUFFER_POOL_BYTES, DEFAULT_CHECKPOINT_AFTER_LOG_BYTES,
-    DEFAULT_LOG_SEGMENT_BYTES, DEFAULT_LOG_SYNCS_IN_FLIGHT,
+    VersionPlacement, VersionStorageKind, DEFAULT_BUFFER_POOL_BYTES,
+    DEFAULT_CHECKPOINT_AFTER_LOG_BYTES, DEFAULT_LOG_SEGMENT_BYTES, DEFAULT_LOG_SYNCS_IN_FLIGHT,
 };
 pub use durability::{CheckpointReport, Durability, DurabilityStats, RecoveryStats};
 pub use error::{Error, Result};

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use verso::fs::SimulatedFileSystem;
 use verso::{
     ColumnType, Database, Durability, Error, GarbageCollector, Isolation, KeyRange, Options,
-    Schema, Value, VersionStorageKind,
+    Schema, Value, VersionPlacement, VersionStorageKind,
 };
 
 fn accounts_schema() -> Schema {
@@ -207,7 +207,9 @@ fn data_far_larger_than_the_buffer_pool_reads_back_in_both_directions() {
 }
 
 /// Power cuts at random moments of a run of transactions through `Database` (each sets a
-/// few accounts' balances; some abort) under `Sync`, under both pruning rules: after the restart, the commits that
+/// few accounts' balances; some abort) under `Sync`, under both pruning rules and both
+/// placements of new versions (PostgreSQL's and SI-CV's co-located pages, whose owners a
+/// cut leaves behind): after the restart, the commits that
 /// survived are a prefix of the commit order holding every acknowledged one, and each
 /// account reads as that prefix left it.
 #[test]
@@ -225,10 +227,17 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
         } else {
             GarbageCollector::Vacuum
         };
+        // Seeds 2, 3, 6, 7, ... place new versions on their transactions' own pages.
+        let placement = if (seed / 2) % 2 == 1 {
+            VersionPlacement::CoLocated
+        } else {
+            VersionPlacement::PostgreSql
+        };
         let options = || {
             Options::default()
                 .disk("/db")
                 .garbage_collector(gc)
+                .version_placement(placement)
                 .file_system(Arc::new(fs.clone()))
                 .buffer_pool(24 * verso::disk::PAGE_SIZE)
                 .log_segment_bytes(64 << 10)
@@ -291,6 +300,8 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
         }
         fs.restart();
         let db = Database::open(options()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // The owners the cut left behind are gone with the Barray.
+        assert_eq!(db.stats().disk.unwrap().heap.pages_owned, 0, "seed {seed}");
         let accounts = db.table("accounts").unwrap();
         let balances: Vec<i64> = all_rows(&db, accounts)
             .iter()

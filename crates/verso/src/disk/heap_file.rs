@@ -8,6 +8,12 @@
 //! in one record); hint bits are set as the page log's hints, with the page's LSN raised
 //! to the commit record they rest on (T4 of `disk::transactions`).
 //!
+//! Where a new version goes is the heap's placement policy (`disk::placement`):
+//! PostgreSQL's (above, the default), or SI-CV's co-located pages, where every new version
+//! goes to a page its creator owns (its P1) and a HOT update stays on its predecessor's
+//! page only when the page is the updater's; the mechanism (latches, formatting,
+//! extension, logging) is the same for both, and so is every order of writes.
+//!
 //! # Latch order
 //!
 //! - **HL1** A thread holds at most two heap pages, and takes the second only at a higher
@@ -40,6 +46,7 @@ use super::heap_page::{
 };
 use super::page::{FileNo, Page, PageId, PAGE_SIZE};
 use super::page_log::{PageChange, PageLog};
+use super::placement::{Barray, Claim, VersionPlacement};
 use super::transactions::{Fate as XidFate, Resolve};
 use super::visibility::{self, Hints, Snapshot, WriteCheck};
 use crate::sync::Mutex;
@@ -126,6 +133,11 @@ pub struct HeapStats {
     pub tuples_pruned_eagerly: u64,
     /// Pages added to the file.
     pub pages_extended: u64,
+    /// Pages taken by a transaction for its own new versions (co-located placement:
+    /// SI-CV's Barray entries made).
+    pub pages_claimed: u64,
+    /// Pages owned by live transactions now (co-located placement; a gauge).
+    pub pages_owned: u64,
 }
 
 /// What one [`HeapFile::vacuum`] did.
@@ -190,6 +202,11 @@ pub struct HeapFile {
     pruning: Pruning,
     /// Bumped by vacuum before it frees a page's dead lines ([`HeapFile::lines_freed`]).
     lines_freed: AtomicU64,
+    /// Where new versions go (`disk::placement`).
+    placement: VersionPlacement,
+    /// Under co-located placement, which live transaction owns which pages (SI-CV's
+    /// Barray); empty under PostgreSQL's.
+    barray: Barray,
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -282,7 +299,70 @@ impl HeapFile {
             pages_extended: AtomicU64::new(0),
             pruning: Pruning::Horizon,
             lines_freed: AtomicU64::new(0),
+            placement: VersionPlacement::PostgreSql,
+            barray: Barray::default(),
         })
+    }
+
+    /// The heap with another placement of new versions (PostgreSQL's by default). Under
+    /// [`VersionPlacement::CoLocated`] whoever ends a transaction that wrote here must
+    /// call [`HeapFile::release`] once its end returned.
+    pub fn with_placement(mut self, placement: VersionPlacement) -> Self {
+        self.placement = placement;
+        self
+    }
+
+    /// Its placement of new versions.
+    pub fn placement(&self) -> VersionPlacement {
+        self.placement
+    }
+
+    /// The pages transaction `xid` owns now, in the order it took them (co-located
+    /// placement; always empty under PostgreSQL's).
+    pub fn pages_owned_by(&self, xid: u64) -> Vec<u32> {
+        self.barray.pages_of(xid)
+    }
+
+    /// The live transaction owning page `block`, if any (co-located placement).
+    pub fn page_owner(&self, block: u32) -> Option<u64> {
+        self.barray.owner(block)
+    }
+
+    /// The page the free-space map would offer now to a transaction taking a new page
+    /// for `bytes` of tuple data under co-located placement: one no live transaction owns
+    /// (for tests of SI-CV's exclusion; it takes nothing).
+    pub fn page_on_offer(&self, bytes: usize) -> Result<Option<u32>> {
+        self.unowned_page_with_room(TUPLE_HEADER_BYTES + bytes + 4)
+    }
+
+    /// A page the free-space map records with `needed` bytes of room that no live
+    /// transaction owns (SI-CV: "an existing block with sufficient space for the new
+    /// version is selected, which currently must not be in Barray"). A hint: the caller
+    /// claims it, which may fail if another transaction took it since (P1).
+    fn unowned_page_with_room(&self, needed: usize) -> Result<Option<u32>> {
+        self.free_space
+            .find(needed, &|block| self.barray.owner(block).is_some())
+    }
+
+    /// Ends transaction `xid`'s ownership of its pages (co-located placement), once its
+    /// end (commit or abort) returned: they leave the Barray and go back to the
+    /// free-space map with the room each had after `xid`'s last version there (P2). A
+    /// no-op for a transaction that owns nothing, and under PostgreSQL's placement. The
+    /// pages are released even when recording them fails: the map is a hint, and a page
+    /// it then under-reports is offered again once vacuum records it.
+    pub fn release(&self, xid: u64) -> Result<()> {
+        if self.placement != VersionPlacement::CoLocated {
+            // Nothing owned, and no Barray lock on PostgreSQL's commit path.
+            debug_assert!(self.barray.pages_of(xid).is_empty());
+            return Ok(());
+        }
+        let mut result = Ok(());
+        for (block, free) in self.barray.release(xid) {
+            if let Err(error) = self.free_space.record(block, free) {
+                result = result.and(Err(error));
+            }
+        }
+        result
     }
 
     /// The heap with another pruning rule (PostgreSQL's by default).
@@ -332,6 +412,8 @@ impl HeapFile {
             aborted_tuples_pruned: get(&self.aborted_tuples_pruned),
             tuples_pruned_eagerly: get(&self.tuples_pruned_eagerly),
             pages_extended: get(&self.pages_extended),
+            pages_claimed: self.barray.pages_claimed(),
+            pages_owned: self.barray.pages_owned() as u64,
         }
     }
 
@@ -354,10 +436,28 @@ impl HeapFile {
     pub fn insert(&self, xid: u64, data: &[u8]) -> Result<Tid> {
         debug_assert_ne!(xid, 0);
         Self::check_size(data)?;
-        let mut page = self.page_with_room(data.len(), None)?;
+        let (mut page, extended) = self.page_with_room(xid, data.len(), None)?;
         let tid = self.insert_on(&mut page, xid, data, 0)?;
         self.inserts.fetch_add(1, Ordering::Relaxed);
+        let free = HeapPage::new(page.body()).free_space();
+        drop(page);
+        self.placed(xid, tid.block, free, extended)?;
         Ok(tid)
+    }
+
+    /// After `xid` placed a version on page `block` (let go: HL2), which has `free`
+    /// bytes left: under co-located placement the Barray notes the room (P1: the page is
+    /// `xid`'s), and a page the file grew by for it is recorded in the free-space map at
+    /// once (excluded while owned), so that a crash before its owner's end leaves it
+    /// offered once the map page is on disk (P4), rather than hidden until vacuum.
+    fn placed(&self, xid: u64, block: u32, free: usize, extended: bool) -> Result<()> {
+        if self.placement == VersionPlacement::CoLocated {
+            self.barray.placed(xid, block, free);
+            if extended {
+                self.free_space.record(block, free)?;
+            }
+        }
+        Ok(())
     }
 
     /// Puts a tuple on a page held exclusive that has room, and logs it.
@@ -382,11 +482,82 @@ impl HeapFile {
         Ok(Tid { block, line })
     }
 
-    /// An exclusively latched heap page with room for a tuple of `len` bytes of data, not
-    /// `avoid`: the last insert's page, then one the free-space map offers, then a new
-    /// page at the file's end (PostgreSQL's `RelationGetBufferForTuple`). Pages found
-    /// fuller than recorded are recorded again as they are.
-    fn page_with_room(&self, len: usize, avoid: Option<u32>) -> Result<PageMut<'_>> {
+    /// An exclusively latched heap page with room for a new version of `xid` of `len`
+    /// bytes of data, not `avoid` (a cold update's old page), by the heap's placement;
+    /// and whether the file grew by it.
+    fn page_with_room(
+        &self,
+        xid: u64,
+        len: usize,
+        avoid: Option<u32>,
+    ) -> Result<(PageMut<'_>, bool)> {
+        match self.placement {
+            // Whether the file grew matters only to the co-located placement's record.
+            VersionPlacement::PostgreSql => Ok((self.shared_page_with_room(len, avoid)?, false)),
+            VersionPlacement::CoLocated => self.own_page_with_room(xid, len, avoid),
+        }
+    }
+
+    /// SI-CV's placement (`disk::placement`, P1): a page `xid` owns with room for a tuple
+    /// of `len` bytes of data, not `avoid`, latched exclusive: its current page; else one
+    /// the free-space map offers among pages no live transaction owns (claimed before it
+    /// is latched; given back if it has not the room promised); else a new page at the
+    /// file's end. A page too full for this version stays `xid`'s until its end: it holds
+    /// `xid`'s versions, and no one else may place next to them while `xid` is live.
+    fn own_page_with_room(
+        &self,
+        xid: u64,
+        len: usize,
+        avoid: Option<u32>,
+    ) -> Result<(PageMut<'_>, bool)> {
+        debug_assert_ne!(xid, 0, "a writer has an id");
+        if let Some(block) = self.barray.current(xid).filter(|&b| Some(b) != avoid) {
+            let page = self.pool.write(self.id(block))?;
+            // Formatted when taken (below), and no one else places on it.
+            if heap_kind(&page, page.id())? && HeapPage::new(page.body()).fits(len) {
+                return Ok((page, false));
+            }
+        }
+        let needed = TUPLE_HEADER_BYTES + len + 4;
+        for _ in 0..64 {
+            let Some(block) = self.unowned_page_with_room(needed)? else {
+                break;
+            };
+            if block >= self.pages()? || Some(block) == avoid {
+                continue; // a map slot past a file a crash left shorter
+            }
+            let claim = self.barray.claim(xid, block, 0);
+            if claim == Claim::Refused {
+                continue; // another transaction took it since the map's look (P1)
+            }
+            let mut page = self.pool.write(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                self.format(&mut page)?;
+            }
+            let heap = HeapPage::new(page.body());
+            let free = heap.free_space();
+            if heap.fits(len) {
+                self.barray.placed(xid, block, free);
+                return Ok((page, false));
+            }
+            drop(page);
+            if claim == Claim::Taken {
+                self.barray.unclaim(xid, block);
+            }
+            self.free_space.record(block, free)?;
+        }
+        let page = self.extend()?;
+        let claim = self.barray.claim(xid, page.id().block, 0);
+        debug_assert_eq!(claim, Claim::Taken, "a new page is no one's");
+        Ok((page, true))
+    }
+
+    /// PostgreSQL's placement: an exclusively latched heap page with room for a tuple of
+    /// `len` bytes of data, not `avoid`: the last insert's page, then one the free-space
+    /// map offers, then a new page at the file's end (PostgreSQL's
+    /// `RelationGetBufferForTuple`). Pages found fuller than recorded are recorded again
+    /// as they are.
+    fn shared_page_with_room(&self, len: usize, avoid: Option<u32>) -> Result<PageMut<'_>> {
         let needed = TUPLE_HEADER_BYTES + len + 4;
         let mut candidate = match self.target.load(Ordering::Relaxed) {
             NO_TARGET => None,
@@ -618,7 +789,13 @@ impl HeapFile {
         if let Some(refused) = self.check_replaceable(&old_page, old, snapshot, txns)? {
             return Ok(refused);
         }
-        if hot_allowed && HeapPage::new(old_page.body()).fits(data.len()) {
+        // Under co-located placement a HOT update stays on the old page only when it is
+        // the updater's own (P1); otherwise its version goes cold to the updater's page.
+        let same_page = hot_allowed
+            && self
+                .placement
+                .same_page_allowed(|| self.barray.owner(old.block), xid);
+        if same_page && HeapPage::new(old_page.body()).fits(data.len()) {
             let new = {
                 let mut heap = HeapPage::new(old_page.body_mut());
                 let mut header = TupleHeader {
@@ -650,6 +827,9 @@ impl HeapFile {
                 ],
             )])?;
             self.hot_updates.fetch_add(1, Ordering::Relaxed);
+            let free = HeapPage::new(old_page.body()).free_space();
+            drop(old_page);
+            self.placed(xid, old.block, free, false)?;
             return Ok(Replaced::Updated {
                 tid: Tid {
                     block: old.block,
@@ -661,8 +841,10 @@ impl HeapFile {
         // A cold update: the new version goes to another page. Let the old page go while
         // the map is searched (HL2), then hold both in block order (HL1).
         drop(old_page);
+        let mut extended = false;
         loop {
-            let new_page = self.page_with_room(data.len(), Some(old.block))?;
+            let (new_page, grew) = self.page_with_room(xid, data.len(), Some(old.block))?;
+            extended |= grew;
             let new_block = new_page.id().block;
             debug_assert_ne!(new_block, old.block);
             let (mut old_page, mut new_page) = if new_block < old.block {
@@ -724,6 +906,9 @@ impl HeapFile {
                 ),
             ])?;
             self.cold_updates.fetch_add(1, Ordering::Relaxed);
+            let free = HeapPage::new(new_page.body()).free_space();
+            drop((old_page, new_page));
+            self.placed(xid, new_block, free, extended)?;
             return Ok(Replaced::Updated {
                 tid: Tid {
                     block: new_block,

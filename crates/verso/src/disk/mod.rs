@@ -5,7 +5,8 @@
 //! ([`WriteAheadLog`]), and counters of what reached the disk.
 //!
 //! On these stand PostgreSQL's version storage ([`heap_file`], [`table`]), its
-//! transactions ([`transactions`], [`visibility`], [`commit_log`]) and the engine behind
+//! transactions ([`transactions`], [`visibility`], [`commit_log`]), where new versions go
+//! ([`placement`]: PostgreSQL's, or SI-CV's co-located pages) and the engine behind
 //! [`crate::Database`] that [`crate::Options::disk`] selects.
 
 pub mod btree;
@@ -17,6 +18,7 @@ pub mod heap_file;
 pub mod heap_page;
 pub mod page;
 pub mod page_log;
+pub mod placement;
 mod replacement;
 pub mod table;
 pub mod transactions;
@@ -35,6 +37,7 @@ pub use heap_file::{HeapFile, HeapStats, Pruning, Replaced, Tid, VacuumStats};
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
 pub use page::{FileNo, Page, PageDefect, PageId, PAGE_SIZE};
 pub use page_log::{PageChange, PageLog, PageLogStats, Recovering, RedoStats};
+pub use placement::VersionPlacement;
 pub use replacement::ReplacementPolicy;
 pub use table::{DiskTable, RowKeys};
 pub use transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};

@@ -9,7 +9,7 @@
 use verso::research::NonInline;
 use verso::{
     ColumnType, ConcurrencyControl, Database, GarbageCollector, IndexPointers, Isolation, Options,
-    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionStorageKind,
+    PrimaryKeyIndex, Schema, TableId, Transaction, Value, VersionPlacement, VersionStorageKind,
 };
 
 /// One `Options` per supported configuration: every garbage collector over every version
@@ -46,25 +46,44 @@ pub fn all_configurations() -> Vec<Options> {
 }
 
 /// The disk engine (PostgreSQL's heap) under both its pruning rules, Steam's eager one
-/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]), and the
-/// eager one again with LRU-2 eviction instead of CLOCK, through a buffer pool of 48
-/// pages, so that the suites' tables are larger than memory, with autovacuum waking every
-/// 20 ms. [`open`] gives each database its own simulated disk (the file trait's other
-/// implementation, in memory), so the suites leave no files behind; the disk engine's own
-/// tests (`disk_engine.rs`) run it on the real file system.
+/// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]); the eager
+/// one again with LRU-2 eviction instead of CLOCK, and with SI-CV's co-located placement of
+/// new versions; through a buffer pool of 48 pages, so that the suites' tables are larger
+/// than memory, with autovacuum waking every 20 ms. [`open`] gives each database its own
+/// simulated disk (the file trait's other implementation, in memory), so the suites leave
+/// no files behind; the disk engine's own tests (`disk_engine.rs`) run it on the real file
+/// system.
 pub fn disk_configurations() -> Vec<Options> {
     use verso::disk::ReplacementPolicy;
     [
-        (GarbageCollector::Steam, ReplacementPolicy::Clock),
-        (GarbageCollector::Vacuum, ReplacementPolicy::Clock),
-        (GarbageCollector::Steam, ReplacementPolicy::Lru2),
+        (
+            GarbageCollector::Steam,
+            ReplacementPolicy::Clock,
+            VersionPlacement::PostgreSql,
+        ),
+        (
+            GarbageCollector::Vacuum,
+            ReplacementPolicy::Clock,
+            VersionPlacement::PostgreSql,
+        ),
+        (
+            GarbageCollector::Steam,
+            ReplacementPolicy::Lru2,
+            VersionPlacement::PostgreSql,
+        ),
+        (
+            GarbageCollector::Steam,
+            ReplacementPolicy::Clock,
+            VersionPlacement::CoLocated,
+        ),
     ]
     .into_iter()
-    .map(|(gc, eviction)| {
+    .map(|(gc, eviction, placement)| {
         Options::default()
             .disk(SUITE_DISK_DIR)
             .garbage_collector(gc)
             .buffer_pool_eviction(eviction)
+            .version_placement(placement)
             .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
             .buffer_pool(48 * verso::disk::PAGE_SIZE)
             .durability(verso::Durability::None)

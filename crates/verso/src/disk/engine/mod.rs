@@ -125,6 +125,8 @@ pub(crate) struct DiskEngine {
     eviction: ReplacementPolicy,
     /// Page files are opened for direct I/O.
     direct_io: bool,
+    /// Every table's heap places new versions by this policy.
+    placement: crate::disk::VersionPlacement,
 }
 
 /// Transaction and version counters of the disk engine, in the in-memory engine's terms
@@ -179,6 +181,8 @@ pub(crate) struct DiskSettings {
     pub(crate) checkpoint_after_log_bytes: Option<u64>,
     /// Which versions pruning removes (from the garbage collector chosen).
     pub(crate) pruning: crate::disk::heap_file::Pruning,
+    /// Where new versions go (`Options::version_placement`).
+    pub(crate) placement: crate::disk::VersionPlacement,
 }
 
 fn table_file(table: u32, offset: u32) -> FileNo {
@@ -210,6 +214,7 @@ impl DiskEngine {
             autovacuum_naptime,
             checkpoint_after_log_bytes,
             pruning,
+            placement,
         } = settings;
         fs.create_dir_all(&dir).map_err(|e| {
             crate::durability::io_error(&dir, "creating the database directory", &e)
@@ -259,6 +264,7 @@ impl DiskEngine {
             pruning,
             eviction,
             direct_io,
+            placement,
         };
         {
             let mut names = engine.names.lock();
@@ -290,7 +296,8 @@ impl DiskEngine {
             fsm,
             Arc::clone(&self.log),
         )?
-        .with_pruning(self.pruning);
+        .with_pruning(self.pruning)
+        .with_placement(self.placement);
         let primary = BTree::open_logged(
             Arc::clone(&self.pool),
             table_file(position, 2),
@@ -342,7 +349,12 @@ impl DiskEngine {
             ReplacementPolicy::Clock => "",
             ReplacementPolicy::Lru2 => "/lru2",
         };
-        format!("disk-heap/{pruning}/si-first-updater-wins{eviction}")
+        let mut design = format!("disk-heap/{pruning}/si-first-updater-wins{eviction}");
+        if self.placement != crate::disk::VersionPlacement::PostgreSql {
+            design += "/";
+            design += self.placement.name();
+        }
+        design
     }
 
     /// Creates a table: its files are made and listed in the catalog durably (DE1) before
@@ -487,6 +499,8 @@ impl DiskEngine {
             disk.heap.aborted_tuples_pruned += heap.aborted_tuples_pruned;
             disk.heap.tuples_pruned_eagerly += heap.tuples_pruned_eagerly;
             disk.heap.pages_extended += heap.pages_extended;
+            disk.heap.pages_claimed += heap.pages_claimed;
+            disk.heap.pages_owned += heap.pages_owned;
             disk.heap_pages += u64::from(entry.table.heap().pages().unwrap_or(0));
             disk.table_pages += entry.table.pages().unwrap_or(0);
             disk.index_pages += entry.table.index_pages().unwrap_or(0);

@@ -61,6 +61,9 @@ pub(crate) struct DiskTxn<'e> {
     /// Reused for keys.
     scratch: RefCell<Vec<u8>>,
     rolled_back: Cell<bool>,
+    /// Tables whose heap it may have placed new versions in (inserts and updates), whose
+    /// pages it owns under co-located placement until its end (`disk::placement`, P2).
+    placed_in: RefCell<Vec<u32>>,
 }
 
 fn packed<'a>(schema: &TableSchema, bytes: &'a [u8]) -> Result<PackedRef<'a>> {
@@ -94,6 +97,7 @@ impl<'e> DiskTxn<'e> {
             written_keys: RefCell::new(Vec::new()),
             scratch: RefCell::new(Vec::new()),
             rolled_back: Cell::new(false),
+            placed_in: RefCell::new(Vec::new()),
         })
     }
 
@@ -151,11 +155,42 @@ impl<'e> DiskTxn<'e> {
     /// Rolls back, counting the abort under `cause`.
     fn roll_back(&mut self, cause: &std::sync::atomic::AtomicU64) {
         if let Some(txn) = self.txn.take() {
+            let xid = txn.snapshot().xid;
             let _ = txn.abort();
+            self.release_pages(xid);
             Counters::add(cause, 1);
             self.count_ended(false);
         }
         self.rolled_back.set(true);
+    }
+
+    /// Notes that a write of table `id` may place a new version in its heap (before the
+    /// write: a write that fails midway may have taken a page).
+    fn note_placing(&self, id: TableId) {
+        let mut placed_in = self.placed_in.borrow_mut();
+        if !placed_in.contains(&id.index) {
+            placed_in.push(id.index);
+        }
+    }
+
+    /// Gives back the pages `xid` owns in the heaps it placed versions in, once its end
+    /// (commit or abort, successful or not) returned: it is no longer live (P2). Under
+    /// PostgreSQL's placement it owns none. A failure to record a page's room in the
+    /// free-space map is not the transaction's: its end stands, the page leaves the
+    /// Barray all the same, and the map (a hint) offers it again after the next vacuum.
+    fn release_pages(&self, xid: u64) {
+        if xid == 0 {
+            return;
+        }
+        for &table in self.placed_in.borrow().iter() {
+            if let Ok(entry) = self.engine.table(TableId {
+                index: table,
+                database: self.engine.tag,
+            }) {
+                let _ = entry.table.heap().release(xid);
+                debug_assert!(entry.table.heap().pages_owned_by(xid).is_empty());
+            }
+        }
     }
 
     /// Counts what the transaction's end left to collect (autovacuum's dead tuples) and
@@ -483,6 +518,7 @@ impl<'e> DiskTxn<'e> {
         let row = PackedRow::from_values(row_values, NonInline::Packed);
         let mut key = Vec::new();
         key::encode_row_key(&mut key, row_values, &entry.schema.primary_key);
+        self.note_placing(id);
         let txn = self.txn.as_mut().expect("active");
         match entry.table.insert(txn, row.packed().bytes()) {
             Ok(_) => {
@@ -528,6 +564,7 @@ impl<'e> DiskTxn<'e> {
         changes: &[(usize, Value)],
     ) -> Result<bool> {
         self.record_point(id, key);
+        self.note_placing(id);
         let txn = self.txn.as_mut().expect("active");
         let (tid, current) = match entry.table.get(txn, key) {
             Ok(Some(found)) => found,
@@ -663,6 +700,7 @@ impl<'e> DiskTxn<'e> {
             reads.seal();
             reads
         });
+        let xid = txn.snapshot().xid;
         let owner = SyncArc::new(TxnShared::new());
         // Whether `owner` was marked committing (not if the commit failed before its draw).
         let committing = Cell::new(false);
@@ -706,6 +744,8 @@ impl<'e> DiskTxn<'e> {
                 }
             },
         );
+        // Ended, committed or not: its pages go back to the free-space map (P2).
+        self.release_pages(xid);
         match result {
             Ok((ts, lsn)) => {
                 owner.mark_committed(ts);

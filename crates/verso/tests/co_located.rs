@@ -1,0 +1,447 @@
+//! SI-CV's co-located placement of new versions on the disk engine's heap
+//! (`verso::disk::placement`, `Options::version_placement`): the free-space map never
+//! offers a page a live transaction owns, and gets it back with its room at the owner's
+//! end; a HOT update does not put a version on a page another live transaction owns;
+//! read-only transactions, readers and deleters take no pages, and every way a
+//! transaction ends gives its pages back; pages owned at a crash are offered again after
+//! recovery. That no page holds new versions of two live transactions is checked after
+//! every step of `heap_file.rs`'s interleaved transactions (its co-located seeds), and every
+//! shared suite runs the co-located placement (`common::disk_configurations`).
+
+mod common;
+mod disk_common;
+
+use std::sync::Arc;
+
+use disk_common::{disk, open_pool_with_files};
+use verso::disk::free_space_map::available_category;
+use verso::disk::{
+    BufferPool, CommitLog, DiskTransactions, FileNo, FreeSpaceMap, HeapFile, HeapPage, PageId,
+    PageLog, Replaced, VersionPlacement,
+};
+use verso::fs::SimulatedFileSystem;
+use verso::{ColumnType, Database, Durability, Error, Isolation, Options, Schema, Value};
+
+const XACT: FileNo = FileNo(1);
+const HEAP: FileNo = FileNo(2);
+const FSM: FileNo = FileNo(3);
+
+struct Opened {
+    log: Arc<PageLog>,
+    pool: Arc<BufferPool>,
+    txns: DiskTransactions,
+    heap: HeapFile,
+}
+
+/// A heap under the co-located placement with its commit log and map, over `fs`.
+fn open(fs: &Arc<SimulatedFileSystem>, durability: Durability) -> Opened {
+    let (log, pool, _) = open_pool_with_files(
+        fs,
+        16,
+        durability,
+        &[
+            ("/db/xact", XACT),
+            ("/db/heap", HEAP),
+            ("/db/heap.fsm", FSM),
+        ],
+    )
+    .unwrap();
+    let commit_log = CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log)).unwrap();
+    let txns = DiskTransactions::open(commit_log).unwrap();
+    let fsm = FreeSpaceMap::open(Arc::clone(&pool), FSM).unwrap();
+    let heap = HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))
+        .unwrap()
+        .with_placement(VersionPlacement::CoLocated);
+    Opened {
+        log,
+        pool,
+        txns,
+        heap,
+    }
+}
+
+fn row(id: u32, pad: usize) -> Vec<u8> {
+    let mut bytes = id.to_le_bytes().to_vec();
+    bytes.resize(4 + pad, 7);
+    bytes
+}
+
+fn free_on(o: &Opened, block: u32) -> usize {
+    let page = o.pool.read(PageId::new(HEAP, block)).unwrap();
+    HeapPage::new(page.body()).free_space()
+}
+
+/// The map's side of SI-CV: a page a live transaction owns is never offered, whatever room
+/// the map records for it (here more than a page has), so a second writer takes another;
+/// at the owner's end the page leaves the Barray and the map records the room the owner
+/// left, and the next writer may take it.
+#[test]
+fn the_map_never_offers_a_live_transaction_s_page_and_gets_it_back_at_its_end() {
+    let fs = disk(1);
+    let o = open(&fs, Durability::None);
+    let mut t1 = o.txns.begin().unwrap();
+    let x1 = t1.xid().unwrap();
+    for id in 0..10 {
+        o.heap.insert(x1, &row(id, 500)).unwrap();
+    }
+    let owned = o.heap.pages_owned_by(x1);
+    assert_eq!(owned.len(), 1, "ten 500-byte rows fill one page");
+    let p = owned[0];
+    assert_eq!(o.heap.page_owner(p), Some(x1));
+    // Recorded when the file grew for it (so a crash leaves it offered, P4); its room
+    // recorded as more than a page holds: still never offered while its owner runs.
+    assert!(o.heap.free_space_map().recorded(p).unwrap() > 0);
+    o.heap.free_space_map().record(p, 8100).unwrap();
+    assert_eq!(o.heap.page_on_offer(100).unwrap(), None);
+    let mut t2 = o.txns.begin().unwrap();
+    let x2 = t2.xid().unwrap();
+    o.heap.insert(x2, &row(100, 100)).unwrap();
+    let q = o.heap.pages_owned_by(x2);
+    assert_eq!(q.len(), 1);
+    assert_ne!(q[0], p, "the second writer was handed the first one's page");
+    // The first ends: its page goes back with the room it has.
+    t1.commit().unwrap();
+    o.heap.release(x1).unwrap();
+    assert!(o.heap.pages_owned_by(x1).is_empty());
+    assert_eq!(o.heap.page_owner(p), None);
+    assert_eq!(
+        o.heap.free_space_map().recorded(p).unwrap(),
+        available_category(free_on(&o, p)),
+        "the map records the room the owner left"
+    );
+    assert_eq!(o.heap.page_on_offer(100).unwrap(), Some(p));
+    // The next writer takes it (the second's page stays the second's).
+    let mut t3 = o.txns.begin().unwrap();
+    let x3 = t3.xid().unwrap();
+    o.heap.insert(x3, &row(200, 100)).unwrap();
+    assert_eq!(o.heap.pages_owned_by(x3), vec![p]);
+    assert_eq!(o.heap.stats().pages_owned, 2);
+    t3.abort().unwrap();
+    o.heap.release(x3).unwrap();
+    t2.abort().unwrap();
+    o.heap.release(x2).unwrap();
+    assert_eq!(o.heap.stats().pages_owned, 0);
+}
+
+/// A HOT update whose old version sits on a page another live transaction owns goes
+/// cold, to the updater's own page (no page holds new versions of two live transactions);
+/// once the row's version is on the updater's own page, its next update is HOT again.
+#[test]
+fn a_hot_update_never_places_on_a_page_another_live_transaction_owns() {
+    let fs = disk(2);
+    let o = open(&fs, Durability::None);
+    let mut t0 = o.txns.begin().unwrap();
+    let x0 = t0.xid().unwrap();
+    let tid = o.heap.insert(x0, &row(1, 100)).unwrap();
+    t0.commit().unwrap();
+    o.heap.release(x0).unwrap();
+    // Another writer takes the row's page (the only one with room) for a row of its own.
+    let mut owner = o.txns.begin().unwrap();
+    let xo = owner.xid().unwrap();
+    o.heap.insert(xo, &row(2, 100)).unwrap();
+    assert_eq!(o.heap.pages_owned_by(xo), vec![tid.block]);
+    let mut updater = o.txns.begin().unwrap();
+    let xu = updater.xid().unwrap();
+    let snapshot = updater.snapshot();
+    let first = o
+        .heap
+        .update(tid, &row(1, 100), true, &snapshot, &o.txns)
+        .unwrap();
+    let Replaced::Updated { tid: moved, hot } = first else {
+        panic!("{first:?}");
+    };
+    assert!(
+        !hot,
+        "a HOT update put a version on a live transaction's page"
+    );
+    assert_ne!(moved.block, tid.block);
+    assert_eq!(o.heap.page_owner(moved.block), Some(xu));
+    // The updater's own page: HOT, as PostgreSQL's.
+    let second = o
+        .heap
+        .update(moved, &row(1, 100), true, &snapshot, &o.txns)
+        .unwrap();
+    assert!(
+        matches!(second, Replaced::Updated { tid, hot: true } if tid.block == moved.block),
+        "{second:?}"
+    );
+    updater.commit().unwrap();
+    o.heap.release(xu).unwrap();
+    owner.commit().unwrap();
+    o.heap.release(xo).unwrap();
+    assert_eq!(o.heap.stats().hot_updates, 1);
+    assert_eq!(o.heap.stats().cold_updates, 1);
+}
+
+/// Pages owned by a transaction alive at a crash are usable after recovery: the Barray is
+/// volatile (P4), and a page the file grew by for that transaction was recorded in the map,
+/// which the checkpoint wrote, so the map offers it and the next writer takes it rather
+/// than grow the file.
+#[test]
+fn pages_owned_at_a_crash_are_offered_again_after_recovery() {
+    let fs = disk(3);
+    let p;
+    {
+        let o = open(&fs, Durability::Sync);
+        let mut t = o.txns.begin().unwrap();
+        let x = t.xid().unwrap();
+        for id in 0..5 {
+            o.heap.insert(x, &row(id, 200)).unwrap();
+        }
+        p = o.heap.pages_owned_by(x);
+        assert_eq!(p.len(), 1);
+        o.log.checkpoint(&o.pool).unwrap();
+        fs.crash();
+        drop(t);
+    }
+    fs.restart();
+    let o = open(&fs, Durability::Sync);
+    let pages = o.heap.pages().unwrap();
+    assert_eq!(o.heap.stats().pages_owned, 0);
+    assert_eq!(o.heap.page_owner(p[0]), None);
+    assert_eq!(o.heap.page_on_offer(100).unwrap(), Some(p[0]));
+    let mut t = o.txns.begin().unwrap();
+    let x = t.xid().unwrap();
+    o.heap.insert(x, &row(9, 100)).unwrap();
+    assert_eq!(o.heap.pages_owned_by(x), p);
+    assert_eq!(o.heap.pages().unwrap(), pages, "the file grew");
+    t.commit().unwrap();
+    o.heap.release(x).unwrap();
+}
+
+/// SI-CV's P1 as the pages show it: no page holds new versions (tuples whose creator is
+/// live) of two live transactions. A creator found live after its tuple was read was live
+/// when it was read (an id is live over one interval and never reused), so a violation
+/// reported is real. Returns whether it saw a live creator's version at all.
+fn check_no_page_shared_by_live_writers(o: &Opened) -> bool {
+    let mut saw_live = false;
+    for block in 0..o.heap.pages().unwrap() {
+        let page = o.pool.read(PageId::new(HEAP, block)).unwrap();
+        if page.kind() != verso::disk::KIND_HEAP_PAGE {
+            continue;
+        }
+        let heap = HeapPage::new(page.body());
+        let mut creators: Vec<u64> = (1..=heap.lines())
+            .filter_map(|line| heap.header(line))
+            .map(|header| header.xmin)
+            .collect();
+        drop(page);
+        creators.sort_unstable();
+        creators.dedup();
+        creators.retain(|&xid| o.txns.is_live(xid));
+        assert!(
+            creators.len() <= 1,
+            "page {block} holds new versions of live transactions {creators:?}"
+        );
+        saw_live |= !creators.is_empty();
+    }
+    saw_live
+}
+
+/// Three threads of writers (inserts, and HOT-allowed updates of rows they committed
+/// before; a fifth abort) race for pages while a checker reads every page again and
+/// again: no page ever holds new versions of two live transactions (each claim races the
+/// others' through the map, and only one wins a page).
+#[test]
+fn concurrent_writers_never_share_a_page_while_both_live() {
+    let fs = disk(4);
+    let o = open(&fs, Durability::None);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut checks, mut saw_live) = (0u64, 0u64);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3u32)
+            .map(|t| {
+                let o = &o;
+                s.spawn(move || {
+                    let mut rng = disk_common::Rng(u64::from(t) * 7919 + 5);
+                    let mut mine: Vec<verso::disk::Tid> = Vec::new();
+                    for n in 0..120u32 {
+                        let mut txn = o.txns.begin().unwrap();
+                        let xid = txn.xid().unwrap();
+                        let mut placed = Vec::new();
+                        for k in 0..3 {
+                            let id = t * 100_000 + n * 10 + k;
+                            let pad = 50 + (rng.next() % 400) as usize;
+                            placed.push(o.heap.insert(xid, &row(id, pad)).unwrap());
+                        }
+                        let mut moved = None;
+                        if !mine.is_empty() {
+                            let at = (rng.next() % mine.len() as u64) as usize;
+                            let outcome = o
+                                .heap
+                                .update(mine[at], &row(t, 100), true, &txn.snapshot(), &o.txns)
+                                .unwrap();
+                            let Replaced::Updated { tid, .. } = outcome else {
+                                panic!("{outcome:?}");
+                            };
+                            moved = Some((at, tid));
+                        }
+                        if rng.next() % 5 == 0 {
+                            txn.abort().unwrap();
+                        } else {
+                            txn.commit().unwrap();
+                            mine.extend(placed);
+                            if let Some((at, tid)) = moved {
+                                mine[at] = tid;
+                            }
+                        }
+                        o.heap.release(xid).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let checker = s.spawn(|| {
+            let (mut checks, mut saw_live) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                saw_live += u64::from(check_no_page_shared_by_live_writers(&o));
+                checks += 1;
+            }
+            (checks, saw_live)
+        });
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (checks, saw_live) = checker.join().unwrap();
+    });
+    assert!(
+        checks > 0 && saw_live > 0,
+        "{checks} checks, {saw_live} saw a live writer"
+    );
+    assert_eq!(o.heap.stats().pages_owned, 0);
+    o.heap.check().unwrap();
+}
+
+fn accounts() -> Schema {
+    Schema::new()
+        .column("id", ColumnType::U64)
+        .column("balance", ColumnType::I64)
+        .primary_key(&["id"])
+}
+
+fn co_located_database() -> Database {
+    common::open(
+        &Options::default()
+            .disk(common::SUITE_DISK_DIR)
+            .version_placement(VersionPlacement::CoLocated)
+            .buffer_pool(64 * verso::disk::PAGE_SIZE)
+            .durability(Durability::None)
+            .autovacuum_naptime(None),
+    )
+}
+
+/// Pages owned now, and ever taken, over every heap.
+fn owned(db: &Database) -> (u64, u64) {
+    let heap = db.stats().disk.unwrap().heap;
+    (heap.pages_owned, heap.pages_claimed)
+}
+
+/// Through `Database`: read-only transactions, readers that may write, an update that
+/// finds no row and a deleter (which stamps old versions in place and creates none) take
+/// no pages; a writer owns its pages until its end, and every end gives them back:
+/// commit, abort, a drop, a rollback after a write conflict, and a commit refused by
+/// validation.
+#[test]
+fn only_writers_of_new_versions_own_pages_and_every_end_gives_them_back() {
+    let db = co_located_database();
+    assert!(db.design().ends_with("/co-located"), "{}", db.design());
+    let table = db.create_table("accounts", accounts()).unwrap();
+    let mut load = db.begin(Isolation::Snapshot);
+    for id in 0..200u64 {
+        load.insert(table, &[Value::U64(id), Value::I64(0)])
+            .unwrap();
+    }
+    assert!(owned(&db).0 > 0, "a loader owns the pages it fills");
+    load.commit().unwrap();
+    assert_eq!(owned(&db).0, 0);
+    let claimed = owned(&db).1;
+    {
+        let reader = db.begin_read_only(Isolation::Snapshot);
+        assert_eq!(reader.scan(table, ..).unwrap().count(), 200);
+        let mut may_write = db.begin(Isolation::Serializable);
+        assert!(may_write.get(table, &[Value::U64(3)]).unwrap().is_some());
+        assert!(!may_write
+            .update(table, &[Value::U64(999)], &[(1, Value::I64(1))])
+            .unwrap());
+        let mut deleter = db.begin(Isolation::Snapshot);
+        assert!(deleter.delete(table, &[Value::U64(5)]).unwrap());
+        assert_eq!(
+            owned(&db),
+            (0, claimed),
+            "a reader or a deleter took a page"
+        );
+        deleter.commit().unwrap();
+        may_write.commit().unwrap();
+        reader.commit().unwrap();
+    }
+    assert_eq!(owned(&db), (0, claimed));
+    let update = |txn: &mut verso::Transaction<'_>, id: u64| {
+        txn.update(table, &[Value::U64(id)], &[(1, Value::I64(1))])
+    };
+    // Commit.
+    let mut writer = db.begin(Isolation::Snapshot);
+    assert!(update(&mut writer, 1).unwrap());
+    assert_eq!(owned(&db).0, 1);
+    writer.commit().unwrap();
+    assert_eq!(owned(&db).0, 0);
+    // Abort.
+    let mut writer = db.begin(Isolation::Snapshot);
+    assert!(update(&mut writer, 2).unwrap());
+    assert_eq!(owned(&db).0, 1);
+    writer.abort();
+    assert_eq!(owned(&db).0, 0);
+    // Dropped without an end.
+    {
+        let mut writer = db.begin(Isolation::Snapshot);
+        writer
+            .insert(table, &[Value::U64(500), Value::I64(0)])
+            .unwrap();
+        assert_eq!(owned(&db).0, 1);
+    }
+    assert_eq!(owned(&db).0, 0);
+    // Rolled back by a write conflict, after a version of its own elsewhere.
+    let mut first = db.begin(Isolation::Snapshot);
+    let mut second = db.begin(Isolation::Snapshot);
+    assert!(update(&mut first, 10).unwrap());
+    assert!(update(&mut second, 11).unwrap());
+    assert_eq!(owned(&db).0, 2);
+    assert!(matches!(
+        update(&mut second, 10),
+        Err(Error::WriteConflict { .. })
+    ));
+    assert_eq!(owned(&db).0, 1, "the rolled-back writer kept its page");
+    first.commit().unwrap();
+    assert_eq!(owned(&db).0, 0);
+    // A commit refused by validation (write skew under Serializable).
+    let mut a = db.begin(Isolation::Serializable);
+    let mut b = db.begin(Isolation::Serializable);
+    a.get(table, &[Value::U64(20)]).unwrap();
+    b.get(table, &[Value::U64(21)]).unwrap();
+    assert!(update(&mut a, 21).unwrap());
+    assert!(update(&mut b, 20).unwrap());
+    a.commit().unwrap();
+    assert!(matches!(
+        b.commit(),
+        Err(Error::SerializationFailure { .. })
+    ));
+    assert_eq!(
+        owned(&db).0,
+        0,
+        "a transaction refused at commit kept its pages"
+    );
+}
+
+/// The in-memory engine refuses a placement of new versions, which only the disk
+/// engine's heap has, with the reason.
+#[test]
+fn the_in_memory_engine_refuses_a_version_placement() {
+    match Database::open(Options::default().version_placement(VersionPlacement::CoLocated)) {
+        Err(Error::UnsupportedConfiguration { reason }) => {
+            assert!(
+                reason.contains("co-located") && reason.contains("disk"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
