@@ -216,19 +216,8 @@ fn pages_owned_at_a_crash_are_offered_again_after_recovery() {
 fn check_no_page_shared_by_live_writers(o: &Opened) -> bool {
     let mut saw_live = false;
     for block in 0..o.heap.pages().unwrap() {
-        let page = o.pool.read(PageId::new(HEAP, block)).unwrap();
-        if page.kind() != verso::disk::KIND_HEAP_PAGE {
-            continue;
-        }
-        let heap = HeapPage::new(page.body());
-        let mut creators: Vec<u64> = (1..=heap.lines())
-            .filter_map(|line| heap.header(line))
-            .map(|header| header.xmin)
-            .collect();
-        drop(page);
-        creators.sort_unstable();
-        creators.dedup();
-        creators.retain(|&xid| o.txns.is_live(xid));
+        let creators =
+            disk_common::live_creators_on_page(&o.pool, HEAP, block, |xid| o.txns.is_live(xid));
         assert!(
             creators.len() <= 1,
             "page {block} holds new versions of live transactions {creators:?}"

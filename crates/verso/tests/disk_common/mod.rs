@@ -90,3 +90,29 @@ impl Rng {
         self.0
     }
 }
+
+/// The live transactions with a version on heap page `block` of `file` (sorted, each
+/// once; none on a page that is not a heap page): SI-CV's P1 says at most one. A creator
+/// found live after its tuple was read was live when it was read (an id is live over one
+/// interval and never reused), so a violation seen is real.
+pub fn live_creators_on_page(
+    pool: &BufferPool,
+    file: FileNo,
+    block: u32,
+    is_live: impl Fn(u64) -> bool,
+) -> Vec<u64> {
+    let page = pool.read(verso::disk::PageId::new(file, block)).unwrap();
+    if page.kind() != verso::disk::KIND_HEAP_PAGE {
+        return Vec::new();
+    }
+    let heap = verso::disk::HeapPage::new(page.body());
+    let mut creators: Vec<u64> = (1..=heap.lines())
+        .filter_map(|line| heap.header(line))
+        .map(|header| header.xmin)
+        .collect();
+    drop(page);
+    creators.sort_unstable();
+    creators.dedup();
+    creators.retain(|&xid| is_live(xid));
+    creators
+}
