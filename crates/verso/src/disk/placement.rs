@@ -159,9 +159,18 @@ impl Owners {
 /// OLTP transactions), plus one for each cold update whose predecessor sat on its current
 /// page. Concurrency: one mutex per heap (P3); a placement takes it two or three times,
 /// the free-space map's exclusion once per candidate page.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Barray {
     owners: Mutex<Owners>,
+}
+
+// By hand: under loom, `crate::sync::Mutex` has no `Default`.
+impl Default for Barray {
+    fn default() -> Self {
+        Barray {
+            owners: Mutex::new(Owners::default()),
+        }
+    }
 }
 
 impl Barray {
