@@ -290,15 +290,15 @@ mod tests {
         lru.accessed(0); // t7: correlated with t6, the same reference
         tick(&mut lru, 3); // t8..t10
         lru.accessed(1); // t11: a second reference of page 1
-        // Page 0 was referenced once (two pins of one reference), page 1 twice: 0 goes.
-        // Were t7 a reference of its own, 0's second reference (t6) would be younger than
-        // 1's (t1) and 1 would go.
+                         // Page 0 was referenced once (two pins of one reference), page 1 twice: 0 goes.
+                         // Were t7 a reference of its own, 0's second reference (t6) would be younger than
+                         // 1's (t1) and 1 would go.
         assert_eq!(lru.victim(&mut |f| f <= 1), Some(0));
         lru.accessed(1); // t12: correlated with t11
         lru.loaded(0); // t13: a new page in frame 0, referenced once
         tick(&mut lru, 2); // t14, t15
-        // Page 0 comes first in the order but was pinned within the period (t13): page 1,
-        // last pinned at t12, goes instead.
+                           // Page 0 comes first in the order but was pinned within the period (t13): page 1,
+                           // last pinned at t12, goes instead.
         assert_eq!(lru.victim(&mut |f| f <= 1), Some(1));
         // Unless no other frame can go.
         assert_eq!(lru.victim(&mut |f| f == 0), Some(0));
