@@ -1049,6 +1049,97 @@ fn decode_prune(payload: &[u8]) -> std::result::Result<PrunePlan, String> {
 mod tests {
     use super::*;
 
+    /// Each kind of logged change dirties its page under the cause the counters by
+    /// cause name: a header rewrite is a stamp only when a transaction made it, an image
+    /// is the index's on a B+-tree page, a new version's on a heap page (its formatting),
+    /// another change elsewhere.
+    #[test]
+    fn logged_changes_dirty_their_pages_by_their_cause() {
+        use DirtyCause::*;
+        let header = TupleHeader {
+            xmin: 7,
+            xmax: 0,
+            ctid_block: 0,
+            ctid_line: 1,
+            infomask: 0,
+        };
+        let plan = PrunePlan::default();
+        let heap = KIND_HEAP_PAGE;
+        let cases: [(PageChange<'_>, u16, Option<u64>, DirtyCause); 13] = [
+            (
+                PageChange::HeapInsert {
+                    line: 1,
+                    header,
+                    data: b"x",
+                },
+                heap,
+                Some(7),
+                NewVersion,
+            ),
+            (
+                PageChange::HeapInsert {
+                    line: 1,
+                    header,
+                    data: b"x",
+                },
+                heap,
+                None,
+                NewVersion,
+            ),
+            (
+                PageChange::HeapSetHeader { line: 1, header },
+                heap,
+                Some(7),
+                OldVersionStamp,
+            ),
+            (
+                PageChange::HeapSetHeader { line: 1, header },
+                heap,
+                None,
+                Other,
+            ),
+            (PageChange::HeapPrune { plan: &plan }, heap, None, Other),
+            (PageChange::HeapFreeDead { lines: &[1] }, heap, None, Other),
+            (
+                PageChange::BTreePut {
+                    key: b"k",
+                    value: b"",
+                },
+                KIND_BTREE_NODE,
+                None,
+                Index,
+            ),
+            (
+                PageChange::BTreeRemove { key: b"k" },
+                KIND_BTREE_NODE,
+                None,
+                Index,
+            ),
+            (PageChange::Image, KIND_BTREE_NODE, None, Index),
+            (PageChange::Image, KIND_BTREE_META, None, Index),
+            (PageChange::Image, heap, None, NewVersion),
+            (
+                PageChange::Image,
+                super::super::commit_log::KIND_COMMIT_LOG_PAGE,
+                None,
+                Other,
+            ),
+            (
+                PageChange::CommitLogSet { slot: 0, value: 1 },
+                0,
+                None,
+                Other,
+            ),
+        ];
+        for (change, kind, writer, cause) in cases {
+            assert_eq!(
+                cause_of(&change, kind, writer),
+                cause,
+                "{change:?} on {kind:#x}"
+            );
+        }
+    }
+
     proptest::proptest! {
         /// The decoder of page records never panics, whatever the bytes, and a record cut
         /// anywhere or with a byte changed in its framing fields decodes to an error or
