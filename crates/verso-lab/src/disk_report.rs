@@ -29,6 +29,9 @@ pub struct PagesPerCommit {
     pub sequential_share: f64,
     /// Pages written for aborted transactions over the samples (a count, not per commit).
     pub written_for_aborted_transactions: f64,
+    /// Pages written per committed TPC-C New-Order transaction (the whole mix's writes
+    /// over the New-Orders: SI-CV's and DBT2's unit, as NOTPM); `None` without New-Orders.
+    pub written_per_new_order: Option<f64>,
 }
 
 impl PagesPerCommit {
@@ -67,9 +70,23 @@ impl PagesPerCommit {
             written_for_aborted_transactions: total(|s| {
                 s.disk_pages_written_for_aborted_transactions_per_second
             }),
+            written_per_new_order: {
+                let new_orders: f64 = run
+                    .samples
+                    .iter()
+                    .filter_map(|s| {
+                        let rate = s.oltp_commits_by_kind_per_second.get(NEW_ORDER)?;
+                        Some(rate * s.interval_seconds)
+                    })
+                    .sum();
+                (new_orders > 0.0).then(|| written / new_orders)
+            },
         })
     }
 }
+
+/// TPC-C's New-Order transaction type, as the workload names it.
+const NEW_ORDER: &str = "NewOrder";
 
 /// What the table's columns mean.
 pub const NOTE: &str = "(pages per commit over the run, any transaction type: dirtied = \
@@ -79,7 +96,8 @@ pub const NOTE: &str = "(pages per commit over the run, any transaction type: di
     dirtied; stamps = xmax/ctid of replaced or deleted versions; other = pruning, vacuum, \
     the commit log; written = pages written to the files, seq = the share of them written \
     right after the block before in the same file; for aborted = pages written, in all, \
-    whose changes were all one aborted transaction's)";
+    whose changes were all one aborted transaction's; written/NewOrder, for TPC-C = pages \
+    written over the committed New-Orders, the whole mix's writes, as NOTPM counts)";
 
 /// The disk runs' pages per commit: header and one row per run with the page counters;
 /// `None` if no run has them.
@@ -97,11 +115,21 @@ pub fn cells(runs: &[RunResult]) -> Option<(Vec<&'static str>, Vec<Vec<String>>)
         "for aborted",
     ];
     let per = |x: f64| format!("{x:.2}");
-    let rows: Vec<Vec<String>> = runs
+    let measured: Vec<(&RunResult, PagesPerCommit)> = runs
         .iter()
-        .filter_map(|run| {
-            let p = PagesPerCommit::of(run)?;
-            Some(vec![
+        .filter_map(|run| Some((run, PagesPerCommit::of(run)?)))
+        .collect();
+    let new_orders = measured
+        .iter()
+        .any(|(_, p)| p.written_per_new_order.is_some());
+    let mut header = header;
+    if new_orders {
+        header.push("written/NewOrder");
+    }
+    let rows: Vec<Vec<String>> = measured
+        .into_iter()
+        .map(|(run, p)| {
+            let mut row = vec![
                 plot::run_label(run),
                 per(p.dirtied),
                 per(p.new_versions),
@@ -112,7 +140,11 @@ pub fn cells(runs: &[RunResult]) -> Option<(Vec<&'static str>, Vec<Vec<String>>)
                 per(p.written),
                 format!("{:.0}%", 100.0 * p.sequential_share),
                 format!("{:.0}", p.written_for_aborted_transactions),
-            ])
+            ];
+            if new_orders {
+                row.push(p.written_per_new_order.map_or("-".to_owned(), per));
+            }
+            row
         })
         .collect();
     (!rows.is_empty()).then_some((header, rows))
@@ -202,9 +234,33 @@ mod tests {
         assert!((p.written - 350.0 / 150.0).abs() < 1e-12);
         assert!((p.sequential_share - 200.0 / 350.0).abs() < 1e-12);
         assert!((p.written_for_aborted_transactions - 1.5).abs() < 1e-12);
+        assert_eq!(p.written_per_new_order, None);
         let (header, rows) = cells(&[run]).unwrap();
         assert_eq!(header.len(), rows[0].len());
         assert_eq!(rows[0][1], "3.33");
+        assert!(!header.contains(&"written/NewOrder"));
+    }
+
+    /// TPC-C's runs also get the pages written per committed New-Order (the whole mix's
+    /// writes over the New-Orders); a run without New-Orders beside one shows "-".
+    #[test]
+    fn tpcc_runs_get_pages_written_per_new_order() {
+        let mut first = sample(1.0, 100.0, 400.0, 300.0, 0.5);
+        first
+            .oltp_commits_by_kind_per_second
+            .insert(NEW_ORDER.to_owned(), 40.0);
+        let mut second = sample(0.5, 100.0, 200.0, 100.0, 1.0);
+        second
+            .oltp_commits_by_kind_per_second
+            .insert(NEW_ORDER.to_owned(), 60.0);
+        let tpcc = run_of(vec![first, second]);
+        let p = PagesPerCommit::of(&tpcc).unwrap();
+        assert!((p.written_per_new_order.unwrap() - 350.0 / 70.0).abs() < 1e-12);
+        let other = run_of(vec![sample(1.0, 100.0, 400.0, 300.0, 0.5)]);
+        let (header, rows) = cells(&[tpcc, other]).unwrap();
+        assert_eq!(header.last(), Some(&"written/NewOrder"));
+        assert_eq!(rows[0].last().unwrap(), "5.00");
+        assert_eq!(rows[1].last().unwrap(), "-");
     }
 
     /// A run without the page counters (in memory, a peer) has no row.
