@@ -1847,6 +1847,9 @@ fn run_workload(
     if let Some(tables) = crate::paced_report::paced_tables(&report.runs) {
         write!(out, "\n{tables}")?;
     }
+    if let Some(table) = crate::disk_report::table(&report.runs) {
+        write!(out, "\n{table}")?;
+    }
     if let Some(line) = &report.comparison {
         writeln!(out, "\n{line}")?;
     }

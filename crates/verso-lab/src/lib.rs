@@ -10,6 +10,8 @@
 //! - [`metrics`]: the per-second samples and per-run summaries (what JSON holds);
 //! - [`progress`]: progress bars, also those of a child process, drawn by its parent;
 //! - [`paced_report`]: what a paced TPC-C run adds to the summary (NOTPM, response times);
+//! - [`disk_report`]: what a disk-engine run adds: pages dirtied per commit by cause, pages
+//!   written, their sequential share, pages written for aborted transactions;
 //! - [`report`]: the terminal summary, the comparison line, JSON, and the HTML report with
 //!   its plots ([`plot`]), written all at once or not at all ([`publish`]);
 //! - [`reproduce`]: `verso reproduce`, the papers' figures and tables redone, with the
@@ -26,6 +28,7 @@ pub mod check;
 pub mod cli;
 pub mod clients;
 pub mod compare;
+pub mod disk_report;
 pub mod format;
 pub mod load;
 pub mod memory;

@@ -153,6 +153,34 @@ pub struct Sample {
     /// previous write: SI-CV's metric); 0 when nothing was written.
     #[serde(default)]
     pub disk_sequential_write_share: f64,
+    /// Pages dirtied per second: pages going from clean to dirty in the buffer pool (each
+    /// is written once before it can be dirtied again), whatever changed them.
+    #[serde(default)]
+    pub disk_pages_dirtied_per_second: f64,
+    /// Pages dirtied by new versions (inserted rows, updates' new versions) per second:
+    /// each page once per cause between two writes of it, so a page that takes a new
+    /// version and a stamp counts here and under the stamps (SI-CV's counters by cause).
+    #[serde(default)]
+    pub disk_pages_dirtied_by_new_versions_per_second: f64,
+    /// Pages dirtied by stamps on old versions (`xmax`/`ctid` of the replaced or deleted
+    /// version) per second, counted as above.
+    #[serde(default)]
+    pub disk_pages_dirtied_by_old_version_stamps_per_second: f64,
+    /// Pages dirtied by hint bits per second, counted as above.
+    #[serde(default)]
+    pub disk_pages_dirtied_by_hint_bits_per_second: f64,
+    /// Index pages dirtied (B+-tree leaf and inner changes) per second, counted as above.
+    #[serde(default)]
+    pub disk_pages_dirtied_by_index_changes_per_second: f64,
+    /// Pages dirtied by other changes (pruning, vacuum, the commit log) per second,
+    /// counted as above.
+    #[serde(default)]
+    pub disk_pages_dirtied_by_other_changes_per_second: f64,
+    /// Pages written per second whose changes since their previous write were all one
+    /// transaction's that had aborted by then (heap pages; SI-CV: "if T_j aborts Block2 is
+    /// not written").
+    #[serde(default)]
+    pub disk_pages_written_for_aborted_transactions_per_second: f64,
     /// Page requests the buffer pool served without a read, as a share of all in the
     /// interval; 0 when there were none.
     #[serde(default)]

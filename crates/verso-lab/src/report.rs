@@ -855,6 +855,11 @@ pub fn write_report(dir: &Path, report: &LabReport) -> Result<(), LabError> {
         }
         let _ = writeln!(html, "<p>{}</p>", escape(crate::paced_report::NOTE));
     }
+    if let Some((header, rows)) = crate::disk_report::cells(&report.runs) {
+        html.push_str("<h2>Pages per commit</h2>\n");
+        html.push_str(&html_table(&header, &rows));
+        let _ = writeln!(html, "<p>{}</p>", escape(crate::disk_report::NOTE));
+    }
     html.push_str("<h2>Configurations</h2>\n");
     html.push_str(&configurations_html(&report.runs));
     html.push_str("<h2>Over time</h2>\n");

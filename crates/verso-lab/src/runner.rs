@@ -1456,6 +1456,31 @@ fn disk_sample(
             pool.sequential_writes.saturating_sub(was.sequential_writes),
             written,
         ),
+        disk_pages_dirtied_per_second: rate(pool.pages_dirtied, was.pages_dirtied),
+        disk_pages_dirtied_by_new_versions_per_second: rate(
+            pool.pages_dirtied_by_new_versions,
+            was.pages_dirtied_by_new_versions,
+        ),
+        disk_pages_dirtied_by_old_version_stamps_per_second: rate(
+            pool.pages_dirtied_by_old_version_stamps,
+            was.pages_dirtied_by_old_version_stamps,
+        ),
+        disk_pages_dirtied_by_hint_bits_per_second: rate(
+            pool.pages_dirtied_by_hint_bits,
+            was.pages_dirtied_by_hint_bits,
+        ),
+        disk_pages_dirtied_by_index_changes_per_second: rate(
+            pool.pages_dirtied_by_index_changes,
+            was.pages_dirtied_by_index_changes,
+        ),
+        disk_pages_dirtied_by_other_changes_per_second: rate(
+            pool.pages_dirtied_by_other_changes,
+            was.pages_dirtied_by_other_changes,
+        ),
+        disk_pages_written_for_aborted_transactions_per_second: rate(
+            pool.pages_written_for_aborted_transactions,
+            was.pages_written_for_aborted_transactions,
+        ),
         buffer_hit_ratio: share(pool.hits.saturating_sub(was.hits), requests),
         heap_bytes: now.heap_pages * page,
         index_bytes: now.index_pages * page,

@@ -426,12 +426,42 @@ fn a_disk_run_under_both_pruning_rules_reports_its_page_series() {
                 .any(|s| s["log_bytes_per_second"].as_f64().unwrap() > 0.0),
             "{label}: the page log's bytes"
         );
+        // TPC-B's updates dirty heap pages by new versions and stamps, its history
+        // inserts index pages (per second, by cause).
+        for series in [
+            "disk_pages_dirtied_per_second",
+            "disk_pages_dirtied_by_new_versions_per_second",
+            "disk_pages_dirtied_by_old_version_stamps_per_second",
+            "disk_pages_dirtied_by_index_changes_per_second",
+        ] {
+            assert!(
+                samples.iter().any(|s| s[series].as_f64().unwrap() > 0.0),
+                "{label}: {series}"
+            );
+        }
+        for series in [
+            "disk_pages_dirtied_by_hint_bits_per_second",
+            "disk_pages_dirtied_by_other_changes_per_second",
+            "disk_pages_written_for_aborted_transactions_per_second",
+        ] {
+            assert!(
+                samples.iter().all(|s| s[series].is_f64()),
+                "{label}: {series}"
+            );
+        }
     }
+    let html = std::fs::read_to_string(report_dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("<h2>Pages per commit</h2>"),
+        "the report's table of pages per commit by cause"
+    );
     for plot in [
         "heap_bytes",
         "index_bytes",
         "buffer_hit_ratio",
         "disk_pages_written_per_second",
+        "disk_pages_dirtied_per_second",
+        "disk_pages_dirtied_by_new_versions_per_second",
     ] {
         assert!(
             report_dir.join(format!("{plot}.png")).exists(),

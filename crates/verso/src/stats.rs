@@ -545,7 +545,10 @@ mod tests {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DiskStats {
-    /// The buffer pool's: pages read, written (sequential and random), evicted.
+    /// The buffer pool's: pages read, written (sequential and random), evicted; pages
+    /// dirtied, by cause (new versions, old versions' stamps, hint bits, index, other),
+    /// and pages written for aborted transactions (SI-CV's counters;
+    /// `docs/design/buffer-pool.md`, "Counters by cause").
     pub buffer_pool: crate::disk::BufferPoolStats,
     /// The page log's: records, full page images, checkpoints, bytes.
     pub page_log: crate::disk::PageLogStats,

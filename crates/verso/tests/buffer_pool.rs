@@ -535,3 +535,117 @@ fn files_keep_the_numbers_they_were_attached_under() {
         Err(Error::Corruption { .. })
     ));
 }
+
+/// Writes across two files: a write counts as sequential only after the block before it
+/// in the same file, whatever was written to other files in between.
+#[test]
+fn a_write_after_another_file_s_write_is_random() {
+    let fs = disk(51);
+    let (pool, a) = pool_over(&fs, 16);
+    let b = FileNo(1);
+    let file_b = fs
+        .open(Path::new("/db/other.0"), OpenMode::CreateNew)
+        .unwrap();
+    pool.attach(b, Path::new("/db/other.0"), file_b).unwrap();
+    // Frames in allocation order, which the flush sweeps: a0 a1 b0 b1 a2 b2.
+    for file in [a, a, b, b, a, b] {
+        pool.allocate(file).unwrap().set_kind(1);
+    }
+    assert_eq!(pool.flush().unwrap(), 6);
+    let stats = pool.stats();
+    // a1 after a0, b1 after b0; b0, a2 and b2 follow the other file's write.
+    assert_eq!((stats.pages_written, stats.sequential_writes), (6, 2));
+    assert!((stats.sequential_write_share() - 2.0 / 6.0).abs() < 1e-12);
+}
+
+/// A page counts once per cause between two writes of it: a second change of the same
+/// cause adds nothing, a change of another cause counts under that cause, and after the
+/// page is written the next change counts again. A change noted by no cause counts only
+/// as a page dirtied.
+#[test]
+fn pages_dirtied_count_each_cause_once_per_clean_to_dirty_cycle() {
+    use verso::disk::DirtyCause;
+    let fs = disk(52);
+    let (pool, file) = pool_over(&fs, 4);
+    drop(pool.allocate(file).unwrap());
+    drop(pool.allocate(file).unwrap());
+    let (p, q) = (PageId::new(file, 0), PageId::new(file, 1));
+    let counts = |pool: &BufferPool| {
+        let s = pool.stats();
+        let by: Vec<u64> = DirtyCause::ALL
+            .iter()
+            .map(|&cause| s.pages_dirtied_by(cause))
+            .collect();
+        (s.pages_dirtied, by)
+    };
+    assert_eq!(counts(&pool), (0, vec![0; 5]));
+    for cause in [
+        DirtyCause::NewVersion,
+        DirtyCause::NewVersion,
+        DirtyCause::OldVersionStamp,
+        DirtyCause::NewVersion,
+    ] {
+        pool.write(p).unwrap().note_change(cause, None);
+    }
+    assert_eq!(counts(&pool), (1, vec![1, 1, 0, 0, 0]));
+    stamp(&pool, q, 1); // a change no cause was noted for
+    assert_eq!(counts(&pool), (2, vec![1, 1, 0, 0, 0]));
+    pool.flush().unwrap();
+    for cause in [
+        DirtyCause::NewVersion,
+        DirtyCause::HintBits,
+        DirtyCause::Index,
+    ] {
+        pool.write(p).unwrap().note_change(cause, None);
+    }
+    pool.write(q).unwrap().note_change(DirtyCause::Other, None);
+    assert_eq!(counts(&pool), (4, vec![2, 1, 1, 1, 1]));
+}
+
+/// Transactions the test says aborted.
+#[derive(Default)]
+struct Aborted(Mutex<Vec<u64>>);
+
+impl verso::disk::AbortedTransactions for Aborted {
+    fn has_aborted(&self, xid: u64) -> bool {
+        self.0.lock().unwrap().contains(&xid)
+    }
+}
+
+/// A page written while its changes since its last write were all one aborted
+/// transaction's (changes for no transaction aside) counts as written for an aborted
+/// transaction; a page another transaction changed too, or whose transaction had not
+/// aborted when it was written, does not.
+#[test]
+fn pages_changed_only_by_an_aborted_transaction_are_counted_when_written() {
+    use verso::disk::DirtyCause;
+    let fs = disk(53);
+    let (pool, file) = pool_over(&fs, 8);
+    let aborted = Arc::new(Aborted::default());
+    pool.watch_aborts(aborted.clone());
+    for _ in 0..5 {
+        drop(pool.allocate(file).unwrap());
+    }
+    let page = |block| PageId::new(file, block);
+    let change = |block, cause, writer| pool.write(page(block)).unwrap().note_change(cause, writer);
+    change(0, DirtyCause::NewVersion, Some(7)); // 7 alone
+    change(0, DirtyCause::OldVersionStamp, Some(7));
+    change(1, DirtyCause::NewVersion, Some(7)); // 7 and 8
+    change(1, DirtyCause::NewVersion, Some(8));
+    change(2, DirtyCause::NewVersion, Some(8)); // 8 alone
+    change(3, DirtyCause::NewVersion, Some(7)); // 7, then a hint
+    change(3, DirtyCause::HintBits, None);
+    change(4, DirtyCause::Index, None); // no transaction
+    aborted.0.lock().unwrap().push(7);
+    pool.flush().unwrap();
+    assert_eq!(pool.stats().pages_written_for_aborted_transactions, 2);
+    // Written, the pages start over: 9 has not aborted.
+    change(0, DirtyCause::NewVersion, Some(9));
+    pool.flush().unwrap();
+    assert_eq!(pool.stats().pages_written_for_aborted_transactions, 2);
+    // Written while 10 ran, then 10 aborts: not counted (its fate was not known).
+    change(1, DirtyCause::NewVersion, Some(10));
+    pool.flush().unwrap();
+    aborted.0.lock().unwrap().push(10);
+    assert_eq!(pool.stats().pages_written_for_aborted_transactions, 2);
+}

@@ -827,3 +827,147 @@ fn regression_an_insert_over_a_row_a_running_transaction_deleted_conflicts() {
         deleter.commit().unwrap();
     }
 }
+
+/// A database on the simulated disk with a pool large enough that nothing is evicted, no
+/// autovacuum and no checkpoint but the test's: every page write is the test's flush.
+fn counting_database(fs: &SimulatedFileSystem) -> (Database, verso::TableId) {
+    let db = Database::open(sim_options(fs).buffer_pool(256 * verso::disk::PAGE_SIZE)).unwrap();
+    let accounts = db.create_table("accounts", accounts_schema()).unwrap();
+    let mut txn = db.begin(Isolation::Snapshot);
+    for id in 0..20 {
+        txn.insert(accounts, &account(id, "o", 0)).unwrap();
+    }
+    txn.commit().unwrap();
+    // Every row read once (hint bits set), then every page written: the pool is warm and
+    // clean.
+    assert_eq!(all_rows(&db, accounts).len(), 20);
+    db.checkpoint().unwrap();
+    (db, accounts)
+}
+
+fn pool_stats(db: &Database) -> verso::disk::BufferPoolStats {
+    db.stats().disk.expect("a disk database").buffer_pool
+}
+
+/// What the pool counted since `before`: (pages dirtied by new versions, by old versions'
+/// stamps, by hint bits, by index changes).
+fn dirtied_since(db: &Database, before: &verso::disk::BufferPoolStats) -> (u64, u64, u64, u64) {
+    let now = pool_stats(db);
+    (
+        now.pages_dirtied_by_new_versions - before.pages_dirtied_by_new_versions,
+        now.pages_dirtied_by_old_version_stamps - before.pages_dirtied_by_old_version_stamps,
+        now.pages_dirtied_by_hint_bits - before.pages_dirtied_by_hint_bits,
+        now.pages_dirtied_by_index_changes - before.pages_dirtied_by_index_changes,
+    )
+}
+
+/// A HOT update (no indexed column changed) on a warm, clean page dirties that one heap
+/// page, under both the new version and the old version's stamp, and no index page; the
+/// page dirtied is one page (the commit log's page is the other dirtied).
+#[test]
+fn a_hot_update_dirties_one_heap_page_by_a_new_version_and_a_stamp_and_no_index_page() {
+    let fs = SimulatedFileSystem::new(71);
+    let (db, accounts) = counting_database(&fs);
+    let before = pool_stats(&db);
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(3)], &[(2, Value::I64(5))])
+        .unwrap());
+    txn.commit().unwrap();
+    assert_eq!(dirtied_since(&db, &before), (1, 1, 0, 0));
+    let now = pool_stats(&db);
+    assert_eq!(
+        now.pages_dirtied - before.pages_dirtied,
+        2,
+        "the heap page and the commit log's"
+    );
+    // Another update of a row on the same, still dirty, page dirties nothing new.
+    let before = now;
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(4)], &[(2, Value::I64(5))])
+        .unwrap());
+    txn.commit().unwrap();
+    assert_eq!(dirtied_since(&db, &before), (0, 0, 0, 0));
+    assert_eq!(pool_stats(&db).pages_dirtied, before.pages_dirtied);
+}
+
+/// An update of an indexed column is not HOT: the new version goes to another page (a
+/// new one: the only heap page is avoided), the old one is stamped on its own page, and
+/// the primary and secondary indexes each take an entry on a leaf.
+#[test]
+fn a_non_hot_update_dirties_a_second_heap_page_and_a_leaf_of_each_index() {
+    let fs = SimulatedFileSystem::new(72);
+    let (db, accounts) = counting_database(&fs);
+    let before = pool_stats(&db);
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(3)], &[(1, Value::from("p"))])
+        .unwrap());
+    txn.commit().unwrap();
+    assert_eq!(dirtied_since(&db, &before), (1, 1, 0, 2));
+}
+
+/// A read after a commit sets the hint bits of the tuples it resolved: one heap page
+/// dirtied by hint bits, nothing else.
+#[test]
+fn a_read_after_a_commit_dirties_its_page_by_hint_bits() {
+    let fs = SimulatedFileSystem::new(73);
+    let (db, accounts) = counting_database(&fs);
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(3)], &[(2, Value::I64(5))])
+        .unwrap());
+    txn.commit().unwrap();
+    db.checkpoint().unwrap();
+    let before = pool_stats(&db);
+    let txn = db.begin(Isolation::Snapshot);
+    assert_eq!(
+        txn.get(accounts, &[Value::U64(3)]).unwrap(),
+        Some(account(3, "o", 5))
+    );
+    drop(txn);
+    assert_eq!(dirtied_since(&db, &before), (0, 0, 1, 0));
+    assert_eq!(pool_stats(&db).pages_dirtied - before.pages_dirtied, 1);
+}
+
+/// A heap page whose only change since it was written is an aborted transaction's is
+/// written for an aborted transaction; the same change committed is not, nor is a page
+/// a committed transaction changed too before it was written. Index pages never count
+/// (their changes name no transaction).
+#[test]
+fn a_page_changed_only_by_an_aborted_transaction_is_written_for_it() {
+    let fs = SimulatedFileSystem::new(74);
+    let (db, accounts) = counting_database(&fs);
+    let written_for_aborted = |db: &Database| pool_stats(db).pages_written_for_aborted_transactions;
+    assert_eq!(written_for_aborted(&db), 0);
+
+    let mut txn = db.begin(Isolation::Snapshot);
+    txn.insert(accounts, &account(100, "o", 0)).unwrap();
+    txn.abort();
+    db.checkpoint().unwrap();
+    assert_eq!(written_for_aborted(&db), 1, "the heap page it inserted on");
+
+    let mut txn = db.begin(Isolation::Snapshot);
+    txn.insert(accounts, &account(101, "o", 0)).unwrap();
+    txn.commit().unwrap();
+    db.checkpoint().unwrap();
+    assert_eq!(written_for_aborted(&db), 1, "a committed insert's page");
+
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(5)], &[(2, Value::I64(1))])
+        .unwrap());
+    txn.abort();
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn
+        .update(accounts, &[Value::U64(6)], &[(2, Value::I64(1))])
+        .unwrap());
+    txn.commit().unwrap();
+    db.checkpoint().unwrap();
+    assert_eq!(
+        written_for_aborted(&db),
+        1,
+        "a page a committed transaction changed too"
+    );
+}

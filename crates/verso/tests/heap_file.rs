@@ -1232,3 +1232,42 @@ fn regression_a_running_deleter_does_not_stop_eager_pruning_on_access() {
     long.commit().unwrap();
     assert_eq!(hot, 4, "{:?}", o.heap.stats());
 }
+
+/// Vacuum's freezing rewrites tuple headers as an update's stamp does, but for no
+/// transaction: it dirties the page as another change, never as an old version's stamp.
+/// A delete's stamp does count as one.
+#[test]
+fn freezing_dirties_a_page_as_another_change_and_a_delete_as_a_stamp() {
+    let fs = disk(15);
+    let o = open(&fs, 16, Durability::None).unwrap();
+    let mut txn = o.txns.begin().unwrap();
+    let xid = txn.xid().unwrap();
+    let tids: Vec<Tid> = (0..3)
+        .map(|row| o.heap.insert(xid, &row_bytes(row, 0, 100)).unwrap())
+        .collect();
+    txn.commit().unwrap();
+    o.pool.flush().unwrap();
+    let before = o.pool.stats();
+    let vacuumed = o.heap.vacuum(&o.txns, &mut |_| Ok(())).unwrap();
+    assert_eq!(vacuumed.tuples_frozen, 3);
+    let after = o.pool.stats();
+    let since = |a: &verso::disk::BufferPoolStats, b: &verso::disk::BufferPoolStats| {
+        (
+            a.pages_dirtied_by_new_versions - b.pages_dirtied_by_new_versions,
+            a.pages_dirtied_by_old_version_stamps - b.pages_dirtied_by_old_version_stamps,
+            a.pages_dirtied_by_other_changes - b.pages_dirtied_by_other_changes,
+        )
+    };
+    assert_eq!(since(&after, &before), (0, 0, 1));
+    o.pool.flush().unwrap();
+    let before = o.pool.stats();
+    let mut txn = o.txns.begin().unwrap();
+    txn.xid().unwrap();
+    assert_eq!(
+        o.heap.delete(tids[1], &txn.snapshot(), &o.txns).unwrap(),
+        Replaced::Deleted
+    );
+    txn.commit().unwrap();
+    // The heap page's stamp; the commit log's page is another change.
+    assert_eq!(since(&o.pool.stats(), &before), (0, 1, 1));
+}

@@ -1,7 +1,8 @@
 //! The buffer pool: a fixed number of frames holding pages of files behind the file trait,
 //! with pins, shared and exclusive page latches, an eviction policy
 //! ([`super::replacement`]), write-back that respects the write-ahead log, and counters of
-//! what reached the disk (design note: `docs/design/buffer-pool.md`).
+//! what reached the disk and of why pages were dirtied (design note:
+//! `docs/design/buffer-pool.md`, "Counters by cause").
 //!
 //! # Invariants
 //!
@@ -58,6 +59,54 @@ impl WriteAheadLog for Unlogged {
     }
 }
 
+/// Tells the pool which transactions aborted, for
+/// [`BufferPoolStats::pages_written_for_aborted_transactions`] ([`BufferPool::watch_aborts`]).
+/// Asked during a write-back, with the page latched: it answers from memory, never waits
+/// and never reads a page.
+pub trait AbortedTransactions: Send + Sync {
+    /// Whether transaction `xid` is known to have aborted.
+    fn has_aborted(&self, xid: u64) -> bool;
+}
+
+/// Why a page changed: what the pool's counts of pages dirtied are separated by
+/// ([`PageMut::note_change`]; the page log notes every change it logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DirtyCause {
+    /// A new tuple version placed on a heap page: a row inserted or an update's new
+    /// version (and the formatting of a new heap page that takes it).
+    NewVersion,
+    /// An old version stamped as replaced or deleted: its `xmax` and `ctid` set by the
+    /// writer that replaced it.
+    OldVersionStamp,
+    /// Hint bits set on tuples (a fate learned by a reader or a writer; no record
+    /// describes them).
+    HintBits,
+    /// A B+-tree page changed: a leaf's entry put or removed, a split's pages, the meta
+    /// page.
+    Index,
+    /// Anything else: pruning, vacuum (freeing dead lines, freezing), the commit log.
+    Other,
+}
+
+impl DirtyCause {
+    /// Every cause, in the order of the counters.
+    pub const ALL: [DirtyCause; 5] = [
+        DirtyCause::NewVersion,
+        DirtyCause::OldVersionStamp,
+        DirtyCause::HintBits,
+        DirtyCause::Index,
+        DirtyCause::Other,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn bit(self) -> u32 {
+        1 << self.index()
+    }
+}
+
 /// How a page is latched while pinned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Access {
@@ -84,6 +133,35 @@ pub struct BufferPoolStats {
     pub sequential_writes: u64,
     /// Pages written back to free a frame for another page (the rest were flushes).
     pub eviction_writes: u64,
+    /// Of the pages written, those whose changes since their previous write (hint bits,
+    /// pruning and index changes aside) were all made by one transaction that had
+    /// aborted by the time of the write: writes SI-CV's placement avoids ("if T_j aborts
+    /// Block2 is not written"). Heap pages only (index changes name no transaction); 0
+    /// until [`BufferPool::watch_aborts`]; a page written while its writer still ran is
+    /// not counted (its fate was not known).
+    pub pages_written_for_aborted_transactions: u64,
+    /// Pages dirtied: a page going from clean to dirty (its first change since it was
+    /// read, allocated or last written), whatever the change. Each such page is written
+    /// once before it can be dirtied again.
+    pub pages_dirtied: u64,
+    /// Pages dirtied by new versions ([`DirtyCause::NewVersion`]): a page counts once per
+    /// cause per clean-to-dirty cycle, so a page that takes a new version and then an
+    /// old version's stamp before it is written counts here and under
+    /// [`BufferPoolStats::pages_dirtied_by_old_version_stamps`]; changes to a page
+    /// already dirtied by the same cause add nothing.
+    pub pages_dirtied_by_new_versions: u64,
+    /// Pages dirtied by stamps on old versions ([`DirtyCause::OldVersionStamp`]: `xmax`
+    /// and `ctid` of the replaced or deleted version), counted as above.
+    pub pages_dirtied_by_old_version_stamps: u64,
+    /// Pages dirtied by hint bits ([`DirtyCause::HintBits`]), counted as above.
+    pub pages_dirtied_by_hint_bits: u64,
+    /// Index pages dirtied ([`DirtyCause::Index`]: B+-tree leaf and inner changes),
+    /// counted as above.
+    pub pages_dirtied_by_index_changes: u64,
+    /// Pages dirtied by anything else ([`DirtyCause::Other`]: pruning, vacuum, the commit
+    /// log), counted as above. Changes noted by no cause (the free-space map's pages,
+    /// redo at recovery) count only in [`BufferPoolStats::pages_dirtied`].
+    pub pages_dirtied_by_other_changes: u64,
     /// Pages that left the pool for another.
     pub evictions: u64,
     /// Pages added at the end of a file.
@@ -108,6 +186,26 @@ impl BufferPoolStats {
         // The two counters are read one after the other while writes go on.
         self.pages_written.saturating_sub(self.sequential_writes)
     }
+
+    /// The share of pages written that were sequential (0 when none were written).
+    pub fn sequential_write_share(&self) -> f64 {
+        if self.pages_written == 0 {
+            0.0
+        } else {
+            self.sequential_writes.min(self.pages_written) as f64 / self.pages_written as f64
+        }
+    }
+
+    /// Pages dirtied by `cause` (the counter of that cause).
+    pub fn pages_dirtied_by(&self, cause: DirtyCause) -> u64 {
+        match cause {
+            DirtyCause::NewVersion => self.pages_dirtied_by_new_versions,
+            DirtyCause::OldVersionStamp => self.pages_dirtied_by_old_version_stamps,
+            DirtyCause::HintBits => self.pages_dirtied_by_hint_bits,
+            DirtyCause::Index => self.pages_dirtied_by_index_changes,
+            DirtyCause::Other => self.pages_dirtied_by_other_changes,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -121,6 +219,10 @@ struct Counters {
     evictions: AtomicU64,
     pages_allocated: AtomicU64,
     file_syncs: AtomicU64,
+    pages_written_for_aborted_transactions: AtomicU64,
+    pages_dirtied: AtomicU64,
+    /// By [`DirtyCause::index`].
+    pages_dirtied_by: [AtomicU64; DirtyCause::ALL.len()],
 }
 
 fn bump(counter: &AtomicU64) {
@@ -137,7 +239,16 @@ struct Frame {
     pins: AtomicU32,
     /// The page changed since it was last written (B3).
     dirty: AtomicBool,
+    /// The [`DirtyCause::bit`]s noted since the page was last written: set with dirty,
+    /// under the exclusive latch, and cleared with it, under the shared latch (B3).
+    causes: AtomicU32,
+    /// The transaction whose changes the page took since it was last written: 0 if
+    /// none, [`SEVERAL_WRITERS`] if more than one. Set and cleared as `causes`.
+    writer: AtomicU64,
 }
+
+/// `Frame::writer` of a page changed by more than one transaction since its last write.
+const SEVERAL_WRITERS: u64 = u64::MAX;
 
 struct FrameData {
     page: Page,
@@ -181,6 +292,8 @@ pub struct BufferPool {
     last_written: AtomicU64,
     /// B6: why durability was lost, once it was.
     lost: OnceLock<String>,
+    /// Who tells which transactions aborted ([`BufferPool::watch_aborts`]).
+    aborts: OnceLock<Arc<dyn AbortedTransactions>>,
 }
 
 impl fmt::Debug for BufferPool {
@@ -218,6 +331,8 @@ impl BufferPool {
                 holds: AtomicU64::new(NO_PAGE),
                 pins: AtomicU32::new(0),
                 dirty: AtomicBool::new(false),
+                causes: AtomicU32::new(0),
+                writer: AtomicU64::new(0),
             })
             .collect();
         BufferPool {
@@ -233,6 +348,7 @@ impl BufferPool {
             counters: Counters::default(),
             last_written: AtomicU64::new(NO_PAGE),
             lost: OnceLock::new(),
+            aborts: OnceLock::new(),
         }
     }
 
@@ -243,6 +359,14 @@ impl BufferPool {
         log: Arc<dyn WriteAheadLog>,
     ) -> Self {
         BufferPool::new((bytes / PAGE_SIZE).max(1), policy, log)
+    }
+
+    /// Counts from now on, among the pages written, those written only for transactions
+    /// that `aborts` says aborted ([`BufferPoolStats::pages_written_for_aborted_transactions`]).
+    /// The first call sets it; later ones are ignored (the disk engine's transactions call
+    /// it when they open).
+    pub fn watch_aborts(&self, aborts: Arc<dyn AbortedTransactions>) {
+        let _ = self.aborts.set(aborts);
     }
 
     /// The number of frames.
@@ -470,6 +594,17 @@ impl BufferPool {
             evictions: load(&c.evictions),
             pages_allocated: load(&c.pages_allocated),
             file_syncs: load(&c.file_syncs),
+            pages_written_for_aborted_transactions: load(&c.pages_written_for_aborted_transactions),
+            pages_dirtied: load(&c.pages_dirtied),
+            pages_dirtied_by_new_versions: load(
+                &c.pages_dirtied_by[DirtyCause::NewVersion.index()],
+            ),
+            pages_dirtied_by_old_version_stamps: load(
+                &c.pages_dirtied_by[DirtyCause::OldVersionStamp.index()],
+            ),
+            pages_dirtied_by_hint_bits: load(&c.pages_dirtied_by[DirtyCause::HintBits.index()]),
+            pages_dirtied_by_index_changes: load(&c.pages_dirtied_by[DirtyCause::Index.index()]),
+            pages_dirtied_by_other_changes: load(&c.pages_dirtied_by[DirtyCause::Other.index()]),
         }
     }
 
@@ -656,7 +791,15 @@ impl BufferPool {
         }
         // Still latched shared: no writer can have dirtied it again (B3).
         f.dirty.store(false, Ordering::Release);
+        f.causes.store(0, Ordering::Relaxed);
+        let writer = f.writer.swap(0, Ordering::Relaxed);
         bump(&self.counters.pages_written);
+        if writer != 0
+            && writer != SEVERAL_WRITERS
+            && self.aborts.get().is_some_and(|a| a.has_aborted(writer))
+        {
+            bump(&self.counters.pages_written_for_aborted_transactions);
+        }
         let previous = self.last_written.swap(id.pack(), Ordering::AcqRel);
         if previous != NO_PAGE && id.follows(PageId::unpack(previous)) {
             bump(&self.counters.sequential_writes);
@@ -790,6 +933,41 @@ impl PageMut<'_> {
     pub fn id(&self) -> PageId {
         self.guard.as_ref().expect("latched until dropped").id()
     }
+
+    /// Notes a change made to the page, for the counts of pages dirtied by cause: the
+    /// page counts under `cause` if no change of that cause was noted since it was last
+    /// written; `writer`, the transaction the change was made for (`None` for changes
+    /// made for none: hints, pruning, vacuum, index entries), for the count of pages
+    /// written for aborted transactions. Marks the page dirty. Cheap: two atomics of the
+    /// frame, which the exclusive latch keeps to this thread (B3).
+    pub fn note_change(&mut self, cause: DirtyCause, writer: Option<u64>) {
+        self.mark_dirty();
+        let pool = self.pool;
+        let f = &pool.frames[self.frame];
+        let bit = cause.bit();
+        let noted = f.causes.load(Ordering::Relaxed);
+        if noted & bit == 0 {
+            f.causes.store(noted | bit, Ordering::Relaxed);
+            bump(&pool.counters.pages_dirtied_by[cause.index()]);
+        }
+        if let Some(xid) = writer {
+            match f.writer.load(Ordering::Relaxed) {
+                0 => f.writer.store(xid, Ordering::Relaxed),
+                same if same == xid => {}
+                _ => f.writer.store(SEVERAL_WRITERS, Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// B3: dirty set under the exclusive latch; a clean page going dirty is counted.
+    fn mark_dirty(&self) {
+        let f = &self.pool.frames[self.frame];
+        // Cleared only under the shared latch (B3), so nobody clears it between the two.
+        if !f.dirty.load(Ordering::Relaxed) {
+            f.dirty.store(true, Ordering::Release);
+            bump(&self.pool.counters.pages_dirtied);
+        }
+    }
 }
 
 impl Deref for PageMut<'_> {
@@ -801,10 +979,7 @@ impl Deref for PageMut<'_> {
 
 impl DerefMut for PageMut<'_> {
     fn deref_mut(&mut self) -> &mut Page {
-        // B3: set under the exclusive latch.
-        self.pool.frames[self.frame]
-            .dirty
-            .store(true, Ordering::Release);
+        self.mark_dirty();
         &mut self.guard.as_mut().expect("latched until dropped").page
     }
 }

@@ -318,6 +318,11 @@ impl CommitLog {
         Ok(newest)
     }
 
+    /// The buffer pool its pages are in.
+    pub(crate) fn pool(&self) -> &Arc<BufferPool> {
+        &self.shared.pool
+    }
+
     /// The next id [`CommitLog::begin`] hands out: every id below it was handed out.
     pub fn next_xid(&self) -> u64 {
         self.shared.next.load(Ordering::Acquire)

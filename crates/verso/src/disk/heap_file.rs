@@ -477,8 +477,10 @@ impl HeapFile {
         // A tuple's `ctid` names itself until it is replaced.
         header.ctid_line = line;
         heap.set_header(line, &header);
-        self.log
-            .log(&mut [(&mut *page, &[PageChange::HeapInsert { line, header, data }])])?;
+        self.log.log_for(
+            xid,
+            &mut [(&mut *page, &[PageChange::HeapInsert { line, header, data }])],
+        )?;
         Ok(Tid { block, line })
     }
 
@@ -812,20 +814,23 @@ impl HeapFile {
             };
             let old_header = self.replaced_header(&old_page, old, xid, Some(new.0), true);
             HeapPage::new(old_page.body_mut()).set_header(old.line, &old_header);
-            self.log.log(&mut [(
-                &mut old_page,
-                &[
-                    PageChange::HeapInsert {
-                        line: new.0,
-                        header: new.1,
-                        data,
-                    },
-                    PageChange::HeapSetHeader {
-                        line: old.line,
-                        header: old_header,
-                    },
-                ],
-            )])?;
+            self.log.log_for(
+                xid,
+                &mut [(
+                    &mut old_page,
+                    &[
+                        PageChange::HeapInsert {
+                            line: new.0,
+                            header: new.1,
+                            data,
+                        },
+                        PageChange::HeapSetHeader {
+                            line: old.line,
+                            header: old_header,
+                        },
+                    ],
+                )],
+            )?;
             self.hot_updates.fetch_add(1, Ordering::Relaxed);
             let free = HeapPage::new(old_page.body()).free_space();
             drop(old_page);
@@ -888,23 +893,26 @@ impl HeapFile {
             old_header.ctid_block = new_block;
             old_header.ctid_line = new_line;
             HeapPage::new(old_page.body_mut()).set_header(old.line, &old_header);
-            self.log.log(&mut [
-                (
-                    &mut new_page,
-                    &[PageChange::HeapInsert {
-                        line: new_line,
-                        header: new_header,
-                        data,
-                    }],
-                ),
-                (
-                    &mut old_page,
-                    &[PageChange::HeapSetHeader {
-                        line: old.line,
-                        header: old_header,
-                    }],
-                ),
-            ])?;
+            self.log.log_for(
+                xid,
+                &mut [
+                    (
+                        &mut new_page,
+                        &[PageChange::HeapInsert {
+                            line: new_line,
+                            header: new_header,
+                            data,
+                        }],
+                    ),
+                    (
+                        &mut old_page,
+                        &[PageChange::HeapSetHeader {
+                            line: old.line,
+                            header: old_header,
+                        }],
+                    ),
+                ],
+            )?;
             self.cold_updates.fetch_add(1, Ordering::Relaxed);
             let free = HeapPage::new(new_page.body()).free_space();
             drop((old_page, new_page));
@@ -933,13 +941,16 @@ impl HeapFile {
         }
         let header = self.replaced_header(&page, tid, xid, None, false);
         HeapPage::new(page.body_mut()).set_header(tid.line, &header);
-        self.log.log(&mut [(
-            &mut page,
-            &[PageChange::HeapSetHeader {
-                line: tid.line,
-                header,
-            }],
-        )])?;
+        self.log.log_for(
+            xid,
+            &mut [(
+                &mut page,
+                &[PageChange::HeapSetHeader {
+                    line: tid.line,
+                    header,
+                }],
+            )],
+        )?;
         self.deletes.fetch_add(1, Ordering::Relaxed);
         Ok(Replaced::Deleted)
     }

@@ -29,7 +29,8 @@ mod loom_tests;
 
 pub use btree::{BTree, MAX_BTREE_ENTRY_BYTES, MAX_BTREE_KEY_BYTES};
 pub use buffer_pool::{
-    BufferPool, BufferPoolStats, PageMut, PageRef, Unlogged, WriteAheadLog, MAX_FILES,
+    AbortedTransactions, BufferPool, BufferPoolStats, DirtyCause, PageMut, PageRef, Unlogged,
+    WriteAheadLog, MAX_FILES,
 };
 pub use commit_log::{CommitLog, TransactionStatus};
 pub use free_space_map::FreeSpaceMap;

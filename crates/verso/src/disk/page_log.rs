@@ -69,7 +69,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::buffer_pool::{BufferPool, PageMut, WriteAheadLog};
+use super::btree::{KIND_BTREE_META, KIND_BTREE_NODE};
+use super::buffer_pool::{BufferPool, DirtyCause, PageMut, WriteAheadLog};
+use super::heap_page::KIND_HEAP_PAGE;
 use super::heap_page::{HeapPage, PrunePlan, TupleHeader, TUPLE_HEADER_BYTES};
 use super::page::{FileNo, PageId, PAGE_HEADER_BYTES, PAGE_SIZE};
 use crate::durability::log::Log;
@@ -388,7 +390,43 @@ impl PageLog {
     /// is logged as a full image whatever its changes (L3). After a failure
     /// ([`Error::DurabilityLost`]: the log failed) the changes stay in memory but can never
     /// reach the files (L2): the database must be reopened.
+    ///
+    /// Each change is noted on its page for the pool's counts of pages dirtied by cause
+    /// ([`PageMut::note_change`], [`cause_of`]) as made for no transaction; changes a
+    /// transaction makes to heap pages go through [`PageLog::log_for`].
     pub fn log(&self, pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<u64> {
+        self.log_and_note(pages, None)
+    }
+
+    /// [`PageLog::log`] of changes made for transaction `xid` (a new version, an old
+    /// version's stamp): noted as its, for the pool's count of pages written for aborted
+    /// transactions, and a header rewrite counts as an old version's stamp (without a
+    /// writer it is vacuum's freezing).
+    pub fn log_for(
+        &self,
+        xid: u64,
+        pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])],
+    ) -> Result<u64> {
+        self.log_and_note(pages, Some(xid))
+    }
+
+    fn log_and_note(
+        &self,
+        pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])],
+        writer: Option<u64>,
+    ) -> Result<u64> {
+        let end = self.append(pages)?;
+        for (page, changes) in pages.iter_mut() {
+            let kind = page.kind();
+            for change in changes.iter() {
+                page.note_change(cause_of(change, kind, writer), writer);
+            }
+        }
+        Ok(end)
+    }
+
+    /// Appends the record of [`PageLog::log`] and sets the pages' LSNs (no notes).
+    fn append(&self, pages: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<u64> {
         debug_assert!(pages.iter().all(|(_, changes)| !changes.is_empty()));
         // The pages are changed already: a change that cannot be logged must never reach
         // the files, so the log fails (L2) rather than leave it unlogged.
@@ -468,10 +506,11 @@ impl PageLog {
     /// append mutex, and a checkpoint that moves the redo point later sweeps the pool after
     /// that and finds the page dirty.
     pub fn hint(&self, page: &mut PageMut<'_>) -> Result<bool> {
+        page.note_change(DirtyCause::HintBits, None);
         loop {
             let redo_point = self.redo_point.load(Ordering::Acquire);
             if page.lsn() <= redo_point {
-                self.log(&mut [(&mut *page, &[PageChange::Image])])?;
+                self.append(&mut [(&mut *page, &[PageChange::Image])])?;
                 self.hint_images.fetch_add(1, Ordering::Relaxed);
                 return Ok(true);
             }
@@ -629,6 +668,29 @@ impl Recovering {
             }
         }
         Ok(stats)
+    }
+}
+
+/// Why a logged change dirtied its page (a page of `kind`), for the pool's counts of pages
+/// dirtied by cause: a heap insert is a new version (and a heap page's image, logged only
+/// when a page is formatted for one); a header rewrite is an old version's stamp when a
+/// transaction made it (`writer`), else vacuum's freezing; B+-tree changes and images of
+/// its pages are the index's; pruning, vacuum and the commit log are other changes.
+pub(crate) fn cause_of(change: &PageChange<'_>, kind: u16, writer: Option<u64>) -> DirtyCause {
+    match change {
+        PageChange::HeapInsert { .. } => DirtyCause::NewVersion,
+        PageChange::HeapSetHeader { .. } if writer.is_some() => DirtyCause::OldVersionStamp,
+        PageChange::BTreePut { .. } | PageChange::BTreeRemove { .. } => DirtyCause::Index,
+        PageChange::Image => match kind {
+            KIND_HEAP_PAGE => DirtyCause::NewVersion,
+            KIND_BTREE_META | KIND_BTREE_NODE => DirtyCause::Index,
+            _ => DirtyCause::Other,
+        },
+        PageChange::HeapSetHeader { .. }
+        | PageChange::HeapPrune { .. }
+        | PageChange::HeapFreeDead { .. }
+        | PageChange::CommitLogSet { .. }
+        | PageChange::CommitLogReserve { .. } => DirtyCause::Other,
     }
 }
 
@@ -986,6 +1048,97 @@ fn decode_prune(payload: &[u8]) -> std::result::Result<PrunePlan, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each kind of logged change dirties its page under the cause the counters by
+    /// cause name: a header rewrite is a stamp only when a transaction made it, an image
+    /// is the index's on a B+-tree page, a new version's on a heap page (its formatting),
+    /// another change elsewhere.
+    #[test]
+    fn logged_changes_dirty_their_pages_by_their_cause() {
+        use DirtyCause::*;
+        let header = TupleHeader {
+            xmin: 7,
+            xmax: 0,
+            ctid_block: 0,
+            ctid_line: 1,
+            infomask: 0,
+        };
+        let plan = PrunePlan::default();
+        let heap = KIND_HEAP_PAGE;
+        let cases: [(PageChange<'_>, u16, Option<u64>, DirtyCause); 13] = [
+            (
+                PageChange::HeapInsert {
+                    line: 1,
+                    header,
+                    data: b"x",
+                },
+                heap,
+                Some(7),
+                NewVersion,
+            ),
+            (
+                PageChange::HeapInsert {
+                    line: 1,
+                    header,
+                    data: b"x",
+                },
+                heap,
+                None,
+                NewVersion,
+            ),
+            (
+                PageChange::HeapSetHeader { line: 1, header },
+                heap,
+                Some(7),
+                OldVersionStamp,
+            ),
+            (
+                PageChange::HeapSetHeader { line: 1, header },
+                heap,
+                None,
+                Other,
+            ),
+            (PageChange::HeapPrune { plan: &plan }, heap, None, Other),
+            (PageChange::HeapFreeDead { lines: &[1] }, heap, None, Other),
+            (
+                PageChange::BTreePut {
+                    key: b"k",
+                    value: b"",
+                },
+                KIND_BTREE_NODE,
+                None,
+                Index,
+            ),
+            (
+                PageChange::BTreeRemove { key: b"k" },
+                KIND_BTREE_NODE,
+                None,
+                Index,
+            ),
+            (PageChange::Image, KIND_BTREE_NODE, None, Index),
+            (PageChange::Image, KIND_BTREE_META, None, Index),
+            (PageChange::Image, heap, None, NewVersion),
+            (
+                PageChange::Image,
+                super::super::commit_log::KIND_COMMIT_LOG_PAGE,
+                None,
+                Other,
+            ),
+            (
+                PageChange::CommitLogSet { slot: 0, value: 1 },
+                0,
+                None,
+                Other,
+            ),
+        ];
+        for (change, kind, writer, cause) in cases {
+            assert_eq!(
+                cause_of(&change, kind, writer),
+                cause,
+                "{change:?} on {kind:#x}"
+            );
+        }
+    }
 
     proptest::proptest! {
         /// The decoder of page records never panics, whatever the bytes, and a record cut

@@ -35,6 +35,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::commit_log::{CommitLog, TransactionStatus};
 use crate::sync::Mutex;
@@ -100,7 +101,9 @@ pub struct DiskTransactions {
     commit_log: CommitLog,
     manager: TxnManager<()>,
     live: Box<[LiveShard]>,
-    fates: FateCache,
+    /// Shared with the buffer pool, which asks it which transactions aborted
+    /// ([`super::BufferPool::watch_aborts`]).
+    fates: Arc<FateCache>,
 }
 
 const FATE_CACHE_SLOTS: usize = 1 << 16;
@@ -185,6 +188,15 @@ impl FateCache {
     }
 }
 
+impl super::buffer_pool::AbortedTransactions for FateCache {
+    /// From the cache only (no lookup of the commit log: asked during a write-back): an
+    /// abort is cached when it happens, so this misses only an id whose slot a later id
+    /// took (65,536 ids later) or an abort that found its slot being filled.
+    fn has_aborted(&self, xid: u64) -> bool {
+        self.get(xid) == Some(Fate::Aborted)
+    }
+}
+
 impl std::fmt::Debug for DiskTransactions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DiskTransactions")
@@ -199,13 +211,18 @@ impl DiskTransactions {
     pub fn open(commit_log: CommitLog) -> Result<Self> {
         let manager = TxnManager::new();
         manager.advance_clock_past(commit_log.newest_commit_ts()?);
+        let fates = Arc::new(FateCache::new());
+        // The pool's count of pages written for aborted transactions asks the cache.
+        commit_log
+            .pool()
+            .watch_aborts(Arc::clone(&fates) as Arc<dyn super::buffer_pool::AbortedTransactions>);
         Ok(DiskTransactions {
             commit_log,
             manager,
             live: (0..LIVE_SHARDS)
                 .map(|_| Mutex::new(HashMap::default()))
                 .collect(),
-            fates: FateCache::new(),
+            fates,
         })
     }
 
@@ -452,6 +469,7 @@ impl<'a> DiskTransaction<'a> {
                     // The entry is latched: abort through it (no I/O; nothing waits on it).
                     let aborted = ending.abort();
                     if aborted.is_ok() {
+                        txns.fates.put(xid, Fate::Aborted);
                         txns.set_live(xid, None);
                     } else {
                         // T1: with no end in the commit log, the id stays live, aborted.
@@ -497,6 +515,11 @@ impl<'a> DiskTransaction<'a> {
     fn abort_inner(&mut self) -> Result<()> {
         let result = if self.xid != 0 {
             let result = self.txns.commit_log.abort(self.xid);
+            if result.is_ok() {
+                // Final: readers and the pool's count of pages written for aborted
+                // transactions find it without the commit log.
+                self.txns.fates.put(self.xid, Fate::Aborted);
+            }
             // T1: an abort that failed (an I/O error) leaves the id in the table, aborted;
             // a restart reads it aborted too (X3).
             self.txns.set_live(

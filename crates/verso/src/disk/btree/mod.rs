@@ -58,7 +58,7 @@ use std::sync::Arc;
 
 use node::{room_for, Node, MAX_ENTRY_BYTES, MAX_KEY_BYTES, MAX_SEPARATOR_ROOM, NODE_ROOM};
 
-use super::buffer_pool::{BufferPool, PageMut, PageRef};
+use super::buffer_pool::{BufferPool, DirtyCause, PageMut, PageRef};
 use super::page::{FileNo, Page, PageId};
 use super::page_log::{PageChange, PageLog};
 use crate::sync::Mutex;
@@ -492,7 +492,12 @@ impl BTree {
     fn log(&self, changes: &mut [(&mut PageMut<'_>, &[PageChange<'_>])]) -> Result<()> {
         match &self.log {
             Some(log) => log.log(changes).map(drop),
-            None => Ok(()),
+            None => {
+                for (page, _) in changes.iter_mut() {
+                    page.note_change(DirtyCause::Index, None);
+                }
+                Ok(())
+            }
         }
     }
 
