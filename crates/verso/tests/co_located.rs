@@ -13,51 +13,22 @@ mod disk_common;
 
 use std::sync::Arc;
 
-use disk_common::{disk, open_pool_with_files};
+use disk_common::{disk, open_heap, OpenedHeap as Opened, HEAP};
 use verso::disk::free_space_map::available_category;
-use verso::disk::{
-    BufferPool, CommitLog, DiskTransactions, FileNo, FreeSpaceMap, HeapFile, HeapPage, PageId,
-    PageLog, Replaced, VersionPlacement,
-};
+use verso::disk::{HeapPage, PageId, Pruning, Replaced, VersionPlacement};
 use verso::fs::SimulatedFileSystem;
 use verso::{ColumnType, Database, Durability, Error, Isolation, Options, Schema, Value};
 
-const XACT: FileNo = FileNo(1);
-const HEAP: FileNo = FileNo(2);
-const FSM: FileNo = FileNo(3);
-
-struct Opened {
-    log: Arc<PageLog>,
-    pool: Arc<BufferPool>,
-    txns: DiskTransactions,
-    heap: HeapFile,
-}
-
 /// A heap under the co-located placement with its commit log and map, over `fs`.
 fn open(fs: &Arc<SimulatedFileSystem>, durability: Durability) -> Opened {
-    let (log, pool, _) = open_pool_with_files(
+    open_heap(
         fs,
         16,
         durability,
-        &[
-            ("/db/xact", XACT),
-            ("/db/heap", HEAP),
-            ("/db/heap.fsm", FSM),
-        ],
+        Pruning::Horizon,
+        VersionPlacement::CoLocated,
     )
-    .unwrap();
-    let commit_log = CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log)).unwrap();
-    let txns = DiskTransactions::open(commit_log).unwrap();
-    let fsm = FreeSpaceMap::open(Arc::clone(&pool), FSM).unwrap();
-    let heap = HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))
-        .unwrap()
-        .with_placement(VersionPlacement::CoLocated);
-    Opened {
-        log,
-        pool,
-        txns,
-        heap,
-    }
+    .unwrap()
 }
 
 fn row(id: u32, pad: usize) -> Vec<u8> {

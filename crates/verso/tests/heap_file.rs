@@ -8,26 +8,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use verso::disk::{
-    BufferPool, CommitLog, DiskTransaction, DiskTransactions, FileNo, FreeSpaceMap, HeapFile,
-    PageLog, Pruning, Replaced, Tid, TransactionStatus, VersionPlacement,
+    DiskTransaction, DiskTransactions, HeapFile, Pruning, Replaced, Tid, TransactionStatus,
+    VersionPlacement,
 };
 use verso::fs::SimulatedFileSystem;
 use verso::Durability;
 
 mod disk_common;
 
-use disk_common::{disk, open_pool_with_files, Rng};
+use disk_common::{disk, Rng};
 
-const XACT: FileNo = FileNo(1);
-const HEAP: FileNo = FileNo(2);
-const FSM: FileNo = FileNo(3);
-
-struct Opened {
-    log: Arc<PageLog>,
-    pool: Arc<BufferPool>,
-    txns: DiskTransactions,
-    heap: HeapFile,
-}
+use disk_common::{open_heap, OpenedHeap as Opened, HEAP};
 
 fn open(
     fs: &Arc<SimulatedFileSystem>,
@@ -99,28 +90,7 @@ fn open_placed(
     pruning: Pruning,
     placement: VersionPlacement,
 ) -> verso::Result<Opened> {
-    let (log, pool, _) = open_pool_with_files(
-        fs,
-        frames,
-        durability,
-        &[
-            ("/db/xact", XACT),
-            ("/db/heap", HEAP),
-            ("/db/heap.fsm", FSM),
-        ],
-    )?;
-    let commit_log = CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log))?;
-    let txns = DiskTransactions::open(commit_log)?;
-    let fsm = FreeSpaceMap::open(Arc::clone(&pool), FSM)?;
-    let heap = HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))?
-        .with_pruning(pruning)
-        .with_placement(placement);
-    Ok(Opened {
-        log,
-        pool,
-        txns,
-        heap,
-    })
+    open_heap(fs, frames, durability, pruning, placement)
 }
 
 /// A row's bytes: its id first (the "key" a reader re-checks, as an index scan does), a

@@ -1,6 +1,7 @@
-//! Helpers shared by the disk engine's crash tests (`page_log.rs`, `commit_log.rs`): a
-//! simulated disk, a buffer pool over a recovered page log with one file attached, and a
-//! small seeded generator.
+//! Helpers shared by the disk engine's tests (`page_log.rs`, `commit_log.rs`, `heap_file.rs`,
+//! `co_located.rs`, ...): a simulated disk, a buffer pool over a recovered page log with
+//! its files attached, a heap with its commit log and free-space map, and a small seeded
+//! generator.
 
 #![allow(dead_code)]
 
@@ -115,4 +116,52 @@ pub fn live_creators_on_page(
     creators.dedup();
     creators.retain(|&xid| is_live(xid));
     creators
+}
+
+/// A heap's files in the heap tests: the commit log, the heap, its free-space map.
+pub const XACT: FileNo = FileNo(1);
+/// The heap's file.
+pub const HEAP: FileNo = FileNo(2);
+/// The heap's free-space map's file.
+pub const FSM: FileNo = FileNo(3);
+
+/// A heap file with its commit log, free-space map and pool, opened over a simulated disk.
+pub struct OpenedHeap {
+    pub log: Arc<PageLog>,
+    pub pool: Arc<BufferPool>,
+    pub txns: verso::disk::DiskTransactions,
+    pub heap: verso::disk::HeapFile,
+}
+
+/// Opens (recovering) the heap test's files on `fs` with a pool of `frames` pages, the heap
+/// pruning by `pruning` and placing new versions by `placement`.
+pub fn open_heap(
+    fs: &Arc<SimulatedFileSystem>,
+    frames: usize,
+    durability: Durability,
+    pruning: verso::disk::Pruning,
+    placement: verso::disk::VersionPlacement,
+) -> verso::Result<OpenedHeap> {
+    let (log, pool, _) = open_pool_with_files(
+        fs,
+        frames,
+        durability,
+        &[
+            ("/db/xact", XACT),
+            ("/db/heap", HEAP),
+            ("/db/heap.fsm", FSM),
+        ],
+    )?;
+    let commit_log = verso::disk::CommitLog::open(Arc::clone(&pool), XACT, Arc::clone(&log))?;
+    let txns = verso::disk::DiskTransactions::open(commit_log)?;
+    let fsm = verso::disk::FreeSpaceMap::open(Arc::clone(&pool), FSM)?;
+    let heap = verso::disk::HeapFile::open(Arc::clone(&pool), HEAP, fsm, Arc::clone(&log))?
+        .with_pruning(pruning)
+        .with_placement(placement);
+    Ok(OpenedHeap {
+        log,
+        pool,
+        txns,
+        heap,
+    })
 }
