@@ -704,6 +704,12 @@ pub struct Options {
     /// Where the disk engine's heap puts new versions: PostgreSQL's placement (the
     /// default) or SI-CV's co-located pages. See [`Options::version_placement`].
     pub version_placement: VersionPlacement,
+    /// The disk engine's version organization: PostgreSQL's heap (the default) or InnoDB's
+    /// clustered tree with undo. See [`Options::disk_storage`].
+    pub disk_storage: crate::disk::DiskStorage,
+    /// How long InnoDB's purge leaves a committed undo log before it may purge it. See
+    /// [`Options::purge_delay`].
+    pub purge_delay: std::time::Duration,
 }
 
 /// The default of [`Options::buffer_pool_bytes`]: 128 MiB, PostgreSQL's default
@@ -767,6 +773,8 @@ impl Default for Options {
             direct_io: false,
             autovacuum_naptime: Some(std::time::Duration::from_secs(60)),
             version_placement: VersionPlacement::default(),
+            disk_storage: crate::disk::DiskStorage::default(),
+            purge_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -918,6 +926,39 @@ impl Options {
         self
     }
 
+    /// Options with this version organization in the disk engine (the disk engine only;
+    /// refused on the in-memory engine). A database keeps the storage it was created with:
+    /// opening it with the other is refused with [`Error::UnsupportedConfiguration`].
+    ///
+    /// [`crate::disk::DiskStorage::Heap`], the default, is PostgreSQL's (see
+    /// [`Options::disk`]). [`crate::disk::DiskStorage::Undo`] is InnoDB's, the other
+    /// "vanilla" of DIVA: each row's newest version in place in a clustered B+-tree (the
+    /// primary index), with its creator and a roll pointer; an update or delete first
+    /// writes the before-image of the changed span as an undo record on its transaction's
+    /// own undo pages, so older versions chain newest to oldest through undo, which a
+    /// reader applies backwards (a page read per hop when not cached); secondary indexes
+    /// hold the primary key and a delete mark; a background purge (the autovacuum worker,
+    /// every second at most) frees the undo of transactions every snapshot has passed,
+    /// and removes delete-marked rows and entries; an abort, and recovery after a crash,
+    /// roll the in-place changes back. Rows are limited to what a B+-tree leaf entry
+    /// holds ([`crate::disk::MAX_BTREE_ENTRY_BYTES`] with the key). It runs with
+    /// [`GarbageCollector::Vacuum`] (InnoDB's purge by the oldest snapshot); eager pruning
+    /// of undo chains is not built, and is refused.
+    pub fn disk_storage(mut self, storage: crate::disk::DiskStorage) -> Self {
+        self.disk_storage = storage;
+        self
+    }
+
+    /// Options with InnoDB's purge delayed: a committed transaction's undo waits this long
+    /// in the history list before purge may take it, as DIVA's experiments delay purge
+    /// (`innodb_max_purge_lag`). Zero (the default): purge takes it as soon as every
+    /// snapshot has passed it. [`crate::disk::DiskStorage::Undo`] only;
+    /// [`Database::collect_garbage`] purges without the delay.
+    pub fn purge_delay(mut self, delay: std::time::Duration) -> Self {
+        self.purge_delay = delay;
+        self
+    }
+
     /// Options with this autovacuum naptime (the disk engine only; `None`: no autovacuum).
     pub fn autovacuum_naptime(mut self, naptime: Option<std::time::Duration>) -> Self {
         self.autovacuum_naptime = naptime;
@@ -1025,6 +1066,23 @@ impl Options {
             ),
             (self.planted_bug.is_some(), "a planted bug"),
         ];
+        if self.disk_storage == crate::disk::DiskStorage::Undo {
+            if self.version_placement != VersionPlacement::default() {
+                return refuse(format!(
+                    "a version placement ('{}') applies only to the heap; InnoDB's design \
+                     (DiskStorage::Undo) updates rows in place",
+                    self.version_placement.name()
+                ));
+            }
+            if self.garbage_collector != GarbageCollector::Vacuum {
+                return refuse(format!(
+                    "InnoDB's design (DiskStorage::Undo) runs with GarbageCollector::Vacuum \
+                     (purge by the oldest snapshot); eager pruning of undo chains ('{}') is \
+                     not built",
+                    self.garbage_collector.name()
+                ));
+            }
+        }
         if let Some((_, what)) = in_memory_only.iter().find(|(set, _)| *set) {
             return refuse(format!("the disk engine does not take {what}"));
         }
@@ -1267,6 +1325,18 @@ impl Options {
                  Options::disk",
                 self.version_placement.name()
             ));
+        } else if self.disk_storage != crate::disk::DiskStorage::default() {
+            return refuse(format!(
+                "a disk storage ('{}') applies only to the disk engine: set Options::disk",
+                self.disk_storage.name()
+            ));
+        }
+        if !self.purge_delay.is_zero() && self.disk_storage != crate::disk::DiskStorage::Undo {
+            return refuse(
+                "a purge delay applies only to InnoDB's design: set \
+                 Options::disk_storage(DiskStorage::Undo)"
+                    .into(),
+            );
         }
         if self.path.is_none() && self.disk.is_none() {
             let persistent_only = [
@@ -1589,6 +1659,8 @@ impl Database {
                     _ => crate::disk::heap_file::Pruning::Eager,
                 },
                 placement: options.version_placement,
+                storage: options.disk_storage,
+                purge_delay: options.purge_delay,
             };
             let engine = crate::disk::engine::DiskEngine::open(tag, settings)?;
             return Ok(Database {

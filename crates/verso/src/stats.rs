@@ -566,4 +566,10 @@ pub struct DiskStats {
     pub dead_tuples: u64,
     /// Vacuums autovacuum ran.
     pub vacuums: u64,
+    /// InnoDB's design: the undo space (history list length, pages, records written and
+    /// read, logs purged and rolled back).
+    pub undo: crate::disk::UndoStats,
+    /// InnoDB's design, summed over tables: in-place updates, undo hops of readers, rows and
+    /// entries purge removed.
+    pub clustered: crate::disk::ClusteredStats,
 }

@@ -11,6 +11,7 @@ use common::ScanRows;
 
 use std::sync::Arc;
 
+use verso::disk::DiskStorage;
 use verso::fs::SimulatedFileSystem;
 use verso::{
     ColumnType, Database, Durability, Error, GarbageCollector, Isolation, KeyRange, Options,
@@ -227,17 +228,25 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
         } else {
             GarbageCollector::Vacuum
         };
-        // Seeds 2, 3, 6, 7, ... place new versions on their transactions' own pages.
-        let placement = if (seed / 2) % 2 == 1 {
+        // Seeds 2, 6, 10, ... place new versions on their transactions' own pages; seeds
+        // 3, 7, 11, ... run InnoDB's design (in place, undo, purge: recovery rolls back
+        // what the cut left uncommitted in place).
+        let placement = if seed % 4 == 2 {
             VersionPlacement::CoLocated
         } else {
             VersionPlacement::PostgreSql
+        };
+        let storage = if seed % 4 == 3 {
+            DiskStorage::Undo
+        } else {
+            DiskStorage::Heap
         };
         let options = || {
             Options::default()
                 .disk("/db")
                 .garbage_collector(gc)
                 .version_placement(placement)
+                .disk_storage(storage)
                 .file_system(Arc::new(fs.clone()))
                 .buffer_pool(24 * verso::disk::PAGE_SIZE)
                 .log_segment_bytes(64 << 10)

@@ -58,9 +58,10 @@ fn values_up_to_the_limit_round_trip_and_longer_ones_are_refused() {
 }
 
 /// The disk engine keeps each row version in one heap page (PostgreSQL's TOAST, which
-/// moves long values out of line, is not built): a row up to a page's room round-trips, a
-/// longer one is refused with a typed error before anything is written, and the
-/// transaction stays usable.
+/// moves long values out of line, is not built), or in InnoDB's design in one entry of its
+/// clustered B+-tree's leaf (a quarter of a page; InnoDB's off-page columns are not built):
+/// a row up to that room round-trips, a longer one is refused with a typed error before
+/// anything is written, and the transaction stays usable.
 #[test]
 fn disk_rows_up_to_a_page_round_trip_and_longer_ones_are_refused() {
     for options in common::disk_configurations() {
@@ -75,7 +76,13 @@ fn disk_rows_up_to_a_page_round_trip_and_longer_ones_are_refused() {
             )
             .expect("create");
         let mut txn = db.begin(Isolation::Snapshot);
-        let fits = vec![7u8; verso::disk::heap_page::MAX_TUPLE_DATA_BYTES - 64];
+        let room = match options.disk_storage {
+            verso::disk::DiskStorage::Undo => {
+                verso::disk::MAX_BTREE_ENTRY_BYTES - verso::disk::clustered::RECORD_HEADER_BYTES
+            }
+            _ => verso::disk::heap_page::MAX_TUPLE_DATA_BYTES,
+        };
+        let fits = vec![7u8; room - 64];
         txn.insert(table, &[Value::U64(1), Value::Bytes(fits.clone())])
             .expect("a row that fits a page");
         let error = txn

@@ -11,6 +11,7 @@
 
 pub mod btree;
 mod buffer_pool;
+pub mod clustered;
 pub mod commit_log;
 pub(crate) mod engine;
 pub mod free_space_map;
@@ -22,6 +23,7 @@ pub mod placement;
 mod replacement;
 pub mod table;
 pub mod transactions;
+pub mod undo;
 pub mod visibility;
 
 #[cfg(all(test, loom))]
@@ -32,7 +34,9 @@ pub use buffer_pool::{
     AbortedTransactions, BufferPool, BufferPoolStats, DirtyCause, PageMut, PageRef, Unlogged,
     WriteAheadLog, MAX_FILES,
 };
+pub use clustered::{ClusteredStats, ClusteredTable};
 pub use commit_log::{CommitLog, TransactionStatus};
+pub use engine::DiskStorage;
 pub use free_space_map::FreeSpaceMap;
 pub use heap_file::{HeapFile, HeapStats, Pruning, Replaced, Tid, VacuumStats};
 pub use heap_page::{HeapPage, PrunePlan, TupleHeader, KIND_HEAP_PAGE};
@@ -42,4 +46,5 @@ pub use placement::VersionPlacement;
 pub use replacement::ReplacementPolicy;
 pub use table::{DiskTable, RowKeys};
 pub use transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};
+pub use undo::{UndoStats, KIND_UNDO_PAGE};
 pub use visibility::{Readers, Snapshot};

@@ -21,7 +21,8 @@
 //! lands on the same line), [`OP_HEAP_SET_HEADER`] (line, header), [`OP_HEAP_PRUNE`] (the
 //! prune's plan: redirects, dead and unused lines, each list counted by a u16) and
 //! [`OP_HEAP_FREE_DEAD`] (lines); the commit log's [`OP_COMMIT_LOG_SET`] (slot u16, value
-//! u64: a commit record or an abort) and [`OP_COMMIT_LOG_RESERVE`] (the new bound u64).
+//! u64: a commit record or an abort) and [`OP_COMMIT_LOG_RESERVE`] (the new bound u64);
+//! the undo page's [`OP_UNDO_WRITE`] (offset u16, bytes: `disk::undo`).
 //! Hint bits are not logged as changes ([`PageLog::hint`]).
 //! A page's LSN is the end of the last record that changed it.
 //!
@@ -102,6 +103,8 @@ pub(crate) const OP_HEAP_FREE_DEAD: u8 = 7;
 pub(crate) const OP_COMMIT_LOG_SET: u8 = 8;
 /// The commit log's reserved bound raised.
 pub(crate) const OP_COMMIT_LOG_RESERVE: u8 = 9;
+/// An undo page's bytes written at an offset of its body (`disk::undo`): at u16, bytes.
+pub(crate) const OP_UNDO_WRITE: u8 = 10;
 
 const BODY_BYTES: usize = PAGE_SIZE - PAGE_HEADER_BYTES;
 
@@ -160,6 +163,14 @@ pub enum PageChange<'a> {
         /// The new bound.
         up_to: u64,
     },
+    /// Bytes written into an undo page's body at offset `at` (a record appended, the
+    /// page's header rewritten: `disk::undo`).
+    UndoWrite {
+        /// The offset in the body.
+        at: u16,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
 }
 
 /// A page change as decoded from a record.
@@ -193,6 +204,10 @@ pub(crate) enum LoggedChange<'a> {
     },
     CommitLogReserve {
         up_to: u64,
+    },
+    UndoWrite {
+        at: u16,
+        bytes: &'a [u8],
     },
 }
 
@@ -690,7 +705,8 @@ pub(crate) fn cause_of(change: &PageChange<'_>, kind: u16, writer: Option<u64>) 
         | PageChange::HeapPrune { .. }
         | PageChange::HeapFreeDead { .. }
         | PageChange::CommitLogSet { .. }
-        | PageChange::CommitLogReserve { .. } => DirtyCause::Other,
+        | PageChange::CommitLogReserve { .. }
+        | PageChange::UndoWrite { .. } => DirtyCause::Other,
     }
 }
 
@@ -760,6 +776,11 @@ fn encode_change(body: &mut Vec<u8>, change: &PageChange<'_>) {
         PageChange::CommitLogReserve { up_to } => {
             (OP_COMMIT_LOG_RESERVE, up_to.to_le_bytes().to_vec())
         }
+        PageChange::UndoWrite { at, bytes } => {
+            let mut payload = at.to_le_bytes().to_vec();
+            payload.extend_from_slice(bytes);
+            (OP_UNDO_WRITE, payload)
+        }
     };
     body.push(op);
     body.extend_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -816,6 +837,7 @@ fn redo_page(
             LoggedChange::CommitLogReserve { up_to } => {
                 super::commit_log::redo_reserve(&mut page, up_to)?
             }
+            LoggedChange::UndoWrite { at, bytes } => super::undo::redo_write(&mut page, at, bytes)?,
             heap_change => redo_heap(&mut page, heap_change)?,
         }
         stats.changes_applied += 1;
@@ -864,7 +886,8 @@ fn redo_heap(page: &mut PageMut<'_>, change: LoggedChange<'_>) -> Result<()> {
         | LoggedChange::BTreePut { .. }
         | LoggedChange::BTreeRemove { .. }
         | LoggedChange::CommitLogSet { .. }
-        | LoggedChange::CommitLogReserve { .. } => unreachable!("not a heap change"),
+        | LoggedChange::CommitLogReserve { .. }
+        | LoggedChange::UndoWrite { .. } => unreachable!("not a heap change"),
     }
     Ok(())
 }
@@ -979,6 +1002,15 @@ pub(crate) fn decode_pages(
                             .map_err(|_| format!("a reservation of {} bytes", payload.len()))?,
                     ),
                 },
+                OP_UNDO_WRITE => {
+                    if payload.len() < 2 {
+                        return Err(format!("an undo write of {} bytes", payload.len()));
+                    }
+                    LoggedChange::UndoWrite {
+                        at: u16::from_le_bytes([payload[0], payload[1]]),
+                        bytes: &payload[2..],
+                    }
+                }
                 other => return Err(format!("unknown page change {other}")),
             };
             changes.push(change);

@@ -48,42 +48,55 @@ pub fn all_configurations() -> Vec<Options> {
 /// The disk engine (PostgreSQL's heap) under both its pruning rules, Steam's eager one
 /// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]); the eager
 /// one again with LRU-2 eviction instead of CLOCK, and with SI-CV's co-located placement of
-/// new versions; through a buffer pool of 48 pages, so that the suites' tables are larger
+/// new versions, and in InnoDB's design (in place, undo and purge); through a buffer pool
+/// of 48 pages, so that the suites' tables are larger
 /// than memory, with autovacuum waking every 20 ms. [`open`] gives each database its own
 /// simulated disk (the file trait's other implementation, in memory), so the suites leave
 /// no files behind; the disk engine's own tests (`disk_engine.rs`) run it on the real file
 /// system.
 pub fn disk_configurations() -> Vec<Options> {
-    use verso::disk::ReplacementPolicy;
+    use verso::disk::{DiskStorage, ReplacementPolicy};
     [
         (
             GarbageCollector::Steam,
             ReplacementPolicy::Clock,
             VersionPlacement::PostgreSql,
+            DiskStorage::Heap,
         ),
         (
             GarbageCollector::Vacuum,
             ReplacementPolicy::Clock,
             VersionPlacement::PostgreSql,
+            DiskStorage::Heap,
         ),
         (
             GarbageCollector::Steam,
             ReplacementPolicy::Lru2,
             VersionPlacement::PostgreSql,
+            DiskStorage::Heap,
         ),
         (
             GarbageCollector::Steam,
             ReplacementPolicy::Clock,
             VersionPlacement::CoLocated,
+            DiskStorage::Heap,
+        ),
+        // InnoDB's design: in place, undo, purge.
+        (
+            GarbageCollector::Vacuum,
+            ReplacementPolicy::Clock,
+            VersionPlacement::PostgreSql,
+            DiskStorage::Undo,
         ),
     ]
     .into_iter()
-    .map(|(gc, eviction, placement)| {
+    .map(|(gc, eviction, placement, storage)| {
         Options::default()
             .disk(SUITE_DISK_DIR)
             .garbage_collector(gc)
             .buffer_pool_eviction(eviction)
             .version_placement(placement)
+            .disk_storage(storage)
             .file_system(std::sync::Arc::new(verso::fs::SimulatedFileSystem::new(0)))
             .buffer_pool(48 * verso::disk::PAGE_SIZE)
             .durability(verso::Durability::None)

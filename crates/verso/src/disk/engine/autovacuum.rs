@@ -5,7 +5,8 @@
 //! PostgreSQL's launcher and workers do for one database; and every tick (at most a
 //! second) it takes a checkpoint once the page log grew by `checkpoint_after_log_bytes`
 //! since the last one (PostgreSQL's `max_wal_size`), so recovery replays a bounded log and
-//! its segments are freed. It holds the engine only while it works (a weak reference
+//! its segments are freed. In InnoDB's design it also purges every tick
+//! (`DiskEngine::purge`). It holds the engine only while it works (a weak reference
 //! between rounds), and stops when asked or when the engine is gone.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -117,6 +118,11 @@ fn run(
                     shared.checkpoints.fetch_add(1, Ordering::Relaxed);
                 }
             }
+        }
+        // InnoDB's design: purge every tick (InnoDB's purge threads run continuously). An
+        // error (an I/O error, a failed log) leaves the logs queued for the next tick.
+        if engine.undo.is_some() {
+            let _ = engine.purge(false);
         }
         let Some(naptime) = naptime else { continue };
         if last_vacuum.elapsed() < naptime {

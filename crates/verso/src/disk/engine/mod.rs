@@ -21,6 +21,7 @@
 //! - **DE2** A table's id is its position in the catalog; tables are never dropped.
 
 mod catalog;
+mod storage;
 mod txn;
 
 use std::collections::HashMap;
@@ -43,6 +44,8 @@ use crate::schema::TableSchema;
 use crate::sync::Mutex;
 use crate::{Error, Result, Schema, Stats, TableId};
 
+pub use storage::DiskStorage;
+pub(crate) use storage::TableStorage;
 pub(crate) use txn::DiskTxn;
 
 /// The most tables a disk database holds (file numbers: 64 per table below 2^16).
@@ -51,11 +54,17 @@ pub const MAX_DISK_TABLES: usize = 1023;
 pub const MAX_DISK_INDEXES: usize = 61;
 const FILES_PER_TABLE: u32 = 64;
 const COMMIT_LOG_FILE: FileNo = FileNo(0);
+/// The undo file of InnoDB's design: past every table's files.
+const UNDO_FILE: FileNo = FileNo(1 + MAX_DISK_TABLES as u32 * FILES_PER_TABLE);
+const UNDO_FILE_NAME: &str = "undo";
+/// Committed undo logs purge takes per batch (InnoDB's `innodb_purge_batch_size` is 300
+/// pages; a log here is usually one page).
+const PURGE_BATCH: usize = 300;
 
 /// A table of a disk database: its schema and its storage.
 pub(crate) struct DiskTableEntry {
     pub(crate) schema: TableSchema,
-    pub(crate) table: DiskTable,
+    pub(crate) table: TableStorage,
 }
 
 /// Reads a table's keys from its packed rows (`RowKeys`), in Verso's key encoding: the
@@ -127,6 +136,14 @@ pub(crate) struct DiskEngine {
     direct_io: bool,
     /// Every table's heap places new versions by this policy.
     placement: crate::disk::VersionPlacement,
+    /// The tables' version organization.
+    storage: DiskStorage,
+    /// InnoDB's design: the undo space.
+    pub(crate) undo: Option<Arc<super::undo::UndoSpace>>,
+    /// How long a committed undo log waits before purge may take it (DIVA's delayed purge).
+    purge_delay: std::time::Duration,
+    /// One purge at a time (the worker, or `Database::collect_garbage`).
+    purging: Mutex<()>,
 }
 
 /// Transaction and version counters of the disk engine, in the in-memory engine's terms
@@ -183,10 +200,23 @@ pub(crate) struct DiskSettings {
     pub(crate) pruning: crate::disk::heap_file::Pruning,
     /// Where new versions go (`Options::version_placement`).
     pub(crate) placement: crate::disk::VersionPlacement,
+    /// The tables' version organization (`Options::disk_storage`).
+    pub(crate) storage: DiskStorage,
+    /// How long purge leaves a committed undo log (`Options::purge_delay`).
+    pub(crate) purge_delay: std::time::Duration,
 }
 
 fn table_file(table: u32, offset: u32) -> FileNo {
     FileNo(1 + table * FILES_PER_TABLE + offset)
+}
+
+/// A table's first file: its heap (PostgreSQL's design), or its primary index (InnoDB's,
+/// which has no heap and no free-space map).
+fn first_table_file(storage: DiskStorage) -> u32 {
+    match storage {
+        DiskStorage::Heap => 0,
+        DiskStorage::Undo => 2,
+    }
 }
 
 fn table_file_name(table: u32, offset: u32) -> String {
@@ -215,10 +245,37 @@ impl DiskEngine {
             checkpoint_after_log_bytes,
             pruning,
             placement,
+            storage,
+            purge_delay,
         } = settings;
         fs.create_dir_all(&dir).map_err(|e| {
             crate::durability::io_error(&dir, "creating the database directory", &e)
         })?;
+        // The storage is the directory's: a database that has a commit log has an undo file
+        // exactly when it was created in InnoDB's design.
+        let exists = |name: &str| {
+            fs.exists(&dir.join(name))
+                .map_err(|e| crate::durability::io_error(&dir.join(name), "looking for a file", &e))
+        };
+        if exists("xact")? && exists(UNDO_FILE_NAME)? != (storage == DiskStorage::Undo) {
+            return Err(Error::UnsupportedConfiguration {
+                reason: format!(
+                    "the disk database in {} was created with the {} storage; open it with \
+                     Options::disk_storage(DiskStorage::{})",
+                    dir.display(),
+                    if storage == DiskStorage::Undo {
+                        "heap"
+                    } else {
+                        "undo"
+                    },
+                    if storage == DiskStorage::Undo {
+                        "Heap"
+                    } else {
+                        "Undo"
+                    },
+                ),
+            });
+        }
         let recovering = PageLog::open(Arc::clone(&fs), &dir, durability, segment_bytes)?;
         let catalog = catalog::read(&*fs, &dir)?;
         let log = recovering.log();
@@ -228,11 +285,14 @@ impl DiskEngine {
             Arc::clone(&log) as Arc<dyn WriteAheadLog>,
         ));
         attach(&*fs, direct_io, &pool, &dir, COMMIT_LOG_FILE, "xact")?;
+        if storage == DiskStorage::Undo {
+            attach(&*fs, direct_io, &pool, &dir, UNDO_FILE, UNDO_FILE_NAME)?;
+        }
         let mut schemas = Vec::with_capacity(catalog.len());
         for (position, (name, schema)) in catalog.iter().enumerate() {
             let table = position as u32;
             let schema = schema.clone().validate(name)?;
-            for offset in 0..3 + schema.indexes.len() as u32 {
+            for offset in first_table_file(storage)..3 + schema.indexes.len() as u32 {
                 attach(
                     &*fs,
                     direct_io,
@@ -247,6 +307,13 @@ impl DiskEngine {
         recovering.redo(&pool)?;
         let commit_log = CommitLog::open(Arc::clone(&pool), COMMIT_LOG_FILE, Arc::clone(&log))?;
         let txns = DiskTransactions::open(commit_log)?;
+        let (undo, found) = if storage == DiskStorage::Undo {
+            let (undo, found) =
+                super::undo::UndoSpace::open(Arc::clone(&pool), UNDO_FILE, Arc::clone(&log))?;
+            (Some(Arc::new(undo)), Some(found))
+        } else {
+            (None, None)
+        };
         let engine = DiskEngine {
             tag,
             dir,
@@ -265,6 +332,10 @@ impl DiskEngine {
             eviction,
             direct_io,
             placement,
+            storage,
+            undo,
+            purge_delay,
+            purging: Mutex::new(()),
         };
         {
             let mut names = engine.names.lock();
@@ -275,8 +346,14 @@ impl DiskEngine {
                 engine.open_table(position as u32, schema)?;
             }
         }
+        if let Some(found) = found {
+            engine.recover_undo(found)?;
+        }
         let engine = Arc::new(engine);
-        if autovacuum_naptime.is_some() || checkpoint_after_log_bytes.is_some() {
+        if autovacuum_naptime.is_some()
+            || checkpoint_after_log_bytes.is_some()
+            || engine.undo.is_some()
+        {
             let worker = autovacuum::Worker::start(
                 Arc::downgrade(&engine),
                 autovacuum_naptime,
@@ -289,15 +366,6 @@ impl DiskEngine {
 
     /// Opens table `position`'s storage over its attached files (formatting new ones).
     fn open_table(&self, position: u32, schema: TableSchema) -> Result<()> {
-        let fsm = FreeSpaceMap::open(Arc::clone(&self.pool), table_file(position, 1))?;
-        let heap = HeapFile::open(
-            Arc::clone(&self.pool),
-            table_file(position, 0),
-            fsm,
-            Arc::clone(&self.log),
-        )?
-        .with_pruning(self.pruning)
-        .with_placement(self.placement);
         let primary = BTree::open_logged(
             Arc::clone(&self.pool),
             table_file(position, 2),
@@ -315,7 +383,34 @@ impl DiskEngine {
         let keys = Box::new(SchemaKeys {
             schema: schema.clone(),
         });
-        let table = DiskTable::new(schema.name.clone(), heap, primary, indexes, keys);
+        let table = match &self.undo {
+            Some(undo) => TableStorage::Clustered(super::clustered::ClusteredTable::new(
+                schema.name.clone(),
+                position,
+                primary,
+                indexes,
+                keys,
+                Arc::clone(undo),
+            )),
+            None => {
+                let fsm = FreeSpaceMap::open(Arc::clone(&self.pool), table_file(position, 1))?;
+                let heap = HeapFile::open(
+                    Arc::clone(&self.pool),
+                    table_file(position, 0),
+                    fsm,
+                    Arc::clone(&self.log),
+                )?
+                .with_pruning(self.pruning)
+                .with_placement(self.placement);
+                TableStorage::Heap(DiskTable::new(
+                    schema.name.clone(),
+                    heap,
+                    primary,
+                    indexes,
+                    keys,
+                ))
+            }
+        };
         if self.tables[position as usize]
             .set(DiskTableEntry { schema, table })
             .is_err()
@@ -325,6 +420,133 @@ impl DiskEngine {
         self.table_count
             .fetch_max(position as usize + 1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// InnoDB's design at open, after the tables: rolls back every undo log whose owner
+    /// did not commit (in progress at the crash, or aborted before its rollback finished),
+    /// newest record first, then queues the committed ones for purge.
+    fn recover_undo(&self, found: super::undo::FoundLogs) -> Result<()> {
+        let undo = self.undo.as_ref().expect("InnoDB's design");
+        for (owner, pages) in found.by_owner {
+            match self.txns.commit_log().status(owner)? {
+                super::commit_log::TransactionStatus::Committed(ts) => {
+                    undo.adopt_committed(owner, ts, pages)
+                }
+                _ => {
+                    self.roll_back_records(owner, &pages)?;
+                    undo.free_pages(owner, &pages)?;
+                    undo.note_rolled_back();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes the records of `xid`'s log on `pages`, newest first.
+    fn roll_back_records(&self, xid: u64, pages: &[u32]) -> Result<()> {
+        let undo = self.undo.as_ref().expect("InnoDB's design");
+        let records = undo.records_of(xid, pages)?;
+        let horizon = super::transactions::Resolve::horizon(&self.txns);
+        for (ptr, record) in records.iter().rev() {
+            self.clustered_table(record.table)?
+                .roll_back(xid, *ptr, record, horizon, &self.txns)?;
+        }
+        Ok(())
+    }
+
+    /// The clustered table at catalog position `position` (an undo record's table).
+    fn clustered_table(&self, position: u32) -> Result<&super::clustered::ClusteredTable> {
+        self.tables
+            .get(position as usize)
+            .and_then(OnceLock::get)
+            .and_then(|entry| entry.table.clustered())
+            .ok_or_else(|| Error::Corruption {
+                file: "the undo file".into(),
+                offset: 0,
+                reason: format!("an undo record of table {position}, which has no clustered index"),
+            })
+    }
+
+    /// Rolls back aborted transaction `xid`'s changes in InnoDB's design (after its abort is
+    /// in the commit log, C5) and frees its undo pages. A rollback that fails leaves rows
+    /// only a restart can roll back: the log is failed, so the database stops accepting
+    /// writes until it is reopened (whose recovery rolls back).
+    pub(crate) fn roll_back_undo(&self, xid: u64) {
+        let Some(undo) = &self.undo else { return };
+        let Some(pages) = undo.forget(xid) else {
+            return;
+        };
+        let rolled_back = self
+            .roll_back_records(xid, &pages)
+            .and_then(|()| undo.free_pages(xid, &pages));
+        match rolled_back {
+            Ok(()) => undo.note_rolled_back(),
+            Err(error) => {
+                let _ = self.log.fail(format!(
+                    "rolling back transaction {xid} failed ({error}); reopen the database to \
+                     roll it back"
+                ));
+            }
+        }
+    }
+
+    /// `xid` committed at `ts`: its undo log joins the history list (InnoDB's design).
+    pub(crate) fn committed_undo(&self, xid: u64, ts: u64) {
+        if let Some(undo) = &self.undo {
+            if let Err(error) = undo.committed(xid, ts) {
+                let _ = self.log.fail(format!(
+                    "freeing the undo pages of committed transaction {xid} failed ({error})"
+                ));
+            }
+        }
+    }
+
+    /// Purge (InnoDB's design): works through the history list, oldest commit first, every
+    /// log committed below the oldest active snapshot and waiting at least the purge delay
+    /// (none if `now`): the secondary entries its changes marked that no needed version
+    /// has, the rows its deletes left, then its pages. Returns the logs purged.
+    pub(crate) fn purge(&self, now: bool) -> Result<u64> {
+        let Some(undo) = &self.undo else {
+            return Ok(0);
+        };
+        let _one = self.purging.lock();
+        let delay = if now {
+            std::time::Duration::ZERO
+        } else {
+            self.purge_delay
+        };
+        let mut purged = 0;
+        loop {
+            let horizon = super::transactions::Resolve::horizon(&self.txns);
+            let logs = undo.purgeable(horizon, delay, PURGE_BATCH);
+            if logs.is_empty() {
+                return Ok(purged);
+            }
+            let mut logs = logs.into_iter();
+            while let Some(log) = logs.next() {
+                let mut versions = 0;
+                let done = undo.records_of(log.xid, &log.pages).and_then(|records| {
+                    for (_, record) in &records {
+                        self.clustered_table(record.table)?
+                            .purge(log.xid, record, horizon, &self.txns)?;
+                        versions += u64::from(record.kind != super::undo::UndoKind::Insert);
+                    }
+                    undo.free_pages(log.xid, &log.pages)
+                });
+                if let Err(error) = done {
+                    undo.requeue(log);
+                    for rest in logs {
+                        undo.requeue(rest);
+                    }
+                    return Err(error);
+                }
+                undo.note_purged(versions);
+                purged += 1;
+            }
+            if self.check_open().is_err() {
+                return Ok(purged);
+            }
+        }
     }
 
     /// The database's directory.
@@ -349,6 +571,9 @@ impl DiskEngine {
             ReplacementPolicy::Clock => "",
             ReplacementPolicy::Lru2 => "/lru2",
         };
+        if self.storage == DiskStorage::Undo {
+            return format!("disk-undo/purge/si-first-updater-wins{eviction}");
+        }
         let mut design = format!("disk-heap/{pruning}/si-first-updater-wins{eviction}");
         if self.placement != crate::disk::VersionPlacement::PostgreSql {
             design += "/";
@@ -384,7 +609,7 @@ impl DiskEngine {
         // keeps its position (and a new table the next).
         let mut bodies = self.catalog.lock();
         let position = bodies.len() as u32;
-        for offset in 0..3 + schema.indexes.len() as u32 {
+        for offset in first_table_file(self.storage)..3 + schema.indexes.len() as u32 {
             let number = table_file(position, offset);
             if self.pool.file_pages(number).is_ok() {
                 // Attached by an earlier attempt that failed before the catalog listed
@@ -487,8 +712,24 @@ impl DiskEngine {
             page_log: self.log.stats(),
             ..Default::default()
         };
+        if let Some(undo) = &self.undo {
+            disk.undo = undo.stats();
+        }
         for entry in self.tables() {
-            let heap = entry.table.heap().stats();
+            if let Some(clustered) = entry.table.clustered() {
+                let c = clustered.stats();
+                disk.clustered.inserts += c.inserts;
+                disk.clustered.updates += c.updates;
+                disk.clustered.deletes += c.deletes;
+                disk.clustered.undo_hops += c.undo_hops;
+                disk.clustered.records_rolled_back += c.records_rolled_back;
+                disk.clustered.rows_purged += c.rows_purged;
+                disk.clustered.entries_purged += c.entries_purged;
+                disk.table_pages += entry.table.pages().unwrap_or(0);
+                disk.index_pages += entry.table.index_pages().unwrap_or(0);
+                continue;
+            }
+            let heap = entry.table.heap().expect("a heap table").stats();
             disk.heap.hot_updates += heap.hot_updates;
             disk.heap.cold_updates += heap.cold_updates;
             disk.heap.inserts += heap.inserts;
@@ -501,7 +742,7 @@ impl DiskEngine {
             disk.heap.pages_extended += heap.pages_extended;
             disk.heap.pages_claimed += heap.pages_claimed;
             disk.heap.pages_owned += heap.pages_owned;
-            disk.heap_pages += u64::from(entry.table.heap().pages().unwrap_or(0));
+            disk.heap_pages += u64::from(entry.table.heap().expect("a heap").pages().unwrap_or(0));
             disk.table_pages += entry.table.pages().unwrap_or(0);
             disk.index_pages += entry.table.index_pages().unwrap_or(0);
             disk.dead_tuples += entry.table.dead_tuples();
@@ -519,10 +760,13 @@ impl DiskEngine {
         // Tuples whose creator aborted were counted as rolled back at the abort; those only
         // eager pruning removed are the in-memory engine's pruned eagerly (EPO).
         stats.versions_pruned_eagerly = disk.heap.tuples_pruned_eagerly;
+        // InnoDB's design: each update's or delete's record purge finished is the old
+        // version it held, reclaimed.
         stats.versions_reclaimed = disk
             .heap
             .tuples_pruned
-            .saturating_sub(disk.heap.aborted_tuples_pruned + disk.heap.tuples_pruned_eagerly);
+            .saturating_sub(disk.heap.aborted_tuples_pruned + disk.heap.tuples_pruned_eagerly)
+            + disk.undo.records_purged;
         // The slots' counters: commit records published, examined and dropped.
         let rate = crate::ticks::Rate::measure();
         let mut from_slots = Stats::default();
@@ -572,7 +816,7 @@ impl DiskEngine {
         for entry in self.tables() {
             entry.table.vacuum(&self.txns)?;
         }
-        Ok(())
+        self.purge(true).map(drop)
     }
 
     /// A checkpoint: every dirty page written while writers run, and the redo point moved.

@@ -157,6 +157,9 @@ impl<'e> DiskTxn<'e> {
         if let Some(txn) = self.txn.take() {
             let xid = txn.snapshot().xid;
             let _ = txn.abort();
+            // InnoDB's design: the rows it changed in place go back (after the abort is in
+            // the commit log, C5).
+            self.engine.roll_back_undo(xid);
             self.release_pages(xid);
             Counters::add(cause, 1);
             self.count_ended(false);
@@ -187,8 +190,10 @@ impl<'e> DiskTxn<'e> {
                 index: table,
                 database: self.engine.tag,
             }) {
-                let _ = entry.table.heap().release(xid);
-                debug_assert!(entry.table.heap().pages_owned_by(xid).is_empty());
+                if let Some(heap) = entry.table.heap() {
+                    let _ = heap.release(xid);
+                    debug_assert!(heap.pages_owned_by(xid).is_empty());
+                }
             }
         }
     }
@@ -748,6 +753,7 @@ impl<'e> DiskTxn<'e> {
         self.release_pages(xid);
         match result {
             Ok((ts, lsn)) => {
+                engine.committed_undo(xid, ts);
                 owner.mark_committed(ts);
                 Counters::add(&c.commits, 1);
                 self.count_ended(true);
@@ -764,6 +770,7 @@ impl<'e> DiskTxn<'e> {
                             .add(crate::stats::Counter::CommitRecordsDropped, 1);
                     }
                 }
+                engine.roll_back_undo(xid);
                 if committing.get() {
                     owner.mark_not_committing();
                 }

@@ -1,0 +1,847 @@
+//! A table of the disk engine in InnoDB's design (the other "vanilla" of DIVA): a
+//! clustered B+-tree whose leaf holds the newest version of each row in place, with its
+//! creator and a roll pointer into the undo space ([`super::undo`]); an update writes the
+//! before-image of the changed span as an undo record and points the row at it, so versions
+//! chain newest to oldest through undo; secondary indexes hold the index key (with the
+//! primary key) and a delete mark; purge frees undo no snapshot needs (design note:
+//! `docs/design/buffer-pool.md`, "InnoDB's design: undo and purge").
+//!
+//! # Layout
+//!
+//! The primary tree maps an encoded primary key to `| creator u64 | roll pointer | flags u8 |
+//! row |` (flags bit 0: delete-marked). A secondary tree maps the index key (its columns and
+//! the primary key, [`RowKeys::index_key`]) to `| mark u8 | primary key |` (mark 1: the
+//! newest version of the row no longer has this key).
+//!
+//! # Invariants
+//!
+//! - **C1** A row's versions are its record in the primary tree (the newest) followed by
+//!   the records its roll pointer chain leads to, newest to oldest; each record restores
+//!   the version before from the version after it.
+//! - **C2** A row changes only under its key's lock stripe, its undo record appended
+//!   first (U2), then the primary record, then the secondary entries. Rollback and purge
+//!   take the same stripe and change the secondary entries first, the primary record last,
+//!   so a crash between leaves the primary record saying the work is still to do, and
+//!   redoing it is harmless (every step is idempotent).
+//! - **C3** The newest version of a row has an unmarked entry in every secondary index;
+//!   every version a snapshot may need has an entry (marked or not) in every index; a
+//!   reader re-checks the key of the version it finds against the entry, so a marked
+//!   entry, or one whose key a newer version changed, yields nothing twice.
+//! - **C4** (first-updater-wins) A write meets the newest version: its creator must be the
+//!   writer, or committed before the writer's snapshot. A creator running, committed
+//!   after the snapshot, or aborted and not yet rolled back is a write conflict.
+//! - **C5** Rollback of a transaction happens after its abort is in the commit log: a
+//!   reader meeting a version whose creator aborted follows its roll pointer, as for any
+//!   version it cannot see.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::btree::BTree;
+use super::table::{RowKeys, RowVisitor};
+use super::transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};
+use super::undo::{RollPtr, UndoKind, UndoRecord, UndoSpace, ROLL_PTR_BYTES};
+use super::visibility::Snapshot;
+use crate::sync::Mutex;
+use crate::{Error, Result};
+
+const KEY_LOCK_STRIPES: usize = 256;
+/// Bytes of a primary record's header: creator, roll pointer, flags.
+pub const RECORD_HEADER_BYTES: usize = 8 + ROLL_PTR_BYTES + 1;
+const DELETED: u8 = 1;
+const MARKED: u8 = 1;
+
+/// One version of a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    /// Its creator.
+    pub creator: u64,
+    /// The record that restores the version before it.
+    pub roll: RollPtr,
+    /// Whether it is a delete mark (the row deleted).
+    pub deleted: bool,
+    /// The row's bytes.
+    pub row: Vec<u8>,
+}
+
+impl Version {
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD_HEADER_BYTES + self.row.len());
+        out.extend_from_slice(&self.creator.to_le_bytes());
+        self.roll.encode(&mut out);
+        out.push(if self.deleted { DELETED } else { 0 });
+        out.extend_from_slice(&self.row);
+        out
+    }
+
+    /// Decodes a primary record; never panics (fuzzed through the tree's pages).
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Version, String> {
+        if bytes.len() < RECORD_HEADER_BYTES {
+            return Err(format!("a clustered record of {} bytes", bytes.len()));
+        }
+        let flags = bytes[8 + ROLL_PTR_BYTES];
+        if flags & !DELETED != 0 {
+            return Err(format!("a clustered record's flags are {flags:#04x}"));
+        }
+        Ok(Version {
+            creator: u64::from_le_bytes(bytes[..8].try_into().expect("eight bytes")),
+            roll: RollPtr::decode(&bytes[8..8 + ROLL_PTR_BYTES]),
+            deleted: flags & DELETED != 0,
+            row: bytes[RECORD_HEADER_BYTES..].to_vec(),
+        })
+    }
+}
+
+fn entry_value(mark: u8, key: &[u8]) -> Vec<u8> {
+    let mut value = Vec::with_capacity(1 + key.len());
+    value.push(mark);
+    value.extend_from_slice(key);
+    value
+}
+
+/// What a clustered table counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClusteredStats {
+    /// Rows inserted.
+    pub inserts: u64,
+    /// Rows updated in place.
+    pub updates: u64,
+    /// Rows delete-marked.
+    pub deletes: u64,
+    /// Undo records a reader applied to reach the version its snapshot sees.
+    pub undo_hops: u64,
+    /// Records rolled back.
+    pub records_rolled_back: u64,
+    /// Delete-marked rows purge removed.
+    pub rows_purged: u64,
+    /// Marked secondary entries purge removed.
+    pub entries_purged: u64,
+}
+
+/// A disk table in InnoDB's design.
+pub struct ClusteredTable {
+    name: String,
+    position: u32,
+    primary: BTree,
+    indexes: Vec<BTree>,
+    keys: Box<dyn RowKeys>,
+    undo: Arc<UndoSpace>,
+    key_locks: Box<[Mutex<()>]>,
+    inserts: AtomicU64,
+    updates: AtomicU64,
+    deletes: AtomicU64,
+    undo_hops: AtomicU64,
+    records_rolled_back: AtomicU64,
+    rows_purged: AtomicU64,
+    entries_purged: AtomicU64,
+}
+
+impl std::fmt::Debug for ClusteredTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusteredTable")
+            .field("name", &self.name)
+            .field("indexes", &self.indexes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `snapshot` sees versions created by `creator`.
+fn sees(creator: u64, snapshot: &Snapshot, txns: &dyn Resolve) -> Result<bool> {
+    if snapshot.xid != 0 && creator == snapshot.xid {
+        return Ok(true);
+    }
+    Ok(match txns.resolve(creator, snapshot.start)? {
+        Fate::Committed { ts, .. } => ts < snapshot.start,
+        Fate::Running | Fate::Aborted => false,
+    })
+}
+
+impl ClusteredTable {
+    /// A table over its trees (opened by the caller, after redo) and the undo space.
+    pub fn new(
+        name: impl Into<String>,
+        position: u32,
+        primary: BTree,
+        indexes: Vec<BTree>,
+        keys: Box<dyn RowKeys>,
+        undo: Arc<UndoSpace>,
+    ) -> Self {
+        ClusteredTable {
+            name: name.into(),
+            position,
+            primary,
+            indexes,
+            keys,
+            undo,
+            key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            inserts: AtomicU64::new(0),
+            updates: AtomicU64::new(0),
+            deletes: AtomicU64::new(0),
+            undo_hops: AtomicU64::new(0),
+            records_rolled_back: AtomicU64::new(0),
+            rows_purged: AtomicU64::new(0),
+            entries_purged: AtomicU64::new(0),
+        }
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The clustered (primary) tree.
+    pub fn primary_index(&self) -> &BTree {
+        &self.primary
+    }
+
+    /// Secondary index `index`.
+    pub fn index(&self, index: usize) -> Option<&BTree> {
+        self.indexes.get(index)
+    }
+
+    /// Pages of the table's trees.
+    pub fn pages(&self) -> Result<u64> {
+        let pool = self.primary.pool();
+        let mut pages = 0;
+        for tree in std::iter::once(&self.primary).chain(&self.indexes) {
+            pages += u64::from(pool.file_pages(tree.file())?);
+        }
+        Ok(pages)
+    }
+
+    /// Pages of the secondary indexes.
+    pub fn index_pages(&self) -> Result<u64> {
+        let pool = self.primary.pool();
+        let mut pages = 0;
+        for tree in &self.indexes {
+            pages += u64::from(pool.file_pages(tree.file())?);
+        }
+        Ok(pages)
+    }
+
+    /// What it counted.
+    pub fn stats(&self) -> ClusteredStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ClusteredStats {
+            inserts: get(&self.inserts),
+            updates: get(&self.updates),
+            deletes: get(&self.deletes),
+            undo_hops: get(&self.undo_hops),
+            records_rolled_back: get(&self.records_rolled_back),
+            rows_purged: get(&self.rows_purged),
+            entries_purged: get(&self.entries_purged),
+        }
+    }
+
+    fn conflict(&self) -> Error {
+        Error::WriteConflict {
+            table: self.name.clone(),
+        }
+    }
+
+    fn corrupt(&self, reason: String) -> Error {
+        Error::Corruption {
+            file: format!("the clustered index of table {}", self.name),
+            offset: 0,
+            reason,
+        }
+    }
+
+    /// The lock stripe of `key` (C2).
+    fn stripe(&self, key: &[u8]) -> &Mutex<()> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        key.hash(&mut hasher);
+        &self.key_locks[(hasher.finish() as usize) % KEY_LOCK_STRIPES]
+    }
+
+    /// The newest version of the row under `key`, if the tree has a record.
+    fn newest(&self, key: &[u8]) -> Result<Option<Version>> {
+        match self.primary.get(key)? {
+            Some(bytes) => Version::decode(&bytes)
+                .map(Some)
+                .map_err(|r| self.corrupt(r)),
+            None => Ok(None),
+        }
+    }
+
+    /// The version before `after`, through its roll pointer: `Ok(None)` if the record's
+    /// page was given to another owner (U3: read the row again).
+    fn older(&self, key: &[u8], after: &Version) -> Result<Option<Version>> {
+        let Some((_, record)) = self.undo.read(after.roll)? else {
+            return Ok(None);
+        };
+        if record.table != self.position || record.key != key || record.kind == UndoKind::Insert {
+            return Err(self.corrupt(format!(
+                "a roll pointer of a row leads to an undo record of another row ({:?})",
+                record.kind
+            )));
+        }
+        let row = record
+            .restore(&after.row)
+            .ok_or_else(|| self.corrupt("an undo record's delta does not fit its row".into()))?;
+        Ok(Some(Version {
+            creator: record.prev_creator,
+            roll: record.prev_roll,
+            deleted: record.prev_deleted,
+            row,
+        }))
+    }
+
+    /// The version of the row under `key` that `snapshot` sees, starting from `newest`
+    /// (read again from the tree if a record of its chain was freed meanwhile); `None` if
+    /// it sees none or a delete.
+    fn visible_from(
+        &self,
+        key: &[u8],
+        mut newest: Option<Version>,
+        snapshot: &Snapshot,
+        txns: &dyn Resolve,
+    ) -> Result<Option<Vec<u8>>> {
+        'read: loop {
+            let Some(mut version) = newest.take() else {
+                return Ok(None);
+            };
+            loop {
+                if sees(version.creator, snapshot, txns)? {
+                    return Ok((!version.deleted).then_some(version.row));
+                }
+                if version.roll.is_none() {
+                    return Ok(None);
+                }
+                self.undo_hops.fetch_add(1, Ordering::Relaxed);
+                match self.older(key, &version)? {
+                    Some(older) => version = older,
+                    None => {
+                        newest = self.newest(key)?;
+                        continue 'read;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The version of the row with primary key `key` that `txn` sees.
+    pub fn get(&self, txn: &DiskTransaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let newest = self.newest(key)?;
+        self.visible_from(key, newest, &txn.snapshot(), txn.transactions())
+    }
+
+    /// Whether the tree has a record for `key` (visible or not).
+    pub fn has_entries(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.primary.get(key)?.is_some())
+    }
+
+    /// How many versions the row under `key` has (its record and its undo chain).
+    /// A pointer into a log purge freed ends the count: the versions past it are gone.
+    pub fn versions_of(&self, key: &[u8]) -> Result<usize> {
+        let Some(mut version) = self.newest(key)? else {
+            return Ok(0);
+        };
+        let mut versions = 1;
+        while !version.roll.is_none() {
+            match self.older(key, &version)? {
+                Some(older) => {
+                    version = older;
+                    versions += 1;
+                }
+                None => break,
+            }
+        }
+        Ok(versions)
+    }
+
+    /// C4: whether a write by `snapshot`'s transaction may replace `newest`.
+    fn check_writable(
+        &self,
+        newest: &Version,
+        snapshot: &Snapshot,
+        txns: &DiskTransactions,
+    ) -> Result<()> {
+        if newest.creator == snapshot.xid {
+            return Ok(());
+        }
+        match txns.resolve(newest.creator, snapshot.start)? {
+            Fate::Committed { ts, .. } if ts < snapshot.start => Ok(()),
+            _ => Err(self.conflict()),
+        }
+    }
+
+    /// Refuses a row whose record or entries a tree cannot hold, before anything is
+    /// written.
+    fn check_sizes(&self, key: &[u8], row: &[u8], index_keys: &[Vec<u8>]) -> Result<()> {
+        let record = key.len() + RECORD_HEADER_BYTES + row.len();
+        if key.len() > super::MAX_BTREE_KEY_BYTES || record > super::MAX_BTREE_ENTRY_BYTES {
+            return Err(Error::EntryTooLarge {
+                what: "a row of a clustered disk table (key and record in a B+-tree leaf)",
+                bytes: record,
+                limit: super::MAX_BTREE_ENTRY_BYTES,
+            });
+        }
+        for index_key in index_keys {
+            let entry = index_key.len() + 1 + key.len();
+            if index_key.len() > super::MAX_BTREE_KEY_BYTES || entry > super::MAX_BTREE_ENTRY_BYTES
+            {
+                return Err(Error::EntryTooLarge {
+                    what: "an index entry of a clustered disk table",
+                    bytes: entry,
+                    limit: super::MAX_BTREE_ENTRY_BYTES,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A row's key in each secondary index, in index order.
+    pub fn index_keys(&self, row: &[u8]) -> Result<Vec<Vec<u8>>> {
+        (0..self.indexes.len())
+            .map(|index| self.keys.index_key(index, row))
+            .collect()
+    }
+
+    /// Puts an unmarked entry for `index_key` in index `index`; returns whether it is new.
+    fn add_entry(&self, index: usize, index_key: &[u8], key: &[u8]) -> Result<bool> {
+        let before = self.indexes[index].insert(index_key, &entry_value(0, key))?;
+        Ok(before.is_none())
+    }
+
+    /// Sets the mark of an existing entry (no entry: nothing to do, as redone).
+    fn set_mark(&self, index: usize, index_key: &[u8], key: &[u8], mark: u8) -> Result<()> {
+        let tree = &self.indexes[index];
+        if let Some(value) = tree.get(index_key)? {
+            if value.first() != Some(&mark) {
+                tree.insert(index_key, &entry_value(mark, key))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Which new entries would be fresh (bit `i`: index `i` has no entry for the key yet).
+    fn fresh_bits(&self, keys: &[(usize, &Vec<u8>)]) -> Result<u64> {
+        let mut fresh = 0u64;
+        for &(index, index_key) in keys {
+            if self.indexes[index].get(index_key)?.is_none() {
+                fresh |= 1 << index;
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// Inserts a row: a new record, or one over the delete-marked newest version of its
+    /// key (an update in InnoDB's terms). A key another transaction wrote that this one
+    /// cannot see is a write conflict (C4); one it sees is a duplicate.
+    pub fn insert(&self, txn: &mut DiskTransaction<'_>, row: &[u8]) -> Result<()> {
+        let key = self.keys.primary_key(row)?;
+        let new_keys = self.index_keys(row)?;
+        self.check_sizes(&key, row, &new_keys)?;
+        let xid = txn.xid()?;
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        let _stripe = self.stripe(&key).lock();
+        let newest = self.newest(&key)?;
+        let all: Vec<(usize, &Vec<u8>)> = new_keys.iter().enumerate().collect();
+        let record = match &newest {
+            None => UndoRecord {
+                kind: UndoKind::Insert,
+                table: self.position,
+                key: key.clone(),
+                prev_creator: 0,
+                prev_roll: RollPtr::NONE,
+                prev_deleted: false,
+                fresh: self.fresh_bits(&all)?,
+                prefix: 0,
+                suffix: 0,
+                middle: Vec::new(),
+                marked: Vec::new(),
+            },
+            Some(newest) => {
+                self.check_writable(newest, &snapshot, txns)?;
+                if !newest.deleted {
+                    return Err(Error::DuplicateKey {
+                        table: self.name.clone(),
+                    });
+                }
+                let (prefix, suffix, middle) = UndoRecord::delta(&newest.row, row);
+                UndoRecord {
+                    kind: UndoKind::Update,
+                    table: self.position,
+                    key: key.clone(),
+                    prev_creator: newest.creator,
+                    prev_roll: newest.roll,
+                    prev_deleted: true,
+                    fresh: self.fresh_bits(&all)?,
+                    prefix,
+                    suffix,
+                    middle,
+                    // The deleted version's entries were marked by its delete.
+                    marked: Vec::new(),
+                }
+            }
+        };
+        let roll = self.undo.append(xid, &record)?;
+        // An insert has no older version a reader could need: its record only rolls back.
+        let roll = if record.kind == UndoKind::Insert {
+            RollPtr::NONE
+        } else {
+            roll
+        };
+        let version = Version {
+            creator: xid,
+            roll,
+            deleted: false,
+            row: row.to_vec(),
+        };
+        self.primary.insert(&key, &version.encode())?;
+        for (index, index_key) in new_keys.iter().enumerate() {
+            self.add_entry(index, index_key, &key)?;
+        }
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Replaces the row under `key` that `txn` sees by `row` (same primary key), in place.
+    /// Returns false if `txn` sees no such row; a write conflict if another transaction
+    /// wrote it that `txn` cannot see (C4).
+    pub fn update(&self, txn: &mut DiskTransaction<'_>, key: &[u8], row: &[u8]) -> Result<bool> {
+        if self.keys.primary_key(row)? != key {
+            return Err(Error::InvalidSchema {
+                reason: format!("an update of {} changes the row's primary key", self.name),
+            });
+        }
+        let new_keys = self.index_keys(row)?;
+        self.check_sizes(key, row, &new_keys)?;
+        let xid = txn.xid()?;
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        let _stripe = self.stripe(key).lock();
+        let Some(newest) = self.newest(key)? else {
+            return Ok(false);
+        };
+        self.check_writable(&newest, &snapshot, txns)?;
+        if newest.deleted {
+            return Ok(false);
+        }
+        let old_keys = self.index_keys(&newest.row)?;
+        let changed: Vec<(usize, &Vec<u8>)> = new_keys
+            .iter()
+            .enumerate()
+            .filter(|(index, new_key)| old_keys[*index] != **new_key)
+            .collect();
+        let (prefix, suffix, middle) = UndoRecord::delta(&newest.row, row);
+        let record = UndoRecord {
+            kind: UndoKind::Update,
+            table: self.position,
+            key: key.to_vec(),
+            prev_creator: newest.creator,
+            prev_roll: newest.roll,
+            prev_deleted: false,
+            fresh: self.fresh_bits(&changed)?,
+            prefix,
+            suffix,
+            middle,
+            marked: changed
+                .iter()
+                .map(|&(index, _)| (index as u16, old_keys[index].clone()))
+                .collect(),
+        };
+        let roll = self.undo.append(xid, &record)?;
+        let version = Version {
+            creator: xid,
+            roll,
+            deleted: false,
+            row: row.to_vec(),
+        };
+        self.primary.insert(key, &version.encode())?;
+        for &(index, new_key) in &changed {
+            self.set_mark(index, &old_keys[index], key, MARKED)?;
+            self.add_entry(index, new_key, key)?;
+        }
+        self.updates.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Delete-marks the row under `key` that `txn` sees; returns it (`None` if there is
+    /// none). A write conflict as [`ClusteredTable::update`].
+    pub fn delete(&self, txn: &mut DiskTransaction<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let xid = txn.xid()?;
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        let _stripe = self.stripe(key).lock();
+        let Some(newest) = self.newest(key)? else {
+            return Ok(None);
+        };
+        self.check_writable(&newest, &snapshot, txns)?;
+        if newest.deleted {
+            return Ok(None);
+        }
+        let keys = self.index_keys(&newest.row)?;
+        let record = UndoRecord {
+            kind: UndoKind::Delete,
+            table: self.position,
+            key: key.to_vec(),
+            prev_creator: newest.creator,
+            prev_roll: newest.roll,
+            prev_deleted: false,
+            fresh: 0,
+            prefix: newest.row.len() as u32,
+            suffix: 0,
+            middle: Vec::new(),
+            marked: keys
+                .iter()
+                .enumerate()
+                .map(|(index, k)| (index as u16, k.clone()))
+                .collect(),
+        };
+        let roll = self.undo.append(xid, &record)?;
+        let version = Version {
+            creator: xid,
+            roll,
+            deleted: true,
+            row: newest.row.clone(),
+        };
+        self.primary.insert(key, &version.encode())?;
+        for (index, index_key) in keys.iter().enumerate() {
+            self.set_mark(index, index_key, key, MARKED)?;
+        }
+        self.deletes.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(newest.row))
+    }
+
+    /// An update or delete found no row `txn` sees under `key`: a write conflict if the
+    /// newest version is another's that `txn` cannot see (C4), else nothing to do.
+    pub fn absent(&self, txn: &DiskTransaction<'_>, key: &[u8]) -> Result<()> {
+        match self.newest(key)? {
+            Some(newest) => self.check_writable(&newest, &txn.snapshot(), txn.transactions()),
+            None => Ok(()),
+        }
+    }
+
+    /// The rows `txn` sees with primary keys in the range, in key order (descending if
+    /// asked), each handed to `each` with its key; `each` returns whether to go on.
+    pub fn scan(
+        &self,
+        txn: &DiskTransaction<'_>,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        descending: bool,
+        each: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        let range = if descending {
+            self.primary.range_rev(low, high)
+        } else {
+            self.primary.range(low, high)
+        };
+        for item in range {
+            let (key, bytes) = item?;
+            let newest = Version::decode(&bytes).map_err(|r| self.corrupt(r))?;
+            if let Some(row) = self.visible_from(&key, Some(newest), &snapshot, txns)? {
+                if !each(&key, &row)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows `txn` sees whose secondary index `index` key is in the range, in that
+    /// key's order, each handed to `each` with the index key (C3: an entry yields the row
+    /// only if the version `txn` sees has the entry's key).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_index(
+        &self,
+        index: usize,
+        txn: &DiskTransaction<'_>,
+        low: Bound<&[u8]>,
+        high: Bound<&[u8]>,
+        descending: bool,
+        each: &mut RowVisitor<'_>,
+    ) -> Result<()> {
+        let tree = self.indexes.get(index).ok_or_else(|| Error::UnknownIndex {
+            table: self.name.clone(),
+            index: format!("#{index}"),
+        })?;
+        let (snapshot, txns) = (txn.snapshot(), txn.transactions());
+        let range = if descending {
+            tree.range_rev(low, high)
+        } else {
+            tree.range(low, high)
+        };
+        for item in range {
+            let (index_key, value) = item?;
+            let Some(key) = value.get(1..) else {
+                return Err(self.corrupt("a secondary entry with no primary key".into()));
+            };
+            let newest = self.newest(key)?;
+            if let Some(row) = self.visible_from(key, newest, &snapshot, txns)? {
+                if self.keys.index_key(index, &row)? == index_key && !each(&index_key, &row)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes one record of aborted transaction `xid` (C2, C5): only if the row still
+    /// shows the change (its newest version is `xid`'s, pointing at this record; for an
+    /// insert, `xid`'s with no older version), so redoing a rollback a crash cut short
+    /// is harmless. An entry the change found marked and unmarked is marked again only if
+    /// a version a snapshot may need (below `horizon` or after) still has its key; else
+    /// the purge that would have removed it has run, and it is removed now
+    /// (`regression_a_rolled_back_update_leaves_no_marked_entry_behind`).
+    pub fn roll_back(
+        &self,
+        xid: u64,
+        ptr: RollPtr,
+        record: &UndoRecord,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<()> {
+        let key = &record.key;
+        let _stripe = self.stripe(key).lock();
+        let Some(newest) = self.newest(key)? else {
+            return Ok(());
+        };
+        let expected_roll = if record.kind == UndoKind::Insert {
+            RollPtr::NONE
+        } else {
+            ptr
+        };
+        if newest.creator != xid || newest.roll != expected_roll {
+            return Ok(());
+        }
+        let new_keys = self.index_keys(&newest.row)?;
+        match record.kind {
+            UndoKind::Insert => {
+                // No version of the row remains: no entry of it is needed.
+                for (index, index_key) in new_keys.iter().enumerate() {
+                    self.indexes[index].remove(index_key)?;
+                }
+                self.primary.remove(key)?;
+            }
+            UndoKind::Update | UndoKind::Delete => {
+                let old = record.restore(&newest.row).ok_or_else(|| {
+                    self.corrupt("an undo record's delta does not fit its row".into())
+                })?;
+                let old_keys = self.index_keys(&old)?;
+                let restored = Version {
+                    creator: record.prev_creator,
+                    roll: record.prev_roll,
+                    deleted: record.prev_deleted,
+                    row: old,
+                };
+                let needed = if record.kind == UndoKind::Update {
+                    self.needed_keys(key, restored.clone(), horizon, txns)?
+                } else {
+                    None
+                };
+                for index in 0..self.indexes.len() {
+                    let (old_key, new_key) = (&old_keys[index], &new_keys[index]);
+                    if record.kind == UndoKind::Delete {
+                        // The delete marked the row's entries; the row is back.
+                        self.set_mark(index, new_key, key, 0)?;
+                    } else if record.prev_deleted || old_key != new_key {
+                        let fresh = record.fresh & (1 << index) != 0;
+                        let still_needed = match &needed {
+                            Some(needed) => needed[index].iter().any(|k| k == new_key),
+                            // Unknown (a record freed meanwhile): keep it, marked.
+                            None => true,
+                        };
+                        if fresh || !still_needed {
+                            self.indexes[index].remove(new_key)?;
+                        } else {
+                            self.set_mark(index, new_key, key, MARKED)?;
+                        }
+                        if !record.prev_deleted {
+                            self.set_mark(index, old_key, key, 0)?;
+                        }
+                    }
+                }
+                self.primary.insert(key, &restored.encode())?;
+            }
+        }
+        self.records_rolled_back.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Purges one record of committed transaction `xid`, committed below `horizon` (every
+    /// snapshot sees its version and the versions after): removes the entries it marked
+    /// that no version a snapshot may need has any more, and, for a delete still the
+    /// row's newest version, the row (C2: entries first).
+    pub fn purge(
+        &self,
+        xid: u64,
+        record: &UndoRecord,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<()> {
+        if record.kind == UndoKind::Insert {
+            return Ok(());
+        }
+        let key = &record.key;
+        let _stripe = self.stripe(key).lock();
+        let newest = self.newest(key)?;
+        let remove_row = matches!(&newest, Some(v) if v.creator == xid && v.deleted && record.kind == UndoKind::Delete);
+        let needed = match &newest {
+            Some(newest) if !remove_row => {
+                match self.needed_keys(key, newest.clone(), horizon, txns)? {
+                    Some(needed) => needed,
+                    None => return Ok(()),
+                }
+            }
+            _ => vec![Vec::new(); self.indexes.len()],
+        };
+        for (index, index_key) in &record.marked {
+            let index = *index as usize;
+            let Some(tree) = self.indexes.get(index) else {
+                return Err(self.corrupt(format!("an undo record names index {index}")));
+            };
+            if needed[index].iter().any(|k| k == index_key) {
+                continue;
+            }
+            if let Some(value) = tree.get(index_key)? {
+                if value.first() == Some(&MARKED) && value.get(1..) == Some(key.as_slice()) {
+                    tree.remove(index_key)?;
+                    self.entries_purged.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if remove_row {
+            self.primary.remove(key)?;
+            self.rows_purged.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Each index's keys of the versions of a row some snapshot may still need: the newest
+    /// ones down to the first committed below `horizon`, which every snapshot sees.
+    fn needed_keys(
+        &self,
+        key: &[u8],
+        newest: Version,
+        horizon: u64,
+        txns: &dyn Resolve,
+    ) -> Result<Option<Vec<Vec<Vec<u8>>>>> {
+        let mut needed = vec![Vec::new(); self.indexes.len()];
+        let mut version = newest;
+        loop {
+            if !version.deleted {
+                for (index, index_key) in self.index_keys(&version.row)?.into_iter().enumerate() {
+                    needed[index].push(index_key);
+                }
+            }
+            let settled = matches!(
+                txns.resolve(version.creator, u64::MAX)?,
+                Fate::Committed { ts, .. } if ts < horizon
+            );
+            if settled || version.roll.is_none() {
+                return Ok(Some(needed));
+            }
+            match self.older(key, &version)? {
+                Some(older) => version = older,
+                // Freed meanwhile: keep every entry this time (a later purge of a newer
+                // change of the row removes what is left).
+                None => return Ok(None),
+            }
+        }
+    }
+}
