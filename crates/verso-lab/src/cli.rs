@@ -294,6 +294,16 @@ pub struct CommonArgs {
     /// transaction's new versions on pages of its own; docs/design/buffer-pool.md).
     #[arg(long, value_parser = parse_placement, requires = "disk")]
     pub placement: Option<verso::VersionPlacement>,
+    /// The disk engine's version organization (with --disk): heap (PostgreSQL's, the
+    /// default) or undo (InnoDB's: rows updated in place in a clustered B+-tree, older
+    /// versions as undo records, purge; with --gc vac purge alone, else Steam's pruning of
+    /// undo chains too; docs/design/buffer-pool.md).
+    #[arg(long, value_parser = parse_disk_storage, requires = "disk")]
+    pub disk_storage: Option<verso::disk::DiskStorage>,
+    /// How long InnoDB's purge leaves committed undo before it may purge it, in seconds
+    /// (with --disk-storage undo; DIVA's delayed purge) [default: 0].
+    #[arg(long, requires = "disk_storage")]
+    pub purge_delay: Option<f64>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
     /// process's allocator (mimalloc, with per-thread heaps)].
@@ -488,9 +498,10 @@ impl DurabilityArgs {
                 if self.disk.is_some() {
                     // Its design: PostgreSQL's heap, pruned by Steam's eager rule (the
                     // default) or by PostgreSQL's horizon alone (`--gc vac`).
+                    let storage = config.options.disk_storage.name();
                     config.label = match config.options.garbage_collector {
-                        verso::GarbageCollector::Vacuum => "disk-heap".into(),
-                        _ => "disk-heap-eager".into(),
+                        verso::GarbageCollector::Vacuum => format!("disk-{storage}"),
+                        _ => format!("disk-{storage}-eager"),
                     };
                     let eviction = config.options.buffer_pool_eviction;
                     if eviction != verso::disk::ReplacementPolicy::default() {
@@ -891,6 +902,11 @@ fn parse_placement(name: &str) -> Result<verso::VersionPlacement, String> {
     })
 }
 
+fn parse_disk_storage(name: &str) -> Result<verso::disk::DiskStorage, String> {
+    verso::disk::DiskStorage::from_name(name)
+        .ok_or_else(|| format!("unknown disk storage {name:?} (heap, undo)"))
+}
+
 fn parse_eviction(name: &str) -> Result<verso::disk::ReplacementPolicy, String> {
     verso::disk::ReplacementPolicy::from_name(name)
 }
@@ -1219,7 +1235,16 @@ impl VersoAxes {
             .index_pointers(common.index_pointers.unwrap_or_default())
             .non_inline(common.non_inline.unwrap_or_default())
             .buffer_pool_eviction(common.eviction.unwrap_or_default())
-            .version_placement(common.placement.unwrap_or_default());
+            .version_placement(common.placement.unwrap_or_default())
+            .disk_storage(common.disk_storage.unwrap_or_default());
+        if let Some(seconds) = common.purge_delay {
+            if !(seconds.is_finite() && seconds >= 0.0) {
+                return Err(LabError::BadOption(format!(
+                    "--purge-delay {seconds}: a number of seconds, zero or more"
+                )));
+            }
+            base = base.purge_delay(std::time::Duration::from_secs_f64(seconds));
+        }
         base.memory_spaces = common.memory_spaces;
         base.chain_consolidation = common.chain_consolidation.unwrap_or_default();
         if common.pm_line.is_some() || common.pm_write_share.is_some() {
@@ -1248,6 +1273,7 @@ impl VersoAxes {
             Compared::NonInline(_) => common.non_inline.is_some(),
             Compared::Evictions(_) => common.eviction.is_some(),
             Compared::Placements(_) => common.placement.is_some(),
+            Compared::DiskStorages(_) => common.disk_storage.is_some(),
             Compared::Systems(_) => !peer_args.peers.is_empty(),
         };
         if set_too {
@@ -1274,6 +1300,7 @@ impl VersoAxes {
             Compared::NonInline(v) => each(&|o, i| o.non_inline(v[i])),
             Compared::Evictions(v) => each(&|o, i| o.buffer_pool_eviction(v[i])),
             Compared::Placements(v) => each(&|o, i| o.version_placement(v[i])),
+            Compared::DiskStorages(v) => each(&|o, i| o.disk_storage(v[i])),
             Compared::Systems(v) => {
                 let spec = |kind: PeerKind| {
                     let mut spec = PeerSpec::new(kind);

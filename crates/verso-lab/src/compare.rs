@@ -34,13 +34,16 @@ pub enum Compared {
     Evictions(Vec<ReplacementPolicy>),
     /// `placement=`: where the disk engine's heap puts new versions.
     Placements(Vec<VersionPlacement>),
+    /// `disk-storage=`: the disk engine's version organization (PostgreSQL's heap,
+    /// InnoDB's undo).
+    DiskStorages(Vec<verso::disk::DiskStorage>),
     /// `system=`: Verso (`verso`, with the run's own options) and peers, run on the same
     /// data and seed (`None` is Verso).
     Systems(Vec<Option<PeerKind>>),
 }
 
 /// The axes by name, as `--compare` takes them.
-pub const AXES: [&str; 8] = [
+pub const AXES: [&str; 9] = [
     "gc",
     "storage",
     "protocol",
@@ -48,6 +51,7 @@ pub const AXES: [&str; 8] = [
     "non-inline",
     "eviction",
     "placement",
+    "disk-storage",
     "system",
 ];
 
@@ -63,6 +67,7 @@ impl Compared {
             Compared::NonInline(_) => "non-inline",
             Compared::Evictions(_) => "eviction",
             Compared::Placements(_) => "placement",
+            Compared::DiskStorages(_) => "disk-storage",
             Compared::Systems(_) => "system",
         }
     }
@@ -77,6 +82,7 @@ impl Compared {
             Compared::NonInline(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Evictions(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Placements(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::DiskStorages(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Systems(v) => v.iter().map(|x| x.map_or(VERSO, PeerKind::name)).collect(),
         }
     }
@@ -122,6 +128,10 @@ pub fn parse(text: &str) -> Result<Compared, String> {
         "placement" => Compared::Placements(each(&values, |v| {
             VersionPlacement::from_name(v)
                 .ok_or_else(|| format!("unknown version placement {v:?} (postgres, co-located)"))
+        })?),
+        "disk-storage" => Compared::DiskStorages(each(&values, |v| {
+            verso::disk::DiskStorage::from_name(v)
+                .ok_or_else(|| format!("unknown disk storage {v:?} (heap, undo)"))
         })?),
         "system" => Compared::Systems(each(&values, |v| match v {
             VERSO => Ok(None),
@@ -186,6 +196,11 @@ mod tests {
                 "placement=postgres,co-located",
                 "placement",
                 vec!["postgres", "co-located"],
+            ),
+            (
+                "disk-storage=heap,undo",
+                "disk-storage",
+                vec!["heap", "undo"],
             ),
             (
                 "system=verso,postgres,sqlite",

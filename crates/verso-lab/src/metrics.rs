@@ -185,12 +185,21 @@ pub struct Sample {
     /// interval; 0 when there were none.
     #[serde(default)]
     pub buffer_hit_ratio: f64,
-    /// Bytes of the tables' heaps at the end of the interval.
+    /// Bytes of the tables' heaps at the end of the interval (InnoDB's design: its
+    /// clustered trees, which hold the rows).
     #[serde(default)]
     pub heap_bytes: u64,
     /// Bytes of the tables' indexes (primary and secondary) at the end of the interval.
     #[serde(default)]
     pub index_bytes: u64,
+    /// InnoDB's design (`--disk-storage undo`): bytes of undo pages in use (not free) at
+    /// the end of the interval: the space old versions take.
+    #[serde(default)]
+    pub undo_bytes: u64,
+    /// InnoDB's design: committed undo logs waiting for purge (the history list length)
+    /// at the end of the interval.
+    #[serde(default)]
+    pub undo_history_list_length: u64,
     /// Dead tuples counted since each table's last vacuum (PostgreSQL's `n_dead_tup`) at
     /// the end of the interval.
     #[serde(default)]

@@ -1484,11 +1484,19 @@ fn disk_sample(
         buffer_hit_ratio: share(pool.hits.saturating_sub(was.hits), requests),
         heap_bytes: now.heap_pages * page,
         index_bytes: now.index_pages * page,
+        undo_bytes: now.undo.pages.saturating_sub(now.undo.free_pages) * page,
+        undo_history_list_length: now.undo.history_list_length,
         dead_tuples: now.dead_tuples,
-        tuples_pruned_per_second: rate(now.heap.tuples_pruned, before.heap.tuples_pruned),
+        // InnoDB's design: old versions purged, and pruned eagerly from undo chains.
+        tuples_pruned_per_second: rate(
+            now.heap.tuples_pruned + now.undo.records_purged + now.clustered.versions_pruned,
+            before.heap.tuples_pruned
+                + before.undo.records_purged
+                + before.clustered.versions_pruned,
+        ),
         tuples_pruned_eagerly_per_second: rate(
-            now.heap.tuples_pruned_eagerly,
-            before.heap.tuples_pruned_eagerly,
+            now.heap.tuples_pruned_eagerly + now.clustered.versions_pruned,
+            before.heap.tuples_pruned_eagerly + before.clustered.versions_pruned,
         ),
         vacuums: now.vacuums,
         ..Sample::default()

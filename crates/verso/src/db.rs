@@ -941,9 +941,13 @@ impl Options {
     /// every second at most) frees the undo of transactions every snapshot has passed,
     /// and removes delete-marked rows and entries; an abort, and recovery after a crash,
     /// roll the in-place changes back. Rows are limited to what a B+-tree leaf entry
-    /// holds ([`crate::disk::MAX_BTREE_ENTRY_BYTES`] with the key). It runs with
-    /// [`GarbageCollector::Vacuum`] (InnoDB's purge by the oldest snapshot); eager pruning
-    /// of undo chains is not built, and is refused.
+    /// holds ([`crate::disk::MAX_BTREE_ENTRY_BYTES`] with the key). Under
+    /// [`GarbageCollector::Vacuum`] purge alone reclaims undo (InnoDB's, by the oldest
+    /// snapshot); under [`GarbageCollector::Steam`] (the default) a transaction's first
+    /// change of a row also prunes the row's undo chain by Steam's rule: only versions some
+    /// snapshot, running or future, sees are kept (written again, merged), the rest
+    /// unlinked, and an undo page whose records were all unlinked is freed before purge
+    /// reaches it, so a long reader does not pin every undo record written after it.
     pub fn disk_storage(mut self, storage: crate::disk::DiskStorage) -> Self {
         self.disk_storage = storage;
         self
@@ -1072,14 +1076,6 @@ impl Options {
                     "a version placement ('{}') applies only to the heap; InnoDB's design \
                      (DiskStorage::Undo) updates rows in place",
                     self.version_placement.name()
-                ));
-            }
-            if self.garbage_collector != GarbageCollector::Vacuum {
-                return refuse(format!(
-                    "InnoDB's design (DiskStorage::Undo) runs with GarbageCollector::Vacuum \
-                     (purge by the oldest snapshot); eager pruning of undo chains ('{}') is \
-                     not built",
-                    self.garbage_collector.name()
                 ));
             }
         }

@@ -555,9 +555,11 @@ pub struct DiskStats {
     /// The heaps' (summed over tables): inserts, HOT and cold updates, hint-bit writes,
     /// pruning.
     pub heap: crate::disk::HeapStats,
-    /// Pages in every table's heap.
+    /// Pages in every table's heap (InnoDB's design: its clustered tree, which holds the
+    /// rows).
     pub heap_pages: u64,
-    /// Pages in every table's indexes (primary and secondary B+-trees).
+    /// Pages in every table's indexes (primary and secondary B+-trees; InnoDB's design:
+    /// the secondary ones).
     pub index_pages: u64,
     /// Pages in every table's files: heap, free-space map and indexes (what PostgreSQL's
     /// `pg_total_relation_size` counts, in pages).

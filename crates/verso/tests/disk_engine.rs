@@ -230,13 +230,14 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
         };
         // Seeds 2, 6, 10, ... place new versions on their transactions' own pages; seeds
         // 3, 7, 11, ... run InnoDB's design (in place, undo, purge: recovery rolls back
-        // what the cut left uncommitted in place).
+        // what the cut left uncommitted in place), and seeds 0, 8, 16, ... it with Steam's
+        // pruning of undo chains.
         let placement = if seed % 4 == 2 {
             VersionPlacement::CoLocated
         } else {
             VersionPlacement::PostgreSql
         };
-        let storage = if seed % 4 == 3 {
+        let storage = if seed % 4 == 3 || seed % 8 == 0 {
             DiskStorage::Undo
         } else {
             DiskStorage::Heap

@@ -338,7 +338,6 @@ fn a_database_opened_with_the_other_storage_is_refused() {
     );
     // The undo design's own refusals.
     for refused in [
-        options(&fs).garbage_collector(GarbageCollector::Steam),
         options(&fs).version_placement(verso::disk::VersionPlacement::CoLocated),
         Options::default().purge_delay(Duration::from_secs(1)),
         Options::default().disk_storage(DiskStorage::Undo),
@@ -366,8 +365,15 @@ fn power_cuts_roll_back_what_never_committed_and_lose_nothing_acknowledged() {
     let mut cut_mid_work = 0;
     for seed in 0..seeds {
         let fs = Arc::new(SimulatedFileSystem::new(9100 + seed));
+        // Even seeds prune undo chains eagerly, odd ones leave them to purge.
+        let gc = if seed % 2 == 0 {
+            GarbageCollector::Steam
+        } else {
+            GarbageCollector::Vacuum
+        };
         let options = || {
             options(&fs)
+                .garbage_collector(gc)
                 .buffer_pool(24 * verso::disk::PAGE_SIZE)
                 .log_segment_bytes(64 << 10)
                 .autovacuum_naptime(Some(Duration::from_millis(5)))
@@ -543,4 +549,118 @@ fn regression_a_rolled_back_update_leaves_no_marked_entry_behind() {
     let check = db.begin_read_only(Isolation::Snapshot);
     assert_eq!(ids_in_branch(&check, table, 1), Vec::<i64>::new());
     assert_eq!(ids_in_branch(&check, table, 2), vec![1, 2]);
+}
+
+/// Steam's rule on undo chains behind a held snapshot: every row's chain keeps the version
+/// the snapshot sees and the newest, whatever the number of updates since, and the undo
+/// pages whose records were all unlinked are freed before purge (which the snapshot holds
+/// back) could reach them; purge alone keeps every version. The held reader reads its
+/// versions all along, under both.
+#[test]
+fn eager_pruning_keeps_undo_chains_short_behind_a_held_snapshot() {
+    let mut in_use = Vec::new();
+    for gc in [GarbageCollector::Steam, GarbageCollector::Vacuum] {
+        let fs = Arc::new(SimulatedFileSystem::new(10));
+        let db = Database::open(options(&fs).garbage_collector(gc)).unwrap();
+        let table = accounts(&db, 10);
+        let held = db.begin_read_only(Isolation::Snapshot);
+        for round in 0..400 {
+            set_balance(&db, table, round % 10, round);
+        }
+        for id in 0..10 {
+            assert_eq!(balance(&held, table, id), Some(100), "{gc:?}");
+        }
+        let chain = db.version_chain_length(table, &[Value::I64(3)]).unwrap();
+        let undo = stats(&db);
+        if gc == GarbageCollector::Steam {
+            // The newest, the one it replaced (pruned at the row's next change, as Steam
+            // prunes), and the held snapshot's (40 updates of the row since).
+            assert_eq!(chain, Some(2), "{undo:?}");
+            assert!(undo.records_pruned >= 300, "{undo:?}");
+            assert!(undo.pages_freed_eagerly > 0, "{undo:?}");
+        } else {
+            assert_eq!(chain, Some(40), "{undo:?}");
+            assert_eq!(undo.records_pruned, 0, "{undo:?}");
+        }
+        in_use.push(undo.pages - undo.free_pages);
+        drop(held);
+        db.collect_garbage();
+        let undo = stats(&db);
+        assert_eq!(undo.history_list_length, 0, "{gc:?}: {undo:?}");
+        assert_eq!(undo.free_pages, undo.pages, "{gc:?}: {undo:?}");
+        let live = db.stats();
+        assert_eq!(live.live_versions(), 0, "{gc:?}: {live:?}");
+    }
+    assert!(
+        4 * in_use[0] < in_use[1],
+        "undo pages in use, eager and purge alone: {in_use:?}"
+    );
+}
+
+/// Found by the power cuts (seed 14, eager pruning): a transaction's prune wrote a kept
+/// version again (merged) into its log, carrying the duty to remove an index entry only
+/// that version still had (the record that had the duty was unlinked); the cut ended the
+/// transaction, recovery rolled it back and freed its log, and the entry stayed marked for
+/// good. Recovery now queues rolled-back logs for purge, which removes it.
+#[test]
+fn regression_recovery_purges_what_a_rolled_back_log_merged() {
+    let fs = Arc::new(SimulatedFileSystem::new(11));
+    let eager = || options(&fs).garbage_collector(GarbageCollector::Steam);
+    {
+        let db = Database::open(eager()).unwrap();
+        let table = accounts(&db, 4);
+        let held = db.begin_read_only(Isolation::Snapshot);
+        // v1 moves row 1 from branch 1 to 2 (its record marks the branch-1 entry); v2.
+        let mut txn = db.begin(Isolation::Snapshot);
+        assert!(txn
+            .update(table, &[Value::I64(1)], &[(2, Value::I64(2))])
+            .unwrap());
+        txn.commit().unwrap();
+        set_balance(&db, table, 1, 1);
+        // v3's prune drops v1 and writes v0 (branch 1, which `held` sees) again, merged,
+        // into the running transaction's log; a commit of another row syncs the log.
+        let mut running = db.begin(Isolation::Snapshot);
+        assert!(running
+            .update(table, &[Value::I64(1)], &[(1, Value::I64(2))])
+            .unwrap());
+        assert!(stats(&db).records_merged > 0);
+        set_balance(&db, table, 2, 2);
+        fs.crash();
+        drop(running);
+        drop(held);
+    }
+    fs.restart();
+    let db = Database::open(eager()).unwrap();
+    let table = db.table("accounts").unwrap();
+    db.collect_garbage();
+    assert_eq!(db.secondary_index_entries(table, "by_branch").unwrap(), 4);
+    let check = db.begin_read_only(Isolation::Snapshot);
+    assert_eq!(balance(&check, table, 1), Some(1));
+    assert_eq!(ids_in_branch(&check, table, 2), vec![1, 2]);
+}
+
+/// Found by the model test (eager pruning): a delete's record, unlinked when an insert
+/// over the deleted row pruned the chain, freed its page before purge reached it; the
+/// insert aborted, its rollback made the delete the row's newest version again, and no
+/// purge was left to remove the row. A delete's record now keeps its page until purge.
+#[test]
+fn regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row() {
+    let fs = Arc::new(SimulatedFileSystem::new(12));
+    let db = Database::open(options(&fs).garbage_collector(GarbageCollector::Steam)).unwrap();
+    let table = accounts(&db, 2);
+    let held = db.begin_read_only(Isolation::Snapshot);
+    let mut txn = db.begin(Isolation::Snapshot);
+    assert!(txn.delete(table, &[Value::I64(1)]).unwrap());
+    txn.commit().unwrap();
+    let mut again = db.begin(Isolation::Snapshot);
+    again
+        .insert(table, &[Value::I64(1), Value::I64(5), Value::I64(1)])
+        .unwrap();
+    again.abort();
+    drop(held);
+    db.collect_garbage();
+    assert_eq!(db.primary_index_entries(table).unwrap(), 1);
+    assert_eq!(db.secondary_index_entries(table, "by_branch").unwrap(), 1);
+    let live = db.stats();
+    assert_eq!(live.live_versions(), 0, "{live:?}");
 }

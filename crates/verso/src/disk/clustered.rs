@@ -93,6 +93,14 @@ impl Version {
     }
 }
 
+/// What [`ClusteredTable::prune`] did: the roll pointer the change gives the version it
+/// replaces, and the records of the old chain it unlinked.
+#[derive(Debug, Default)]
+struct Pruned {
+    roll: RollPtr,
+    unlinked: Vec<RollPtr>,
+}
+
 fn entry_value(mark: u8, key: &[u8]) -> Vec<u8> {
     let mut value = Vec::with_capacity(1 + key.len());
     value.push(mark);
@@ -116,8 +124,11 @@ pub struct ClusteredStats {
     pub records_rolled_back: u64,
     /// Delete-marked rows purge removed.
     pub rows_purged: u64,
-    /// Marked secondary entries purge removed.
+    /// Marked secondary entries purge (or eager pruning) removed.
     pub entries_purged: u64,
+    /// Old versions eager pruning unlinked from their rows' undo chains (no snapshot,
+    /// running or future, sees them).
+    pub versions_pruned: u64,
 }
 
 /// A disk table in InnoDB's design.
@@ -129,6 +140,8 @@ pub struct ClusteredTable {
     keys: Box<dyn RowKeys>,
     undo: Arc<UndoSpace>,
     key_locks: Box<[Mutex<()>]>,
+    /// Steam's eager pruning of undo chains at each change (else purge alone).
+    eager: bool,
     inserts: AtomicU64,
     updates: AtomicU64,
     deletes: AtomicU64,
@@ -136,6 +149,7 @@ pub struct ClusteredTable {
     records_rolled_back: AtomicU64,
     rows_purged: AtomicU64,
     entries_purged: AtomicU64,
+    versions_pruned: AtomicU64,
 }
 
 impl std::fmt::Debug for ClusteredTable {
@@ -176,6 +190,7 @@ impl ClusteredTable {
             keys,
             undo,
             key_locks: (0..KEY_LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            eager: false,
             inserts: AtomicU64::new(0),
             updates: AtomicU64::new(0),
             deletes: AtomicU64::new(0),
@@ -183,7 +198,14 @@ impl ClusteredTable {
             records_rolled_back: AtomicU64::new(0),
             rows_purged: AtomicU64::new(0),
             entries_purged: AtomicU64::new(0),
+            versions_pruned: AtomicU64::new(0),
         }
+    }
+
+    /// The table with Steam's eager pruning of undo chains ([`ClusteredTable::prune`]).
+    pub fn with_eager_pruning(mut self, eager: bool) -> Self {
+        self.eager = eager;
+        self
     }
 
     /// The table's name.
@@ -232,6 +254,7 @@ impl ClusteredTable {
             records_rolled_back: get(&self.records_rolled_back),
             rows_purged: get(&self.rows_purged),
             entries_purged: get(&self.entries_purged),
+            versions_pruned: get(&self.versions_pruned),
         }
     }
 
@@ -441,6 +464,7 @@ impl ClusteredTable {
         let _stripe = self.stripe(&key).lock();
         let newest = self.newest(&key)?;
         let all: Vec<(usize, &Vec<u8>)> = new_keys.iter().enumerate().collect();
+        let mut pruned = Pruned::default();
         let record = match &newest {
             None => UndoRecord {
                 kind: UndoKind::Insert,
@@ -462,13 +486,14 @@ impl ClusteredTable {
                         table: self.name.clone(),
                     });
                 }
+                pruned = self.prune(xid, &key, newest, &new_keys, txns)?;
                 let (prefix, suffix, middle) = UndoRecord::delta(&newest.row, row);
                 UndoRecord {
                     kind: UndoKind::Update,
                     table: self.position,
                     key: key.clone(),
                     prev_creator: newest.creator,
-                    prev_roll: newest.roll,
+                    prev_roll: pruned.roll,
                     prev_deleted: true,
                     fresh: self.fresh_bits(&all)?,
                     prefix,
@@ -496,6 +521,7 @@ impl ClusteredTable {
         for (index, index_key) in new_keys.iter().enumerate() {
             self.add_entry(index, index_key, &key)?;
         }
+        self.finish_pruning(pruned)?;
         self.inserts.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -528,12 +554,13 @@ impl ClusteredTable {
             .filter(|(index, new_key)| old_keys[*index] != **new_key)
             .collect();
         let (prefix, suffix, middle) = UndoRecord::delta(&newest.row, row);
+        let pruned = self.prune(xid, key, &newest, &new_keys, txns)?;
         let record = UndoRecord {
             kind: UndoKind::Update,
             table: self.position,
             key: key.to_vec(),
             prev_creator: newest.creator,
-            prev_roll: newest.roll,
+            prev_roll: pruned.roll,
             prev_deleted: false,
             fresh: self.fresh_bits(&changed)?,
             prefix,
@@ -556,6 +583,7 @@ impl ClusteredTable {
             self.set_mark(index, &old_keys[index], key, MARKED)?;
             self.add_entry(index, new_key, key)?;
         }
+        self.finish_pruning(pruned)?;
         self.updates.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
@@ -574,12 +602,13 @@ impl ClusteredTable {
             return Ok(None);
         }
         let keys = self.index_keys(&newest.row)?;
+        let pruned = self.prune(xid, key, &newest, &[], txns)?;
         let record = UndoRecord {
             kind: UndoKind::Delete,
             table: self.position,
             key: key.to_vec(),
             prev_creator: newest.creator,
-            prev_roll: newest.roll,
+            prev_roll: pruned.roll,
             prev_deleted: false,
             fresh: 0,
             prefix: newest.row.len() as u32,
@@ -602,6 +631,7 @@ impl ClusteredTable {
         for (index, index_key) in keys.iter().enumerate() {
             self.set_mark(index, index_key, key, MARKED)?;
         }
+        self.finish_pruning(pruned)?;
         self.deletes.fetch_add(1, Ordering::Relaxed);
         Ok(Some(newest.row))
     }
@@ -701,6 +731,9 @@ impl ClusteredTable {
         let Some(newest) = self.newest(key)? else {
             return Ok(());
         };
+        if record.kind == UndoKind::Merged {
+            return Ok(());
+        }
         let expected_roll = if record.kind == UndoKind::Insert {
             RollPtr::NONE
         } else {
@@ -718,6 +751,7 @@ impl ClusteredTable {
                 }
                 self.primary.remove(key)?;
             }
+            UndoKind::Merged => unreachable!("never rolled back"),
             UndoKind::Update | UndoKind::Delete => {
                 let old = record.restore(&newest.row).ok_or_else(|| {
                     self.corrupt("an undo record's delta does not fit its row".into())
@@ -808,6 +842,148 @@ impl ClusteredTable {
         if remove_row {
             self.primary.remove(key)?;
             self.rows_purged.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Steam's rule on the undo chain of the row under `key`, whose newest version `newest`
+    /// a change by `xid` (whose version will have `new_keys`) is about to replace: of the
+    /// committed versions older than `newest`, keeps only those some snapshot, running or
+    /// future, sees (a snapshot starting between a version's commit and its successor's);
+    /// none older than the first committed below the oldest snapshot. The kept versions
+    /// are written again, as merged records in `xid`'s log, chained oldest last; returns
+    /// the roll pointer the change's record gives `newest` (its own, if nothing is pruned).
+    /// The records of the pruned chain are marked dead (their pages freed once all are,
+    /// U4), and secondary entries only pruned versions had are removed (their purge's
+    /// work, done now). Runs at a transaction's first change of a row (`newest` committed),
+    /// under the row's stripe; does nothing if a record it reads was freed meanwhile.
+    fn prune(
+        &self,
+        xid: u64,
+        key: &[u8],
+        newest: &Version,
+        new_keys: &[Vec<u8>],
+        txns: &DiskTransactions,
+    ) -> Result<Pruned> {
+        let unchanged = Pruned {
+            roll: newest.roll,
+            unlinked: Vec::new(),
+        };
+        if !self.eager || newest.creator == xid || newest.roll.is_none() {
+            return Ok(unchanged);
+        }
+        let committed_at = |creator: u64| -> Result<Option<u64>> {
+            Ok(match txns.resolve(creator, u64::MAX)? {
+                Fate::Committed { ts, .. } => Some(ts),
+                _ => None,
+            })
+        };
+        let Some(newest_ts) = committed_at(newest.creator)? else {
+            return Ok(unchanged);
+        };
+        let readers = txns.readers();
+        let oldest = readers.starts.first().copied().unwrap_or(readers.horizon);
+        // The committed versions after `newest`, each with the record that restores it
+        // and its commit timestamp, down to the first committed below the oldest snapshot.
+        let mut walked: Vec<(RollPtr, Version, u64, bool)> = Vec::new();
+        let (mut after, mut after_ts) = (newest.clone(), newest_ts);
+        let mut cut = newest_ts < oldest;
+        while !cut && !after.roll.is_none() {
+            let Some(older) = self.older(key, &after)? else {
+                return Ok(unchanged);
+            };
+            let Some(ts) = committed_at(older.creator)? else {
+                return Ok(unchanged);
+            };
+            let needed = readers.any_in(ts, after_ts);
+            walked.push((after.roll, older.clone(), ts, needed));
+            cut = ts < oldest;
+            (after, after_ts) = (older, ts);
+        }
+        let beyond = if cut { after.roll } else { RollPtr::NONE };
+        if walked.iter().all(|w| w.3) && beyond.is_none() {
+            return Ok(unchanged);
+        }
+        // The kept versions written again, oldest first, each over the next newer kept.
+        let kept: Vec<&Version> = walked.iter().filter(|w| w.3).map(|w| &w.1).collect();
+        let mut prev_roll = RollPtr::NONE;
+        for (at, version) in kept.iter().enumerate().rev() {
+            let newer = if at == 0 { newest } else { kept[at - 1] };
+            let (prefix, suffix, middle) = UndoRecord::delta(&version.row, &newer.row);
+            // The entries of the kept version's keys the newer one does not have: purge
+            // of this record removes them once no snapshot needs the kept version (the
+            // unlinked records that had this duty are dead).
+            let marked = if version.deleted {
+                Vec::new()
+            } else {
+                let newer_keys = if newer.deleted {
+                    Vec::new()
+                } else {
+                    self.index_keys(&newer.row)?
+                };
+                self.index_keys(&version.row)?
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(index, k)| newer_keys.get(*index) != Some(k))
+                    .map(|(index, k)| (index as u16, k))
+                    .collect()
+            };
+            prev_roll = self.undo.append_merged(
+                xid,
+                &UndoRecord {
+                    kind: UndoKind::Merged,
+                    table: self.position,
+                    key: key.to_vec(),
+                    prev_creator: version.creator,
+                    prev_roll,
+                    prev_deleted: version.deleted,
+                    fresh: 0,
+                    prefix,
+                    suffix,
+                    middle,
+                    marked,
+                },
+            )?;
+        }
+        // Entries only pruned versions had: theirs to purge, now.
+        let mut keep: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.indexes.len()];
+        let live = std::iter::once(newest).chain(kept.iter().copied());
+        for version in live.filter(|v| !v.deleted) {
+            for (index, index_key) in self.index_keys(&version.row)?.into_iter().enumerate() {
+                keep[index].push(index_key);
+            }
+        }
+        for (index, index_key) in new_keys.iter().enumerate() {
+            keep[index].push(index_key.clone());
+        }
+        for (_, version, _, _) in walked.iter().filter(|w| !w.3 && !w.1.deleted) {
+            for (index, index_key) in self.index_keys(&version.row)?.into_iter().enumerate() {
+                if keep[index].contains(&index_key) {
+                    continue;
+                }
+                let tree = &self.indexes[index];
+                if let Some(value) = tree.get(&index_key)? {
+                    if value.first() == Some(&MARKED) && value.get(1..) == Some(key) {
+                        tree.remove(&index_key)?;
+                        self.entries_purged.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                keep[index].push(index_key);
+            }
+        }
+        let pruned = walked.iter().filter(|w| !w.3).count() as u64;
+        self.versions_pruned.fetch_add(pruned, Ordering::Relaxed);
+        Ok(Pruned {
+            roll: prev_roll,
+            unlinked: walked.iter().map(|w| w.0).collect(),
+        })
+    }
+
+    /// Marks dead the records a prune unlinked, once the row's new version (written
+    /// after the prune) no longer leads to them.
+    fn finish_pruning(&self, pruned: Pruned) -> Result<()> {
+        for ptr in pruned.unlinked {
+            self.undo.mark_dead(ptr)?;
         }
         Ok(())
     }

@@ -12,10 +12,13 @@
 //! body starts with its header:
 //!
 //! ```text
-//! | owner xid u64 (0: free) | generation u32 | sequence u32 | used u16 | records u16 | reserved u32 |
+//! | owner xid u64 (0: free) | generation u32 | sequence u32 | used u16 | records u16 | dead u16 | reserved u16 |
 //! ```
 //!
-//! then `used` bytes of records, each `| length u16 | body |` ([`UndoRecord`]). `sequence`
+//! then `used` bytes of records, each `| length u16 | body |` ([`UndoRecord`]); a record
+//! eager pruning unlinked from its row's chain has the top bit of its first byte (its
+//! kind) set and counts in `dead`, unless it is a delete's (which keeps its page for its
+//! purge). `sequence`
 //! orders the pages of one owner's log; `generation` grows each time the page is given to
 //! a new owner, and a roll pointer ([`RollPtr`]) names it, so a reader holding a pointer
 //! into a page that was freed and taken again finds out instead of reading another
@@ -35,8 +38,11 @@
 //!   a reader never decodes bytes of a record that is not the one its pointer named.
 //! - **U4** A page is freed (owner 0, logged) only when no row and no record of a live
 //!   chain can still lead to one of its records for a reader that needs it: at its
-//!   owner's rollback (the rows were restored first) and when purge is done with its
-//!   owner's log (every snapshot sees a newer version of every row it wrote).
+//!   owner's rollback (the rows were restored first; a log holding records eager pruning
+//!   wrote, which restored rows may lead to, waits in the history list instead), when
+//!   purge is done with its owner's log (every snapshot sees a newer version of every row
+//!   it wrote), and when every record on it is dead and its owner has ended (eager
+//!   pruning unlinked each from its chain).
 //!
 //! # Recovery
 //!
@@ -67,6 +73,9 @@ const GENERATION_AT: usize = 8;
 const SEQUENCE_AT: usize = 12;
 const USED_AT: usize = 16;
 const RECORDS_AT: usize = 18;
+const DEAD_AT: usize = 20;
+/// The bit of a record's first byte that says eager pruning unlinked it.
+const DEAD_BIT: u8 = 0x80;
 
 /// The most bytes a record's body takes (one always fits an empty page).
 pub const MAX_UNDO_RECORD_BYTES: usize = BODY_BYTES - UNDO_HEADER_BYTES - 2;
@@ -85,6 +94,12 @@ pub struct RollPtr {
 
 /// Bytes of an encoded roll pointer.
 pub const ROLL_PTR_BYTES: usize = 10;
+
+impl Default for RollPtr {
+    fn default() -> Self {
+        RollPtr::NONE
+    }
+}
 
 impl RollPtr {
     /// No record.
@@ -127,6 +142,9 @@ pub enum UndoKind {
     Update = 2,
     /// A row delete-marked: the record restores it unmarked.
     Delete = 3,
+    /// A kept version of a row, written again by eager pruning over the pruned ones (as
+    /// an update's record for readers and purge; rollback never applies it).
+    Merged = 4,
 }
 
 /// One undo record: which row, the version before the change (its creator, roll pointer,
@@ -235,10 +253,11 @@ impl UndoRecord {
             at = end;
             Ok(taken)
         };
-        let kind = match take(1)?[0] {
+        let kind = match take(1)?[0] & !DEAD_BIT {
             1 => UndoKind::Insert,
             2 => UndoKind::Update,
             3 => UndoKind::Delete,
+            4 => UndoKind::Merged,
             other => return Err(format!("an undo record of unknown kind {other}")),
         };
         let table = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
@@ -290,6 +309,7 @@ struct Header {
     sequence: u32,
     used: u16,
     records: u16,
+    dead: u16,
 }
 
 impl Header {
@@ -302,6 +322,7 @@ impl Header {
             sequence: u32_at(SEQUENCE_AT),
             used: u16_at(USED_AT),
             records: u16_at(RECORDS_AT),
+            dead: u16_at(DEAD_AT),
         }
     }
 
@@ -312,12 +333,13 @@ impl Header {
         out[SEQUENCE_AT..SEQUENCE_AT + 4].copy_from_slice(&self.sequence.to_le_bytes());
         out[USED_AT..USED_AT + 2].copy_from_slice(&self.used.to_le_bytes());
         out[RECORDS_AT..RECORDS_AT + 2].copy_from_slice(&self.records.to_le_bytes());
+        out[DEAD_AT..DEAD_AT + 2].copy_from_slice(&self.dead.to_le_bytes());
         out
     }
 
     /// Whether the header is one an undo page can have (else the page is corrupt).
     fn is_sane(&self) -> bool {
-        UNDO_HEADER_BYTES + self.used as usize <= BODY_BYTES
+        UNDO_HEADER_BYTES + self.used as usize <= BODY_BYTES && self.dead <= self.records
     }
 }
 
@@ -383,6 +405,9 @@ pub struct CommittedLog {
     pub pages: Vec<u32>,
     /// When it joined the history list (purge's delay counts from here).
     pub since: std::time::Instant,
+    /// An aborted transaction's log (rolled back; kept for the versions eager pruning
+    /// merged into it, its only records that stand for versions).
+    pub aborted: bool,
 }
 
 /// A live transaction's undo log.
@@ -392,6 +417,19 @@ struct LiveLog {
     /// It holds a record purge must see (an update or a delete): at commit it joins the
     /// history list; a log of inserts only is freed at commit (no reader follows them).
     needs_purge: bool,
+    /// It holds records eager pruning wrote (merged versions of rows it changed), which
+    /// a row its rollback restores leads to: after a rollback it waits in the history
+    /// list rather than be freed (U4).
+    holds_versions: bool,
+}
+
+/// A live log that ended without a commit.
+#[derive(Debug)]
+pub struct EndedLog {
+    /// Its pages.
+    pub pages: Vec<u32>,
+    /// Whether it holds records eager pruning wrote.
+    pub holds_versions: bool,
 }
 
 #[derive(Debug, Default)]
@@ -422,6 +460,12 @@ pub struct UndoStats {
     pub records_purged: u64,
     /// Logs rolled back (at abort or in recovery).
     pub logs_rolled_back: u64,
+    /// Records eager pruning wrote (each a row's kept version, merged over pruned ones).
+    pub records_merged: u64,
+    /// Records eager pruning unlinked from their rows' chains.
+    pub records_pruned: u64,
+    /// Pages freed because every record on them was pruned (before purge reached them).
+    pub pages_freed_eagerly: u64,
 }
 
 /// The undo space of a disk database. Shared by every table of InnoDB's design.
@@ -435,6 +479,9 @@ pub struct UndoSpace {
     logs_purged: AtomicU64,
     records_purged: AtomicU64,
     logs_rolled_back: AtomicU64,
+    records_merged: AtomicU64,
+    records_pruned: AtomicU64,
+    pages_freed_eagerly: AtomicU64,
 }
 
 impl std::fmt::Debug for UndoSpace {
@@ -505,6 +552,9 @@ impl UndoSpace {
                 logs_purged: AtomicU64::new(0),
                 records_purged: AtomicU64::new(0),
                 logs_rolled_back: AtomicU64::new(0),
+                records_merged: AtomicU64::new(0),
+                records_pruned: AtomicU64::new(0),
+                pages_freed_eagerly: AtomicU64::new(0),
             },
             found,
         ))
@@ -515,8 +565,9 @@ impl UndoSpace {
         self.file
     }
 
-    /// Puts a log recovery found committed into the history list.
-    pub fn adopt_committed(&self, xid: u64, commit_ts: u64, pages: Vec<u32>) {
+    /// Puts a log into the history list: committed at `commit_ts` (recovery finding it, or
+    /// a commit), or rolled back when the clock read `commit_ts` (`aborted`).
+    pub fn adopt(&self, xid: u64, commit_ts: u64, pages: Vec<u32>, aborted: bool) {
         self.state.lock().history.insert(
             (commit_ts, xid),
             CommittedLog {
@@ -524,6 +575,7 @@ impl UndoSpace {
                 commit_ts,
                 pages,
                 since: std::time::Instant::now(),
+                aborted,
             },
         );
     }
@@ -531,6 +583,18 @@ impl UndoSpace {
     /// Appends `record` to `xid`'s log (taking a page for it if its last is full or it has
     /// none) and returns where it is. Logged before the row change it undoes (U2).
     pub fn append(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
+        self.append_as(xid, record, false)
+    }
+
+    /// [`UndoSpace::append`] of a record eager pruning wrote: a kept version of a row,
+    /// merged over the pruned ones (U4: the log then outlives a rollback).
+    pub fn append_merged(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
+        let ptr = self.append_as(xid, record, true)?;
+        self.records_merged.fetch_add(1, Ordering::Relaxed);
+        Ok(ptr)
+    }
+
+    fn append_as(&self, xid: u64, record: &UndoRecord, merged: bool) -> Result<RollPtr> {
         debug_assert_ne!(xid, 0);
         let body = record.encode();
         if body.len() > MAX_UNDO_RECORD_BYTES {
@@ -544,6 +608,7 @@ impl UndoSpace {
             let mut state = self.state.lock();
             let live = state.live.entry(xid).or_default();
             live.needs_purge |= record.kind != UndoKind::Insert;
+            live.holds_versions |= merged;
             live.pages.last().copied()
         };
         if let Some(block) = last {
@@ -633,6 +698,7 @@ impl UndoSpace {
             sequence,
             used: 0,
             records: 0,
+            dead: 0,
         };
         let bytes = header.bytes();
         let logged = if formatted {
@@ -701,9 +767,10 @@ impl UndoSpace {
         Ok(Some((header.owner, record)))
     }
 
-    /// Every record of a log (its pages in order), each with its pointer, oldest first.
-    /// Pages no longer the owner's (freed and taken again) are skipped.
-    pub fn records_of(&self, xid: u64, pages: &[u32]) -> Result<Vec<(RollPtr, UndoRecord)>> {
+    /// Every record of a log (its pages in order), each with its pointer and whether eager
+    /// pruning unlinked it (dead), oldest first. Pages no longer the owner's (freed and
+    /// taken again) are skipped.
+    pub fn records_of(&self, xid: u64, pages: &[u32]) -> Result<Vec<(RollPtr, UndoRecord, bool)>> {
         let mut out = Vec::new();
         for &block in pages {
             let id = PageId::new(self.file, block);
@@ -726,6 +793,7 @@ impl UndoSpace {
                     offset: id.offset() + (PAGE_HEADER_BYTES + offset as usize) as u64,
                     reason,
                 })?;
+                let dead = bytes.first().is_some_and(|kind| kind & DEAD_BIT != 0);
                 out.push((
                     RollPtr {
                         block,
@@ -733,6 +801,7 @@ impl UndoSpace {
                         generation: header.generation,
                     },
                     record,
+                    dead,
                 ));
             }
         }
@@ -755,17 +824,79 @@ impl UndoSpace {
         let log = self.state.lock().live.remove(&xid);
         let Some(log) = log else { return Ok(()) };
         if log.needs_purge {
-            self.adopt_committed(xid, commit_ts, log.pages);
+            self.adopt(xid, commit_ts, log.pages, false);
             Ok(())
         } else {
             self.free_pages(xid, &log.pages)
         }
     }
 
-    /// Ends a live log without a commit (after its rollback, or a transaction that could
-    /// not roll back: a failed log, which stops the database): its pages are freed.
-    pub fn forget(&self, xid: u64) -> Option<Vec<u32>> {
-        self.state.lock().live.remove(&xid).map(|log| log.pages)
+    /// Ends a live log without a commit (before its rollback): the caller frees its
+    /// pages after the rollback, or queues them for purge if it holds merged versions.
+    pub fn forget(&self, xid: u64) -> Option<EndedLog> {
+        self.state.lock().live.remove(&xid).map(|log| EndedLog {
+            pages: log.pages,
+            holds_versions: log.holds_versions,
+        })
+    }
+
+    /// Marks the record `ptr` names dead (eager pruning unlinked it from its row's chain),
+    /// and frees its page if every record on it is dead and its owner has ended (U4). A
+    /// pointer whose page was given to another owner since, or a record dead already, is
+    /// left alone.
+    pub fn mark_dead(&self, ptr: RollPtr) -> Result<()> {
+        let id = PageId::new(self.file, ptr.block);
+        let mut page = self.pool.write(id)?;
+        if page.kind() != KIND_UNDO_PAGE {
+            return Ok(());
+        }
+        let mut header = Header::read(page.body());
+        let at = ptr.offset as usize + 2;
+        if header.generation != ptr.generation
+            || header.owner == 0
+            || at >= UNDO_HEADER_BYTES + header.used as usize
+            || page.body()[at] & DEAD_BIT != 0
+        {
+            return Ok(());
+        }
+        let kind = page.body()[at] | DEAD_BIT;
+        page.body_mut()[at] = kind;
+        // A delete's record keeps a duty while its log waits for purge: removing the row
+        // if the delete is its newest version then (a rollback may have made it newest
+        // again after the prune): it stays, and so does its page
+        // (`regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row`).
+        if kind & !DEAD_BIT != UndoKind::Delete as u8 {
+            header.dead += 1;
+        }
+        debug_assert!(header.dead <= header.records);
+        let owner = header.owner;
+        let ended = !self.state.lock().live.contains_key(&owner);
+        let free = ended && header.dead == header.records;
+        if free {
+            header.owner = 0;
+        }
+        let bytes = header.bytes();
+        page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&bytes);
+        self.log.log(&mut [(
+            &mut page,
+            &[
+                PageChange::UndoWrite {
+                    at: at as u16,
+                    bytes: &[kind],
+                },
+                PageChange::UndoWrite {
+                    at: 0,
+                    bytes: &bytes,
+                },
+            ],
+        )])?;
+        drop(page);
+        self.records_pruned.fetch_add(1, Ordering::Relaxed);
+        if free {
+            self.state.lock().free.push(ptr.block);
+            self.pages_freed_eagerly.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// Frees `xid`'s pages (owner 0, logged), once nothing needs their records (U4). A
@@ -853,6 +984,9 @@ impl UndoSpace {
             logs_purged: self.logs_purged.load(Ordering::Relaxed),
             records_purged: self.records_purged.load(Ordering::Relaxed),
             logs_rolled_back: self.logs_rolled_back.load(Ordering::Relaxed),
+            records_merged: self.records_merged.load(Ordering::Relaxed),
+            records_pruned: self.records_pruned.load(Ordering::Relaxed),
+            pages_freed_eagerly: self.pages_freed_eagerly.load(Ordering::Relaxed),
         }
     }
 }

@@ -48,7 +48,8 @@ pub fn all_configurations() -> Vec<Options> {
 /// The disk engine (PostgreSQL's heap) under both its pruning rules, Steam's eager one
 /// (the default) and PostgreSQL's horizon alone ([`GarbageCollector::Vacuum`]); the eager
 /// one again with LRU-2 eviction instead of CLOCK, and with SI-CV's co-located placement of
-/// new versions, and in InnoDB's design (in place, undo and purge); through a buffer pool
+/// new versions, and in InnoDB's design (in place, undo and purge, and with Steam's pruning
+/// of undo chains); through a buffer pool
 /// of 48 pages, so that the suites' tables are larger
 /// than memory, with autovacuum waking every 20 ms. [`open`] gives each database its own
 /// simulated disk (the file trait's other implementation, in memory), so the suites leave
@@ -81,9 +82,15 @@ pub fn disk_configurations() -> Vec<Options> {
             VersionPlacement::CoLocated,
             DiskStorage::Heap,
         ),
-        // InnoDB's design: in place, undo, purge.
+        // InnoDB's design: in place, undo, purge; and with Steam's pruning of undo chains.
         (
             GarbageCollector::Vacuum,
+            ReplacementPolicy::Clock,
+            VersionPlacement::PostgreSql,
+            DiskStorage::Undo,
+        ),
+        (
+            GarbageCollector::Steam,
             ReplacementPolicy::Clock,
             VersionPlacement::PostgreSql,
             DiskStorage::Undo,

@@ -384,14 +384,17 @@ impl DiskEngine {
             schema: schema.clone(),
         });
         let table = match &self.undo {
-            Some(undo) => TableStorage::Clustered(super::clustered::ClusteredTable::new(
-                schema.name.clone(),
-                position,
-                primary,
-                indexes,
-                keys,
-                Arc::clone(undo),
-            )),
+            Some(undo) => TableStorage::Clustered(
+                super::clustered::ClusteredTable::new(
+                    schema.name.clone(),
+                    position,
+                    primary,
+                    indexes,
+                    keys,
+                    Arc::clone(undo),
+                )
+                .with_eager_pruning(self.pruning == crate::disk::heap_file::Pruning::Eager),
+            ),
             None => {
                 let fsm = FreeSpaceMap::open(Arc::clone(&self.pool), table_file(position, 1))?;
                 let heap = HeapFile::open(
@@ -424,17 +427,22 @@ impl DiskEngine {
 
     /// InnoDB's design at open, after the tables: rolls back every undo log whose owner
     /// did not commit (in progress at the crash, or aborted before its rollback finished),
-    /// newest record first, then queues the committed ones for purge.
+    /// newest record first, and queues every log for purge (the committed ones in commit
+    /// order).
     fn recover_undo(&self, found: super::undo::FoundLogs) -> Result<()> {
         let undo = self.undo.as_ref().expect("InnoDB's design");
         for (owner, pages) in found.by_owner {
             match self.txns.commit_log().status(owner)? {
                 super::commit_log::TransactionStatus::Committed(ts) => {
-                    undo.adopt_committed(owner, ts, pages)
+                    undo.adopt(owner, ts, pages, false)
                 }
                 _ => {
                     self.roll_back_records(owner, &pages)?;
-                    undo.free_pages(owner, &pages)?;
+                    // Purge, not a free: versions eager pruning merged into it carry the
+                    // duty to remove the entries only they still have
+                    // (`regression_recovery_purges_what_a_rolled_back_log_merged`).
+                    // No snapshot exists yet: purge may take it at once (timestamp 0).
+                    undo.adopt(owner, 0, pages, true);
                     undo.note_rolled_back();
                 }
             }
@@ -447,7 +455,7 @@ impl DiskEngine {
         let undo = self.undo.as_ref().expect("InnoDB's design");
         let records = undo.records_of(xid, pages)?;
         let horizon = super::transactions::Resolve::horizon(&self.txns);
-        for (ptr, record) in records.iter().rev() {
+        for (ptr, record, _) in records.iter().rev() {
             self.clustered_table(record.table)?
                 .roll_back(xid, *ptr, record, horizon, &self.txns)?;
         }
@@ -473,12 +481,20 @@ impl DiskEngine {
     /// writes until it is reopened (whose recovery rolls back).
     pub(crate) fn roll_back_undo(&self, xid: u64) {
         let Some(undo) = &self.undo else { return };
-        let Some(pages) = undo.forget(xid) else {
+        let Some(ended) = undo.forget(xid) else {
             return;
         };
-        let rolled_back = self
-            .roll_back_records(xid, &pages)
-            .and_then(|()| undo.free_pages(xid, &pages));
+        let pages = ended.pages;
+        let rolled_back = self.roll_back_records(xid, &pages).and_then(|()| {
+            if ended.holds_versions {
+                // Rows it restored may lead to the versions eager pruning merged into its
+                // log (U4): purge frees it once every snapshot now running has ended.
+                undo.adopt(xid, self.txns.clock(), pages.clone(), true);
+                Ok(())
+            } else {
+                undo.free_pages(xid, &pages)
+            }
+        });
         match rolled_back {
             Ok(()) => undo.note_rolled_back(),
             Err(error) => {
@@ -526,10 +542,19 @@ impl DiskEngine {
             while let Some(log) = logs.next() {
                 let mut versions = 0;
                 let done = undo.records_of(log.xid, &log.pages).and_then(|records| {
-                    for (_, record) in &records {
+                    for (_, record, dead) in &records {
                         self.clustered_table(record.table)?
                             .purge(log.xid, record, horizon, &self.txns)?;
-                        versions += u64::from(record.kind != super::undo::UndoKind::Insert);
+                        // A record stands for an old version until pruning unlinked it
+                        // (then it was counted pruned, or written again merged); of a
+                        // rolled-back log only the merged ones do.
+                        use super::undo::UndoKind;
+                        let stands = match record.kind {
+                            UndoKind::Insert => false,
+                            UndoKind::Merged => true,
+                            UndoKind::Update | UndoKind::Delete => !log.aborted,
+                        };
+                        versions += u64::from(stands && !dead);
                     }
                     undo.free_pages(log.xid, &log.pages)
                 });
@@ -572,7 +597,11 @@ impl DiskEngine {
             ReplacementPolicy::Lru2 => "/lru2",
         };
         if self.storage == DiskStorage::Undo {
-            return format!("disk-undo/purge/si-first-updater-wins{eviction}");
+            let pruning = match self.pruning {
+                crate::disk::heap_file::Pruning::Horizon => "purge",
+                crate::disk::heap_file::Pruning::Eager => "steam+purge",
+            };
+            return format!("disk-undo/{pruning}/si-first-updater-wins{eviction}");
         }
         let mut design = format!("disk-heap/{pruning}/si-first-updater-wins{eviction}");
         if self.placement != crate::disk::VersionPlacement::PostgreSql {
@@ -725,8 +754,14 @@ impl DiskEngine {
                 disk.clustered.records_rolled_back += c.records_rolled_back;
                 disk.clustered.rows_purged += c.rows_purged;
                 disk.clustered.entries_purged += c.entries_purged;
-                disk.table_pages += entry.table.pages().unwrap_or(0);
-                disk.index_pages += entry.table.index_pages().unwrap_or(0);
+                disk.clustered.versions_pruned += c.versions_pruned;
+                // The clustered tree holds the rows: the table's heap, in the stats'
+                // terms; the secondary trees are its indexes.
+                let pages = entry.table.pages().unwrap_or(0);
+                let indexes = entry.table.index_pages().unwrap_or(0);
+                disk.heap_pages += pages - indexes.min(pages);
+                disk.table_pages += pages;
+                disk.index_pages += indexes;
                 continue;
             }
             let heap = entry.table.heap().expect("a heap table").stats();
@@ -759,7 +794,8 @@ impl DiskEngine {
             .map_or(0, |worker| worker.vacuums());
         // Tuples whose creator aborted were counted as rolled back at the abort; those only
         // eager pruning removed are the in-memory engine's pruned eagerly (EPO).
-        stats.versions_pruned_eagerly = disk.heap.tuples_pruned_eagerly;
+        stats.versions_pruned_eagerly =
+            disk.heap.tuples_pruned_eagerly + disk.clustered.versions_pruned;
         // InnoDB's design: each update's or delete's record purge finished is the old
         // version it held, reclaimed.
         stats.versions_reclaimed = disk
