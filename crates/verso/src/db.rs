@@ -1070,14 +1070,14 @@ impl Options {
             ),
             (self.planted_bug.is_some(), "a planted bug"),
         ];
-        if self.disk_storage == crate::disk::DiskStorage::Undo {
-            if self.version_placement != VersionPlacement::default() {
-                return refuse(format!(
-                    "a version placement ('{}') applies only to the heap; InnoDB's design \
-                     (DiskStorage::Undo) updates rows in place",
-                    self.version_placement.name()
-                ));
-            }
+        if self.disk_storage == crate::disk::DiskStorage::Undo
+            && self.version_placement != VersionPlacement::default()
+        {
+            return refuse(format!(
+                "a version placement ('{}') applies only to the heap; InnoDB's design \
+                 (DiskStorage::Undo) updates rows in place",
+                self.version_placement.name()
+            ));
         }
         if let Some((_, what)) = in_memory_only.iter().find(|(set, _)| *set) {
             return refuse(format!("the disk engine does not take {what}"));
