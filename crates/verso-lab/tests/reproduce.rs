@@ -1408,6 +1408,7 @@ fn assert_sicv(r: &Reproduction) {
     assert!(notes.contains("virtual disk may lack"), "{notes}");
     assert!(notes.contains("direct I/O"), "{notes}");
     assert!(r.our_setup.contains("direct I/O"), "{}", r.our_setup);
+    assert!(r.our_setup.contains("virtual disk"), "{}", r.our_setup);
 }
 
 /// The paced runs' measure `f` per system, summed over the warehouses.

@@ -1053,7 +1053,7 @@ fn sweep_setup(size: &Size<'_>) -> String {
         "{} at {} warehouses; SI (PostgreSQL's placement) and SI-CV (co-located) on the disk \
          engine, a {} KiB pool, direct I/O, commits synced; paced TPC-C, {DBT2_TERMINALS_PER_WAREHOUSE} \
          terminals per warehouse, times / {}, {CONNECTIONS} connections; {} s per point, one \
-         run each",
+         run each; {VIRTUAL_DISK}",
         if size.quick() { "tiny TPC-C" } else { "TPC-C" },
         xs.iter()
             .map(|w| w.to_string())
@@ -1064,6 +1064,11 @@ fn sweep_setup(size: &Size<'_>) -> String {
         size.seconds(POINT_SECONDS)
     )
 }
+
+/// What every setup says of the device.
+const VIRTUAL_DISK: &str = "on this machine's virtual disk, which may lack an SSD's \
+    random/sequential write asymmetry: throughput differences may not appear, and the pages \
+    per commit by cause are the primary result";
 
 const SWEEP_PAPER_SETUP: &str = "DBT2 (TPC-C) with 20 terminals per warehouse and 20 \
     connections, two hours per run plus a ramp-up, warehouses growing to 270 (SSD) and 80 \

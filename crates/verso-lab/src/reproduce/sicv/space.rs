@@ -7,7 +7,7 @@ use std::io::Write;
 
 use super::{
     counters_panel, notes, number, run_of, value, warehouses, Size, System, CONNECTIONS, PAPER, SI,
-    SI_CV, SYSTEMS,
+    SI_CV, SYSTEMS, VIRTUAL_DISK,
 };
 use crate::metrics::RunResult;
 use crate::reproduce::{
@@ -200,7 +200,7 @@ fn space(options: &ReproduceOptions, out: &mut dyn Write) -> Result<Reproduction
         "{} at {} warehouses, {per_warehouse} committed transactions per warehouse, closed \
          loop with {CONNECTIONS} connections; SI (PostgreSQL's placement) and SI-CV \
          (co-located) on the disk engine, a {} KiB pool, direct I/O, commits synced; one run \
-         each",
+         each; {VIRTUAL_DISK}",
         if size.quick() { "tiny TPC-C" } else { "TPC-C" },
         xs.iter()
             .map(|w| w.to_string())
