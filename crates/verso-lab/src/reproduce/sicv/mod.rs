@@ -1007,7 +1007,7 @@ fn notes(size: &Size<'_>, points: &[Point]) -> Vec<String> {
          pages written for aborted transactions."
             .to_owned(),
         format!(
-            "Scale: a {} KiB buffer pool, fixed over the sweep as the paper's 24 MB, beside {} \
+            "Scale: a {} KiB buffer pool, the same at every point as the paper's 24 MB, beside {} \
              MiB of heap and indexes at the end of the largest run ({:.2}% of it; the paper: \
              24 MB for 31 GB, 0.08%). Page files through direct I/O (O_DIRECT), so every page \
              the pool evicts or misses is a device write or read; the page log is buffered and \
