@@ -18,6 +18,8 @@
 //! rests on.
 
 mod space;
+#[cfg(test)]
+mod tests;
 
 use std::io::Write;
 use std::path::PathBuf;
