@@ -114,7 +114,7 @@ pub const TABLE2: Experiment = Experiment {
                engine, paced TPC-C (20 terminals per warehouse, times / 100, 2 connections), \
                a 2 MiB pool, direct I/O: the most NOTPM over a sweep of 1-8 warehouses, with \
                the pages per commit by cause",
-    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 11 min); \
+    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
                  quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
     run: table2,
 };
@@ -127,7 +127,7 @@ pub const FIG3: Experiment = Experiment {
     compares: "SI and SI-CV on the disk engine, paced TPC-C over 1-8 warehouses (20 terminals \
                each, times / 100, 2 connections), a 2 MiB pool, direct I/O: NOTPM and the \
                NOTPM offered, with the pages per commit by cause",
-    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 11 min); \
+    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
                  quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
     run: fig3,
 };
@@ -140,7 +140,7 @@ pub const FIG4: Experiment = Experiment {
     compares: "SI and SI-CV on the disk engine, paced TPC-C over 1-8 warehouses (the sweep of \
                sicv-fig3): mean response time of all transactions and of New-Order, with the \
                pages per commit by cause",
-    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 11 min); \
+    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
                  quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
     run: fig4,
 };
@@ -153,7 +153,7 @@ pub const FIG5: Experiment = Experiment {
     compares: "SI and SI-CV on the disk engine, paced TPC-C over 1-8 warehouses (the sweep of \
                sicv-fig3): committed Order-Status transactions per run, with the pages per \
                commit by cause",
-    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 11 min); \
+    full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
                  quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
     run: fig5,
 };
