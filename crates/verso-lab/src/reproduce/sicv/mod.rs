@@ -78,7 +78,7 @@ const CONNECTIONS: usize = 2;
 /// warehouse). Chosen so that the knee of the disk engine with a 2 MiB pool and direct I/O
 /// on this 2-core machine falls inside the sweep (docs/lab.md, "SI-CV").
 const PACING: f64 = 100.0;
-/// The quick size's pacing: enough transactions in 0.2 s to count something.
+/// The quick size's pacing: a quick point ends after a few hundred transactions, soon.
 const QUICK_PACING: f64 = 2_000.0;
 
 /// The warehouses of the sweep (the paper: up to 270 on the SSD; its knee lay between 180
@@ -88,6 +88,8 @@ const QUICK_WAREHOUSES: [f64; 2] = [1.0, 2.0];
 
 /// Seconds per point (the paper: two hours, plus a ramp-up).
 const POINT_SECONDS: f64 = 30.0;
+/// The quick size's points: committed transactions per warehouse.
+const QUICK_TRANSACTIONS_PER_WAREHOUSE: u64 = 150;
 
 /// The buffer pool, fixed over the sweep as the paper's 24 MB shared buffers: 2 MiB beside
 /// about 160 MiB of data per warehouse (0.15% at 8 warehouses; the paper: 24 MB for 31 GB,
@@ -115,7 +117,7 @@ pub const TABLE2: Experiment = Experiment {
                a 2 MiB pool, direct I/O: the most NOTPM over a sweep of 1-8 warehouses, with \
                the pages per commit by cause",
     full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
-                 quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
+                 quick: tiny TPC-C, 1 and 2 warehouses, 150 transactions per warehouse",
     run: table2,
 };
 
@@ -128,7 +130,7 @@ pub const FIG3: Experiment = Experiment {
                each, times / 100, 2 connections), a 2 MiB pool, direct I/O: NOTPM and the \
                NOTPM offered, with the pages per commit by cause",
     full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
-                 quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
+                 quick: tiny TPC-C, 1 and 2 warehouses, 150 transactions per warehouse",
     run: fig3,
 };
 
@@ -141,7 +143,7 @@ pub const FIG4: Experiment = Experiment {
                sicv-fig3): mean response time of all transactions and of New-Order, with the \
                pages per commit by cause",
     full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
-                 quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
+                 quick: tiny TPC-C, 1 and 2 warehouses, 150 transactions per warehouse",
     run: fig4,
 };
 
@@ -154,7 +156,7 @@ pub const FIG5: Experiment = Experiment {
                sicv-fig3): committed Order-Status transactions per run, with the pages per \
                commit by cause",
     full_scale: "full: 1, 2, 4, 6, 8 warehouses, 30 s per point, 10 points (about 12 min); \
-                 quick: tiny TPC-C, 1 and 2 warehouses, 0.2 s",
+                 quick: tiny TPC-C, 1 and 2 warehouses, 150 transactions per warehouse",
     run: fig5,
 };
 
@@ -212,6 +214,26 @@ impl Size<'_> {
         self.config(label, self.sicv_options(system), CONNECTIONS, 0, stop)
     }
 
+    /// When a point of the sweep ends: after [`POINT_SECONDS`], or at the quick size after
+    /// [`QUICK_TRANSACTIONS_PER_WAREHOUSE`] commits per warehouse (a 0.2 s run of a debug
+    /// build on a busy machine may commit too few to count an Order-Status).
+    fn sweep_stop(&self, warehouses: f64) -> StopAfter {
+        if self.quick() {
+            StopAfter::Transactions(QUICK_TRANSACTIONS_PER_WAREHOUSE * warehouses as u64)
+        } else {
+            seconds(POINT_SECONDS)
+        }
+    }
+
+    /// How long a point of the sweep runs, in words.
+    fn sweep_length(&self) -> String {
+        if self.quick() {
+            format!("{QUICK_TRANSACTIONS_PER_WAREHOUSE} committed transactions per warehouse")
+        } else {
+            format!("{POINT_SECONDS} s")
+        }
+    }
+
     /// The warehouse sweep: both systems at each count, SI first.
     fn sicv_sweep(&self, out: &mut dyn Write) -> Result<Vec<Point>, LabError> {
         let mut plans = Vec::new();
@@ -230,11 +252,7 @@ impl Size<'_> {
                     x: Some(w),
                     describe: describe.clone(),
                     workload: Box::new(workload) as Box<dyn Workload>,
-                    config: self.sicv_config(
-                        describe,
-                        system,
-                        seconds(self.seconds(POINT_SECONDS)),
-                    ),
+                    config: self.sicv_config(describe, system, self.sweep_stop(w)),
                 });
             }
         }
@@ -1023,11 +1041,11 @@ fn notes(size: &Size<'_>, points: &[Point]) -> Vec<String> {
              TPC-C's keying and think times divided by {} (a terminal's mean cycle of 21 s is \
              {:.0} ms), served by {CONNECTIONS} connections (the paper: 20; on 2 cores 20 \
              threads spend their time in abort storms, since the engine aborts the second \
-             writer of a row at once where PostgreSQL makes it wait). {} s per point instead of \
+             writer of a row at once where PostgreSQL makes it wait). {} per point instead of \
              two hours; no ramp-up to leave out (terminals start spread over a cycle).",
             size.pacing(),
             21_000.0 / size.pacing(),
-            size.seconds(POINT_SECONDS)
+            size.sweep_length()
         ),
         "Both systems are the disk engine under PostgreSQL's pruning rule (vac) with \
          autovacuum every 2 s (the paper: PostgreSQL 8.4.2 with simple vacuums), differing only \
@@ -1054,7 +1072,7 @@ fn sweep_setup(size: &Size<'_>) -> String {
     format!(
         "{} at {} warehouses; SI (PostgreSQL's placement) and SI-CV (co-located) on the disk \
          engine, a {} KiB pool, direct I/O, commits synced; paced TPC-C, {DBT2_TERMINALS_PER_WAREHOUSE} \
-         terminals per warehouse, times / {}, {CONNECTIONS} connections; {} s per point, one \
+         terminals per warehouse, times / {}, {CONNECTIONS} connections; {} per point, one \
          run each; {VIRTUAL_DISK}",
         if size.quick() { "tiny TPC-C" } else { "TPC-C" },
         xs.iter()
@@ -1063,7 +1081,7 @@ fn sweep_setup(size: &Size<'_>) -> String {
             .join("/"),
         size.pool_bytes() >> 10,
         size.pacing(),
-        size.seconds(POINT_SECONDS)
+        size.sweep_length()
     )
 }
 
