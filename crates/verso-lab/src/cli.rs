@@ -213,6 +213,11 @@ pub struct ReproduceArgs {
     /// before it).
     #[arg(long)]
     pub in_process: bool,
+    /// Where the experiments on the disk engine (sicv-*) put their databases: a fresh
+    /// directory per point, removed after it; on a file system that does direct I/O (not
+    /// tmpfs) [default: the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub disk: Option<PathBuf>,
     /// Internal: run only this point and write its result to --point-json (what the child
     /// processes do).
     #[arg(long, hide = true, requires = "point_json")]
@@ -1611,6 +1616,7 @@ pub fn execute(
                 command_line,
                 points,
                 version_removal: args.version_removal,
+                disk: args.disk.clone(),
             };
             Ok(Outcome::Reproduced(Box::new(reproduce::reproduce(
                 name, &options, out,

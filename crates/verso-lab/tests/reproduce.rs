@@ -2,12 +2,13 @@
 //! report (HTML, a PNG and an SVG per figure, JSON), and measures something in every run;
 //! `--list` and an unknown name on the command line.
 
-use std::collections::BTreeSet;
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
+use common::reproduce::{assert_clean_text, quick};
 use verso::{ConcurrencyControl, GarbageCollector};
-use verso_lab::report::REPRODUCTION_JSON;
 use verso_lab::reproduce::{reproduce, Point, ReproduceOptions, Reproduction, EXPERIMENTS};
 use verso_lab::workload::LabError;
 
@@ -16,15 +17,6 @@ use verso_lab::workload::LabError;
 #[global_allocator]
 static ALLOCATOR: verso::research::MemorySpaces<std::alloc::System> =
     verso::research::MemorySpaces::new(std::alloc::System);
-
-/// A sentence a person reads has no doubled apostrophe (`'Ermia''s`) and no run of spaces
-/// (a line continuation that kept the next line's indentation).
-fn assert_clean_text(name: &str, text: &str) {
-    assert!(
-        !text.contains("''") && !text.contains("  ") && text.trim() == text,
-        "{name}: {text:?}"
-    );
-}
 
 #[test]
 fn regression_experiment_texts_have_no_doubled_apostrophes_or_runs_of_spaces() {
@@ -38,188 +30,6 @@ fn regression_experiment_texts_have_no_doubled_apostrophes_or_runs_of_spaces() {
             assert_clean_text(experiment.name, text);
         }
     }
-}
-
-/// Runs experiment `name` at its quick size into a temporary directory; checks what every
-/// experiment must produce, and returns the reproduction and what it printed.
-fn quick(name: &str) -> (Reproduction, String) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let report = dir.path().join("report");
-    let json = dir.path().join("out.json");
-    let options = ReproduceOptions {
-        quick: true,
-        report: Some(report.clone()),
-        json: Some(json.clone()),
-        command_line: vec!["verso".into(), "reproduce".into(), name.into()],
-        ..ReproduceOptions::default()
-    };
-    let mut out = Vec::new();
-    let reproduction =
-        reproduce(name, &options, &mut out).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let printed = String::from_utf8(out).expect("utf-8 output");
-
-    assert_eq!(reproduction.experiment, name);
-    assert!(reproduction.quick);
-    assert!(reproduction.cores >= 1);
-    assert!(
-        reproduction.paper_setup.contains("cores"),
-        "the paper's machine"
-    );
-    assert!(reproduction.our_setup.contains("QUICK SIZE"));
-    assert!(!reproduction.panels.is_empty());
-    assert!(
-        reproduction.verdicts().count() > 0,
-        "{name}: no claim at all"
-    );
-    // A quick run measures nothing: it judges no claim (it printed verdicts before).
-    for verdict in reproduction.verdicts() {
-        assert_eq!(
-            verdict.line(),
-            format!("{}: quick size: no verdict", verdict.ours),
-            "{name}"
-        );
-    }
-    for word in [": agrees", ": differs", "weaker", "inconclusive"] {
-        assert!(
-            !printed.contains(word),
-            "{name} printed a verdict: {printed}"
-        );
-    }
-    let mut texts = vec![
-        &reproduction.title,
-        &reproduction.paper_setup,
-        &reproduction.our_setup,
-    ];
-    texts.extend(&reproduction.notes);
-    for panel in &reproduction.panels {
-        texts.push(&panel.title);
-        texts.extend(&panel.paper);
-        texts.extend(panel.verdicts.iter().flat_map(|v| [&v.paper, &v.ours]));
-    }
-    for text in texts {
-        assert_clean_text(name, text);
-    }
-    for panel in &reproduction.panels {
-        assert!(
-            !panel.paper.is_empty(),
-            "{name}: {} quotes nothing",
-            panel.title
-        );
-    }
-    for point in &reproduction.points {
-        assert!(
-            point.run.totals.oltp_commits > 0,
-            "{name}: {} committed nothing",
-            point.run.configuration.label
-        );
-        assert!(point.run.run_seconds > 0.0);
-        assert!(!point.run.samples.is_empty());
-        assert!(point.run.consistent);
-        if point.run.configuration.olap_workers > 0 {
-            assert!(
-                point.run.totals.olap_queries > 0 && point.run.totals.olap_scanned_tuples > 0,
-                "{name}: {} ran no query",
-                point.run.configuration.label
-            );
-        }
-    }
-
-    // The report: the page, the JSON, and every figure it names, as PNG and SVG.
-    let html = std::fs::read_to_string(report.join("index.html")).expect("index.html");
-    assert!(html.contains(REPRODUCTION_JSON));
-    assert!(html.contains("What the paper reports"));
-    let mut keys: Vec<String> = Vec::new();
-    for panel in &reproduction.panels {
-        keys.extend(panel.figures.iter().map(|f| f.key.clone()));
-        keys.extend(panel.time_series.iter().map(|t| t.key.clone()));
-    }
-    assert!(!keys.is_empty(), "{name}: no figure");
-    for key in &keys {
-        for extension in ["png", "svg"] {
-            let file = report.join(format!("{key}.{extension}"));
-            let size = std::fs::metadata(&file)
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-                .len();
-            assert!(size > 1_000, "{}: {size} bytes", file.display());
-        }
-        assert!(
-            html.contains(&format!("{key}.svg")),
-            "{name}: {key} not shown"
-        );
-    }
-    for verdict in reproduction.verdicts() {
-        assert!(
-            html.contains(&verdict_html_text(&verdict.ours)),
-            "{name}: verdict missing from the page: {}",
-            verdict.ours
-        );
-        assert!(
-            printed.contains(&verdict.line()),
-            "{name}: {}",
-            verdict.line()
-        );
-    }
-    for path in [report.join(REPRODUCTION_JSON), json] {
-        let parsed: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("valid");
-        assert_eq!(parsed["format_version"], 1);
-        assert_eq!(parsed["experiment"], name);
-        assert_eq!(
-            parsed["points"].as_array().map(Vec::len),
-            Some(reproduction.points.len())
-        );
-        assert!(parsed["panels"][0]["verdicts"].is_array());
-        assert!(parsed["points"][0]["run"]["engine"]["gc_versions_traversed"].is_u64());
-    }
-    assert_documented(&serde_json::to_value(&reproduction).expect("to JSON"));
-    assert!(
-        printed.contains("verdicts (ours vs the paper's shape)"),
-        "{printed}"
-    );
-    assert!(printed.contains("report written to"), "{printed}");
-    (reproduction, printed)
-}
-
-/// Every object key of the reproduction's JSON is documented in docs/lab.md (as in
-/// `lab_runner.rs`; the maps keyed by the workload's own names are skipped).
-fn assert_documented(value: &serde_json::Value) {
-    fn keys(value: &serde_json::Value, out: &mut BTreeSet<String>) {
-        match value {
-            serde_json::Value::Object(map) => {
-                for (key, inner) in map {
-                    out.insert(key.clone());
-                    if key == "latency" {
-                        // Keyed by transaction type; each type's summary has documented keys.
-                        if let serde_json::Value::Object(by_kind) = inner {
-                            by_kind.values().for_each(|summary| keys(summary, out));
-                        }
-                    } else if !(key.contains("_by_kind")
-                        || key.contains("_by_name")
-                        || key.contains("_by_reason"))
-                    {
-                        keys(inner, out);
-                    }
-                }
-            }
-            serde_json::Value::Array(items) => items.iter().for_each(|item| keys(item, out)),
-            _ => {}
-        }
-    }
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/lab.md"))
-        .expect("docs/lab.md");
-    let mut all = BTreeSet::new();
-    keys(value, &mut all);
-    for key in all {
-        assert!(
-            docs.contains(&format!("| `{key}` |")),
-            "JSON key {key} is not documented in docs/lab.md"
-        );
-    }
-}
-
-/// The text of `ours` as the HTML page escapes it.
-fn verdict_html_text(text: &str) -> String {
-    verso_lab::report::escape(text)
 }
 
 fn names() -> Vec<&'static str> {
@@ -898,7 +708,7 @@ fn the_command_line_lists_the_experiments_and_refuses_unknown_ones() {
         assert!(stdout.contains(e.name), "{stdout}");
         assert!(stdout.contains(e.paper_ref), "{stdout}");
     }
-    assert_eq!(EXPERIMENTS.len(), 32);
+    assert_eq!(EXPERIMENTS.len(), 37);
 
     let unknown = verso(&["reproduce", "steam-fig99", "--quick"]);
     assert_eq!(unknown.status.code(), Some(1));
@@ -1327,4 +1137,178 @@ fn tb_fig15b_runs_the_five_systems_on_table3s_configurations() {
         .expect("rates and lines by configuration");
     assert_eq!(table.rows.len(), 2);
     assert_eq!(table.header.len(), 2 + 5);
+}
+
+/// The SI-CV experiments' two systems, by series name: the disk engine with PostgreSQL's
+/// placement, and with co-located placement.
+const SICV_SYSTEMS: [&str; 2] = ["SI", "SI-CV"];
+
+/// Checks what every SI-CV reproduction must hold: both systems at each warehouse count of
+/// the quick size, on the disk engine with the right placement, a counters panel with SI
+/// and SI-CV side by side whose pages are counted, SI-CV's new versions dirtying fewer
+/// pages per commit than SI's, and the notes on the virtual disk and direct I/O.
+fn assert_sicv(r: &Reproduction) {
+    assert_eq!(r.points.len(), 2 * 2, "systems x warehouses");
+    for (chunk, w) in r.points.chunks(2).zip([1.0, 2.0]) {
+        assert_eq!(series(chunk), SICV_SYSTEMS);
+        assert!(
+            chunk.iter().all(|p| p.x == Some(w)),
+            "expected {w} warehouses"
+        );
+    }
+    for point in &r.points {
+        let design = &point.run.configuration.design;
+        assert_eq!(
+            design.ends_with("/co-located"),
+            point.series == "SI-CV",
+            "{}: {design}",
+            point.series
+        );
+        let pages = verso_lab::disk_report::PagesPerCommit::of(&point.run)
+            .unwrap_or_else(|| panic!("{}: no page counters", point.series));
+        assert!(pages.dirtied > 0.0 && pages.written_per_new_order.is_some());
+    }
+    let counters = r
+        .panels
+        .iter()
+        .find(|p| p.title.starts_with("Device-independent counters"))
+        .expect("the counters panel");
+    let table = counters.table.as_ref().expect("the counters' table");
+    for system in SICV_SYSTEMS {
+        assert!(
+            table
+                .rows
+                .iter()
+                .any(|row| row[0] == format!("{system}, all runs")),
+            "{system} pooled"
+        );
+    }
+    // Pooled over the runs: SI-CV's transactions place their versions on pages of their
+    // own, so they dirty fewer pages by new versions per commit; both write pages through
+    // the small pool.
+    let pooled = |system: &str, column: &str| -> f64 {
+        let at = table.header.iter().position(|h| h == column).expect(column);
+        let row = table
+            .rows
+            .iter()
+            .find(|row| row[0] == format!("{system}, all runs"))
+            .expect("pooled row");
+        row[at].trim_end_matches('%').parse().expect("a number")
+    };
+    let (si, cv) = (
+        pooled("SI", "new versions"),
+        pooled("SI-CV", "new versions"),
+    );
+    assert!(
+        si > 0.0 && cv > 0.0,
+        "new-version pages: SI {si}, SI-CV {cv}"
+    );
+    assert!(cv < si, "new-version pages per commit: SI {si}, SI-CV {cv}");
+    for system in SICV_SYSTEMS {
+        assert!(pooled(system, "written") > 0.0, "{system} wrote no page");
+        assert!(
+            pooled(system, "stamps") > 0.0,
+            "{system} stamped no old version"
+        );
+    }
+    let notes = r.notes.join(" ");
+    assert!(notes.contains("virtual disk may lack"), "{notes}");
+    assert!(notes.contains("direct I/O"), "{notes}");
+    assert!(r.our_setup.contains("direct I/O"), "{}", r.our_setup);
+    assert!(r.our_setup.contains("virtual disk"), "{}", r.our_setup);
+}
+
+/// The paced runs' measure `f` per system, summed over the warehouses.
+fn sicv_paced_total(
+    r: &Reproduction,
+    system: &str,
+    f: fn(&verso_lab::metrics::PacedResult) -> f64,
+) -> f64 {
+    r.points
+        .iter()
+        .filter(|p| p.series == system)
+        .map(|p| f(p.run.paced.as_ref().expect("a paced run")))
+        .sum()
+}
+
+/// SI-CV Table 2: the most NOTPM of each system over the sweep, beside the paper's SSD and
+/// HDD numbers (the HDD column not run).
+#[test]
+fn sicv_table2_compares_the_most_notpm_of_si_and_si_cv_beside_the_papers() {
+    let (r, printed) = quick("sicv-table2");
+    assert_sicv(&r);
+    let table = r.panels[0].table.as_ref().expect("Table 2");
+    let cells = table.rows.concat().join(" ");
+    for number in ["2500", "3588", "210", "219", "+43.5%", "not run"] {
+        assert!(cells.contains(number), "{number} missing: {cells}");
+    }
+    for system in SICV_SYSTEMS {
+        assert!(sicv_paced_total(&r, system, |p| p.notpm) > 0.0, "{system}");
+    }
+    assert!(printed.contains("Pages per commit") || printed.contains("pages per commit"));
+}
+
+/// SI-CV Figures 3 and 4: NOTPM (beside what the terminals offered) and the mean response
+/// time over the warehouses, both systems.
+#[test]
+fn sicv_fig3_and_fig4_sweep_the_warehouses_with_paced_terminals() {
+    let (r, _) = quick("sicv-fig3");
+    assert_sicv(&r);
+    let lines: Vec<&str> = r.panels[0].figures[0]
+        .lines
+        .iter()
+        .map(|l| l.label.as_str())
+        .collect();
+    assert_eq!(lines, ["SI", "SI-CV", "offered"]);
+    for point in &r.points {
+        let paced = point.run.paced.as_ref().expect("paced");
+        assert_eq!(paced.terminals_per_warehouse, 20, "DBT2's terminals");
+        assert_eq!(paced.terminals, 20 * point.x.unwrap() as u64);
+        assert!(paced.offered_new_orders_per_minute > 0.0);
+    }
+    let (r, _) = quick("sicv-fig4");
+    assert_sicv(&r);
+    for point in &r.points {
+        let new_order = &point.run.latency["NewOrder"];
+        assert!(
+            new_order.count > 0 && new_order.mean > 0.0,
+            "{}",
+            point.series
+        );
+    }
+    assert_eq!(r.panels[0].figures[0].key, "fig4_response_time");
+}
+
+/// SI-CV Figure 5: committed Order-Status transactions per run.
+#[test]
+fn sicv_fig5_counts_order_status_transactions() {
+    let (r, _) = quick("sicv-fig5");
+    assert_sicv(&r);
+    for system in SICV_SYSTEMS {
+        assert!(
+            sicv_paced_total(&r, system, |p| p.order_status_committed as f64) > 0.0,
+            "{system} completed no Order-Status"
+        );
+    }
+}
+
+/// SI-CV's space claim: the same committed work on both placements, then the heaps' and
+/// indexes' bytes.
+#[test]
+fn sicv_space_measures_heap_and_indexes_after_the_same_work() {
+    let (r, _) = quick("sicv-space");
+    assert_sicv(&r);
+    for pair in r.points.chunks(2) {
+        assert_eq!(
+            pair[0].run.totals.oltp_commits, pair[1].run.totals.oltp_commits,
+            "the same committed work"
+        );
+        for point in pair {
+            assert!(point.run.paced.is_none(), "counted closed-loop runs");
+            let last = point.run.samples.last().expect("a sample");
+            assert!(last.heap_bytes > 0 && last.index_bytes > 0);
+        }
+    }
+    let table = r.panels[0].table.as_ref().expect("space table");
+    assert_eq!(table.rows.len(), 2);
 }

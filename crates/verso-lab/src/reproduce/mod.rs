@@ -14,8 +14,9 @@
 //! `quick` size (tiny data, sub-second runs) that the tests run. The experiments of the
 //! Steam paper (Böttcher et al., PVLDB 13(2), 2019, §5) are in [`steam`]; those of Wu et
 //! al. (PVLDB 10(7), 2017, §7) in [`wu`]; TB-Collect's (Wei et al., Electronics 2025,
-//! §5.2) in [`tb`].
+//! §5.2) in [`tb`]; SI-CV's (Gottstein et al., on the disk engine) in [`sicv`].
 
+pub mod sicv;
 pub mod steam;
 pub mod tb;
 pub mod wu;
@@ -85,6 +86,11 @@ pub const EXPERIMENTS: &[Experiment] = &[
     tb::FIG13,
     tb::FIG14,
     tb::FIG15B,
+    sicv::TABLE2,
+    sicv::FIG3,
+    sicv::FIG4,
+    sicv::FIG5,
+    sicv::SPACE,
 ];
 
 /// The experiment named `name`, or [`LabError::BadOption`] listing the known names.
@@ -138,6 +144,10 @@ pub struct ReproduceOptions {
     /// How finalizing removes obsolete versions in every run (Table 5 runs both ways):
     /// by default HyPer's one version at a time, the engine the paper's collectors ran in.
     pub version_removal: VersionRemoval,
+    /// Where the experiments on the disk engine (`sicv-*`) put their databases: a fresh
+    /// directory per point, removed after it; `None`: the system's temporary directory.
+    /// It must be on a file system that does direct I/O (not tmpfs).
+    pub disk: Option<PathBuf>,
 }
 
 impl Default for ReproduceOptions {
@@ -151,6 +161,7 @@ impl Default for ReproduceOptions {
             command_line: Vec::new(),
             points: PointProcess::InProcess,
             version_removal: VersionRemoval::OneVersionAtATime,
+            disk: None,
         }
     }
 }
@@ -496,6 +507,10 @@ fn run_point_in_child(
     if options.quick {
         args.push("--quick".to_owned());
     }
+    if let Some(disk) = &options.disk {
+        args.push("--disk".to_owned());
+        args.push(disk.display().to_string());
+    }
     crate::runner::run_in_child_process(
         &args,
         "--point-json",
@@ -521,8 +536,7 @@ pub(crate) fn run_points(
                 plans.len()
             ))
         })?;
-        let run = run_configuration(&*plan.workload, &plan.config)
-            .map_err(|e| point_error(&plan.describe, e))?;
+        let run = run_on_fresh_disk(plan).map_err(|e| point_error(&plan.describe, e))?;
         let text =
             serde_json::to_string(&run).map_err(|e| LabError::Io(std::io::Error::other(e)))?;
         std::fs::write(json, text)?;
@@ -546,8 +560,7 @@ pub(crate) fn run_points(
                 run_point_in_child(experiment, i, options, &heading)
                     .map_err(|e| point_error(&plan.describe, e))?
             }
-            _ => run_configuration(&*plan.workload, &plan.config)
-                .map_err(|e| point_error(&plan.describe, e))?,
+            _ => run_on_fresh_disk(&plan).map_err(|e| point_error(&plan.describe, e))?,
         };
         if forwarding {
             write!(out, "{heading}")?;
@@ -577,6 +590,40 @@ pub(crate) fn run_points(
         });
     }
     Ok(points)
+}
+
+/// Runs `plan`. A plan on the disk engine names the directory its database goes under
+/// (`Options::disk`): the run gets a fresh directory there of its own, removed after the
+/// run however it ended, so no point opens another's files (and a point run again in a
+/// child process does not find its parent's).
+fn run_on_fresh_disk(plan: &PointPlan) -> Result<RunResult, LabError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let Some(base) = plan.config.options.disk.clone() else {
+        return run_configuration(&*plan.workload, &plan.config);
+    };
+    let label: String = plan
+        .config
+        .label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = base.join(format!(
+        "verso-point-{}-{}-{label}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    struct Remove(PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _remove = Remove(dir.clone());
+    let mut config = plan.config.clone();
+    config.options = config.options.disk(dir);
+    run_configuration(&*plan.workload, &config)
 }
 
 fn point_error(point: &str, error: LabError) -> LabError {

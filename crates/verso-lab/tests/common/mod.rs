@@ -3,6 +3,8 @@
 // Each test binary uses some of them.
 #![allow(dead_code)]
 
+pub mod reproduce;
+
 use verso::{Database, Isolation, KeyRange, TableId};
 
 /// The rows of `table` at a fresh snapshot.
