@@ -1047,6 +1047,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The decoders of undo bytes never panic, whatever the bytes: a record's body, and
+        /// a page's records as its header describes them.
+        #[test]
+        fn decoding_any_bytes_never_panics(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            used in 0u16..600,
+            records in 0u16..8,
+        ) {
+            let _ = UndoRecord::decode(&bytes);
+            let mut body = vec![0u8; BODY_BYTES];
+            let header = Header { owner: 1, generation: 0, sequence: 0, used, records, dead: 0 };
+            body[..UNDO_HEADER_BYTES].copy_from_slice(&header.bytes());
+            body[UNDO_HEADER_BYTES..UNDO_HEADER_BYTES + bytes.len()].copy_from_slice(&bytes);
+            let _ = page_records(&body);
+            let _ = crate::disk::clustered::Version::decode(&bytes);
+        }
+    }
+
     #[test]
     fn decoding_never_panics_on_cut_or_changed_bytes() {
         let bytes = record().encode();
