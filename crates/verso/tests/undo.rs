@@ -664,3 +664,38 @@ fn regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row() {
     let live = db.stats();
     assert_eq!(live.live_versions(), 0, "{live:?}");
 }
+
+/// Found by the model test (purge alone): a committed delete's log was purged while an
+/// insert over the deleted row, still running, covered it (the delete was not the row's
+/// newest version, so purge left the row); the insert aborted and its rollback made the
+/// delete newest again, with no purge left to remove the row. A rollback that revives a
+/// delete every snapshot sees now removes the row itself.
+#[test]
+fn regression_a_rollback_that_revives_a_purged_delete_removes_the_row() {
+    for gc in [GarbageCollector::Vacuum, GarbageCollector::Steam] {
+        let fs = Arc::new(SimulatedFileSystem::new(13));
+        let db = Database::open(options(&fs).garbage_collector(gc)).unwrap();
+        let table = accounts(&db, 2);
+        let mut txn = db.begin(Isolation::Snapshot);
+        assert!(txn.delete(table, &[Value::I64(1)]).unwrap());
+        txn.commit().unwrap();
+        let mut again = db.begin(Isolation::Snapshot);
+        again
+            .insert(table, &[Value::I64(1), Value::I64(5), Value::I64(1)])
+            .unwrap();
+        db.collect_garbage();
+        again.abort();
+        db.collect_garbage();
+        assert_eq!(db.primary_index_entries(table).unwrap(), 1, "{gc:?}");
+        assert_eq!(
+            db.secondary_index_entries(table, "by_branch").unwrap(),
+            1,
+            "{gc:?}"
+        );
+        let check = db.begin_read_only(Isolation::Snapshot);
+        assert_eq!(balance(&check, table, 1), None);
+        drop(check);
+        let live = db.stats();
+        assert_eq!(live.live_versions(), 0, "{gc:?}: {live:?}");
+    }
+}

@@ -763,6 +763,30 @@ impl ClusteredTable {
                     deleted: record.prev_deleted,
                     row: old,
                 };
+                // A delete every snapshot sees comes back as the row's newest version: the
+                // purge of its log may have run while this change covered it, so the row
+                // is purged now, entries first
+                // (`regression_a_rollback_that_revives_a_purged_delete_removes_the_row`).
+                let settled_delete = restored.deleted
+                    && matches!(
+                        txns.resolve(restored.creator, u64::MAX)?,
+                        Fate::Committed { ts, .. } if ts < horizon
+                    );
+                if settled_delete {
+                    for (index, tree) in self.indexes.iter().enumerate() {
+                        for index_key in [&new_keys[index], &old_keys[index]] {
+                            if let Some(value) = tree.get(index_key)? {
+                                if value.get(1..) == Some(key.as_slice()) {
+                                    tree.remove(index_key)?;
+                                }
+                            }
+                        }
+                    }
+                    self.primary.remove(key)?;
+                    self.rows_purged.fetch_add(1, Ordering::Relaxed);
+                    self.records_rolled_back.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
                 let needed = if record.kind == UndoKind::Update {
                     self.needed_keys(key, restored.clone(), horizon, txns)?
                 } else {
