@@ -225,22 +225,12 @@ impl ClusteredTable {
 
     /// Pages of the table's trees.
     pub fn pages(&self) -> Result<u64> {
-        let pool = self.primary.pool();
-        let mut pages = 0;
-        for tree in std::iter::once(&self.primary).chain(&self.indexes) {
-            pages += u64::from(pool.file_pages(tree.file())?);
-        }
-        Ok(pages)
+        BTree::pages_of(std::iter::once(&self.primary).chain(&self.indexes))
     }
 
     /// Pages of the secondary indexes.
     pub fn index_pages(&self) -> Result<u64> {
-        let pool = self.primary.pool();
-        let mut pages = 0;
-        for tree in &self.indexes {
-            pages += u64::from(pool.file_pages(tree.file())?);
-        }
-        Ok(pages)
+        BTree::pages_of(&self.indexes)
     }
 
     /// What it counted.

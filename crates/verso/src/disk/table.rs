@@ -268,12 +268,7 @@ impl DiskTable {
 
     /// Pages in the table's indexes, primary and secondary.
     pub fn index_pages(&self) -> Result<u64> {
-        let pool = self.primary.pool();
-        let mut pages = 0;
-        for tree in std::iter::once(&self.primary).chain(&self.indexes) {
-            pages += u64::from(pool.file_pages(tree.file())?);
-        }
-        Ok(pages)
+        BTree::pages_of(std::iter::once(&self.primary).chain(&self.indexes))
     }
 
     /// The primary index.

@@ -180,6 +180,14 @@ impl BTree {
         }
         Ok(tree)
     }
+    /// Pages of these trees' files, together.
+    pub fn pages_of<'a>(trees: impl IntoIterator<Item = &'a BTree>) -> Result<u64> {
+        let mut pages = 0;
+        for tree in trees {
+            pages += u64::from(tree.pool.file_pages(tree.file)?);
+        }
+        Ok(pages)
+    }
 
     /// The file the tree lives in.
     pub fn file(&self) -> FileNo {
