@@ -138,6 +138,9 @@ pub struct HeapStats {
     pub pages_claimed: u64,
     /// Pages owned by live transactions now (co-located placement; a gauge).
     pub pages_owned: u64,
+    /// Pages an aborted owner formatted that left the pool without being written
+    /// ([`HeapFile::drop_aborted_pages`]; co-located placement).
+    pub pages_dropped_at_abort: u64,
 }
 
 /// What one [`HeapFile::vacuum`] did.
@@ -199,6 +202,7 @@ pub struct HeapFile {
     aborted_tuples_pruned: AtomicU64,
     tuples_pruned_eagerly: AtomicU64,
     pages_extended: AtomicU64,
+    pages_dropped_at_abort: AtomicU64,
     pruning: Pruning,
     /// Bumped by vacuum before it frees a page's dead lines ([`HeapFile::lines_freed`]).
     lines_freed: AtomicU64,
@@ -297,6 +301,7 @@ impl HeapFile {
             aborted_tuples_pruned: AtomicU64::new(0),
             tuples_pruned_eagerly: AtomicU64::new(0),
             pages_extended: AtomicU64::new(0),
+            pages_dropped_at_abort: AtomicU64::new(0),
             pruning: Pruning::Horizon,
             lines_freed: AtomicU64::new(0),
             placement: VersionPlacement::PostgreSql,
@@ -365,6 +370,112 @@ impl HeapFile {
         result
     }
 
+    /// SI-CV's "if T_j aborts Block2 is not written" (co-located placement, P5): called
+    /// once `xid`'s abort returned (the commit log says aborted) and before
+    /// [`HeapFile::release`], drops from the pool, unwritten, every page `xid` formatted
+    /// from a page never written that the pool still holds unwritten with no
+    /// transaction's changes but `xid`'s. Returns how many it dropped. For each such page,
+    /// in order:
+    ///
+    /// 1. its chain roots are read (each with its tuple's data) under the shared latch,
+    ///    with its LSN; a page with a dead or redirected line (pruned: a root whose key
+    ///    can no longer be read) is kept;
+    /// 2. `remove_index_entries` removes, logged, every index entry naming those roots
+    ///    (the entries of `xid`'s versions; HOT members share their root's);
+    /// 3. the log is made durable up to its tail (past those removals): once the page is
+    ///    dropped, a checkpoint may move the redo point past its changes, which its file
+    ///    then never holds, and an entry replayed from after that point must not outlive
+    ///    its removal;
+    /// 4. [`HeapFile::lines_freed`] is bumped (the page's addresses may be taken again,
+    ///    as after vacuum: DT4's key checks read again);
+    /// 5. `BufferPool::drop_unwritten` drops the page if no one pins it, it is still
+    ///    unwritten, and its LSN did not move (a prune or a hint image since step 1
+    ///    keeps it).
+    ///
+    /// A page dropped reads as new (zeros), its room is the room of an empty page, and
+    /// the release that follows offers it in the free-space map; whoever takes it
+    /// formats it again, logged as an image. Vacuum is excluded meanwhile (its second
+    /// pass frees lines it found dead, which a dropped page no longer has): if a vacuum
+    /// runs, nothing is dropped. A no-op under PostgreSQL's placement.
+    pub fn drop_aborted_pages(
+        &self,
+        xid: u64,
+        remove_index_entries: &mut dyn FnMut(&[(Tid, Vec<u8>)]) -> Result<()>,
+    ) -> Result<u64> {
+        if self.placement != VersionPlacement::CoLocated || xid == 0 {
+            return Ok(0);
+        }
+        let candidates: Vec<u32> = self
+            .barray
+            .formatted_pages_of(xid)
+            .into_iter()
+            .filter(|&block| self.pool.unwritten_by(self.id(block), xid))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let Some(_no_vacuum) = self.vacuuming.try_lock() else {
+            return Ok(0);
+        };
+        // 1. The roots of each page, and its LSN.
+        let mut pages: Vec<(u32, u64)> = Vec::with_capacity(candidates.len());
+        let mut roots: Vec<(Tid, Vec<u8>)> = Vec::new();
+        'pages: for block in candidates {
+            let page = self.pool.read(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                continue; // formatted, but the format's record failed: nothing on it
+            }
+            let heap = HeapPage::new(page.body());
+            let mut page_roots = Vec::new();
+            for line in 1..=heap.lines() {
+                match heap.line(line) {
+                    Line::Unused => {}
+                    Line::Normal { .. } => {
+                        check_line(&heap, page.id(), line)?;
+                        let header = heap.header(line).expect("checked");
+                        debug_assert_eq!(
+                            header.xmin, xid,
+                            "P5: a page its aborted owner formatted holds only its versions"
+                        );
+                        if header.xmin != xid {
+                            continue 'pages;
+                        }
+                        if !header.has(infomask::HEAP_ONLY) {
+                            let data = heap.data(line).expect("a tuple").to_vec();
+                            page_roots.push((Tid { block, line }, data));
+                        }
+                    }
+                    Line::Redirect(_) | Line::Dead => continue 'pages,
+                }
+            }
+            pages.push((block, page.lsn()));
+            roots.extend(page_roots);
+        }
+        if pages.is_empty() {
+            return Ok(0);
+        }
+        // 2. Its entries, logged.
+        if !roots.is_empty() {
+            remove_index_entries(&roots)?;
+        }
+        // 3. The removals durable before any page goes.
+        self.log.sync()?;
+        // 4. Addresses about to be free.
+        self.lines_freed.fetch_add(1, Ordering::SeqCst);
+        // 5. The drops.
+        let mut dropped = 0;
+        for (block, lsn) in pages {
+            if self.pool.drop_unwritten(self.id(block), xid, lsn)? {
+                dropped += 1;
+                self.barray
+                    .placed(xid, block, super::heap_page::EMPTY_PAGE_FREE_BYTES);
+            }
+        }
+        self.pages_dropped_at_abort
+            .fetch_add(dropped, Ordering::Relaxed);
+        Ok(dropped)
+    }
+
     /// The heap with another pruning rule (PostgreSQL's by default).
     pub fn with_pruning(mut self, pruning: Pruning) -> Self {
         self.pruning = pruning;
@@ -414,6 +525,7 @@ impl HeapFile {
             pages_extended: get(&self.pages_extended),
             pages_claimed: self.barray.pages_claimed(),
             pages_owned: self.barray.pages_owned() as u64,
+            pages_dropped_at_abort: get(&self.pages_dropped_at_abort),
         }
     }
 
@@ -535,6 +647,8 @@ impl HeapFile {
             let mut page = self.pool.write(self.id(block))?;
             if !heap_kind(&page, page.id())? {
                 self.format(&mut page)?;
+                // Claimed before it was latched: no one else formatted it (P1, P5).
+                self.barray.formatted(xid, block);
             }
             let heap = HeapPage::new(page.body());
             let free = heap.free_space();
@@ -551,6 +665,7 @@ impl HeapFile {
         let page = self.extend()?;
         let claim = self.barray.claim(xid, page.id().block, 0);
         debug_assert_eq!(claim, Claim::Taken, "a new page is no one's");
+        self.barray.formatted(xid, page.id().block);
         Ok((page, true))
     }
 
