@@ -264,7 +264,11 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
             txn.commit().unwrap();
             fs.crash_after(50 + next() % 1500);
             for n in 0..2000i64 {
-                let mut txn = db.begin(Isolation::Snapshot);
+                // An abort that dropped pages synced the log first: a cut there loses
+                // durability, and nothing begins after it.
+                let Ok(mut txn) = db.try_begin(Isolation::Snapshot) else {
+                    break;
+                };
                 let mut writes = Vec::new();
                 let mut failed = false;
                 for _ in 0..1 + next() % 3 {
