@@ -29,7 +29,9 @@
 //! - **HF1** Index entries (kept by the caller) point at chain roots: at the line where a
 //!   row's version was inserted or placed by a non-HOT update. Within a page, a HOT chain
 //!   is reached only from its root; a root line is freed only by vacuum, after the caller
-//!   removed the index entries pointing at it ([`HeapFile::vacuum`]'s order).
+//!   removed the index entries pointing at it ([`HeapFile::vacuum`]'s order), or with its
+//!   whole page when an aborted owner's page is dropped unwritten, after the caller
+//!   removed the entries naming its roots ([`HeapFile::drop_aborted_pages`]'s order).
 //! - **HF2** A version is replaced (its `xmax` set) only under its page's exclusive latch,
 //!   after [`visibility::write_check`] found it free under that latch: two writers of one
 //!   row cannot both succeed.
@@ -177,6 +179,10 @@ pub enum Replaced {
     /// The writer does not see that version (not its current one).
     Invisible,
 }
+
+/// What [`HeapFile::drop_aborted_pages`] hands the chain roots of the pages it is about
+/// to drop to (each with its tuple's data), to remove the index entries naming them.
+pub type RootsVisitor<'a> = dyn FnMut(&[(Tid, Vec<u8>)]) -> Result<()> + 'a;
 
 /// The heap of one table. Shared by every thread (`Sync`).
 #[derive(Debug)]
@@ -400,7 +406,7 @@ impl HeapFile {
     pub fn drop_aborted_pages(
         &self,
         xid: u64,
-        remove_index_entries: &mut dyn FnMut(&[(Tid, Vec<u8>)]) -> Result<()>,
+        remove_index_entries: &mut RootsVisitor<'_>,
     ) -> Result<u64> {
         if self.placement != VersionPlacement::CoLocated || xid == 0 {
             return Ok(0);

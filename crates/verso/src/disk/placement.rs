@@ -44,6 +44,12 @@
 //!   usable again. The free-space map (a hint, not logged) may have lost what the
 //!   releases recorded; pages it hides are offered again once vacuum records them, as
 //!   under PostgreSQL's placement.
+//! - **P5** A page its owner *formatted* while owning it (from a page never written: it
+//!   extended the file for it, or the map offered a page that read as new) holds only the
+//!   owner's tuples while owned (P1, and no one else sees them to stamp them). The Barray
+//!   marks such pages ([`Barray::formatted`]); only they may be dropped from the pool
+//!   unwritten when their owner aborts (`HeapFile::drop_aborted_pages`: SI-CV's "if T_j
+//!   aborts Block2 is not written").
 
 use std::collections::HashMap;
 
