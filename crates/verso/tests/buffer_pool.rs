@@ -754,3 +754,32 @@ fn a_page_new_to_its_file_and_changed_by_one_transaction_is_dropped_unwritten() 
         "read with contents"
     );
 }
+
+/// Regression (found by reasoning while building B7, before any test): a write-back that
+/// fails may have written part of the page (a real file system gives no promise), so the
+/// file no longer holds "nothing" there; a drop after it would leave a torn page behind,
+/// which reads as corruption. The frame is marked written before the write's first byte,
+/// not after the write succeeded (the first draft's order).
+#[test]
+fn regression_a_page_whose_write_back_failed_is_never_dropped() {
+    use verso::disk::DirtyCause;
+    let fs = disk(55);
+    let (pool, file) = pool_over(&fs, 2);
+    let id = pool.allocate(file).unwrap().id();
+    {
+        let mut page = pool.write(id).unwrap();
+        page.body_mut()[0] = 1;
+        page.note_change(DirtyCause::NewVersion, Some(7));
+    }
+    fs.fail_after(1, Fault::Eio);
+    assert!(matches!(pool.flush(), Err(Error::Io { .. })));
+    assert_eq!(
+        pool.dirty_pages(),
+        1,
+        "a failed write leaves the page dirty"
+    );
+    assert!(
+        !pool.drop_unwritten(id, 7, 0).unwrap(),
+        "a page whose write-back failed midway was dropped"
+    );
+}
