@@ -217,6 +217,41 @@ pub struct HeapFile {
     /// Under co-located placement, which live transaction owns which pages (SI-CV's
     /// Barray); empty under PostgreSQL's.
     barray: Barray,
+    /// For tests of interleavings ([`HeapFile::inject_before_hints`]).
+    before_hints: Injection,
+}
+
+/// A hook a test sets to run once at a point of the heap's code.
+struct Injection {
+    set: std::sync::atomic::AtomicBool,
+    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for Injection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Injection")
+    }
+}
+
+// By hand: under loom, `crate::sync::Mutex` has no `Default`.
+impl Default for Injection {
+    fn default() -> Self {
+        Injection {
+            set: std::sync::atomic::AtomicBool::new(false),
+            hook: Mutex::new(None),
+        }
+    }
+}
+
+impl Injection {
+    fn run(&self) {
+        if self.set.load(Ordering::Acquire) {
+            let hook = self.hook.lock().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+    }
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -312,6 +347,7 @@ impl HeapFile {
             lines_freed: AtomicU64::new(0),
             placement: VersionPlacement::PostgreSql,
             barray: Barray::default(),
+            before_hints: Injection::default(),
         })
     }
 
@@ -480,6 +516,15 @@ impl HeapFile {
         self.pages_dropped_at_abort
             .fetch_add(dropped, Ordering::Relaxed);
         Ok(dropped)
+    }
+
+    /// For tests of interleavings: `hook` runs once, on the thread of the next
+    /// [`HeapFile::fetch`] that learned hint bits, after it let the page go and before it
+    /// takes the page again to set them.
+    #[doc(hidden)]
+    pub fn inject_before_hints(&self, hook: Box<dyn FnOnce() + Send>) {
+        *self.before_hints.hook.lock() = Some(hook);
+        self.before_hints.set.store(true, Ordering::Release);
     }
 
     /// The heap with another pruning rule (PostgreSQL's by default).
@@ -772,6 +817,9 @@ impl HeapFile {
             }
         }
         drop(page);
+        if !hints.is_empty() {
+            self.before_hints.run();
+        }
         self.set_hints(root.block, &hints)?;
         Ok(found)
     }
