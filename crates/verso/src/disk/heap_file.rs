@@ -904,6 +904,14 @@ impl HeapFile {
             return Ok(());
         }
         let mut page = self.pool.write(self.id(block))?;
+        if !heap_kind(&page, page.id())? {
+            // Dropped unwritten since it was read (an aborted owner's page: SI-CV), it
+            // reads as new: no tuple to hint, and its bytes must not be touched, which
+            // would mark it dirty and make the pool write a sealed page of zeros, a page
+            // of kind 0 that is not new (corrupt) when read back
+            // (`regression_hints_set_on_a_page_dropped_meanwhile_never_write_it`).
+            return Ok(());
+        }
         let mut lsn = 0;
         let mut changed = false;
         {
