@@ -88,6 +88,11 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
         self.0.lock()
     }
+
+    /// The lock if it is free now, without waiting.
+    pub(crate) fn try_lock(&self) -> Option<parking_lot::MutexGuard<'_, T>> {
+        self.0.try_lock()
+    }
 }
 
 /// A mutual-exclusion lock, loom's.
@@ -104,6 +109,15 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
         // A panic while locked aborts the test anyway; poisoning carries no information.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock if it is free now, without waiting.
+    pub(crate) fn try_lock(&self) -> Option<loom::sync::MutexGuard<'_, T>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 

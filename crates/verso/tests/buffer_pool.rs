@@ -649,3 +649,137 @@ fn pages_changed_only_by_an_aborted_transaction_are_counted_when_written() {
     aborted.0.lock().unwrap().push(10);
     assert_eq!(pool.stats().pages_written_for_aborted_transactions, 2);
 }
+
+/// `drop_unwritten` (SI-CV's "if T_j aborts Block2 is not written", invariant B7): a page
+/// new to its file and changed for one transaction only leaves the pool unwritten, is
+/// never written by a later flush or eviction, and reads as new afterwards; a page
+/// pinned, written once (by a flush or an eviction), changed for another transaction too,
+/// read from the file with contents, or whose LSN moved, is kept. Fails when the drop
+/// ignores any one of those conditions, or when a write-back leaves the page droppable.
+#[test]
+fn a_page_new_to_its_file_and_changed_by_one_transaction_is_dropped_unwritten() {
+    use verso::disk::DirtyCause;
+    let fs = disk(54);
+    let (pool, file) = pool_over(&fs, 4);
+    let page = |block| PageId::new(file, block);
+    let change = |block, writer: u64| {
+        let mut guard = pool.write(page(block)).unwrap();
+        guard.body_mut()[100] = 0xAB;
+        guard.note_change(DirtyCause::NewVersion, Some(writer));
+    };
+    // Block 0 written once, so its file holds it.
+    drop(pool.allocate(file).unwrap());
+    change(0, 7);
+    pool.flush().unwrap();
+    // Blocks 1 and 2: new, changed by 7 alone; 3: by 7 and 8.
+    for _ in 1..4 {
+        drop(pool.allocate(file).unwrap());
+    }
+    change(1, 7);
+    change(2, 7);
+    change(3, 7);
+    change(3, 8);
+    change(0, 7);
+    let written = pool.stats().pages_written;
+    // Pinned: kept.
+    {
+        let _pinned = pool.read(page(1)).unwrap();
+        assert!(
+            !pool.drop_unwritten(page(1), 7, 0).unwrap(),
+            "a pinned page"
+        );
+    }
+    assert!(
+        !pool.drop_unwritten(page(1), 8, 0).unwrap(),
+        "another writer's"
+    );
+    assert!(
+        !pool.drop_unwritten(page(1), 7, 5).unwrap(),
+        "its LSN moved"
+    );
+    assert!(
+        !pool.drop_unwritten(page(3), 7, 0).unwrap(),
+        "two writers' page"
+    );
+    assert!(
+        !pool.drop_unwritten(page(0), 7, 0).unwrap(),
+        "written before"
+    );
+    assert!(pool.unwritten_by(page(1), 7) && !pool.unwritten_by(page(0), 7));
+    assert!(pool.drop_unwritten(page(1), 7, 0).unwrap());
+    assert!(!pool.unwritten_by(page(1), 7));
+    assert!(
+        !pool.drop_unwritten(page(1), 7, 0).unwrap(),
+        "not in the pool"
+    );
+    assert_eq!(pool.stats().pages_dropped_unwritten, 1);
+    // A flush writes the others, not the dropped page.
+    pool.flush().unwrap();
+    assert_eq!(pool.stats().pages_written, written + 3, "0, 2 and 3");
+    // Written by that flush, block 2 is the file's now: kept.
+    change(2, 7);
+    assert!(
+        !pool.drop_unwritten(page(2), 7, 0).unwrap(),
+        "written by a flush"
+    );
+    // The dropped page reads as new, from its file (which never held it).
+    assert!(pool.read(page(1)).unwrap().is_zeroed());
+    // Read back as zeros, it is new again: changed by 9 alone, it may go.
+    change(1, 9);
+    assert!(pool.drop_unwritten(page(1), 9, 0).unwrap());
+    // Eviction: a new page changed by 10, pushed out by other pages, is written and
+    // kept.
+    let evicted = pool.allocate(file).unwrap().id();
+    change(evicted.block, 10);
+    for block in 0..4 {
+        drop(pool.read(page(block)).unwrap());
+    }
+    for block in 0..4 {
+        drop(pool.read(page(block)).unwrap());
+    }
+    assert!(pool.stats().eviction_writes > 0);
+    change(evicted.block, 10);
+    assert!(
+        !pool.drop_unwritten(evicted, 10, 0).unwrap(),
+        "written by an eviction"
+    );
+    // A page whose file holds contents and that comes back in is never new.
+    pool.flush().unwrap();
+    for block in 0..4 {
+        drop(pool.read(page(block)).unwrap());
+    }
+    change(evicted.block, 11);
+    assert!(
+        !pool.drop_unwritten(evicted, 11, 0).unwrap(),
+        "read with contents"
+    );
+}
+
+/// Regression (found by reasoning while building B7, before any test): a write-back that
+/// fails may have written part of the page (a real file system gives no promise), so the
+/// file no longer holds "nothing" there; a drop after it would leave a torn page behind,
+/// which reads as corruption. The frame is marked written before the write's first byte,
+/// not after the write succeeded (the first draft's order).
+#[test]
+fn regression_a_page_whose_write_back_failed_is_never_dropped() {
+    use verso::disk::DirtyCause;
+    let fs = disk(55);
+    let (pool, file) = pool_over(&fs, 2);
+    let id = pool.allocate(file).unwrap().id();
+    {
+        let mut page = pool.write(id).unwrap();
+        page.body_mut()[0] = 1;
+        page.note_change(DirtyCause::NewVersion, Some(7));
+    }
+    fs.fail_after(1, Fault::Eio);
+    assert!(matches!(pool.flush(), Err(Error::Io { .. })));
+    assert_eq!(
+        pool.dirty_pages(),
+        1,
+        "a failed write leaves the page dirty"
+    );
+    assert!(
+        !pool.drop_unwritten(id, 7, 0).unwrap(),
+        "a page whose write-back failed midway was dropped"
+    );
+}

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use verso::disk::{
     BTree, CommitLog, DiskTable, DiskTransaction, DiskTransactions, FileNo, FreeSpaceMap, HeapFile,
-    Pruning, RowKeys,
+    Pruning, RowKeys, VersionPlacement,
 };
 use verso::{Durability, Error};
 
@@ -63,6 +63,10 @@ fn open(seed: u64) -> Opened {
 }
 
 fn open_with(seed: u64, pruning: Pruning) -> Opened {
+    open_placed(seed, pruning, VersionPlacement::PostgreSql)
+}
+
+fn open_placed(seed: u64, pruning: Pruning, placement: VersionPlacement) -> Opened {
     let fs = disk(seed);
     let files = [
         ("/db/xact", FileNo(1)),
@@ -77,7 +81,8 @@ fn open_with(seed: u64, pruning: Pruning) -> Opened {
     let fsm = FreeSpaceMap::open(Arc::clone(&pool), FileNo(3)).unwrap();
     let heap = HeapFile::open(Arc::clone(&pool), FileNo(2), fsm, Arc::clone(&log))
         .unwrap()
-        .with_pruning(pruning);
+        .with_pruning(pruning)
+        .with_placement(placement);
     let primary = BTree::open_logged(Arc::clone(&pool), FileNo(4), Arc::clone(&log)).unwrap();
     let secondary = BTree::open_logged(Arc::clone(&pool), FileNo(5), Arc::clone(&log)).unwrap();
     let table = DiskTable::new("t", heap, primary, vec![secondary], Box::new(Keys));
@@ -565,4 +570,64 @@ fn regression_a_key_check_reads_again_when_vacuum_freed_an_address_it_read() {
         matches!(result, Err(Error::WriteConflict { .. })),
         "{result:?}"
     );
+}
+
+/// SI-CV's dropped pages leave no index entry behind (co-located placement): a
+/// transaction fills pages of its own with rows, moves some to a new secondary key (new
+/// entries in both indexes) and aborts; `DiskTable::drop_aborted_pages` drops its pages
+/// and removes every entry naming a tuple on them from both indexes first (the entries of
+/// rows committed before are kept), and the keys go in again afterwards. Fails when the
+/// removal is skipped (a primary entry survives, naming a line of a page that reads as
+/// new).
+#[test]
+fn an_aborted_owner_s_dropped_pages_leave_no_index_entry() {
+    let o = open_placed(60, Pruning::Horizon, VersionPlacement::CoLocated);
+    let entries =
+        |tree: &verso::disk::BTree| tree.range(Bound::Unbounded, Bound::Unbounded).count();
+    let mut txn = o.txns.begin().unwrap();
+    // Rows enough to leave their page too full for the next writer's rows, so that every
+    // page it takes is new (a page the map offered would hold these, and stay).
+    for key in 0..4 {
+        o.table.insert(&mut txn, &row(key, key, 1900)).unwrap();
+    }
+    let xid = txn.xid().unwrap();
+    txn.commit().unwrap();
+    o.table.heap().release(xid).unwrap();
+    let mut txn = o.txns.begin().unwrap();
+    for key in 100..130 {
+        o.table.insert(&mut txn, &row(key, key, 400)).unwrap();
+    }
+    for key in 100..110u64 {
+        assert!(o
+            .table
+            .update(&mut txn, &key.to_be_bytes(), &row(key, key + 1000, 400))
+            .unwrap());
+    }
+    let xid = txn.xid().unwrap();
+    let owned = o.table.heap().pages_owned_by(xid).len();
+    assert!(owned >= 2, "{owned} pages");
+    txn.abort().unwrap();
+    assert_eq!(o.table.drop_aborted_pages(xid).unwrap(), owned as u64);
+    o.table.heap().release(xid).unwrap();
+    for key in 100..130u64 {
+        assert!(
+            !o.table.has_entries(&key.to_be_bytes()).unwrap(),
+            "an entry of aborted key {key} outlived its page"
+        );
+    }
+    assert_eq!(entries(o.table.primary_index()), 4);
+    assert_eq!(entries(o.table.index(0).unwrap()), 4);
+    // The keys again, on the pages dropped (offered as new).
+    let pages = o.table.heap().pages().unwrap();
+    let mut txn = o.txns.begin().unwrap();
+    for key in 100..130 {
+        o.table.insert(&mut txn, &row(key, key, 400)).unwrap();
+    }
+    let xid = txn.xid().unwrap();
+    txn.commit().unwrap();
+    o.table.heap().release(xid).unwrap();
+    assert_eq!(o.table.heap().pages().unwrap(), pages, "the heap grew");
+    assert_eq!(entries(o.table.primary_index()), 34);
+    assert_eq!(entries(o.table.index(0).unwrap()), 34);
+    o.table.heap().check().unwrap();
 }

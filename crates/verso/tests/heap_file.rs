@@ -137,6 +137,22 @@ fn read(
     found
 }
 
+/// After `xid`'s abort, as the engine does under co-located placement: drops the pages it
+/// formatted unwritten, once the model's index entries (`roots`) to their tuples are
+/// gone; returns how many. Under PostgreSQL's placement nothing.
+fn drop_aborted(o: &Opened, xid: u64, rows: &mut BTreeMap<u32, ModelRow>) -> u64 {
+    o.heap
+        .drop_aborted_pages(xid, &mut |gone| {
+            for (tid, data) in gone {
+                if let Some(row) = rows.get_mut(&row_of(data)) {
+                    row.roots.retain(|t| t != tid);
+                }
+            }
+            Ok(())
+        })
+        .unwrap()
+}
+
 /// A model row: its committed history and its index entries.
 #[derive(Default)]
 struct ModelRow {
@@ -192,7 +208,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(18);
     let (mut hot, mut cold, mut conflicts_seen, mut vacuumed) = (0, 0, 0, 0);
-    let mut co_located_claims = 0;
+    let (mut co_located_claims, mut dropped) = (0, 0);
     for seed in 0..seeds {
         let fs = disk(seed);
         let placement = placement_of(seed);
@@ -273,6 +289,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
                         let open = opens.swap_remove(me);
                         let xid = open.txn.snapshot().xid;
                         open.txn.abort().unwrap();
+                        dropped += drop_aborted(&o, xid, &mut rows);
                         released(xid);
                     } else if deleting {
                         assert_eq!(outcome, Replaced::Deleted, "seed {seed} step {step}");
@@ -322,6 +339,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
                     let open = opens.swap_remove(me);
                     let xid = open.txn.snapshot().xid;
                     open.txn.abort().unwrap();
+                    dropped += drop_aborted(&o, xid, &mut rows);
                     released(xid);
                 }
                 _ => {
@@ -346,6 +364,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
         for open in opens {
             let xid = open.txn.snapshot().xid;
             open.txn.abort().unwrap();
+            dropped += drop_aborted(&o, xid, &mut rows);
             released(xid);
         }
         o.heap.check().unwrap();
@@ -356,6 +375,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
         co_located_claims > 0,
         "no transaction took a page of its own"
     );
+    assert!(dropped > 0, "no abort dropped a page of its own");
     assert!(hot > 0 && cold > 0, "hot {hot}, cold {cold}");
     assert!(conflicts_seen > 0, "no conflict was ever checked");
     assert!(vacuumed > 0, "vacuum never removed a tuple");
@@ -450,14 +470,16 @@ fn scan_all(o: &Opened, txn: &DiskTransaction<'_>) -> BTreeMap<u32, Vec<u8>> {
 /// commit (some acknowledged by a sync), abort or are left running, with checkpoints and
 /// vacuum: after recovery every acknowledged commit survived, the surviving commits are a
 /// prefix of the commit order, and every row reads as its newest surviving commit left
-/// it: nothing of an aborted or interrupted transaction is visible.
+/// it: nothing of an aborted or interrupted transaction is visible. Every third seed
+/// places new versions on their transactions' own pages, and an abort there drops the
+/// pages its transaction formatted unwritten (`HeapFile::drop_aborted_pages`).
 #[test]
 fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
     let seeds: u64 = std::env::var("PAGE_LOG_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(30);
-    let (mut cut_mid_work, mut acknowledged_checked) = (0, 0);
+    let (mut cut_mid_work, mut acknowledged_checked, mut pages_dropped) = (0, 0, 0);
     for seed in 0..seeds {
         let fs = disk(5000 + seed);
         let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
@@ -467,8 +489,14 @@ fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
         let mut next_row = 0u32;
         let mut version = 0u32;
         for round in 0..4 {
-            let o = open_with(&fs, 10, Durability::Sync, pruning_of(seed))
-                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            let o = open_placed(
+                &fs,
+                10,
+                Durability::Sync,
+                pruning_of(seed),
+                placement_of(seed),
+            )
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             let survived: Vec<bool> = commits
                 .iter()
                 .map(|(xid, ..)| {
@@ -595,6 +623,7 @@ fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
                 match rng.next() % 10 {
                     0..=6 => match txn.commit() {
                         Ok(_) => {
+                            let _ = o.heap.release(xid);
                             for (row, data) in writes {
                                 match &data {
                                     Some(d) => expected.insert(row, d.clone()),
@@ -609,6 +638,21 @@ fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
                     7..=8 => {
                         if txn.abort().is_err() {
                             break;
+                        }
+                        // Co-located seeds: the pages it formatted go unwritten, once this
+                        // test's index (`roots`) forgot their tuples.
+                        let dropped = o.heap.drop_aborted_pages(xid, &mut |gone| {
+                            for (tid, data) in gone {
+                                if let Some(tids) = roots.get_mut(&row_of(data)) {
+                                    tids.retain(|t| t != tid);
+                                }
+                            }
+                            Ok(())
+                        });
+                        let _ = o.heap.release(xid);
+                        match dropped {
+                            Ok(n) => pages_dropped += n,
+                            Err(_) => break,
                         }
                     }
                     _ => {
@@ -669,6 +713,10 @@ fn power_loss_keeps_acknowledged_commits_and_hides_the_rest() {
     assert!(
         acknowledged_checked > 0,
         "no acknowledged commit was checked"
+    );
+    assert!(
+        seeds < 3 || pages_dropped > 0,
+        "no abort dropped a page (co-located seeds)"
     );
 }
 

@@ -12,7 +12,7 @@
 //!   guard releases its latch before its pin. So a frame found unpinned under the table lock
 //!   has a free latch, and a frame cannot be evicted or remapped while anyone reads it.
 //! - **B3** `Frame::dirty` is set only under the frame's exclusive latch and cleared only
-//!   under its shared latch after the page reached the file. Under the table lock, an
+//!   under its shared latch after the page reached the file (or with the page, B7). Under the table lock, an
 //!   unpinned frame's dirty flag cannot change (B1, B2): the pool evicts only clean frames,
 //!   and writes a dirty victim back (pinned and latched shared under the table lock, so
 //!   the evicting thread never waits for a latch it does not already hold; written outside
@@ -26,6 +26,15 @@
 //!   the last successful sync may be lost (Linux drops them) while their frames are clean,
 //!   so the pool no longer knows what the files hold. Every call fails with
 //!   [`Error::DurabilityLost`]; recovery from the log rebuilds them at the next open.
+//! - **B7** A page leaves the pool unwritten ([`BufferPool::drop_unwritten`]: SI-CV's
+//!   "an aborted transaction's own pages are never written") only under the table lock,
+//!   unpinned (so no write-back is under way: eviction and flush pin the frame under the
+//!   table lock before writing it, B1), and only if it was never written since it came
+//!   in as a page never written (`Frame::never_written`): its file then holds zeros or
+//!   nothing there, which reads as a new page, exactly what the pool's copy becomes. A
+//!   write-back that pins the frame first makes the drop refuse; a drop that unmaps it
+//!   first leaves a flush or an eviction nothing to find. The caller answers for the log
+//!   (see the method).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -140,6 +149,10 @@ pub struct BufferPoolStats {
     /// until [`BufferPool::watch_aborts`]; a page written while its writer still ran is
     /// not counted (its fate was not known).
     pub pages_written_for_aborted_transactions: u64,
+    /// Pages that left the pool dirty without being written, because the only
+    /// transaction that changed them since they were new aborted
+    /// ([`BufferPool::drop_unwritten`]: SI-CV's "if T_j aborts Block2 is not written").
+    pub pages_dropped_unwritten: u64,
     /// Pages dirtied: a page going from clean to dirty (its first change since it was
     /// read, allocated or last written), whatever the change. Each such page is written
     /// once before it can be dirtied again.
@@ -220,6 +233,7 @@ struct Counters {
     pages_allocated: AtomicU64,
     file_syncs: AtomicU64,
     pages_written_for_aborted_transactions: AtomicU64,
+    pages_dropped_unwritten: AtomicU64,
     pages_dirtied: AtomicU64,
     /// By [`DirtyCause::index`].
     pages_dirtied_by: [AtomicU64; DirtyCause::ALL.len()],
@@ -245,6 +259,12 @@ struct Frame {
     /// The transaction whose changes the page took since it was last written: 0 if
     /// none, [`SEVERAL_WRITERS`] if more than one. Set and cleared as `causes`.
     writer: AtomicU64,
+    /// B7: the file holds nothing of the page's present contents: it came into the frame
+    /// as a page never written (allocated, or read as zeros) and has not been written
+    /// since. Set when the frame is loaded (pinned, latched exclusive), cleared with
+    /// `dirty` by a write-back (pinned, latched shared); so under the table lock an
+    /// unpinned frame's flag cannot change.
+    never_written: AtomicBool,
 }
 
 /// `Frame::writer` of a page changed by more than one transaction since its last write.
@@ -333,6 +353,7 @@ impl BufferPool {
                 dirty: AtomicBool::new(false),
                 causes: AtomicU32::new(0),
                 writer: AtomicU64::new(0),
+                never_written: AtomicBool::new(false),
             })
             .collect();
         BufferPool {
@@ -521,6 +542,81 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Whether page `id` is in the pool, never written since it was new (B7), and
+    /// changed since then for no transaction but `writer` (only `writer`'s changes noted
+    /// with a transaction, [`PageMut::note_change`]): a hint, for a caller deciding
+    /// whether [`BufferPool::drop_unwritten`] is worth preparing for; it may change as
+    /// soon as it is answered. Reads nothing from a file.
+    pub fn unwritten_by(&self, id: PageId, writer: u64) -> bool {
+        let table = self.table.lock();
+        table.map.get(&id.pack()).is_some_and(|&frame| {
+            let f = &self.frames[frame];
+            f.never_written.load(Ordering::Acquire) && f.writer.load(Ordering::Relaxed) == writer
+        })
+    }
+
+    /// Drops page `id` from the pool without writing it (SI-CV: "if T_j aborts Block2 is
+    /// not written"), if, under the table lock: it is in the pool, no one pins it (so no
+    /// write-back of it is under way, and none can start: eviction and flush pin under
+    /// the table lock), it was never written since it was new (B7: its file holds zeros or
+    /// nothing there), the only transaction its changes were noted for is `writer`, and
+    /// its LSN is still `lsn` (nothing logged it since the caller looked). Returns whether
+    /// it dropped it. Afterwards the page reads as new (zeros), as its file has it: its
+    /// next change is logged as a full image (the page log's L3, its LSN being 0).
+    ///
+    /// The caller answers for the log, which still holds the dropped changes: recovery
+    /// may replay them (onto a page no one else changed) from a redo point before them,
+    /// while a checkpoint whose flush passed the page after the drop skips them. So
+    /// nothing that survives a crash may refer to what the page held unless replaying the
+    /// log brings it back: the disk heap removes its aborted owner's index entries to the
+    /// page's tuples, logged, and makes the log durable past those removals, before it
+    /// calls this (`HeapFile::drop_aborted_pages`). File protocol: nothing is written,
+    /// synced or appended here.
+    pub fn drop_unwritten(&self, id: PageId, writer: u64, lsn: u64) -> Result<bool> {
+        debug_assert!(writer != 0 && writer != SEVERAL_WRITERS);
+        self.check_durability()?;
+        let key = id.pack();
+        let table = &mut *self.table.lock();
+        let Some(&frame) = table.map.get(&key) else {
+            return Ok(false); // evicted: written back if it was dirty
+        };
+        let f = &self.frames[frame];
+        // B1: no pin can rise while the table lock is held, and an unpinned frame's
+        // `never_written` and `writer` cannot change (B3, B7).
+        if f.pins.load(Ordering::Acquire) != 0
+            || !f.never_written.load(Ordering::Acquire)
+            || f.writer.load(Ordering::Relaxed) != writer
+        {
+            return Ok(false);
+        }
+        // Unpinned, so nobody holds the latch (B2).
+        let mut data = f
+            .latch
+            .try_write()
+            .expect("an unpinned frame's latch is free (B2)");
+        debug_assert_eq!(
+            data.loaded,
+            Some(id),
+            "a mapped, unpinned frame is loaded (B5)"
+        );
+        if data.loaded != Some(id) || data.page.lsn() != lsn {
+            return Ok(false);
+        }
+        data.loaded = None;
+        data.page.clear();
+        drop(data);
+        table.map.remove(&key);
+        f.holds.store(NO_PAGE, Ordering::Release);
+        // The first victim, as a frame whose load failed.
+        table.policy.forget(frame);
+        f.dirty.store(false, Ordering::Release);
+        f.causes.store(0, Ordering::Relaxed);
+        f.writer.store(0, Ordering::Relaxed);
+        f.never_written.store(false, Ordering::Release);
+        bump(&self.counters.pages_dropped_unwritten);
+        Ok(true)
+    }
+
     fn page_mut<'a>(&'a self, frame: usize, guard: Latched<'a>) -> PageMut<'a> {
         match guard {
             Latched::Exclusive(guard) => PageMut {
@@ -595,6 +691,7 @@ impl BufferPool {
             pages_allocated: load(&c.pages_allocated),
             file_syncs: load(&c.file_syncs),
             pages_written_for_aborted_transactions: load(&c.pages_written_for_aborted_transactions),
+            pages_dropped_unwritten: load(&c.pages_dropped_unwritten),
             pages_dirtied: load(&c.pages_dirtied),
             pages_dirtied_by_new_versions: load(
                 &c.pages_dirtied_by[DirtyCause::NewVersion.index()],
@@ -716,6 +813,14 @@ impl BufferPool {
             match loaded {
                 Ok(()) => {
                     guard.loaded = Some(id);
+                    // B7: a page the file holds nothing of (zeros read, or none) is new;
+                    // an overwrite's file may hold anything.
+                    let never_written = match load {
+                        Load::Zeroed => true,
+                        Load::Overwrite => false,
+                        Load::FromFile => guard.page.is_zeroed(),
+                    };
+                    f.never_written.store(never_written, Ordering::Release);
                     let guard = match access {
                         Access::Exclusive => Latched::Exclusive(guard),
                         Access::Shared => {
@@ -728,6 +833,7 @@ impl BufferPool {
                 }
                 Err(error) => {
                     guard.loaded = None;
+                    f.never_written.store(false, Ordering::Release);
                     {
                         let mut table = self.table.lock();
                         table.map.remove(&key);
@@ -781,6 +887,10 @@ impl BufferPool {
         self.log.make_durable(data.page.lsn())?;
         let mut sealed = data.page.clone();
         sealed.seal(id);
+        // B7: from the first byte of this write on the file may hold part of the page
+        // (a write that fails may have written some): never dropped unwritten again while
+        // it is in the pool. Set before the write, under the shared latch, pinned.
+        f.never_written.store(false, Ordering::Release);
         {
             let files = self.files.read();
             let page_file = Self::file(&files, id.file).expect("a pinned page's file stays");

@@ -29,7 +29,9 @@
 //! - **HF1** Index entries (kept by the caller) point at chain roots: at the line where a
 //!   row's version was inserted or placed by a non-HOT update. Within a page, a HOT chain
 //!   is reached only from its root; a root line is freed only by vacuum, after the caller
-//!   removed the index entries pointing at it ([`HeapFile::vacuum`]'s order).
+//!   removed the index entries pointing at it ([`HeapFile::vacuum`]'s order), or with its
+//!   whole page when an aborted owner's page is dropped unwritten, after the caller
+//!   removed the entries naming its roots ([`HeapFile::drop_aborted_pages`]'s order).
 //! - **HF2** A version is replaced (its `xmax` set) only under its page's exclusive latch,
 //!   after [`visibility::write_check`] found it free under that latch: two writers of one
 //!   row cannot both succeed.
@@ -138,6 +140,9 @@ pub struct HeapStats {
     pub pages_claimed: u64,
     /// Pages owned by live transactions now (co-located placement; a gauge).
     pub pages_owned: u64,
+    /// Pages an aborted owner formatted that left the pool without being written
+    /// ([`HeapFile::drop_aborted_pages`]; co-located placement).
+    pub pages_dropped_at_abort: u64,
 }
 
 /// What one [`HeapFile::vacuum`] did.
@@ -175,6 +180,10 @@ pub enum Replaced {
     Invisible,
 }
 
+/// What [`HeapFile::drop_aborted_pages`] hands the chain roots of the pages it is about
+/// to drop to (each with its tuple's data), to remove the index entries naming them.
+pub type RootsVisitor<'a> = dyn FnMut(&[(Tid, Vec<u8>)]) -> Result<()> + 'a;
+
 /// The heap of one table. Shared by every thread (`Sync`).
 #[derive(Debug)]
 pub struct HeapFile {
@@ -199,6 +208,7 @@ pub struct HeapFile {
     aborted_tuples_pruned: AtomicU64,
     tuples_pruned_eagerly: AtomicU64,
     pages_extended: AtomicU64,
+    pages_dropped_at_abort: AtomicU64,
     pruning: Pruning,
     /// Bumped by vacuum before it frees a page's dead lines ([`HeapFile::lines_freed`]).
     lines_freed: AtomicU64,
@@ -207,6 +217,41 @@ pub struct HeapFile {
     /// Under co-located placement, which live transaction owns which pages (SI-CV's
     /// Barray); empty under PostgreSQL's.
     barray: Barray,
+    /// For tests of interleavings ([`HeapFile::inject_before_hints`]).
+    before_hints: Injection,
+}
+
+/// A hook a test sets to run once at a point of the heap's code.
+struct Injection {
+    set: std::sync::atomic::AtomicBool,
+    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for Injection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Injection")
+    }
+}
+
+// By hand: under loom, `crate::sync::Mutex` has no `Default`.
+impl Default for Injection {
+    fn default() -> Self {
+        Injection {
+            set: std::sync::atomic::AtomicBool::new(false),
+            hook: Mutex::new(None),
+        }
+    }
+}
+
+impl Injection {
+    fn run(&self) {
+        if self.set.load(Ordering::Acquire) {
+            let hook = self.hook.lock().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+    }
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -297,10 +342,12 @@ impl HeapFile {
             aborted_tuples_pruned: AtomicU64::new(0),
             tuples_pruned_eagerly: AtomicU64::new(0),
             pages_extended: AtomicU64::new(0),
+            pages_dropped_at_abort: AtomicU64::new(0),
             pruning: Pruning::Horizon,
             lines_freed: AtomicU64::new(0),
             placement: VersionPlacement::PostgreSql,
             barray: Barray::default(),
+            before_hints: Injection::default(),
         })
     }
 
@@ -365,6 +412,121 @@ impl HeapFile {
         result
     }
 
+    /// SI-CV's "if T_j aborts Block2 is not written" (co-located placement, P5): called
+    /// once `xid`'s abort returned (the commit log says aborted) and before
+    /// [`HeapFile::release`], drops from the pool, unwritten, every page `xid` formatted
+    /// from a page never written that the pool still holds unwritten with no
+    /// transaction's changes but `xid`'s. Returns how many it dropped. For each such page,
+    /// in order:
+    ///
+    /// 1. its chain roots are read (each with its tuple's data) under the shared latch,
+    ///    with its LSN; a page with a dead or redirected line (pruned: a root whose key
+    ///    can no longer be read) is kept;
+    /// 2. `remove_index_entries` removes, logged, every index entry naming those roots
+    ///    (the entries of `xid`'s versions; HOT members share their root's);
+    /// 3. the log is made durable up to its tail (past those removals): once the page is
+    ///    dropped, a checkpoint may move the redo point past its changes, which its file
+    ///    then never holds, and an entry replayed from after that point must not outlive
+    ///    its removal;
+    /// 4. [`HeapFile::lines_freed`] is bumped (the page's addresses may be taken again,
+    ///    as after vacuum: DT4's key checks read again);
+    /// 5. `BufferPool::drop_unwritten` drops the page if no one pins it, it is still
+    ///    unwritten, and its LSN did not move (a prune or a hint image since step 1
+    ///    keeps it).
+    ///
+    /// A page dropped reads as new (zeros), its room is the room of an empty page, and
+    /// the release that follows offers it in the free-space map; whoever takes it
+    /// formats it again, logged as an image. Vacuum is excluded meanwhile (its second
+    /// pass frees lines it found dead, which a dropped page no longer has): if a vacuum
+    /// runs, nothing is dropped. A no-op under PostgreSQL's placement.
+    pub fn drop_aborted_pages(
+        &self,
+        xid: u64,
+        remove_index_entries: &mut RootsVisitor<'_>,
+    ) -> Result<u64> {
+        if self.placement != VersionPlacement::CoLocated || xid == 0 {
+            return Ok(0);
+        }
+        let candidates: Vec<u32> = self
+            .barray
+            .formatted_pages_of(xid)
+            .into_iter()
+            .filter(|&block| self.pool.unwritten_by(self.id(block), xid))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let Some(_no_vacuum) = self.vacuuming.try_lock() else {
+            return Ok(0);
+        };
+        // 1. The roots of each page, and its LSN.
+        let mut pages: Vec<(u32, u64)> = Vec::with_capacity(candidates.len());
+        let mut roots: Vec<(Tid, Vec<u8>)> = Vec::new();
+        'pages: for block in candidates {
+            let page = self.pool.read(self.id(block))?;
+            if !heap_kind(&page, page.id())? {
+                continue; // formatted, but the format's record failed: nothing on it
+            }
+            let heap = HeapPage::new(page.body());
+            let mut page_roots = Vec::new();
+            for line in 1..=heap.lines() {
+                match heap.line(line) {
+                    Line::Unused => {}
+                    Line::Normal { .. } => {
+                        check_line(&heap, page.id(), line)?;
+                        let header = heap.header(line).expect("checked");
+                        debug_assert_eq!(
+                            header.xmin, xid,
+                            "P5: a page its aborted owner formatted holds only its versions"
+                        );
+                        if header.xmin != xid {
+                            continue 'pages;
+                        }
+                        if !header.has(infomask::HEAP_ONLY) {
+                            let data = heap.data(line).expect("a tuple").to_vec();
+                            page_roots.push((Tid { block, line }, data));
+                        }
+                    }
+                    Line::Redirect(_) | Line::Dead => continue 'pages,
+                }
+            }
+            pages.push((block, page.lsn()));
+            roots.extend(page_roots);
+        }
+        if pages.is_empty() {
+            return Ok(0);
+        }
+        // 2. Its entries, logged.
+        if !roots.is_empty() {
+            remove_index_entries(&roots)?;
+        }
+        // 3. The removals durable before any page goes.
+        self.log.sync()?;
+        // 4. Addresses about to be free.
+        self.lines_freed.fetch_add(1, Ordering::SeqCst);
+        // 5. The drops.
+        let mut dropped = 0;
+        for (block, lsn) in pages {
+            if self.pool.drop_unwritten(self.id(block), xid, lsn)? {
+                dropped += 1;
+                self.barray
+                    .placed(xid, block, super::heap_page::EMPTY_PAGE_FREE_BYTES);
+            }
+        }
+        self.pages_dropped_at_abort
+            .fetch_add(dropped, Ordering::Relaxed);
+        Ok(dropped)
+    }
+
+    /// For tests of interleavings: `hook` runs once, on the thread of the next
+    /// [`HeapFile::fetch`] that learned hint bits, after it let the page go and before it
+    /// takes the page again to set them.
+    #[doc(hidden)]
+    pub fn inject_before_hints(&self, hook: Box<dyn FnOnce() + Send>) {
+        *self.before_hints.hook.lock() = Some(hook);
+        self.before_hints.set.store(true, Ordering::Release);
+    }
+
     /// The heap with another pruning rule (PostgreSQL's by default).
     pub fn with_pruning(mut self, pruning: Pruning) -> Self {
         self.pruning = pruning;
@@ -414,6 +576,7 @@ impl HeapFile {
             pages_extended: get(&self.pages_extended),
             pages_claimed: self.barray.pages_claimed(),
             pages_owned: self.barray.pages_owned() as u64,
+            pages_dropped_at_abort: get(&self.pages_dropped_at_abort),
         }
     }
 
@@ -535,6 +698,8 @@ impl HeapFile {
             let mut page = self.pool.write(self.id(block))?;
             if !heap_kind(&page, page.id())? {
                 self.format(&mut page)?;
+                // Claimed before it was latched: no one else formatted it (P1, P5).
+                self.barray.formatted(xid, block);
             }
             let heap = HeapPage::new(page.body());
             let free = heap.free_space();
@@ -551,6 +716,7 @@ impl HeapFile {
         let page = self.extend()?;
         let claim = self.barray.claim(xid, page.id().block, 0);
         debug_assert_eq!(claim, Claim::Taken, "a new page is no one's");
+        self.barray.formatted(xid, page.id().block);
         Ok((page, true))
     }
 
@@ -651,6 +817,9 @@ impl HeapFile {
             }
         }
         drop(page);
+        if !hints.is_empty() {
+            self.before_hints.run();
+        }
         self.set_hints(root.block, &hints)?;
         Ok(found)
     }
@@ -735,6 +904,14 @@ impl HeapFile {
             return Ok(());
         }
         let mut page = self.pool.write(self.id(block))?;
+        if !heap_kind(&page, page.id())? {
+            // Dropped unwritten since it was read (an aborted owner's page: SI-CV), it
+            // reads as new: no tuple to hint, and its bytes must not be touched, which
+            // would mark it dirty and make the pool write a sealed page of zeros, a page
+            // of kind 0 that is not new (corrupt) when read back
+            // (`regression_hints_set_on_a_page_dropped_meanwhile_never_write_it`).
+            return Ok(());
+        }
         let mut lsn = 0;
         let mut changed = false;
         {

@@ -1,7 +1,9 @@
 //! Loom model checks of the buffer pool's pin, latch and eviction protocol (invariants B1-B5
 //! of `buffer_pool.rs`): two threads pin pages of a pool with fewer frames than pages, so
 //! loads, dirty write-backs and remappings race in every interleaving, and no change is
-//! lost and no reader sees a frame that holds another page. Run with
+//! lost and no reader sees a frame that holds another page; and a page dropped unwritten
+//! (B7) beside evictions and readers is never written, and a page written is never
+//! dropped. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p verso --lib --release loom`.
 
 use std::io;
@@ -11,7 +13,7 @@ use std::sync::Mutex;
 use loom::sync::Arc;
 use loom::thread;
 
-use super::{BufferPool, FileNo, PageId, ReplacementPolicy, Unlogged, PAGE_SIZE};
+use super::{BufferPool, DirtyCause, FileNo, PageId, ReplacementPolicy, Unlogged, PAGE_SIZE};
 use crate::fs::File;
 
 /// A file in memory. Its lock is held only inside a call, which makes no loom operation, so
@@ -175,5 +177,63 @@ fn loom_evicting_a_dirty_victim_while_holding_a_latch_cannot_deadlock() {
         drop(zero);
         let one = pool.read(page(1)).unwrap();
         assert_eq!(&one.body()[..2], &[1, 5]);
+    });
+}
+
+/// Page 0 as a transaction (7) changed it alone: new to its file (the file is zeros).
+fn changed_by_seven(pool: &BufferPool, id: PageId) {
+    let mut page = pool.write(id).unwrap();
+    page.body_mut()[0] = 7;
+    page.note_change(DirtyCause::NewVersion, Some(7));
+}
+
+/// B7: a drop races another thread's pins, which evict page 0 (a write-back, pinned and
+/// latched under the table lock) to make room: either the drop came first and the page
+/// is never written (its file still reads zeros), or the write-back did and the drop
+/// refuses (the file has the change). Never both, never a torn state: fails when the drop
+/// ignores pins or `never_written`, or when the write-back clears it only after the write.
+#[test]
+fn loom_a_drop_beside_evictions_either_drops_or_writes_the_page() {
+    loom::model(|| {
+        let (pool, file) = pool(2, 3);
+        let page = move |block| PageId::new(file, block);
+        changed_by_seven(&pool, page(0));
+        let other = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || {
+                get(&pool, page(1));
+                get(&pool, page(2));
+            })
+        };
+        let dropped = pool.drop_unwritten(page(0), 7, 0).unwrap();
+        other.join().unwrap();
+        // Page 0 out of the pool (written back first if it is still there), then read from
+        // its file.
+        get(&pool, page(1));
+        get(&pool, page(2));
+        let written = pool.stats().pages_written;
+        assert_eq!(get(&pool, page(0)), if dropped { 0 } else { 7 });
+        assert_eq!(written, u64::from(!dropped), "dropped {dropped}");
+    });
+}
+
+/// B7: a drop races a reader of the same page: the reader sees the change, or (only once
+/// the drop succeeded) the new page its file holds; a drop never takes a page from under
+/// a pin (the reader's latch would be taken from it: a panic under loom).
+#[test]
+fn loom_a_drop_beside_a_reader_of_the_page_never_takes_it_from_under_a_pin() {
+    loom::model(|| {
+        let (pool, file) = pool(2, 2);
+        let page = move |block| PageId::new(file, block);
+        changed_by_seven(&pool, page(0));
+        let reader = {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || get(&pool, page(0)))
+        };
+        let dropped = pool.drop_unwritten(page(0), 7, 0).unwrap();
+        let seen = reader.join().unwrap();
+        assert!(seen == 7 || (dropped && seen == 0), "read {seen}");
+        assert_eq!(get(&pool, page(0)), if dropped { 0 } else { 7 });
+        assert_eq!(pool.stats().pages_written, 0);
     });
 }

@@ -44,6 +44,12 @@
 //!   usable again. The free-space map (a hint, not logged) may have lost what the
 //!   releases recorded; pages it hides are offered again once vacuum records them, as
 //!   under PostgreSQL's placement.
+//! - **P5** A page its owner *formatted* while owning it (from a page never written: it
+//!   extended the file for it, or the map offered a page that read as new) holds only the
+//!   owner's tuples while owned (P1, and no one else sees them to stamp them). The Barray
+//!   marks such pages ([`Barray::formatted`]); only they may be dropped from the pool
+//!   unwritten when their owner aborts (`HeapFile::drop_aborted_pages`: SI-CV's "if T_j
+//!   aborts Block2 is not written").
 
 use std::collections::HashMap;
 
@@ -124,6 +130,10 @@ struct OwnedPage {
     /// vacuum only add room, and no one else places there), recorded in the free-space
     /// map at release without reading the page again.
     free: usize,
+    /// The owner formatted it from a page never written (it extended the file for it, or
+    /// the map offered a page that read as new), so every version on it is the owner's
+    /// (P1): a candidate for `HeapFile::drop_aborted_pages` if the owner aborts.
+    formatted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -219,11 +229,11 @@ impl Barray {
             Some(_) => Claim::Refused,
             None => {
                 owners.by_block.insert(block, xid);
-                owners
-                    .by_xid
-                    .entry(xid)
-                    .or_default()
-                    .push(OwnedPage { block, free });
+                owners.by_xid.entry(xid).or_default().push(OwnedPage {
+                    block,
+                    free,
+                    formatted: false,
+                });
                 owners.claimed += 1;
                 Claim::Taken
             }
@@ -245,6 +255,37 @@ impl Barray {
             }
         }
         debug_assert!(owners.consistent());
+    }
+
+    /// Notes that `xid` formatted its page `block` from a page never written (under the
+    /// page's exclusive latch, before any version went there).
+    pub(crate) fn formatted(&self, xid: u64, block: u32) {
+        let mut owners = self.owners.lock();
+        debug_assert_eq!(owners.by_block.get(&block), Some(&xid));
+        if let Some(page) = owners
+            .by_xid
+            .get_mut(&xid)
+            .and_then(|pages| pages.iter_mut().find(|page| page.block == block))
+        {
+            page.formatted = true;
+        }
+    }
+
+    /// The pages `xid` owns that it formatted itself ([`Barray::formatted`]), in the
+    /// order taken.
+    pub(crate) fn formatted_pages_of(&self, xid: u64) -> Vec<u32> {
+        self.owners
+            .lock()
+            .by_xid
+            .get(&xid)
+            .map(|pages| {
+                pages
+                    .iter()
+                    .filter(|page| page.formatted)
+                    .map(|page| page.block)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Notes the room left on `xid`'s page `block` after it placed a version there.
@@ -297,6 +338,9 @@ mod tests {
         assert_eq!(barray.pages_of(7), vec![3, 5]);
         assert_eq!(barray.owner(4), Some(8));
         barray.placed(7, 3, 40);
+        assert!(barray.formatted_pages_of(7).is_empty());
+        barray.formatted(7, 5);
+        assert_eq!(barray.formatted_pages_of(7), vec![5]);
         let mut released = barray.release(7);
         released.sort();
         assert_eq!(released, vec![(3, 40), (5, 100)]);

@@ -581,6 +581,26 @@ impl DiskTable {
         self.dead_tuples() as f64 > AUTOVACUUM_THRESHOLD as f64 + AUTOVACUUM_SCALE_FACTOR * tuples
     }
 
+    /// SI-CV's "an aborted transaction's own pages are never written" (co-located
+    /// placement): once `xid`'s abort returned and before its pages are released, drops
+    /// the pages it formatted and alone changed from the pool unwritten
+    /// ([`HeapFile::drop_aborted_pages`]), after removing (logged) the entries every index
+    /// has for its versions there, so that no entry outlives the tuples it names (DT1,
+    /// DT2: an address on a dropped page is taken again by the next tuple placed there).
+    /// Returns how many pages it dropped.
+    pub fn drop_aborted_pages(&self, xid: u64) -> Result<u64> {
+        self.heap.drop_aborted_pages(xid, &mut |roots| {
+            for (tid, row) in roots {
+                let key = self.keys.primary_key(row)?;
+                self.primary.remove(&entry(&key, *tid))?;
+                for (index, tree) in self.indexes.iter().enumerate() {
+                    tree.remove(&entry(&self.keys.index_key(index, row)?, *tid))?;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Vacuums the table ([`HeapFile::vacuum`]), removing the index entries of dead lines
     /// from every index by a scan of each (PostgreSQL's `ambulkdelete`).
     pub fn vacuum(&self, txns: &DiskTransactions) -> Result<VacuumStats> {

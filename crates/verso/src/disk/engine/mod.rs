@@ -777,6 +777,7 @@ impl DiskEngine {
             disk.heap.pages_extended += heap.pages_extended;
             disk.heap.pages_claimed += heap.pages_claimed;
             disk.heap.pages_owned += heap.pages_owned;
+            disk.heap.pages_dropped_at_abort += heap.pages_dropped_at_abort;
             disk.heap_pages += u64::from(entry.table.heap().expect("a heap").pages().unwrap_or(0));
             disk.table_pages += entry.table.pages().unwrap_or(0);
             disk.index_pages += entry.table.index_pages().unwrap_or(0);

@@ -207,6 +207,16 @@ impl TableStorage {
         }
     }
 
+    /// Drops, unwritten, the heap pages aborted transaction `xid` alone formatted and
+    /// changed (SI-CV's co-located placement, [`DiskTable::drop_aborted_pages`]); InnoDB's
+    /// design rolls back in place instead.
+    pub(crate) fn drop_aborted_pages(&self, xid: u64) -> Result<()> {
+        match self {
+            TableStorage::Heap(table) => table.drop_aborted_pages(xid).map(drop),
+            TableStorage::Clustered(_) => Ok(()),
+        }
+    }
+
     /// Vacuums a heap table; InnoDB's design has purge instead (engine-wide).
     pub(crate) fn vacuum(&self, txns: &DiskTransactions) -> Result<()> {
         match self {

@@ -156,9 +156,12 @@ impl<'e> DiskTxn<'e> {
     fn roll_back(&mut self, cause: &std::sync::atomic::AtomicU64) {
         if let Some(txn) = self.txn.take() {
             let xid = txn.snapshot().xid;
-            let _ = txn.abort();
+            if txn.abort().is_ok() {
+                self.drop_aborted_pages(xid);
+            }
             // InnoDB's design: the rows it changed in place go back (after the abort is in
-            // the commit log, C5).
+            // the commit log, C5; an abort that failed failed the log, and recovery rolls
+            // them back).
             self.engine.roll_back_undo(xid);
             self.release_pages(xid);
             Counters::add(cause, 1);
@@ -194,6 +197,25 @@ impl<'e> DiskTxn<'e> {
                     let _ = heap.release(xid);
                     debug_assert!(heap.pages_owned_by(xid).is_empty());
                 }
+            }
+        }
+    }
+
+    /// Drops, unwritten, the pages `xid` formatted and alone changed in the heaps it
+    /// placed versions in, once its abort returned (co-located placement: SI-CV's "if
+    /// T_j aborts Block2 is not written", `DiskTable::drop_aborted_pages`). A failure
+    /// (an I/O error removing an entry or syncing the log) only keeps pages: they are
+    /// written as any other.
+    fn drop_aborted_pages(&self, xid: u64) {
+        if xid == 0 {
+            return;
+        }
+        for &table in self.placed_in.borrow().iter() {
+            if let Ok(entry) = self.engine.table(TableId {
+                index: table,
+                database: self.engine.tag,
+            }) {
+                let _ = entry.table.drop_aborted_pages(xid);
             }
         }
     }
@@ -749,6 +771,11 @@ impl<'e> DiskTxn<'e> {
                 }
             },
         );
+        if let Err(Error::SerializationFailure { .. }) = &result {
+            // Refused by validation: aborted in the commit log (a failed abort would have
+            // been the error).
+            self.drop_aborted_pages(xid);
+        }
         // Ended, committed or not: its pages go back to the free-space map (P2).
         self.release_pages(xid);
         match result {
