@@ -209,15 +209,22 @@ fn concurrent_writers_never_share_a_page_while_both_live() {
     let fs = disk(4);
     let o = open(&fs, Durability::None);
     let stop = std::sync::atomic::AtomicBool::new(false);
+    // The writers go on past their 120 transactions until the checker has seen a live
+    // writer: on a loaded machine it may not run while they do, and the test, which then
+    // checked nothing that matters, failed its own check of that (found flaky under load).
+    let seen = std::sync::atomic::AtomicBool::new(false);
     let (mut checks, mut saw_live) = (0u64, 0u64);
     std::thread::scope(|s| {
         let writers: Vec<_> = (0..3u32)
             .map(|t| {
-                let o = &o;
+                let (o, seen) = (&o, &seen);
                 s.spawn(move || {
                     let mut rng = disk_common::Rng(u64::from(t) * 7919 + 5);
                     let mut mine: Vec<verso::disk::Tid> = Vec::new();
-                    for n in 0..120u32 {
+                    for n in 0..9_000u32 {
+                        if n >= 120 && seen.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
                         let mut txn = o.txns.begin().unwrap();
                         let xid = txn.xid().unwrap();
                         let mut placed = Vec::new();
@@ -257,6 +264,9 @@ fn concurrent_writers_never_share_a_page_while_both_live() {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 saw_live += u64::from(check_no_page_shared_by_live_writers(&o));
                 checks += 1;
+                if saw_live > 0 {
+                    seen.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             (checks, saw_live)
         });
