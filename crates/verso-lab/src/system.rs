@@ -157,9 +157,13 @@ impl DrivenSystem for VersoSystem<'_> {
     /// engine, its tables' files instead).
     fn gauges(&self) -> Gauges {
         let stats = self.db.sample_stats();
-        // On the disk engine, its tables' files, as PostgreSQL's relation sizes.
+        // On the disk engine, its tables' files, as PostgreSQL's relation sizes, and in
+        // InnoDB's design the undo pages in use too (where its old versions are).
         let growth_bytes = match &stats.disk {
-            Some(disk) => Some(disk.table_pages * verso::disk::PAGE_SIZE as u64),
+            Some(disk) => {
+                let undo = disk.undo.pages.saturating_sub(disk.undo.free_pages);
+                Some((disk.table_pages + undo) * verso::disk::PAGE_SIZE as u64)
+            }
             None => crate::memory::resident_bytes(),
         };
         Gauges {
