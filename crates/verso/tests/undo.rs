@@ -648,7 +648,11 @@ fn regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row() {
     let fs = Arc::new(SimulatedFileSystem::new(12));
     let db = Database::open(options(&fs).garbage_collector(GarbageCollector::Steam)).unwrap();
     let table = accounts(&db, 2);
+    // `held` sees the loaded version; an update then the delete follow, so the insert's
+    // prune drops the updated version (no snapshot sees it) and unlinks the delete's
+    // record, while `held` keeps the delete unsettled through the insert's rollback.
     let held = db.begin_read_only(Isolation::Snapshot);
+    set_balance(&db, table, 1, 7);
     let mut txn = db.begin(Isolation::Snapshot);
     assert!(txn.delete(table, &[Value::I64(1)]).unwrap());
     txn.commit().unwrap();
@@ -656,7 +660,9 @@ fn regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row() {
     again
         .insert(table, &[Value::I64(1), Value::I64(5), Value::I64(1)])
         .unwrap();
+    assert!(stats(&db).records_pruned > 0);
     again.abort();
+    assert_eq!(balance(&held, table, 1), Some(100));
     drop(held);
     db.collect_garbage();
     assert_eq!(db.primary_index_entries(table).unwrap(), 1);

@@ -476,10 +476,11 @@ impl DiskEngine {
     }
 
     /// Rolls back aborted transaction `xid`'s changes in InnoDB's design (after its abort is
-    /// in the commit log, C5) and frees its undo pages. A rollback that fails leaves rows
-    /// only a restart can roll back: the log is failed, so the database stops accepting
-    /// writes until it is reopened (whose recovery rolls back).
-    pub(crate) fn roll_back_undo(&self, xid: u64) {
+    /// in the commit log, C5; its snapshot started at `start`) and frees its undo pages. A
+    /// rollback that fails leaves rows only a restart can roll back: the log is failed, so
+    /// the database stops accepting writes until it is reopened (whose recovery rolls
+    /// back).
+    pub(crate) fn roll_back_undo(&self, xid: u64, start: u64) {
         let Some(undo) = &self.undo else { return };
         let Some(ended) = undo.forget(xid) else {
             return;
@@ -488,8 +489,10 @@ impl DiskEngine {
         let rolled_back = self.roll_back_records(xid, &pages).and_then(|()| {
             if ended.holds_versions {
                 // Rows it restored may lead to the versions eager pruning merged into its
-                // log (U4): purge frees it once every snapshot now running has ended.
-                undo.adopt(xid, self.txns.clock(), pages.clone(), true);
+                // log (U4), which only snapshots older than the newest versions it found
+                // may need: each committed below its own snapshot's `start`, so purge may
+                // free the log once every snapshot starts at `start` or later.
+                undo.adopt(xid, start.saturating_sub(1), pages.clone(), true);
                 Ok(())
             } else {
                 undo.free_pages(xid, &pages)

@@ -162,7 +162,7 @@ impl<'e> DiskTxn<'e> {
             // InnoDB's design: the rows it changed in place go back (after the abort is in
             // the commit log, C5; an abort that failed failed the log, and recovery rolls
             // them back).
-            self.engine.roll_back_undo(xid);
+            self.engine.roll_back_undo(xid, self.start);
             self.release_pages(xid);
             Counters::add(cause, 1);
             self.count_ended(false);
@@ -797,7 +797,7 @@ impl<'e> DiskTxn<'e> {
                             .add(crate::stats::Counter::CommitRecordsDropped, 1);
                     }
                 }
-                engine.roll_back_undo(xid);
+                engine.roll_back_undo(xid, start);
                 if committing.get() {
                     owner.mark_not_committing();
                 }
