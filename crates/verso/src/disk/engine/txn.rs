@@ -771,17 +771,12 @@ impl<'e> DiskTxn<'e> {
                 }
             },
         );
-        if let Err(Error::SerializationFailure { .. }) = &result {
-            // Refused by validation: aborted in the commit log (a failed abort would have
-            // been the error).
-            self.drop_aborted_pages(xid);
-        }
         // Ended, committed or not: its pages go back to the free-space map (P2).
         self.release_pages(xid);
         match result {
             Ok((ts, lsn)) => {
-                engine.committed_undo(xid, ts);
                 owner.mark_committed(ts);
+                engine.committed_undo(xid, ts);
                 Counters::add(&c.commits, 1);
                 self.count_ended(true);
                 let horizon = manager.serializable_horizon();
@@ -797,11 +792,19 @@ impl<'e> DiskTxn<'e> {
                             .add(crate::stats::Counter::CommitRecordsDropped, 1);
                     }
                 }
-                engine.roll_back_undo(xid, start);
                 if committing.get() {
                     owner.mark_not_committing();
                 }
                 owner.mark_aborted();
+                // I/O only now that the owner says aborted: a validator in its commit window
+                // may wait on it while it holds a commit-log page that a rollback's reads
+                // need (the history suite hung in CI with the rollback before these marks).
+                if matches!(error, Error::SerializationFailure { .. }) {
+                    // Refused by validation: aborted in the commit log (a failed abort
+                    // would have been the error).
+                    self.drop_aborted_pages(xid);
+                }
+                engine.roll_back_undo(xid, start);
                 let cause = match error {
                     Error::SerializationFailure { .. } => &c.aborts_serialization,
                     _ => &c.aborts_durability,
