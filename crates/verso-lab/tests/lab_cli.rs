@@ -274,7 +274,7 @@ fn bad_options_exit_non_zero_with_a_message() {
         ),
         (
             &["kv", "--compare", "colour=red,blue"],
-            "the axes: gc, storage, protocol, index-pointers, non-inline, eviction, placement, system",
+            "the axes: gc, storage, protocol, index-pointers, non-inline, eviction, placement, disk-storage, system",
         ),
         (&["kv", "--compare", "storage=delta,btree"], "btree"),
         (&["kv", "--compare", "protocol=si"], "at least two"),
