@@ -25,6 +25,36 @@ use crate::sync::Arc as SyncArc;
 use crate::txn::state::TxnShared;
 use crate::{Error, Isolation, KeyRange, NonInline, Result, TableId, Value};
 
+/// Points of a commit where a unit test pauses the committing thread to force an
+/// interleaving (test builds only; `tests::regression_*`).
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pause {
+    /// A commit's error path begins: its record is still published, its owner undecided.
+    RefusedCommitBegins,
+    /// A refused commit is about to do its first I/O (the drop of its pages, the rollback
+    /// of its undo).
+    RollbackIoBegins,
+    /// A validator holds its candidate records (and its commit-log entry's latch).
+    ValidatorCollected,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The calling thread's pause hook, if a test set one.
+    static PAUSE: RefCell<Option<Box<dyn FnMut(Pause)>>> = const { RefCell::new(None) };
+}
+
+/// Runs the calling thread's pause hook at `point`, if a test set one.
+#[cfg(test)]
+fn pause(point: Pause) {
+    PAUSE.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().as_mut() {
+            hook(point);
+        }
+    });
+}
+
 /// Versions a transaction wrote in one table, for autovacuum's counts.
 #[derive(Clone, Copy, Default)]
 struct Written {
@@ -784,6 +814,8 @@ impl<'e> DiskTxn<'e> {
                 Ok((Some(engine.log.durability_log()), lsn.unwrap_or(0)))
             }
             Err(error) => {
+                #[cfg(test)]
+                pause(Pause::RefusedCommitBegins);
                 if let Some(record) = &*record.borrow() {
                     let mut log = slot.validation_log.lock();
                     if let Some(at) = log.iter().rposition(|r| SyncArc::ptr_eq(r, record)) {
@@ -799,6 +831,8 @@ impl<'e> DiskTxn<'e> {
                 // I/O only now that the owner says aborted: a validator in its commit window
                 // may wait on it while it holds a commit-log page that a rollback's reads
                 // need (the history suite hung in CI with the rollback before these marks).
+                #[cfg(test)]
+                pause(Pause::RollbackIoBegins);
                 if matches!(error, Error::SerializationFailure { .. }) {
                     // Refused by validation: aborted in the commit log (a failed abort
                     // would have been the error).
@@ -863,6 +897,8 @@ fn validate(
                 .cloned(),
         );
     }
+    #[cfg(test)]
+    pause(Pause::ValidatorCollected);
     match crate::cc::precision::validate(reads, start, commit_ts, &others) {
         None => Ok(true),
         Some(table) => Err(Error::SerializationFailure {
@@ -877,3 +913,7 @@ fn validate(
         }),
     }
 }
+
+#[cfg(test)]
+#[path = "txn_tests.rs"]
+mod tests;
