@@ -14,7 +14,7 @@ use verso::{
     ConcurrencyControl, GarbageCollector, IndexPointers, Isolation, Options, VersionStorageKind,
 };
 
-use crate::compare::Compared;
+use crate::compare::{Compared, Design};
 use crate::metrics::{LabReport, FORMAT_VERSION};
 use crate::peers::{PeerKind, PeerSpec};
 use crate::report::{check_outputs, comparison_line, summary_table, write_json, write_report};
@@ -259,9 +259,10 @@ pub struct CommonArgs {
     pub chain_consolidation: Option<verso::ChainConsolidation>,
     /// Run several configurations one after the other, each on a freshly loaded database
     /// with the same seed, differing on one axis: AXIS=A,B,... with AXIS one of gc,
-    /// storage, protocol, index-pointers, non-inline, eviction or placement (the disk
-    /// engine's) or system
-    /// (verso and peers), e.g.
+    /// storage, protocol, index-pointers, non-inline, eviction, placement or disk-storage
+    /// (the disk engine's), design (whole engine designs: memory, disk-heap,
+    /// disk-heap-eager, disk-undo, disk-undo-eager; with --disk DIR, without --gc and
+    /// --disk-storage) or system (verso and peers), e.g.
     /// `--compare storage=delta,append-n2o`; a bare list compares collectors
     /// (`--compare steam,watermark`). The other axes keep their options' values.
     #[arg(long, value_name = "AXIS=A,B,...", value_parser = crate::compare::parse)]
@@ -306,8 +307,9 @@ pub struct CommonArgs {
     #[arg(long, value_parser = parse_disk_storage, requires = "disk")]
     pub disk_storage: Option<verso::disk::DiskStorage>,
     /// How long InnoDB's purge leaves committed undo before it may purge it, in seconds
-    /// (with --disk-storage undo; DIVA's delayed purge) [default: 0].
-    #[arg(long, requires = "disk_storage")]
+    /// (with --disk-storage undo, or for the undo designs of --compare design=...; DIVA's
+    /// delayed purge) [default: 0].
+    #[arg(long, requires = "disk")]
     pub purge_delay: Option<f64>,
     /// Separate memory spaces the version storage allocates from (Wu et al. §4.4), each
     /// growing by 512 KiB; each thread takes one by its number modulo N [default: none, the
@@ -499,15 +501,18 @@ impl DurabilityArgs {
                 }
                 config.clients = Some(clients);
             }
+            if config.in_memory {
+                // The `memory` design beside the disk designs: no directory, no log.
+                continue;
+            }
             if let (Some(dir), Some(durability)) = (dir, durability) {
                 if self.disk.is_some() {
-                    // Its design: PostgreSQL's heap, pruned by Steam's eager rule (the
-                    // default) or by PostgreSQL's horizon alone (`--gc vac`).
-                    let storage = config.options.disk_storage.name();
-                    config.label = match config.options.garbage_collector {
-                        verso::GarbageCollector::Vacuum => format!("disk-{storage}"),
-                        _ => format!("disk-{storage}-eager"),
-                    };
+                    // Its design: PostgreSQL's heap or InnoDB's undo, pruned by Steam's eager
+                    // rule (the default) or by PostgreSQL's horizon alone (`--gc vac`).
+                    config.label = crate::compare::disk_label(
+                        config.options.disk_storage,
+                        config.options.garbage_collector,
+                    );
                     let eviction = config.options.buffer_pool_eviction;
                     if eviction != verso::disk::ReplacementPolicy::default() {
                         config.label = format!("{}-{}", config.label, eviction.name());
@@ -1152,7 +1157,7 @@ impl Plan {
             }
             (None, None) => StopAfter::Duration(Duration::from_secs_f64(DEFAULT_DURATION_SECONDS)),
         };
-        let verso_configs = axes.verso.iter().map(|(label, options)| {
+        let verso_configs = axes.verso.iter().map(|(label, options, in_memory)| {
             let protocol = options.concurrency_control;
             RunConfig {
                 // Under every protocol but SI each transaction is serializable, whatever
@@ -1172,6 +1177,7 @@ impl Plan {
                 show_progress: common.sampling.show_progress(),
                 memory_limit_bytes: common.memory_limit,
                 target_rate: common.target_rate,
+                in_memory: *in_memory,
                 ..RunConfig::with_options(label, options.clone())
             }
         });
@@ -1195,7 +1201,7 @@ impl Plan {
             common.baseline,
         );
         common.durability.apply(&mut configs)?;
-        if let Some((_, options)) = axes.verso.iter().find(|(_, options)| {
+        if let Some((_, options, _)) = axes.verso.iter().find(|(_, options, _)| {
             options.concurrency_control != ConcurrencyControl::SnapshotIsolation
         }) {
             if !axes.peers.is_empty() {
@@ -1221,17 +1227,20 @@ impl Plan {
     }
 }
 
-/// The systems a workload command runs: Verso's configurations (label and options), one
-/// per value of the compared axis (or one), and the peers.
+/// The systems a workload command runs: Verso's configurations (label, options, and
+/// whether it stays in memory under `--disk`: the `memory` design), one per value of the
+/// compared axis (or one), and the peers.
 struct VersoAxes {
-    verso: Vec<(String, Options)>,
+    verso: Vec<(String, Options, bool)>,
     peers: Vec<PeerSpec>,
 }
 
 impl VersoAxes {
     /// From `--gc`, `--storage`, `--protocol`, `--index-pointers`, `--non-inline`,
-    /// `--memory-spaces`, `--peer` and `--compare`. Refused: an axis both compared and set
-    /// by its own option, a value named twice, and `system=` beside `--peer`.
+    /// `--memory-spaces`, the disk engine's options, `--peer` and `--compare`. Refused: an
+    /// axis both compared and set by its own option (`design=` beside `--gc` or
+    /// `--disk-storage`, which it sets), a value named twice, `system=` beside `--peer`, a
+    /// disk design without `--disk`, and `--purge-delay` where no run has InnoDB's purge.
     fn of(common: &CommonArgs, peer_args: &PeerArgs) -> Result<VersoAxes, LabError> {
         let mut base = Options::default()
             .garbage_collector(common.gc.unwrap_or_default())
@@ -1248,6 +1257,16 @@ impl VersoAxes {
                     "--purge-delay {seconds}: a number of seconds, zero or more"
                 )));
             }
+            let undo = verso::disk::DiskStorage::Undo;
+            let purges = common.disk_storage == Some(undo)
+                || matches!(&common.compare, Some(Compared::Designs(designs))
+                    if designs.iter().any(|d| d.disk_storage() == Some(undo)));
+            if !purges {
+                return Err(LabError::BadOption(format!(
+                    "--purge-delay {seconds}: it delays InnoDB's purge; give --disk-storage \
+                     undo, or --compare design=... naming disk-undo or disk-undo-eager"
+                )));
+            }
             base = base.purge_delay(std::time::Duration::from_secs_f64(seconds));
         }
         base.memory_spaces = common.memory_spaces;
@@ -1258,7 +1277,7 @@ impl VersoAxes {
         let Some(compared) = &common.compare else {
             let label = base.garbage_collector.name().to_owned();
             return Ok(VersoAxes {
-                verso: vec![(label, base)],
+                verso: vec![(label, base, false)],
                 peers: peer_args.specs()?,
             });
         };
@@ -1279,22 +1298,25 @@ impl VersoAxes {
             Compared::Evictions(_) => common.eviction.is_some(),
             Compared::Placements(_) => common.placement.is_some(),
             Compared::DiskStorages(_) => common.disk_storage.is_some(),
+            Compared::Designs(_) => common.gc.is_some() || common.disk_storage.is_some(),
             Compared::Systems(_) => !peer_args.peers.is_empty(),
         };
         if set_too {
-            let option = match compared {
-                Compared::Systems(_) => "peer",
-                other => other.axis(),
+            let (option, why) = match compared {
+                Compared::Systems(_) => ("peer", ""),
+                Compared::Designs(_) if common.gc.is_some() => ("gc", DESIGN_SETS),
+                Compared::Designs(_) => ("disk-storage", DESIGN_SETS),
+                other => (other.axis(), ""),
             };
             return Err(LabError::BadOption(format!(
                 "--compare {axis}=... and --{option}: the compared axis takes its values \
-                 from --compare only",
+                 from --compare only{why}",
                 axis = compared.axis()
             )));
         }
         let each = |change: &dyn Fn(Options, usize) -> Options| {
             (0..labels.len())
-                .map(|i| (labels[i].to_owned(), change(base.clone(), i)))
+                .map(|i| (labels[i].to_owned(), change(base.clone(), i), false))
                 .collect()
         };
         let verso = match compared {
@@ -1306,6 +1328,32 @@ impl VersoAxes {
             Compared::Evictions(v) => each(&|o, i| o.buffer_pool_eviction(v[i])),
             Compared::Placements(v) => each(&|o, i| o.version_placement(v[i])),
             Compared::DiskStorages(v) => each(&|o, i| o.disk_storage(v[i])),
+            Compared::Designs(v) => {
+                if let Some(on_disk) = v.iter().find(|d| d.disk_storage().is_some()) {
+                    if common.durability.disk.is_none() {
+                        let instead = if common.durability.path.is_some() {
+                            " instead of --path"
+                        } else {
+                            ""
+                        };
+                        return Err(LabError::BadOption(format!(
+                            "--compare design=...: {} runs on the disk engine; give --disk \
+                             DIR{instead} (each disk design gets a fresh directory under it, \
+                             memory runs in memory)",
+                            on_disk.name()
+                        )));
+                    }
+                }
+                v.iter()
+                    .map(|design| {
+                        (
+                            design.name().to_owned(),
+                            design_options(*design, &base),
+                            design.disk_storage().is_none(),
+                        )
+                    })
+                    .collect()
+            }
             Compared::Systems(v) => {
                 let spec = |kind: PeerKind| {
                     let mut spec = PeerSpec::new(kind);
@@ -1327,7 +1375,7 @@ impl VersoAxes {
                 let peers = v.iter().flatten().map(|kind| spec(*kind)).collect();
                 let verso = if v.contains(&None) {
                     let label = base.garbage_collector.name().to_owned();
-                    vec![(label, base.clone())]
+                    vec![(label, base.clone(), false)]
                 } else {
                     Vec::new()
                 };
@@ -1339,6 +1387,48 @@ impl VersoAxes {
             peers: peer_args.specs()?,
         })
     }
+}
+
+/// Why `--compare design=...` refuses `--gc` and `--disk-storage`.
+const DESIGN_SETS: &str = " (each design sets the collector, the disk engine's version \
+                           organization, and whether it runs in memory or on disk)";
+
+/// The options of `design`'s configuration, from the run's options `base` (which
+/// `--compare design=` leaves at the default collector and disk storage): `memory` takes the
+/// in-memory design options (`--storage`, `--protocol`, `--index-pointers`, `--non-inline`,
+/// `--memory-spaces`, ...) and none of the disk engine's; a disk design takes its storage
+/// and collector, `--eviction`, `--placement` (the heap designs: InnoDB's updates rows in
+/// place) and `--purge-delay` (the undo designs), and none of the in-memory ones, which the
+/// disk engine does not take. (`--buffer-pool-mib`, `--direct-io`, `--autovacuum-naptime-ms`,
+/// `--durability` and `--checkpoint-mib` reach the disk designs through
+/// `DurabilityArgs::apply`, which leaves `memory` in memory.)
+fn design_options(design: Design, base: &Options) -> Options {
+    let defaults = Options::default();
+    let Some(storage) = design.disk_storage() else {
+        return base
+            .clone()
+            .garbage_collector(design.garbage_collector())
+            .buffer_pool_eviction(defaults.buffer_pool_eviction)
+            .version_placement(defaults.version_placement)
+            .disk_storage(defaults.disk_storage)
+            .purge_delay(defaults.purge_delay);
+    };
+    let undo = storage == verso::disk::DiskStorage::Undo;
+    defaults
+        .clone()
+        .garbage_collector(design.garbage_collector())
+        .disk_storage(storage)
+        .buffer_pool_eviction(base.buffer_pool_eviction)
+        .version_placement(if undo {
+            defaults.version_placement
+        } else {
+            base.version_placement
+        })
+        .purge_delay(if undo {
+            base.purge_delay
+        } else {
+            defaults.purge_delay
+        })
 }
 
 /// `verso demo`: TPC-B with one snapshot held for the whole run, on Verso's default

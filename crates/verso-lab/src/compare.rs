@@ -2,7 +2,9 @@
 //!
 //! One axis per run; every other axis keeps the value its own option gives (or its
 //! default). The axes are the engine's (collector, version storage, protocol, index
-//! pointers, out-of-line values) and the system (Verso beside the peers). A bare list
+//! pointers, out-of-line values, the disk engine's eviction, placement and version
+//! organization), whole engine designs (the in-memory engine beside the disk engine's
+//! designs: [`Design`]) and the system (Verso beside the peers). A bare list
 //! (`--compare steam,watermark`) compares collectors, as before axes existed.
 
 use verso::disk::ReplacementPolicy;
@@ -37,13 +39,16 @@ pub enum Compared {
     /// `disk-storage=`: the disk engine's version organization (PostgreSQL's heap,
     /// InnoDB's undo).
     DiskStorages(Vec<verso::disk::DiskStorage>),
+    /// `design=`: whole engine designs, each setting the engine (in memory or on disk),
+    /// the disk engine's version organization and the collector at once.
+    Designs(Vec<Design>),
     /// `system=`: Verso (`verso`, with the run's own options) and peers, run on the same
     /// data and seed (`None` is Verso).
     Systems(Vec<Option<PeerKind>>),
 }
 
 /// The axes by name, as `--compare` takes them.
-pub const AXES: [&str; 9] = [
+pub const AXES: [&str; 10] = [
     "gc",
     "storage",
     "protocol",
@@ -52,12 +57,105 @@ pub const AXES: [&str; 9] = [
     "eviction",
     "placement",
     "disk-storage",
+    "design",
     "system",
 ];
 
+/// A whole engine design, as `--compare design=` names it: the in-memory engine, or the
+/// disk engine with one version organization and one collector. The disk designs' names
+/// are the labels a `--disk` run takes from its options ([`disk_label`]): one invocation
+/// with `--compare design=...` labels its runs as the separate invocations would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Design {
+    /// `memory`: the in-memory engine, under Steam (the default collector), with the run's
+    /// in-memory design options (`--storage`, `--protocol`, ...).
+    Memory,
+    /// `disk-heap`: the disk engine, PostgreSQL's heap, pruned by PostgreSQL's rule alone
+    /// (the horizon; `--gc vac`).
+    DiskHeap,
+    /// `disk-heap-eager`: the disk engine, PostgreSQL's heap, with Steam's eager pruning
+    /// on pages (`--gc steam`).
+    DiskHeapEager,
+    /// `disk-undo`: the disk engine, InnoDB's clustered tree and undo, InnoDB's purge
+    /// alone (`--gc vac`).
+    DiskUndo,
+    /// `disk-undo-eager`: the disk engine, InnoDB's clustered tree and undo, purge and
+    /// Steam's eager pruning of undo chains (`--gc steam`).
+    DiskUndoEager,
+}
+
+impl Design {
+    /// Every design, in the order the lab lists them.
+    pub const ALL: [Design; 5] = [
+        Design::Memory,
+        Design::DiskHeap,
+        Design::DiskHeapEager,
+        Design::DiskUndo,
+        Design::DiskUndoEager,
+    ];
+
+    /// Its name on the command line, which is also its runs' label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Design::Memory => "memory",
+            Design::DiskHeap => "disk-heap",
+            Design::DiskHeapEager => "disk-heap-eager",
+            Design::DiskUndo => "disk-undo",
+            Design::DiskUndoEager => "disk-undo-eager",
+        }
+    }
+
+    /// The design named `name`; an unknown name is refused, listing the designs.
+    pub fn from_name(name: &str) -> Result<Design, String> {
+        Design::ALL
+            .into_iter()
+            .find(|design| design.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown design {name:?} ({})",
+                    Design::ALL.map(Design::name).join(", ")
+                )
+            })
+    }
+
+    /// The collector it runs: Steam for `memory` and the eager designs, PostgreSQL's
+    /// vacuum rule (the horizon alone; in InnoDB's design, purge alone) for the others.
+    pub fn garbage_collector(self) -> GarbageCollector {
+        match self {
+            Design::Memory | Design::DiskHeapEager | Design::DiskUndoEager => {
+                GarbageCollector::Steam
+            }
+            Design::DiskHeap | Design::DiskUndo => GarbageCollector::Vacuum,
+        }
+    }
+
+    /// The disk engine's version organization it runs; `None` for `memory`, which runs in
+    /// memory.
+    pub fn disk_storage(self) -> Option<verso::disk::DiskStorage> {
+        match self {
+            Design::Memory => None,
+            Design::DiskHeap | Design::DiskHeapEager => Some(verso::disk::DiskStorage::Heap),
+            Design::DiskUndo | Design::DiskUndoEager => Some(verso::disk::DiskStorage::Undo),
+        }
+    }
+}
+
+/// The label of a run on the disk engine, from its version organization and collector:
+/// `disk-heap` or `disk-undo` under PostgreSQL's rule alone (`--gc vac`), else
+/// `disk-heap-eager` or `disk-undo-eager` (Steam's eager pruning). The disk designs are
+/// named by it ([`Design`]).
+pub fn disk_label(storage: verso::disk::DiskStorage, collector: GarbageCollector) -> String {
+    let storage = storage.name();
+    match collector {
+        GarbageCollector::Vacuum => format!("disk-{storage}"),
+        _ => format!("disk-{storage}-eager"),
+    }
+}
+
 impl Compared {
     /// The axis's name on the command line (`storage`, ...), which is also the option that
-    /// sets it for every configuration (`--storage`), except `system` (`--peer`).
+    /// sets it for every configuration (`--storage`), except `system` (`--peer`) and
+    /// `design` (`--gc`, `--disk-storage` and `--disk` together).
     pub fn axis(&self) -> &'static str {
         match self {
             Compared::Collectors(_) => "gc",
@@ -68,6 +166,7 @@ impl Compared {
             Compared::Evictions(_) => "eviction",
             Compared::Placements(_) => "placement",
             Compared::DiskStorages(_) => "disk-storage",
+            Compared::Designs(_) => "design",
             Compared::Systems(_) => "system",
         }
     }
@@ -83,6 +182,7 @@ impl Compared {
             Compared::Evictions(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Placements(v) => v.iter().map(|x| x.name()).collect(),
             Compared::DiskStorages(v) => v.iter().map(|x| x.name()).collect(),
+            Compared::Designs(v) => v.iter().map(|x| x.name()).collect(),
             Compared::Systems(v) => v.iter().map(|x| x.map_or(VERSO, PeerKind::name)).collect(),
         }
     }
@@ -133,6 +233,7 @@ pub fn parse(text: &str) -> Result<Compared, String> {
             verso::disk::DiskStorage::from_name(v)
                 .ok_or_else(|| format!("unknown disk storage {v:?} (heap, undo)"))
         })?),
+        "design" => Compared::Designs(each(&values, Design::from_name)?),
         "system" => Compared::Systems(each(&values, |v| match v {
             VERSO => Ok(None),
             peer => PeerKind::from_name(peer)
@@ -203,6 +304,17 @@ mod tests {
                 vec!["heap", "undo"],
             ),
             (
+                "design=memory,disk-heap,disk-heap-eager,disk-undo,disk-undo-eager",
+                "design",
+                vec![
+                    "memory",
+                    "disk-heap",
+                    "disk-heap-eager",
+                    "disk-undo",
+                    "disk-undo-eager",
+                ],
+            ),
+            (
                 "system=verso,postgres,sqlite",
                 "system",
                 vec!["verso", "postgres", "sqlite"],
@@ -230,5 +342,50 @@ mod tests {
         refused("storage=delta", "at least two");
         refused("storage=delta,,time-travel", "empty value");
         refused("steam", "at least two");
+        refused(
+            "design=memory,disk-innodb",
+            "unknown design \"disk-innodb\" (memory, disk-heap, disk-heap-eager, disk-undo, \
+             disk-undo-eager)",
+        );
+        refused("design=disk-undo", "at least two");
+    }
+
+    /// Each design sets the engine, the disk storage and the collector, and each disk
+    /// design is named as a `--disk` run with its storage and collector is labelled.
+    #[test]
+    fn each_design_sets_engine_storage_and_collector_and_is_named_as_disk_runs_are() {
+        use verso::disk::DiskStorage;
+        let expected = [
+            (Design::Memory, None, GarbageCollector::Steam),
+            (
+                Design::DiskHeap,
+                Some(DiskStorage::Heap),
+                GarbageCollector::Vacuum,
+            ),
+            (
+                Design::DiskHeapEager,
+                Some(DiskStorage::Heap),
+                GarbageCollector::Steam,
+            ),
+            (
+                Design::DiskUndo,
+                Some(DiskStorage::Undo),
+                GarbageCollector::Vacuum,
+            ),
+            (
+                Design::DiskUndoEager,
+                Some(DiskStorage::Undo),
+                GarbageCollector::Steam,
+            ),
+        ];
+        assert_eq!(Design::ALL.len(), expected.len());
+        for (design, storage, collector) in expected {
+            assert_eq!(Design::from_name(design.name()), Ok(design));
+            assert_eq!(design.disk_storage(), storage, "{}", design.name());
+            assert_eq!(design.garbage_collector(), collector, "{}", design.name());
+            if let Some(storage) = storage {
+                assert_eq!(disk_label(storage, collector), design.name());
+            }
+        }
     }
 }

@@ -106,6 +106,10 @@ pub struct RunConfig {
     /// tens of milliseconds on a busy machine drops a tenth of a 0.2-second run's
     /// schedule).
     pub target_rate_enforced: bool,
+    /// Whether this configuration runs in memory even when the invocation gives `--disk
+    /// DIR` (the `memory` design of `--compare design=...`, beside the disk designs): it
+    /// gets no directory, log or buffer pool.
+    pub in_memory: bool,
 }
 
 /// The share of `--target-rate` a run must achieve, or it fails: a fixed-rate comparison
@@ -141,6 +145,7 @@ impl RunConfig {
             clients: None,
             target_rate: None,
             target_rate_enforced: true,
+            in_memory: false,
         }
     }
 

@@ -274,7 +274,7 @@ fn bad_options_exit_non_zero_with_a_message() {
         ),
         (
             &["kv", "--compare", "colour=red,blue"],
-            "the axes: gc, storage, protocol, index-pointers, non-inline, eviction, placement, disk-storage, system",
+            "the axes: gc, storage, protocol, index-pointers, non-inline, eviction, placement, disk-storage, design, system",
         ),
         (&["kv", "--compare", "storage=delta,btree"], "btree"),
         (&["kv", "--compare", "protocol=si"], "at least two"),
@@ -952,6 +952,240 @@ fn compare_compares_any_axis() {
             assert!(design.contains(has), "{args:?}: {design} lacks {has}");
             assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{run}");
         }
+    }
+}
+
+/// `--compare design=...` sets the collector, the disk storage and in memory or on disk at
+/// once: `--gc` and `--disk-storage` beside it are refused, as are a disk design without
+/// `--disk`, an unknown design (the message lists the designs) and `--purge-delay` where
+/// no design purges; all before anything is created.
+#[test]
+fn compare_design_refuses_what_it_sets_and_needs_disk() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let disk = dir.path().join("db");
+    let disk = disk.to_str().expect("utf-8 path");
+    let designs = "design=memory,disk-undo-eager";
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--disk", disk, "--gc", "vac", "--compare", designs],
+            "--compare design=... and --gc: the compared axis takes its values from --compare \
+             only (each design sets the collector, the disk engine's version organization, \
+             and whether it runs in memory or on disk)",
+        ),
+        (
+            &[
+                "--disk",
+                disk,
+                "--disk-storage",
+                "undo",
+                "--compare",
+                designs,
+            ],
+            "--compare design=... and --disk-storage: the compared axis takes its values",
+        ),
+        (
+            &["--compare", designs],
+            "disk-undo-eager runs on the disk engine; give --disk DIR",
+        ),
+        (
+            &["--path", disk, "--compare", "design=disk-heap,disk-undo"],
+            "disk-heap runs on the disk engine; give --disk DIR instead of --path",
+        ),
+        (
+            &["--disk", disk, "--compare", "design=memory,innodb"],
+            "unknown design \"innodb\" (memory, disk-heap, disk-heap-eager, disk-undo, \
+             disk-undo-eager)",
+        ),
+        (
+            &["--disk", disk, "--compare", "design=disk-heap,disk-heap"],
+            "names disk-heap twice",
+        ),
+        (
+            &[
+                "--disk",
+                disk,
+                "--purge-delay",
+                "1",
+                "--compare",
+                "design=memory,disk-heap-eager",
+            ],
+            "--purge-delay 1: it delays InnoDB's purge",
+        ),
+        (
+            &[
+                "--disk",
+                disk,
+                "--purge-delay",
+                "1",
+                "--disk-storage",
+                "heap",
+            ],
+            "--purge-delay 1: it delays InnoDB's purge",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["tpcb", "--tiny", "--quiet"];
+        all.extend_from_slice(args);
+        let output = verso(&all);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr.contains(message),
+            "{args:?}: expected {message:?} in:\n{stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("temp dir").count(),
+        0,
+        "a refused invocation created nothing"
+    );
+}
+
+/// `--compare design=...` runs the in-memory engine and the four disk designs in one
+/// invocation, each held run beside its own unheld baseline: every run is labelled by its
+/// design; `memory` ran in memory (no directory, no page series) and each disk design on
+/// the disk engine with its storage and collector (its directory, its heap or undo bytes).
+#[test]
+fn compare_design_runs_memory_and_each_disk_design_in_one_invocation() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let disk = dir.path().join("db");
+    let designs = [
+        "memory",
+        "disk-heap",
+        "disk-heap-eager",
+        "disk-undo",
+        "disk-undo-eager",
+    ];
+    let compare = format!("design={}", designs.join(","));
+    let parsed = run_to_json(
+        "five designs",
+        &[
+            "tpcb",
+            "--tiny",
+            "--workers",
+            "2",
+            "--duration",
+            "0.4",
+            "--sample-ms",
+            "100",
+            "--hold-snapshot",
+            "--baseline",
+            "--disk",
+            disk.to_str().expect("utf-8 path"),
+            "--buffer-pool-mib",
+            "1",
+            "--compare",
+            &compare,
+            "--quiet",
+        ],
+    );
+    let runs = parsed["runs"].as_array().expect("runs");
+    let got: Vec<(&str, bool)> = runs
+        .iter()
+        .map(|run| {
+            let configuration = &run["configuration"];
+            (
+                configuration["label"].as_str().expect("label"),
+                configuration["hold_snapshot"].as_bool().expect("held"),
+            )
+        })
+        .collect();
+    let expected: Vec<(&str, bool)> = designs
+        .iter()
+        .flat_map(|design| [(*design, true), (*design, false)])
+        .collect();
+    assert_eq!(got, expected, "each design held, then its baseline");
+    for run in runs {
+        let configuration = &run["configuration"];
+        let label = configuration["label"].as_str().expect("label");
+        let design = configuration["design"].as_str().expect("design");
+        let gc = configuration["garbage_collector"].as_str().expect("gc");
+        let last = run["samples"]
+            .as_array()
+            .and_then(|samples| samples.last())
+            .expect("samples");
+        let bytes = |key: &str| last[key].as_u64().expect(key);
+        assert!(run["totals"]["oltp_commits"].as_u64() > Some(0), "{label}");
+        match label {
+            "memory" => {
+                assert!(!design.starts_with("disk-"), "{label}: {design}");
+                assert_eq!(gc, "steam", "{label}");
+                assert_eq!(
+                    (bytes("heap_bytes"), bytes("undo_bytes")),
+                    (0, 0),
+                    "{label}"
+                );
+                let durability = configuration["durability"].as_str().expect("durability");
+                assert!(!durability.contains("disk engine"), "{label}: {durability}");
+            }
+            _ => {
+                let storage = if label.starts_with("disk-undo") {
+                    "undo"
+                } else {
+                    "heap"
+                };
+                assert!(
+                    design.starts_with(&format!("disk-{storage}/")),
+                    "{label}: {design}"
+                );
+                let eager = label.ends_with("-eager");
+                assert_eq!(gc, if eager { "steam" } else { "vac" }, "{label}");
+                assert!(bytes("heap_bytes") > 0, "{label}: {last}");
+                if storage == "undo" {
+                    assert!(bytes("undo_bytes") > 0, "{label}: {last}");
+                } else {
+                    assert_eq!(bytes("undo_bytes"), 0, "{label}: {last}");
+                }
+            }
+        }
+    }
+    // The disk designs' databases, numbered in plan order; none for `memory`.
+    let mut directories: Vec<String> = std::fs::read_dir(&disk)
+        .expect("the disk designs' directory")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .into_string()
+                .expect("utf-8")
+        })
+        .collect();
+    directories.sort();
+    assert_eq!(
+        directories,
+        [
+            "03-disk-heap-held",
+            "04-disk-heap",
+            "05-disk-heap-eager-held",
+            "06-disk-heap-eager",
+            "07-disk-undo-held",
+            "08-disk-undo",
+            "09-disk-undo-eager-held",
+            "10-disk-undo-eager",
+        ]
+    );
+    // The held runs compared with one another, each judged against its own baseline.
+    let comparison = parsed["comparison"].as_str().expect("comparison line");
+    for design in &designs[1..] {
+        assert!(
+            comparison.contains(&format!("the OLTP throughput of {design},")),
+            "{comparison}"
+        );
+    }
+    assert!(comparison.starts_with("memory: "), "{comparison}");
+    let conclusions: Vec<&str> = parsed["conclusions"]
+        .as_array()
+        .expect("conclusions")
+        .iter()
+        .map(|line| line.as_str().expect("line"))
+        .collect();
+    for design in designs {
+        assert!(
+            conclusions.iter().any(|line| line
+                .starts_with(&format!("{design}: with one snapshot held"))
+                && line.contains("of its run without the snapshot")),
+            "{design}: {conclusions:#?}"
+        );
     }
 }
 
