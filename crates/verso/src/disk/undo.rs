@@ -12,45 +12,53 @@
 //! body starts with its header:
 //!
 //! ```text
-//! | owner xid u64 (0: free) | generation u32 | sequence u32 | used u16 | records u16 | dead u16 | reserved u16 |
+//! | taker xid u64 (0: free) | generation u32 | reserved u32 | used u16 | records u16 | done u16 | reserved u16 |
 //! ```
 //!
-//! then `used` bytes of records, each `| length u16 | body |` ([`UndoRecord`]); a record
-//! eager pruning unlinked from its row's chain has the top bit of its first byte (its
-//! kind) set and counts in `dead`, unless it is a delete's (which keeps its page for its
-//! purge). `sequence`
-//! orders the pages of one owner's log; `generation` grows each time the page is given to
-//! a new owner, and a roll pointer ([`RollPtr`]) names it, so a reader holding a pointer
-//! into a page that was freed and taken again finds out instead of reading another
-//! transaction's record (U3).
+//! then `used` bytes of records, each framed `| length u16 | owner xid u64 | sequence u32 |
+//! body |` ([`UndoRecord`] is the body). Pages are shared, as InnoDB reuses a committed
+//! log's page for the next logs while it is less than full: every record goes to the one
+//! *open* page until it is full (then a free or new page opens), whoever its owner, so a
+//! transaction that writes one record takes 80-odd bytes, not a page. `sequence` orders
+//! one owner's records across pages. The top bit of a record's first byte (its kind)
+//! says eager pruning unlinked it from its row's chain; the next bit says it is *done*:
+//! nothing will read it again (unlinked, or its log purged, rolled back, or of inserts
+//! only and committed). `done` counts those. A delete's record unlinked by pruning is not
+//! done: it keeps its duty for purge. `generation` grows each time the page is taken from
+//! the free list, and a roll pointer ([`RollPtr`]) names it, so a reader holding a
+//! pointer into a page that was freed and taken again finds out instead of reading
+//! another transaction's record (U3). The taker is the transaction that opened the page
+//! (for the curious; nothing depends on it but 0 meaning free).
 //!
 //! # Invariants
 //!
-//! - **U1** A transaction's records are on pages it owns (owner = its id) and are appended
-//!   only by it, in the order of its writes; pages of one owner are in `sequence` order.
-//!   Its log is live until its end, then (committed, with records that purge needs)
-//!   in the history list until purged, else free at once.
+//! - **U1** A transaction's records are appended only by it, in the order of its writes
+//!   (their `sequence`), each framed with its id. Its log (its records) is live until its
+//!   end, then (committed, with records that purge needs) in the history list until
+//!   purged, else done at once; its inserts' records are done at its commit.
 //! - **U2** (write-ahead of undo) A record is appended, logged, before the change it undoes
 //!   is made to the row: any row change recovery redoes finds its undo record redone
 //!   before it.
-//! - **U3** A page's generation changes, logged, whenever it is given to a new owner, and a
-//!   record is read only under its page's latch after checking the pointer's generation:
-//!   a reader never decodes bytes of a record that is not the one its pointer named.
-//! - **U4** A page is freed (owner 0, logged) only when no row and no record of a live
-//!   chain can still lead to one of its records for a reader that needs it: at its
-//!   owner's rollback (the rows were restored first; a log holding records eager pruning
-//!   wrote, which restored rows may lead to, waits in the history list instead), when
-//!   purge is done with its owner's log (every snapshot sees a newer version of every row
-//!   it wrote), and when every record on it is dead and its owner has ended (eager
-//!   pruning unlinked each from its chain).
+//! - **U3** A page's generation changes, logged, whenever it is taken from the free list,
+//!   and a record is read only under its page's latch after checking the pointer's
+//!   generation: a reader never decodes bytes of a record that is not the one its pointer
+//!   named.
+//! - **U4** A page is freed (taker 0, logged) only when every record on it is done, and
+//!   closed first if it is the open page (no record will be appended to it): no row and no record of a
+//!   live chain can then lead to one of its records for a reader that needs it. A record
+//!   is done at its owner's rollback (the rows were restored first; a log holding records
+//!   eager pruning wrote, which restored rows may lead to, waits in the history list
+//!   instead), when purge is done with its owner's log (every snapshot sees a newer
+//!   version of every row it wrote), at the commit for an insert's record (no reader
+//!   follows one), and when eager pruning unlinked it from its chain.
 //!
 //! # Recovery
 //!
-//! [`UndoSpace::open`] reads every page after the page log's redo: free pages go to the
-//! free list, owned pages are grouped by owner in `sequence` order. The engine rolls back
-//! every log whose owner did not commit (in progress at the crash, or aborted before its
-//! rollback finished: the commit log reads both as aborted, X3), then puts the committed
-//! ones in the history list in commit order.
+//! [`UndoSpace::open`] reads every page after the page log's redo: free pages and pages
+//! whose records are all done go to the free list; the records not done are grouped by
+//! owner. The engine rolls back every log whose owner did not commit (in progress at the
+//! crash, or aborted before its rollback finished: the commit log reads both as aborted,
+//! X3), then puts the committed ones in the history list in commit order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,23 +70,31 @@ use super::page_log::{PageChange, PageLog};
 use crate::sync::Mutex;
 use crate::{Error, Result};
 
-/// The page kind of undo pages.
-pub const KIND_UNDO_PAGE: u16 = 0x0DD0;
+/// The page kind of undo pages (format 2: shared pages, records framed with their owner).
+pub const KIND_UNDO_PAGE: u16 = 0x0DD2;
+/// The page kind of the first undo format (a page per transaction), which this build
+/// refuses to read.
+const KIND_UNDO_PAGE_FORMAT_1: u16 = 0x0DD0;
+/// The undo format this build reads.
+const UNDO_FORMAT: u32 = 2;
 
 const BODY_BYTES: usize = PAGE_SIZE - PAGE_HEADER_BYTES;
 /// Bytes of an undo page's header.
 pub const UNDO_HEADER_BYTES: usize = 24;
-const OWNER_AT: usize = 0;
+const TAKER_AT: usize = 0;
 const GENERATION_AT: usize = 8;
-const SEQUENCE_AT: usize = 12;
 const USED_AT: usize = 16;
 const RECORDS_AT: usize = 18;
-const DEAD_AT: usize = 20;
+const DONE_AT: usize = 20;
+/// Bytes of a record's frame before its body: length u16, owner u64, sequence u32.
+const FRAME_BYTES: usize = 14;
 /// The bit of a record's first byte that says eager pruning unlinked it.
-const DEAD_BIT: u8 = 0x80;
+const UNLINKED_BIT: u8 = 0x80;
+/// The bit of a record's first byte that says it is done (counted in the page's `done`).
+const DONE_BIT: u8 = 0x40;
 
 /// The most bytes a record's body takes (one always fits an empty page).
-pub const MAX_UNDO_RECORD_BYTES: usize = BODY_BYTES - UNDO_HEADER_BYTES - 2;
+pub const MAX_UNDO_RECORD_BYTES: usize = BODY_BYTES - UNDO_HEADER_BYTES - FRAME_BYTES;
 
 /// Where a record is: its page, its offset in the page's body, and the page's generation
 /// when it was written (U3). [`RollPtr::NONE`] leads nowhere (a row with no older version).
@@ -253,7 +269,7 @@ impl UndoRecord {
             at = end;
             Ok(taken)
         };
-        let kind = match take(1)?[0] & !DEAD_BIT {
+        let kind = match take(1)?[0] & !(UNLINKED_BIT | DONE_BIT) {
             1 => UndoKind::Insert,
             2 => UndoKind::Update,
             3 => UndoKind::Delete,
@@ -304,12 +320,13 @@ impl UndoRecord {
 /// An undo page's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
-    owner: u64,
+    /// The transaction that took the page from the free list (0: the page is free).
+    taker: u64,
     generation: u32,
-    sequence: u32,
     used: u16,
     records: u16,
-    dead: u16,
+    /// Records done (no reader, rollback or purge reads them again).
+    done: u16,
 }
 
 impl Header {
@@ -317,35 +334,51 @@ impl Header {
         let u16_at = |at: usize| u16::from_le_bytes(body[at..at + 2].try_into().expect("two"));
         let u32_at = |at: usize| u32::from_le_bytes(body[at..at + 4].try_into().expect("four"));
         Header {
-            owner: u64::from_le_bytes(body[OWNER_AT..OWNER_AT + 8].try_into().expect("eight")),
+            taker: u64::from_le_bytes(body[TAKER_AT..TAKER_AT + 8].try_into().expect("eight")),
             generation: u32_at(GENERATION_AT),
-            sequence: u32_at(SEQUENCE_AT),
             used: u16_at(USED_AT),
             records: u16_at(RECORDS_AT),
-            dead: u16_at(DEAD_AT),
+            done: u16_at(DONE_AT),
         }
     }
 
     fn bytes(&self) -> [u8; UNDO_HEADER_BYTES] {
         let mut out = [0u8; UNDO_HEADER_BYTES];
-        out[OWNER_AT..OWNER_AT + 8].copy_from_slice(&self.owner.to_le_bytes());
+        out[TAKER_AT..TAKER_AT + 8].copy_from_slice(&self.taker.to_le_bytes());
         out[GENERATION_AT..GENERATION_AT + 4].copy_from_slice(&self.generation.to_le_bytes());
-        out[SEQUENCE_AT..SEQUENCE_AT + 4].copy_from_slice(&self.sequence.to_le_bytes());
         out[USED_AT..USED_AT + 2].copy_from_slice(&self.used.to_le_bytes());
         out[RECORDS_AT..RECORDS_AT + 2].copy_from_slice(&self.records.to_le_bytes());
-        out[DEAD_AT..DEAD_AT + 2].copy_from_slice(&self.dead.to_le_bytes());
+        out[DONE_AT..DONE_AT + 2].copy_from_slice(&self.done.to_le_bytes());
         out
     }
 
     /// Whether the header is one an undo page can have (else the page is corrupt).
     fn is_sane(&self) -> bool {
-        UNDO_HEADER_BYTES + self.used as usize <= BODY_BYTES && self.dead <= self.records
+        UNDO_HEADER_BYTES + self.used as usize <= BODY_BYTES && self.done <= self.records
+    }
+
+    /// Whether the page may be freed: every record done (U4; the caller checks it is not
+    /// the open page).
+    fn all_done(&self) -> bool {
+        self.done == self.records
+    }
+}
+
+/// The error for a page of the first undo format (a page per transaction).
+fn format_1_refused() -> Error {
+    Error::UnsupportedFormat {
+        file: "the undo file".into(),
+        found: 1,
+        supported: UNDO_FORMAT,
     }
 }
 
 /// Redoes a logged write of bytes into an undo page's body ([`PageChange::UndoWrite`]).
 pub(crate) fn redo_write(page: &mut PageMut<'_>, at: u16, bytes: &[u8]) -> Result<()> {
     let id = page.id();
+    if page.kind() == KIND_UNDO_PAGE_FORMAT_1 {
+        return Err(format_1_refused());
+    }
     let end = at as usize + bytes.len();
     if page.kind() != KIND_UNDO_PAGE || end > BODY_BYTES {
         return Err(Error::Corruption {
@@ -362,33 +395,74 @@ pub(crate) fn redo_write(page: &mut PageMut<'_>, at: u16, bytes: &[u8]) -> Resul
     Ok(())
 }
 
-/// The records of one page, each with its offset; a defect is the page's corruption.
-fn page_records(body: &[u8]) -> std::result::Result<Vec<(u16, &[u8])>, String> {
+/// One framed record on a page, as [`page_records`] finds it.
+#[derive(Clone, Copy, Debug)]
+struct Frame<'a> {
+    /// The frame's offset in the page's body (a roll pointer's `offset`).
+    at: u16,
+    owner: u64,
+    sequence: u32,
+    /// The record's body; its first byte is the kind with the unlinked and done bits.
+    body: &'a [u8],
+}
+
+impl Frame<'_> {
+    fn flags(&self) -> u8 {
+        self.body.first().copied().unwrap_or(0)
+    }
+
+    fn unlinked(&self) -> bool {
+        self.flags() & UNLINKED_BIT != 0
+    }
+
+    fn done(&self) -> bool {
+        self.flags() & DONE_BIT != 0
+    }
+}
+
+/// The records of one page, each framed; a defect (including a `done` count that does not
+/// match the records' bits) is the page's corruption.
+fn page_records(body: &[u8]) -> std::result::Result<Vec<Frame<'_>>, String> {
     let header = Header::read(body);
     if !header.is_sane() {
-        return Err(format!("an undo page claims {} bytes used", header.used));
+        return Err(format!(
+            "an undo page claims {} bytes used and {} of {} records done",
+            header.used, header.done, header.records
+        ));
     }
     let end = UNDO_HEADER_BYTES + header.used as usize;
     let mut at = UNDO_HEADER_BYTES;
     let mut records = Vec::with_capacity(header.records as usize);
     while at < end {
-        if at + 2 > end {
-            return Err(format!("an undo record's length cut at byte {at}"));
+        if at + FRAME_BYTES > end {
+            return Err(format!("an undo record's frame cut at byte {at}"));
         }
         let len = u16::from_le_bytes(body[at..at + 2].try_into().expect("two")) as usize;
-        if at + 2 + len > end {
+        if len == 0 || at + FRAME_BYTES + len > end {
             return Err(format!(
-                "an undo record at byte {at} runs past the page's used bytes"
+                "an undo record at byte {at} of {len} bytes runs past the page's used bytes"
             ));
         }
-        records.push((at as u16, &body[at + 2..at + 2 + len]));
-        at += 2 + len;
+        records.push(Frame {
+            at: at as u16,
+            owner: u64::from_le_bytes(body[at + 2..at + 10].try_into().expect("eight")),
+            sequence: u32::from_le_bytes(body[at + 10..at + 14].try_into().expect("four")),
+            body: &body[at + FRAME_BYTES..at + FRAME_BYTES + len],
+        });
+        at += FRAME_BYTES + len;
     }
     if records.len() != header.records as usize {
         return Err(format!(
             "an undo page claims {} records and holds {}",
             header.records,
             records.len()
+        ));
+    }
+    let done = records.iter().filter(|frame| frame.done()).count();
+    if done != header.done as usize {
+        return Err(format!(
+            "an undo page claims {} records done and marks {done}",
+            header.done
         ));
     }
     Ok(records)
@@ -401,7 +475,7 @@ pub struct CommittedLog {
     pub xid: u64,
     /// Its commit timestamp.
     pub commit_ts: u64,
-    /// Its pages, in order.
+    /// The pages holding its records (each once).
     pub pages: Vec<u32>,
     /// When it joined the history list (purge's delay counts from here).
     pub since: std::time::Instant,
@@ -413,10 +487,16 @@ pub struct CommittedLog {
 /// A live transaction's undo log.
 #[derive(Debug, Default)]
 struct LiveLog {
+    /// The pages holding its records, in the order of its first record on each.
     pages: Vec<u32>,
+    /// The next record's sequence number.
+    next_sequence: u32,
     /// It holds a record purge must see (an update or a delete): at commit it joins the
-    /// history list; a log of inserts only is freed at commit (no reader follows them).
+    /// history list; a log of inserts only is done at commit (no reader follows them).
     needs_purge: bool,
+    /// It holds an insert's record: done at commit (only a rollback reads it; InnoDB
+    /// keeps insert undo apart and frees it at commit).
+    has_inserts: bool,
     /// It holds records eager pruning wrote (merged versions of rows it changed), which
     /// a row its rollback restores leads to: after a rollback it waits in the history
     /// list rather than be freed (U4).
@@ -426,7 +506,7 @@ struct LiveLog {
 /// A live log that ended without a commit.
 #[derive(Debug)]
 pub struct EndedLog {
-    /// Its pages.
+    /// The pages holding its records.
     pub pages: Vec<u32>,
     /// Whether it holds records eager pruning wrote.
     pub holds_versions: bool,
@@ -435,6 +515,10 @@ pub struct EndedLog {
 #[derive(Debug, Default)]
 struct State {
     free: Vec<u32>,
+    /// The page records are appended to (U4: closed before it is freed); none before the
+    /// first record, and after the open one filled or was freed until the next record
+    /// opens another.
+    open: Option<u32>,
     live: HashMap<u64, LiveLog>,
     /// By commit timestamp (then id), the committed logs purge has not finished.
     history: BTreeMap<(u64, u64), CommittedLog>,
@@ -464,7 +548,8 @@ pub struct UndoStats {
     pub records_merged: u64,
     /// Records eager pruning unlinked from their rows' chains.
     pub records_pruned: u64,
-    /// Pages freed because every record on them was pruned (before purge reached them).
+    /// Pages freed when eager pruning marked the last of their records done (before
+    /// purge reached them).
     pub pages_freed_eagerly: u64,
 }
 
@@ -495,14 +580,25 @@ impl std::fmt::Debug for UndoSpace {
 /// The undo logs recovery found: whose to roll back, whose to purge.
 #[derive(Debug, Default)]
 pub struct FoundLogs {
-    /// Logs by owner, pages in `sequence` order.
+    /// Logs by owner: the pages holding an owner's records not done, each once.
     pub by_owner: BTreeMap<u64, Vec<u32>>,
+}
+
+/// What appending a record to a page came to.
+enum Appended {
+    /// Written there.
+    At(RollPtr),
+    /// The page is the open one and the record does not fit: it was closed.
+    Full,
+    /// The page is not (or no longer) the open one.
+    NotOpen,
 }
 
 impl UndoSpace {
     /// Opens the undo space in `file` (attached to `pool`, after the page log's redo),
-    /// reading every page: free ones to the free list, owned ones returned by owner for
-    /// the engine to roll back or queue for purge ([`UndoSpace::adopt`]).
+    /// reading every page: free ones (and those whose records are all done) to the free
+    /// list, the records not done returned by owner for the engine to roll back or queue
+    /// for purge ([`UndoSpace::adopt`]). A page of the first undo format is refused.
     pub fn open(
         pool: Arc<BufferPool>,
         file: FileNo,
@@ -510,34 +606,33 @@ impl UndoSpace {
     ) -> Result<(Self, FoundLogs)> {
         let pages = pool.file_pages(file)?;
         let mut state = State::default();
-        let mut owned: BTreeMap<u64, Vec<(u32, u32)>> = BTreeMap::new();
+        let mut found = FoundLogs::default();
         for block in 0..pages {
             let page = pool.read(PageId::new(file, block))?;
+            if page.kind() == KIND_UNDO_PAGE_FORMAT_1 {
+                return Err(format_1_refused());
+            }
             if page.kind() != KIND_UNDO_PAGE {
                 state.free.push(block);
                 continue;
             }
             let header = Header::read(page.body());
-            page_records(page.body()).map_err(|reason| Error::Corruption {
+            let frames = page_records(page.body()).map_err(|reason| Error::Corruption {
                 file: "the undo file".into(),
                 offset: PageId::new(file, block).offset(),
                 reason,
             })?;
-            if header.owner == 0 {
+            if header.taker == 0 || header.all_done() {
+                // Nothing reads its records again (U4); taking it raises its generation.
                 state.free.push(block);
-            } else {
-                owned
-                    .entry(header.owner)
-                    .or_default()
-                    .push((header.sequence, block));
+                continue;
             }
-        }
-        let mut found = FoundLogs::default();
-        for (owner, mut pages) in owned {
-            pages.sort_unstable();
-            found
-                .by_owner
-                .insert(owner, pages.into_iter().map(|(_, block)| block).collect());
+            for frame in frames.iter().filter(|frame| !frame.done()) {
+                let pages = found.by_owner.entry(frame.owner).or_default();
+                if pages.last() != Some(&block) {
+                    pages.push(block);
+                }
+            }
         }
         // Taken from the end first: low blocks are reused first, keeping the file dense.
         state.free.sort_unstable_by(|a, b| b.cmp(a));
@@ -580,8 +675,8 @@ impl UndoSpace {
         );
     }
 
-    /// Appends `record` to `xid`'s log (taking a page for it if its last is full or it has
-    /// none) and returns where it is. Logged before the row change it undoes (U2).
+    /// Appends `record` to `xid`'s log, on the open page (opening one if there is none or
+    /// it is full), and returns where it is. Logged before the row change it undoes (U2).
     pub fn append(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
         self.append_as(xid, record, false)
     }
@@ -604,44 +699,85 @@ impl UndoSpace {
                 limit: MAX_UNDO_RECORD_BYTES,
             });
         }
-        let last = {
+        let (sequence, open) = {
             let mut state = self.state.lock();
+            let open = state.open;
             let live = state.live.entry(xid).or_default();
             live.needs_purge |= record.kind != UndoKind::Insert;
+            live.has_inserts |= record.kind == UndoKind::Insert;
             live.holds_versions |= merged;
-            live.pages.last().copied()
+            let sequence = live.next_sequence;
+            live.next_sequence += 1;
+            (sequence, open)
         };
-        if let Some(block) = last {
-            let mut page = self.pool.write(PageId::new(self.file, block))?;
-            if let Some(ptr) = self.write_record(&mut page, xid, &body)? {
-                return Ok(ptr);
+        let mut frame = Vec::with_capacity(FRAME_BYTES + body.len());
+        frame.extend_from_slice(&(body.len() as u16).to_le_bytes());
+        frame.extend_from_slice(&xid.to_le_bytes());
+        frame.extend_from_slice(&sequence.to_le_bytes());
+        frame.extend_from_slice(&body);
+        let mut open = open;
+        loop {
+            if let Some(block) = open {
+                let mut page = self.pool.write(PageId::new(self.file, block))?;
+                if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame)? {
+                    return Ok(self.noted(xid, ptr));
+                }
+                drop(page);
+                // Full (closed now) or closed by another appender, who may have opened
+                // the next one already.
+                let now = self.state.lock().open;
+                if now.is_some() && now != Some(block) {
+                    open = now;
+                    continue;
+                }
             }
+            let mut page = self.take_page(xid)?;
+            if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame)? {
+                return Ok(self.noted(xid, ptr));
+            }
+            // Another appender opened a page meanwhile (this one went back free).
+            drop(page);
+            open = self.state.lock().open;
         }
-        let mut page = self.take_page(xid)?;
-        let ptr = self
-            .write_record(&mut page, xid, &body)?
-            .expect("a record fits an empty page");
-        Ok(ptr)
     }
 
-    /// Writes a record at the end of an owned page, if it fits.
-    fn write_record(
-        &self,
-        page: &mut PageMut<'_>,
-        xid: u64,
-        body: &[u8],
-    ) -> Result<Option<RollPtr>> {
-        let mut header = Header::read(page.body());
-        debug_assert_eq!(header.owner, xid, "U1: a record goes on its owner's page");
-        let at = UNDO_HEADER_BYTES + header.used as usize;
-        if at + 2 + body.len() > BODY_BYTES {
-            return Ok(None);
+    /// Notes that `xid` has a record on `ptr`'s page.
+    fn noted(&self, xid: u64, ptr: RollPtr) -> RollPtr {
+        let mut state = self.state.lock();
+        let pages = &mut state
+            .live
+            .get_mut(&xid)
+            .expect("live while it appends")
+            .pages;
+        if !pages.contains(&ptr.block) {
+            pages.push(ptr.block);
         }
-        let mut bytes = Vec::with_capacity(2 + body.len());
-        bytes.extend_from_slice(&(body.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(body);
-        page.body_mut()[at..at + bytes.len()].copy_from_slice(&bytes);
-        header.used += bytes.len() as u16;
+        ptr
+    }
+
+    /// Writes a framed record at the end of `page` if it is the open page and the record
+    /// fits; a full open page is closed (and freed if every record on it is done, U4).
+    fn write_record(&self, page: &mut PageMut<'_>, xid: u64, frame: &[u8]) -> Result<Appended> {
+        let block = page.id().block;
+        if page.kind() != KIND_UNDO_PAGE || self.state.lock().open != Some(block) {
+            return Ok(Appended::NotOpen);
+        }
+        let mut header = Header::read(page.body());
+        debug_assert_ne!(header.taker, 0, "U4: the open page is not free");
+        let at = UNDO_HEADER_BYTES + header.used as usize;
+        if at + frame.len() > BODY_BYTES {
+            let mut state = self.state.lock();
+            if state.open == Some(block) {
+                state.open = None;
+            }
+            drop(state);
+            if header.all_done() {
+                self.free_page(page, &mut header)?;
+            }
+            return Ok(Appended::Full);
+        }
+        page.body_mut()[at..at + frame.len()].copy_from_slice(frame);
+        header.used += frame.len() as u16;
         header.records += 1;
         let header_bytes = header.bytes();
         page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&header_bytes);
@@ -652,7 +788,7 @@ impl UndoSpace {
                 &[
                     PageChange::UndoWrite {
                         at: at as u16,
-                        bytes: &bytes,
+                        bytes: frame,
                     },
                     PageChange::UndoWrite {
                         at: 0,
@@ -662,20 +798,18 @@ impl UndoSpace {
             )],
         )?;
         self.records_written.fetch_add(1, Ordering::Relaxed);
-        Ok(Some(RollPtr {
-            block: page.id().block,
+        Ok(Appended::At(RollPtr {
+            block,
             offset: at as u16,
             generation: header.generation,
         }))
     }
 
-    /// Gives `xid` a page of its own: a free one (its generation raised, U3) or a new one.
+    /// Opens a page for appends: a free one (its generation raised, U3) or a new one. If
+    /// another appender opened one meanwhile, that one stays open and this one is given
+    /// back to the free list (the caller appends to the open one).
     fn take_page(&self, xid: u64) -> Result<PageMut<'_>> {
-        let (free, sequence) = {
-            let mut state = self.state.lock();
-            let sequence = state.live.get(&xid).map_or(0, |log| log.pages.len()) as u32;
-            (state.free.pop(), sequence)
-        };
+        let free = self.state.lock().free.pop();
         let mut page = match free {
             Some(block) => match self.pool.write(PageId::new(self.file, block)) {
                 Ok(page) => page,
@@ -693,12 +827,11 @@ impl UndoSpace {
             0
         };
         let header = Header {
-            owner: xid,
+            taker: xid,
             generation,
-            sequence,
             used: 0,
             records: 0,
-            dead: 0,
+            done: 0,
         };
         let bytes = header.bytes();
         let logged = if formatted {
@@ -720,20 +853,25 @@ impl UndoSpace {
             self.log
                 .log_for(xid, &mut [(&mut page, &[PageChange::Image])])
         };
-        logged?;
         let block = page.id().block;
-        self.state
-            .lock()
-            .live
-            .entry(xid)
-            .or_default()
-            .pages
-            .push(block);
+        if let Err(error) = logged {
+            self.state.lock().free.push(block);
+            return Err(error);
+        }
+        let mut state = self.state.lock();
+        if state.open.is_none() {
+            state.open = Some(block);
+        } else {
+            // Taken, formatted and empty: back to the free list as it is (a later take
+            // raises its generation again).
+            state.free.push(block);
+        }
+        drop(state);
         Ok(page)
     }
 
-    /// The record `ptr` names, or `None` if its page was given to another owner since
-    /// (U3: the caller reads the row again).
+    /// The record `ptr` names, with its owner, or `None` if its page was freed (and maybe
+    /// taken again) since (U3: the caller reads the row again).
     pub fn read(&self, ptr: RollPtr) -> Result<Option<(u64, UndoRecord)>> {
         debug_assert!(!ptr.is_none());
         self.records_read.fetch_add(1, Ordering::Relaxed);
@@ -743,7 +881,7 @@ impl UndoSpace {
             return Ok(None);
         }
         let header = Header::read(page.body());
-        if header.generation != ptr.generation || header.owner == 0 {
+        if header.generation != ptr.generation || header.taker == 0 {
             return Ok(None);
         }
         let corrupt = |reason: String| Error::Corruption {
@@ -752,7 +890,8 @@ impl UndoSpace {
             reason,
         };
         let at = ptr.offset as usize;
-        if at < UNDO_HEADER_BYTES || at + 2 > UNDO_HEADER_BYTES + header.used as usize {
+        let used_end = UNDO_HEADER_BYTES + header.used as usize;
+        if at < UNDO_HEADER_BYTES || at + FRAME_BYTES > used_end {
             return Err(corrupt(format!(
                 "a roll pointer past the page's {} used bytes",
                 header.used
@@ -760,16 +899,18 @@ impl UndoSpace {
         }
         let body = page.body();
         let len = u16::from_le_bytes(body[at..at + 2].try_into().expect("two")) as usize;
-        if at + 2 + len > UNDO_HEADER_BYTES + header.used as usize {
+        if at + FRAME_BYTES + len > used_end {
             return Err(corrupt("an undo record past the page's used bytes".into()));
         }
-        let record = UndoRecord::decode(&body[at + 2..at + 2 + len]).map_err(corrupt)?;
-        Ok(Some((header.owner, record)))
+        let owner = u64::from_le_bytes(body[at + 2..at + 10].try_into().expect("eight"));
+        let record =
+            UndoRecord::decode(&body[at + FRAME_BYTES..at + FRAME_BYTES + len]).map_err(corrupt)?;
+        Ok(Some((owner, record)))
     }
 
-    /// Every record of a log (its pages in order), each with its pointer and whether eager
-    /// pruning unlinked it (dead), oldest first. Pages no longer the owner's (freed and
-    /// taken again) are skipped.
+    /// Every record of `xid`'s log on `pages` (done ones too: rolling back or purging one
+    /// again changes nothing, C2), each with its pointer and whether eager pruning
+    /// unlinked it, oldest first. Pages freed since are skipped.
     pub fn records_of(&self, xid: u64, pages: &[u32]) -> Result<Vec<(RollPtr, UndoRecord, bool)>> {
         let mut out = Vec::new();
         for &block in pages {
@@ -779,60 +920,62 @@ impl UndoSpace {
                 continue;
             }
             let header = Header::read(page.body());
-            if header.owner != xid {
+            if header.taker == 0 {
                 continue;
             }
-            let records = page_records(page.body()).map_err(|reason| Error::Corruption {
+            let frames = page_records(page.body()).map_err(|reason| Error::Corruption {
                 file: "the undo file".into(),
                 offset: id.offset(),
                 reason,
             })?;
-            for (offset, bytes) in records {
-                let record = UndoRecord::decode(bytes).map_err(|reason| Error::Corruption {
-                    file: "the undo file".into(),
-                    offset: id.offset() + (PAGE_HEADER_BYTES + offset as usize) as u64,
-                    reason,
-                })?;
-                let dead = bytes.first().is_some_and(|kind| kind & DEAD_BIT != 0);
-                out.push((
-                    RollPtr {
-                        block,
-                        offset,
-                        generation: header.generation,
-                    },
-                    record,
-                    dead,
-                ));
+            for frame in frames.iter().filter(|frame| frame.owner == xid) {
+                let record =
+                    UndoRecord::decode(frame.body).map_err(|reason| Error::Corruption {
+                        file: "the undo file".into(),
+                        offset: id.offset() + (PAGE_HEADER_BYTES + frame.at as usize) as u64,
+                        reason,
+                    })?;
+                let ptr = RollPtr {
+                    block,
+                    offset: frame.at,
+                    generation: header.generation,
+                };
+                out.push((frame.sequence, ptr, record, frame.unlinked()));
             }
         }
-        Ok(out)
+        out.sort_by_key(|(sequence, ..)| *sequence);
+        debug_assert!(
+            out.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "U1: one owner's records have distinct sequence numbers"
+        );
+        Ok(out
+            .into_iter()
+            .map(|(_, ptr, record, unlinked)| (ptr, record, unlinked))
+            .collect())
     }
 
-    /// The pages of a live transaction's log.
-    pub fn live_pages(&self, xid: u64) -> Vec<u32> {
-        self.state
-            .lock()
-            .live
-            .get(&xid)
-            .map(|log| log.pages.clone())
-            .unwrap_or_default()
-    }
-
-    /// `xid` committed at `commit_ts`: its log joins the history list if purge needs it,
-    /// else its pages are freed (inserts only: no reader follows an insert's record).
+    /// `xid` committed at `commit_ts`: its inserts' records are done (no reader follows an
+    /// insert's record, and only a rollback needs it), and its log joins the history list
+    /// if purge needs it (it holds an update's or a delete's record).
     pub fn committed(&self, xid: u64, commit_ts: u64) -> Result<()> {
         let log = self.state.lock().live.remove(&xid);
         let Some(log) = log else { return Ok(()) };
         if log.needs_purge {
+            let inserts_done = if log.has_inserts {
+                self.mark_done(xid, &log.pages, Some(UndoKind::Insert))
+            } else {
+                Ok(())
+            };
+            // Queued even if that failed: purge's finish marks them too.
             self.adopt(xid, commit_ts, log.pages, false);
-            Ok(())
+            inserts_done
         } else {
-            self.free_pages(xid, &log.pages)
+            self.finish(xid, &log.pages)
         }
     }
 
-    /// Ends a live log without a commit (before its rollback): the caller frees its
-    /// pages after the rollback, or queues them for purge if it holds merged versions.
+    /// Ends a live log without a commit (before its rollback): the caller finishes it
+    /// after the rollback, or queues it for purge if it holds merged versions.
     pub fn forget(&self, xid: u64) -> Option<EndedLog> {
         self.state.lock().live.remove(&xid).map(|log| EndedLog {
             pages: log.pages,
@@ -840,10 +983,10 @@ impl UndoSpace {
         })
     }
 
-    /// Marks the record `ptr` names dead (eager pruning unlinked it from its row's chain),
-    /// and frees its page if every record on it is dead and its owner has ended (U4). A
-    /// pointer whose page was given to another owner since, or a record dead already, is
-    /// left alone.
+    /// Marks the record `ptr` names unlinked (eager pruning took it out of its row's
+    /// chain) and done, unless it is a delete's; frees its page if that was the last
+    /// record not done (U4). A pointer whose page was
+    /// freed since, or a record unlinked already, is left alone.
     pub fn mark_dead(&self, ptr: RollPtr) -> Result<()> {
         let id = PageId::new(self.file, ptr.block);
         let mut page = self.pool.write(id)?;
@@ -851,79 +994,126 @@ impl UndoSpace {
             return Ok(());
         }
         let mut header = Header::read(page.body());
-        let at = ptr.offset as usize + 2;
+        let at = ptr.offset as usize + FRAME_BYTES;
         if header.generation != ptr.generation
-            || header.owner == 0
+            || header.taker == 0
             || at >= UNDO_HEADER_BYTES + header.used as usize
-            || page.body()[at] & DEAD_BIT != 0
+            || page.body()[at] & UNLINKED_BIT != 0
         {
             return Ok(());
         }
-        let kind = page.body()[at] | DEAD_BIT;
-        page.body_mut()[at] = kind;
+        let mut flags = page.body()[at] | UNLINKED_BIT;
         // A delete's record keeps a duty while its log waits for purge: removing the row
         // if the delete is its newest version then (a rollback may have made it newest
-        // again after the prune): it stays, and so does its page
+        // again after the prune): it is not done, and its page stays
         // (`regression_a_delete_s_record_unlinked_by_pruning_still_removes_its_row`).
-        if kind & !DEAD_BIT != UndoKind::Delete as u8 {
-            header.dead += 1;
+        if flags & !(UNLINKED_BIT | DONE_BIT) != UndoKind::Delete as u8 && flags & DONE_BIT == 0 {
+            flags |= DONE_BIT;
+            header.done += 1;
         }
-        debug_assert!(header.dead <= header.records);
-        let owner = header.owner;
-        let ended = !self.state.lock().live.contains_key(&owner);
-        let free = ended && header.dead == header.records;
-        if free {
-            header.owner = 0;
-        }
-        let bytes = header.bytes();
-        page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&bytes);
-        self.log.log(&mut [(
-            &mut page,
-            &[
-                PageChange::UndoWrite {
-                    at: at as u16,
-                    bytes: &[kind],
-                },
-                PageChange::UndoWrite {
-                    at: 0,
-                    bytes: &bytes,
-                },
-            ],
-        )])?;
+        debug_assert!(header.done <= header.records);
+        page.body_mut()[at] = flags;
+        let freed = self.log_done(&mut page, &mut header, &[at as u16])?;
         drop(page);
         self.records_pruned.fetch_add(1, Ordering::Relaxed);
-        if free {
-            self.state.lock().free.push(ptr.block);
+        if freed {
             self.pages_freed_eagerly.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
 
-    /// Frees `xid`'s pages (owner 0, logged), once nothing needs their records (U4). A
-    /// page already another's is left alone.
-    pub fn free_pages(&self, xid: u64, pages: &[u32]) -> Result<()> {
+    /// Marks every record of `xid`'s log on `pages` done (U4: after its rollback, when
+    /// purge is through with it, or at the commit of a log of inserts only), freeing the
+    /// pages whose records are then all done.
+    pub fn finish(&self, xid: u64, pages: &[u32]) -> Result<()> {
+        self.mark_done(xid, pages, None)
+    }
+
+    /// Marks `xid`'s records on `pages` done, of kind `only` or every kind.
+    fn mark_done(&self, xid: u64, pages: &[u32], only: Option<UndoKind>) -> Result<()> {
         for &block in pages {
-            let mut page = self.pool.write(PageId::new(self.file, block))?;
+            let id = PageId::new(self.file, block);
+            let mut page = self.pool.write(id)?;
             if page.kind() != KIND_UNDO_PAGE {
                 continue;
             }
             let mut header = Header::read(page.body());
-            if header.owner != xid {
+            if header.taker == 0 {
                 continue;
             }
-            header.owner = 0;
-            let bytes = header.bytes();
-            page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&bytes);
-            self.log.log(&mut [(
-                &mut page,
-                &[PageChange::UndoWrite {
-                    at: 0,
-                    bytes: &bytes,
-                }],
-            )])?;
-            drop(page);
+            let marks: Vec<u16> = page_records(page.body())
+                .map_err(|reason| Error::Corruption {
+                    file: "the undo file".into(),
+                    offset: id.offset(),
+                    reason,
+                })?
+                .iter()
+                .filter(|frame| frame.owner == xid && !frame.done())
+                .filter(|frame| {
+                    only.is_none_or(|kind| frame.flags() & !(UNLINKED_BIT | DONE_BIT) == kind as u8)
+                })
+                .map(|frame| frame.at + FRAME_BYTES as u16)
+                .collect();
+            if marks.is_empty() {
+                continue;
+            }
+            for &at in &marks {
+                page.body_mut()[at as usize] |= DONE_BIT;
+            }
+            header.done += marks.len() as u16;
+            debug_assert!(header.done <= header.records);
+            self.log_done(&mut page, &mut header, &marks)?;
+        }
+        Ok(())
+    }
+
+    /// Logs the flag bytes at `marks` (set in the page already) and the header; frees the
+    /// page (taker 0, in the same logged change) if every record on it is done, closing
+    /// it first if it is the open page (U4). Returns whether it freed it.
+    fn log_done(&self, page: &mut PageMut<'_>, header: &mut Header, marks: &[u16]) -> Result<bool> {
+        let block = page.id().block;
+        let free = header.all_done();
+        if free {
+            let mut state = self.state.lock();
+            if state.open == Some(block) {
+                state.open = None;
+            }
+            header.taker = 0;
+        }
+        let header_bytes = header.bytes();
+        page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&header_bytes);
+        let flags: Vec<[u8; 1]> = marks.iter().map(|&at| [page.body()[at as usize]]).collect();
+        let mut changes: Vec<PageChange<'_>> = marks
+            .iter()
+            .zip(&flags)
+            .map(|(&at, flag)| PageChange::UndoWrite { at, bytes: flag })
+            .collect();
+        changes.push(PageChange::UndoWrite {
+            at: 0,
+            bytes: &header_bytes,
+        });
+        self.log.log(&mut [(&mut *page, &changes)])?;
+        if free {
             self.state.lock().free.push(block);
         }
+        Ok(free)
+    }
+
+    /// Frees a page whose records are all done and that is no longer open (U4): taker 0,
+    /// logged.
+    fn free_page(&self, page: &mut PageMut<'_>, header: &mut Header) -> Result<()> {
+        debug_assert!(header.all_done());
+        header.taker = 0;
+        let bytes = header.bytes();
+        page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&bytes);
+        self.log.log(&mut [(
+            &mut *page,
+            &[PageChange::UndoWrite {
+                at: 0,
+                bytes: &bytes,
+            }],
+        )])?;
+        self.state.lock().free.push(page.id().block);
         Ok(())
     }
 
@@ -1047,6 +1237,103 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_page_whose_done_count_disagrees_with_its_records_is_corrupt() {
+        let body_of = |done_flag: bool, done: u16| {
+            let mut body = vec![0u8; BODY_BYTES];
+            let record = record().encode();
+            let mut at = UNDO_HEADER_BYTES;
+            for owner in [7u64, 9] {
+                body[at..at + 2].copy_from_slice(&(record.len() as u16).to_le_bytes());
+                body[at + 2..at + 10].copy_from_slice(&owner.to_le_bytes());
+                body[at + 10..at + 14].copy_from_slice(&0u32.to_le_bytes());
+                body[at + FRAME_BYTES..at + FRAME_BYTES + record.len()].copy_from_slice(&record);
+                if done_flag && owner == 7 {
+                    body[at + FRAME_BYTES] |= DONE_BIT;
+                }
+                at += FRAME_BYTES + record.len();
+            }
+            let header = Header {
+                taker: 7,
+                generation: 3,
+                used: (at - UNDO_HEADER_BYTES) as u16,
+                records: 2,
+                done,
+            };
+            body[..UNDO_HEADER_BYTES].copy_from_slice(&header.bytes());
+            body
+        };
+        let body = body_of(true, 1);
+        let frames = page_records(&body).unwrap();
+        assert_eq!(
+            frames
+                .iter()
+                .map(|f| (f.owner, f.done(), f.unlinked()))
+                .collect::<Vec<_>>(),
+            vec![(7, true, false), (9, false, false)]
+        );
+        assert_eq!(
+            UndoRecord::decode(frames[0].body).unwrap(),
+            record(),
+            "the flags are not part of the kind"
+        );
+        assert!(page_records(&body_of(true, 0)).is_err());
+        assert!(page_records(&body_of(false, 1)).is_err());
+    }
+
+    /// A database whose undo file was written by the first undo format (a page per
+    /// transaction, records not framed with their owner) is refused with a typed error,
+    /// not misread.
+    #[test]
+    fn an_undo_page_of_the_first_format_is_refused() {
+        use crate::fs::SimulatedFileSystem;
+        use crate::{ColumnType, Database, Isolation, Options, Schema, Value};
+        let fs = std::sync::Arc::new(SimulatedFileSystem::new(5));
+        let options = || {
+            Options::default()
+                .disk("/format-1")
+                .disk_storage(crate::disk::DiskStorage::Undo)
+                .file_system(fs.clone())
+                .autovacuum_naptime(None)
+        };
+        let db = Database::open(options()).unwrap();
+        let schema = Schema::new()
+            .column("id", ColumnType::I64)
+            .column("v", ColumnType::I64)
+            .primary_key(&["id"]);
+        let table = db.create_table("t", schema).unwrap();
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.insert(table, &[Value::I64(1), Value::I64(0)]).unwrap();
+        txn.commit().unwrap();
+        let held = db.begin_read_only(Isolation::Snapshot);
+        let mut txn = db.begin(Isolation::Snapshot);
+        txn.update(table, &[Value::I64(1)], &[(1, Value::I64(5))])
+            .unwrap();
+        txn.commit().unwrap();
+        drop(held);
+        db.checkpoint().unwrap();
+        db.close().unwrap();
+
+        let path = std::path::Path::new("/format-1/undo");
+        let bytes = fs.read_file(path).unwrap();
+        assert!(bytes.len() >= PAGE_SIZE, "the update wrote undo");
+        let raw: [u8; PAGE_SIZE] = bytes[..PAGE_SIZE].try_into().unwrap();
+        let id = PageId::new(super::super::engine::UNDO_FILE, 0);
+        let mut page = crate::disk::Page::decode(&raw, PAGE_SIZE, id).unwrap();
+        assert_eq!(page.kind(), KIND_UNDO_PAGE);
+        page.set_kind(KIND_UNDO_PAGE_FORMAT_1);
+        page.seal(id);
+        fs.overwrite_durably(path, 0, page.as_bytes()).unwrap();
+        match Database::open(options()) {
+            Err(Error::UnsupportedFormat {
+                found: 1,
+                supported: UNDO_FORMAT,
+                ..
+            }) => {}
+            other => panic!("{:?}", other.map(|_| "opened")),
+        }
+    }
+
     proptest::proptest! {
         /// The decoders of undo bytes never panic, whatever the bytes: a record's body, and
         /// a page's records as its header describes them.
@@ -1058,7 +1345,7 @@ mod tests {
         ) {
             let _ = UndoRecord::decode(&bytes);
             let mut body = vec![0u8; BODY_BYTES];
-            let header = Header { owner: 1, generation: 0, sequence: 0, used, records, dead: 0 };
+            let header = Header { taker: 1, generation: 0, used, records, done: 0 };
             body[..UNDO_HEADER_BYTES].copy_from_slice(&header.bytes());
             body[UNDO_HEADER_BYTES..UNDO_HEADER_BYTES + bytes.len()].copy_from_slice(&bytes);
             let _ = page_records(&body);

@@ -55,7 +55,7 @@ pub const MAX_DISK_INDEXES: usize = 61;
 const FILES_PER_TABLE: u32 = 64;
 const COMMIT_LOG_FILE: FileNo = FileNo(0);
 /// The undo file of InnoDB's design: past every table's files.
-const UNDO_FILE: FileNo = FileNo(1 + MAX_DISK_TABLES as u32 * FILES_PER_TABLE);
+pub(crate) const UNDO_FILE: FileNo = FileNo(1 + MAX_DISK_TABLES as u32 * FILES_PER_TABLE);
 const UNDO_FILE_NAME: &str = "undo";
 /// Committed undo logs purge takes per batch (InnoDB's `innodb_purge_batch_size` is 300
 /// pages; a log here is usually one page).
@@ -476,7 +476,7 @@ impl DiskEngine {
     }
 
     /// Rolls back aborted transaction `xid`'s changes in InnoDB's design (after its abort is
-    /// in the commit log, C5; its snapshot started at `start`) and frees its undo pages. A
+    /// in the commit log, C5; its snapshot started at `start`) and finishes its undo log. A
     /// rollback that fails leaves rows only a restart can roll back: the log is failed, so
     /// the database stops accepting writes until it is reopened (whose recovery rolls
     /// back).
@@ -495,7 +495,7 @@ impl DiskEngine {
                 undo.adopt(xid, start.saturating_sub(1), pages.clone(), true);
                 Ok(())
             } else {
-                undo.free_pages(xid, &pages)
+                undo.finish(xid, &pages)
             }
         });
         match rolled_back {
@@ -559,7 +559,7 @@ impl DiskEngine {
                         };
                         versions += u64::from(stands && !dead);
                     }
-                    undo.free_pages(log.xid, &log.pages)
+                    undo.finish(log.xid, &log.pages)
                 });
                 if let Err(error) = done {
                     undo.requeue(log);

@@ -39,10 +39,14 @@ enum Pause {
     ValidatorCollected,
 }
 
+/// What a test runs at a pause point.
+#[cfg(test)]
+type PauseHook = Box<dyn FnMut(Pause)>;
+
 #[cfg(test)]
 thread_local! {
     /// The calling thread's pause hook, if a test set one.
-    static PAUSE: RefCell<Option<Box<dyn FnMut(Pause)>>> = const { RefCell::new(None) };
+    static PAUSE: RefCell<Option<PauseHook>> = const { RefCell::new(None) };
 }
 
 /// Runs the calling thread's pause hook at `point`, if a test set one.
