@@ -41,7 +41,7 @@ use std::sync::Arc;
 use super::btree::BTree;
 use super::table::{RowKeys, RowVisitor};
 use super::transactions::{DiskTransaction, DiskTransactions, Fate, Resolve};
-use super::undo::{RollPtr, UndoKind, UndoRecord, UndoSpace, ROLL_PTR_BYTES};
+use super::undo::{RollPtr, UndoKind, UndoLane, UndoRecord, UndoSpace, ROLL_PTR_BYTES};
 use super::visibility::Snapshot;
 use crate::sync::Mutex;
 use crate::{Error, Result};
@@ -99,6 +99,20 @@ impl Version {
 struct Pruned {
     roll: RollPtr,
     unlinked: Vec<RollPtr>,
+}
+
+impl Pruned {
+    /// The undo lane of the record of a change of `kind` that pruned as `self` says: an
+    /// insert's record is done at commit, and a change whose write pruned its row's chain
+    /// is to a row rewritten while snapshots live, whose next writer prunes this record
+    /// too; any other may hold the version an old snapshot reads until it ends.
+    fn lane(&self, kind: UndoKind) -> UndoLane {
+        if kind == UndoKind::Insert || !self.unlinked.is_empty() {
+            UndoLane::Short
+        } else {
+            UndoLane::Long
+        }
+    }
 }
 
 fn entry_value(mark: u8, key: &[u8]) -> Vec<u8> {
@@ -494,7 +508,7 @@ impl ClusteredTable {
                 }
             }
         };
-        let roll = self.undo.append(xid, &record)?;
+        let roll = self.undo.append(xid, &record, pruned.lane(record.kind))?;
         // An insert has no older version a reader could need: its record only rolls back.
         let roll = if record.kind == UndoKind::Insert {
             RollPtr::NONE
@@ -561,7 +575,7 @@ impl ClusteredTable {
                 .map(|&(index, _)| (index as u16, old_keys[index].clone()))
                 .collect(),
         };
-        let roll = self.undo.append(xid, &record)?;
+        let roll = self.undo.append(xid, &record, pruned.lane(record.kind))?;
         let version = Version {
             creator: xid,
             roll,
@@ -610,7 +624,7 @@ impl ClusteredTable {
                 .map(|(index, k)| (index as u16, k.clone()))
                 .collect(),
         };
-        let roll = self.undo.append(xid, &record)?;
+        let roll = self.undo.append(xid, &record, pruned.lane(record.kind))?;
         let version = Version {
             creator: xid,
             roll,

@@ -17,9 +17,12 @@
 //!
 //! then `used` bytes of records, each framed `| length u16 | owner xid u64 | sequence u32 |
 //! body |` ([`UndoRecord`] is the body). Pages are shared, as InnoDB reuses a committed
-//! log's page for the next logs while it is less than full: every record goes to the one
+//! log's page for the next logs while it is less than full: every record goes to an
 //! *open* page until it is full (then a free or new page opens), whoever its owner, so a
-//! transaction that writes one record takes 80-odd bytes, not a page. `sequence` orders
+//! transaction that writes one record takes 80-odd bytes, not a page. There are two open
+//! pages, one per [`UndoLane`]: records a long snapshot may need for long apart from
+//! records soon done, so that pages of the second empty and are freed behind a held
+//! snapshot while the first pin only pages of their own. `sequence` orders
 //! one owner's records across pages. The top bit of a record's first byte (its kind)
 //! says eager pruning unlinked it from its row's chain; the next bit says it is *done*:
 //! nothing will read it again (unlinked, or its log purged, rolled back, or of inserts
@@ -44,7 +47,7 @@
 //!   generation: a reader never decodes bytes of a record that is not the one its pointer
 //!   named.
 //! - **U4** A page is freed (taker 0, logged) only when every record on it is done, and
-//!   closed first if it is the open page (no record will be appended to it): no row and no record of a
+//!   closed first if it is an open page (no record will be appended to it): no row and no record of a
 //!   live chain can then lead to one of its records for a reader that needs it. A record
 //!   is done at its owner's rollback (the rows were restored first; a log holding records
 //!   eager pruning wrote, which restored rows may lead to, waits in the history list
@@ -95,6 +98,21 @@ const DONE_BIT: u8 = 0x40;
 
 /// The most bytes a record's body takes (one always fits an empty page).
 pub const MAX_UNDO_RECORD_BYTES: usize = BODY_BYTES - UNDO_HEADER_BYTES - FRAME_BYTES;
+
+/// Which open page a record goes to: records a long snapshot is likely to need for long
+/// apart from records soon done, so that a page of the second empties and is freed while
+/// the first pin only pages of their own kind (behind a held snapshot, a page is freed
+/// only when every record on it is done).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UndoLane {
+    /// A change of a row no snapshot has pruned behind: its before-image may be the
+    /// version an old snapshot reads, until the snapshot ends.
+    Long = 0,
+    /// A change whose write pruned its row's chain (a row rewritten while snapshots
+    /// live: its next writer prunes this record too), a merged record (rewritten at the
+    /// row's next prune), or an insert (done at commit).
+    Short = 1,
+}
 
 /// Where a record is: its page, its offset in the page's body, and the page's generation
 /// when it was written (U3). [`RollPtr::NONE`] leads nowhere (a row with no older version).
@@ -515,10 +533,10 @@ pub struct EndedLog {
 #[derive(Debug, Default)]
 struct State {
     free: Vec<u32>,
-    /// The page records are appended to (U4: closed before it is freed); none before the
-    /// first record, and after the open one filled or was freed until the next record
-    /// opens another.
-    open: Option<u32>,
+    /// The page each lane's records are appended to (U4: closed before it is freed); none
+    /// before the lane's first record, and after its open one filled or was freed until
+    /// the lane's next record opens another.
+    open: [Option<u32>; 2],
     live: HashMap<u64, LiveLog>,
     /// By commit timestamp (then id), the committed logs purge has not finished.
     history: BTreeMap<(u64, u64), CommittedLog>,
@@ -675,21 +693,28 @@ impl UndoSpace {
         );
     }
 
-    /// Appends `record` to `xid`'s log, on the open page (opening one if there is none or
-    /// it is full), and returns where it is. Logged before the row change it undoes (U2).
-    pub fn append(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
-        self.append_as(xid, record, false)
+    /// Appends `record` to `xid`'s log, on `lane`'s open page (opening one if there is
+    /// none or it is full), and returns where it is. Logged before the row change it
+    /// undoes (U2).
+    pub fn append(&self, xid: u64, record: &UndoRecord, lane: UndoLane) -> Result<RollPtr> {
+        self.append_as(xid, record, false, lane)
     }
 
     /// [`UndoSpace::append`] of a record eager pruning wrote: a kept version of a row,
     /// merged over the pruned ones (U4: the log then outlives a rollback).
     pub fn append_merged(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
-        let ptr = self.append_as(xid, record, true)?;
+        let ptr = self.append_as(xid, record, true, UndoLane::Short)?;
         self.records_merged.fetch_add(1, Ordering::Relaxed);
         Ok(ptr)
     }
 
-    fn append_as(&self, xid: u64, record: &UndoRecord, merged: bool) -> Result<RollPtr> {
+    fn append_as(
+        &self,
+        xid: u64,
+        record: &UndoRecord,
+        merged: bool,
+        lane: UndoLane,
+    ) -> Result<RollPtr> {
         debug_assert_ne!(xid, 0);
         let body = record.encode();
         if body.len() > MAX_UNDO_RECORD_BYTES {
@@ -701,7 +726,7 @@ impl UndoSpace {
         }
         let (sequence, open) = {
             let mut state = self.state.lock();
-            let open = state.open;
+            let open = state.open[lane as usize];
             let live = state.live.entry(xid).or_default();
             live.needs_purge |= record.kind != UndoKind::Insert;
             live.has_inserts |= record.kind == UndoKind::Insert;
@@ -719,25 +744,25 @@ impl UndoSpace {
         loop {
             if let Some(block) = open {
                 let mut page = self.pool.write(PageId::new(self.file, block))?;
-                if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame)? {
+                if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame, lane)? {
                     return Ok(self.noted(xid, ptr));
                 }
                 drop(page);
                 // Full (closed now) or closed by another appender, who may have opened
                 // the next one already.
-                let now = self.state.lock().open;
+                let now = self.state.lock().open[lane as usize];
                 if now.is_some() && now != Some(block) {
                     open = now;
                     continue;
                 }
             }
-            let mut page = self.take_page(xid)?;
-            if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame)? {
+            let mut page = self.take_page(xid, lane)?;
+            if let Appended::At(ptr) = self.write_record(&mut page, xid, &frame, lane)? {
                 return Ok(self.noted(xid, ptr));
             }
             // Another appender opened a page meanwhile (this one went back free).
             drop(page);
-            open = self.state.lock().open;
+            open = self.state.lock().open[lane as usize];
         }
     }
 
@@ -755,11 +780,19 @@ impl UndoSpace {
         ptr
     }
 
-    /// Writes a framed record at the end of `page` if it is the open page and the record
-    /// fits; a full open page is closed (and freed if every record on it is done, U4).
-    fn write_record(&self, page: &mut PageMut<'_>, xid: u64, frame: &[u8]) -> Result<Appended> {
+    /// Writes a framed record at the end of `page` if it is `lane`'s open page and the
+    /// record fits; a full open page is closed (and freed if every record on it is done,
+    /// U4).
+    fn write_record(
+        &self,
+        page: &mut PageMut<'_>,
+        xid: u64,
+        frame: &[u8],
+        lane: UndoLane,
+    ) -> Result<Appended> {
         let block = page.id().block;
-        if page.kind() != KIND_UNDO_PAGE || self.state.lock().open != Some(block) {
+        let open = &|state: &State| state.open[lane as usize] == Some(block);
+        if page.kind() != KIND_UNDO_PAGE || !open(&self.state.lock()) {
             return Ok(Appended::NotOpen);
         }
         let mut header = Header::read(page.body());
@@ -767,8 +800,8 @@ impl UndoSpace {
         let at = UNDO_HEADER_BYTES + header.used as usize;
         if at + frame.len() > BODY_BYTES {
             let mut state = self.state.lock();
-            if state.open == Some(block) {
-                state.open = None;
+            if open(&state) {
+                state.open[lane as usize] = None;
             }
             drop(state);
             if header.all_done() {
@@ -805,10 +838,10 @@ impl UndoSpace {
         }))
     }
 
-    /// Opens a page for appends: a free one (its generation raised, U3) or a new one. If
-    /// another appender opened one meanwhile, that one stays open and this one is given
-    /// back to the free list (the caller appends to the open one).
-    fn take_page(&self, xid: u64) -> Result<PageMut<'_>> {
+    /// Opens a page for `lane`'s appends: a free one (its generation raised, U3) or a new
+    /// one. If another appender opened one meanwhile, that one stays open and this one is
+    /// given back to the free list (the caller appends to the open one).
+    fn take_page(&self, xid: u64, lane: UndoLane) -> Result<PageMut<'_>> {
         let free = self.state.lock().free.pop();
         let mut page = match free {
             Some(block) => match self.pool.write(PageId::new(self.file, block)) {
@@ -859,8 +892,8 @@ impl UndoSpace {
             return Err(error);
         }
         let mut state = self.state.lock();
-        if state.open.is_none() {
-            state.open = Some(block);
+        if state.open[lane as usize].is_none() {
+            state.open[lane as usize] = Some(block);
         } else {
             // Taken, formatted and empty: back to the free list as it is (a later take
             // raises its generation again).
@@ -1075,8 +1108,10 @@ impl UndoSpace {
         let free = header.all_done();
         if free {
             let mut state = self.state.lock();
-            if state.open == Some(block) {
-                state.open = None;
+            for open in &mut state.open {
+                if *open == Some(block) {
+                    *open = None;
+                }
             }
             header.taker = 0;
         }
