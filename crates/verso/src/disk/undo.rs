@@ -805,7 +805,7 @@ impl UndoSpace {
             }
             drop(state);
             if header.all_done() {
-                self.free_page(page, &mut header)?;
+                self.log_done(page, &mut header, &[])?;
             }
             return Ok(Appended::Full);
         }
@@ -1132,24 +1132,6 @@ impl UndoSpace {
             self.state.lock().free.push(block);
         }
         Ok(free)
-    }
-
-    /// Frees a page whose records are all done and that is no longer open (U4): taker 0,
-    /// logged.
-    fn free_page(&self, page: &mut PageMut<'_>, header: &mut Header) -> Result<()> {
-        debug_assert!(header.all_done());
-        header.taker = 0;
-        let bytes = header.bytes();
-        page.body_mut()[..UNDO_HEADER_BYTES].copy_from_slice(&bytes);
-        self.log.log(&mut [(
-            &mut *page,
-            &[PageChange::UndoWrite {
-                at: 0,
-                bytes: &bytes,
-            }],
-        )])?;
-        self.state.lock().free.push(page.id().block);
-        Ok(())
     }
 
     /// Counts a rolled-back log.
