@@ -93,26 +93,46 @@ impl Version {
     }
 }
 
+/// A row whose newest version was written by one of the last `HOT_ROW_XIDS` transaction
+/// ids counts as hot: its next writer is expected about as soon, and prunes the record a
+/// change of it writes now. Behind a held snapshot a short-lane page is freed only when
+/// its last record is done, so a record there must die soon: TPC-B's tellers and branches
+/// (rewritten every 10 to 100 transactions at scale 10) are hot, its accounts (every
+/// million) are not, and a page of a hundred records of rows rewritten within this window
+/// empties within a few windows.
+const HOT_ROW_XIDS: u64 = 1024;
+
 /// What [`ClusteredTable::prune`] did: the roll pointer the change gives the version it
-/// replaces, and the records of the old chain it unlinked.
+/// replaces, the records of the old chain it unlinked, and whether the row is hot.
 #[derive(Debug, Default)]
 struct Pruned {
     roll: RollPtr,
     unlinked: Vec<RollPtr>,
+    hot: bool,
 }
 
 impl Pruned {
     /// The undo lane of the record of a change of `kind` that pruned as `self` says: an
-    /// insert's record is done at commit, and a change whose write pruned its row's chain
-    /// is to a row rewritten while snapshots live, whose next writer prunes this record
-    /// too; any other may hold the version an old snapshot reads until it ends.
+    /// insert's record is done at commit, and a change of a hot row whose write pruned
+    /// its chain is to a row rewritten while snapshots live, whose next writer (soon)
+    /// prunes this record too; any other may hold the version an old snapshot reads, or
+    /// wait long for the next writer, until the snapshot ends.
     fn lane(&self, kind: UndoKind) -> UndoLane {
-        if kind == UndoKind::Insert || !self.unlinked.is_empty() {
+        if kind == UndoKind::Insert || (self.hot && !self.unlinked.is_empty()) {
             UndoLane::Short
         } else {
             UndoLane::Long
         }
     }
+}
+
+/// A committed version a prune walked past: the record that restores it, whether a
+/// snapshot needs it, and whether that record holds its whole row.
+struct Walked {
+    record: RollPtr,
+    version: Version,
+    needed: bool,
+    whole: bool,
 }
 
 fn entry_value(mark: u8, key: &[u8]) -> Vec<u8> {
@@ -297,6 +317,13 @@ impl ClusteredTable {
     /// The version before `after`, through its roll pointer: `Ok(None)` if the record's
     /// page was given to another owner (U3: read the row again).
     fn older(&self, key: &[u8], after: &Version) -> Result<Option<Version>> {
+        Ok(self.older_record(key, after)?.map(|(version, _)| version))
+    }
+
+    /// [`ClusteredTable::older`], and whether the record is a merged one holding the
+    /// version's whole row (restores it from any version after, and marks all its keys,
+    /// so a prune may keep it in the chain over pruned versions).
+    fn older_record(&self, key: &[u8], after: &Version) -> Result<Option<(Version, bool)>> {
         let Some((_, record)) = self.undo.read(after.roll)? else {
             return Ok(None);
         };
@@ -309,12 +336,16 @@ impl ClusteredTable {
         let row = record
             .restore(&after.row)
             .ok_or_else(|| self.corrupt("an undo record's delta does not fit its row".into()))?;
-        Ok(Some(Version {
+        // Only a merged record marks every key of its version: an update's record marks
+        // the keys its change dropped, a duty its successors' records share.
+        let whole = record.kind == UndoKind::Merged && record.prefix == 0 && record.suffix == 0;
+        let version = Version {
             creator: record.prev_creator,
             roll: record.prev_roll,
             deleted: record.prev_deleted,
             row,
-        }))
+        };
+        Ok(Some((version, whole)))
     }
 
     /// The version of the row under `key` that `snapshot` sees, starting from `newest`
@@ -877,14 +908,20 @@ impl ClusteredTable {
     /// Steam's rule on the undo chain of the row under `key`, whose newest version `newest`
     /// a change by `xid` (whose version will have `new_keys`) is about to replace: of the
     /// committed versions older than `newest`, keeps only those some snapshot, running or
-    /// future, sees (a snapshot starting between a version's commit and its successor's);
-    /// none older than the first committed below the oldest snapshot. The kept versions
-    /// are written again, as merged records in `xid`'s log, chained oldest last; returns
-    /// the roll pointer the change's record gives `newest` (its own, if nothing is pruned).
-    /// The records of the pruned chain are marked dead (their pages freed once all are,
-    /// U4), and secondary entries only pruned versions had are removed (their purge's
-    /// work, done now). Runs at a transaction's first change of a row (`newest` committed),
-    /// under the row's stripe; does nothing if a record it reads was freed meanwhile.
+    /// future, sees (a snapshot starting between a version's commit and its successor's),
+    /// down to the first committed below the oldest snapshot (the records past it are
+    /// purge's; if that is `newest`, the change's record ends the chain). Writes nothing
+    /// unless it prunes a version. The kept versions then chain anew: the oldest of them
+    /// whose records hold their whole rows, with no pruned version between, stay linked
+    /// as they are (merged records an earlier prune wrote); the others are written again,
+    /// whole, as merged records in `xid`'s log, chained oldest last. A version a snapshot
+    /// keeps is thus written once more at most while the snapshot lives, however often
+    /// its row changes. Returns the roll pointer the change's record gives `newest` (its
+    /// own, if nothing is pruned). The records of the versions dropped or written again
+    /// are marked dead (their pages freed once all are, U4), and secondary entries only
+    /// pruned versions had are removed (their purge's work, done now). Runs at a
+    /// transaction's first change of a row (`newest` committed), under the row's stripe;
+    /// does nothing if a record it reads was freed meanwhile.
     fn prune(
         &self,
         xid: u64,
@@ -896,6 +933,7 @@ impl ClusteredTable {
         let unchanged = Pruned {
             roll: newest.roll,
             unlinked: Vec::new(),
+            hot: false,
         };
         if !self.eager || newest.creator == xid || newest.roll.is_none() {
             return Ok(unchanged);
@@ -911,48 +949,58 @@ impl ClusteredTable {
         };
         let readers = txns.readers();
         let oldest = readers.starts.first().copied().unwrap_or(readers.horizon);
-        // The committed versions after `newest`, each with the record that restores it
-        // and its commit timestamp, down to the first committed below the oldest snapshot.
-        let mut walked: Vec<(RollPtr, Version, u64, bool)> = Vec::new();
+        // The committed versions after `newest`, each with the record that restores it,
+        // down to the first committed below the oldest snapshot.
+        let mut walked: Vec<Walked> = Vec::new();
         let (mut after, mut after_ts) = (newest.clone(), newest_ts);
         let mut cut = newest_ts < oldest;
         while !cut && !after.roll.is_none() {
-            let Some(older) = self.older(key, &after)? else {
+            let Some((older, whole)) = self.older_record(key, &after)? else {
                 return Ok(unchanged);
             };
             let Some(ts) = committed_at(older.creator)? else {
                 return Ok(unchanged);
             };
-            let needed = readers.any_in(ts, after_ts);
-            walked.push((after.roll, older.clone(), ts, needed));
+            walked.push(Walked {
+                record: after.roll,
+                version: older.clone(),
+                needed: readers.any_in(ts, after_ts),
+                whole,
+            });
             cut = ts < oldest;
             (after, after_ts) = (older, ts);
         }
-        let beyond = if cut { after.roll } else { RollPtr::NONE };
-        if walked.iter().all(|w| w.3) && beyond.is_none() {
+        if walked.is_empty() {
+            // Every snapshot sees `newest`: nothing older is needed, and the change's
+            // record ends the chain (the records past it are purge's), at no cost.
+            return Ok(Pruned {
+                roll: RollPtr::NONE,
+                ..unchanged
+            });
+        }
+        if walked.iter().all(|w| w.needed) {
             return Ok(unchanged);
         }
+        let staying = walked
+            .iter()
+            .rev()
+            .take_while(|w| w.needed && w.whole)
+            .count();
+        let (relinked, staying) = walked.split_at(walked.len() - staying);
+        debug_assert!(relinked.iter().any(|w| !w.needed), "a prune prunes");
         // The kept versions written again, oldest first, each over the next newer kept.
-        let kept: Vec<&Version> = walked.iter().filter(|w| w.3).map(|w| &w.1).collect();
-        let mut prev_roll = RollPtr::NONE;
-        for (at, version) in kept.iter().enumerate().rev() {
-            let newer = if at == 0 { newest } else { kept[at - 1] };
-            let (prefix, suffix, middle) = UndoRecord::delta(&version.row, &newer.row);
-            // The entries of the kept version's keys the newer one does not have: purge
-            // of this record removes them once no snapshot needs the kept version (the
-            // unlinked records that had this duty are dead).
+        let mut prev_roll = staying.first().map_or(RollPtr::NONE, |w| w.record);
+        for kept in relinked.iter().rev().filter(|w| w.needed) {
+            let version = &kept.version;
+            // Whole: purge of this record removes every entry of the version's keys that
+            // no version a snapshot may need has, once no snapshot needs this one (the
+            // unlinked records that had this duty are dead; purge checks each entry).
             let marked = if version.deleted {
                 Vec::new()
             } else {
-                let newer_keys = if newer.deleted {
-                    Vec::new()
-                } else {
-                    self.index_keys(&newer.row)?
-                };
                 self.index_keys(&version.row)?
                     .into_iter()
                     .enumerate()
-                    .filter(|(index, k)| newer_keys.get(*index) != Some(k))
                     .map(|(index, k)| (index as u16, k))
                     .collect()
             };
@@ -966,17 +1014,17 @@ impl ClusteredTable {
                     prev_roll,
                     prev_deleted: version.deleted,
                     fresh: 0,
-                    prefix,
-                    suffix,
-                    middle,
+                    prefix: 0,
+                    suffix: 0,
+                    middle: version.row.clone(),
                     marked,
                 },
             )?;
         }
         // Entries only pruned versions had: theirs to purge, now.
         let mut keep: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.indexes.len()];
-        let live = std::iter::once(newest).chain(kept.iter().copied());
-        for version in live.filter(|v| !v.deleted) {
+        let kept = walked.iter().filter(|w| w.needed).map(|w| &w.version);
+        for version in std::iter::once(newest).chain(kept).filter(|v| !v.deleted) {
             for (index, index_key) in self.index_keys(&version.row)?.into_iter().enumerate() {
                 keep[index].push(index_key);
             }
@@ -984,8 +1032,12 @@ impl ClusteredTable {
         for (index, index_key) in new_keys.iter().enumerate() {
             keep[index].push(index_key.clone());
         }
-        for (_, version, _, _) in walked.iter().filter(|w| !w.3 && !w.1.deleted) {
-            for (index, index_key) in self.index_keys(&version.row)?.into_iter().enumerate() {
+        for pruned in relinked.iter().filter(|w| !w.needed && !w.version.deleted) {
+            for (index, index_key) in self
+                .index_keys(&pruned.version.row)?
+                .into_iter()
+                .enumerate()
+            {
                 if keep[index].contains(&index_key) {
                     continue;
                 }
@@ -999,11 +1051,12 @@ impl ClusteredTable {
                 keep[index].push(index_key);
             }
         }
-        let pruned = walked.iter().filter(|w| !w.3).count() as u64;
+        let pruned = relinked.iter().filter(|w| !w.needed).count() as u64;
         self.versions_pruned.fetch_add(pruned, Ordering::Relaxed);
         Ok(Pruned {
             roll: prev_roll,
-            unlinked: walked.iter().map(|w| w.0).collect(),
+            unlinked: relinked.iter().map(|w| w.record).collect(),
+            hot: xid.saturating_sub(newest.creator) < HOT_ROW_XIDS,
         })
     }
 

@@ -105,12 +105,13 @@ pub const MAX_UNDO_RECORD_BYTES: usize = BODY_BYTES - UNDO_HEADER_BYTES - FRAME_
 /// only when every record on it is done).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UndoLane {
-    /// A change of a row no snapshot has pruned behind: its before-image may be the
-    /// version an old snapshot reads, until the snapshot ends.
+    /// A change whose before-image may be the version an old snapshot reads, or whose
+    /// row is cold, and a merged record (a version a snapshot keeps): done when the
+    /// snapshot ends.
     Long = 0,
-    /// A change whose write pruned its row's chain (a row rewritten while snapshots
-    /// live: its next writer prunes this record too), a merged record (rewritten at the
-    /// row's next prune), or an insert (done at commit).
+    /// A change of a hot row whose write pruned its row's chain (a row rewritten while
+    /// snapshots live: its next writer, soon, prunes this record too), or an insert (done
+    /// at commit).
     Short = 1,
 }
 
@@ -703,7 +704,7 @@ impl UndoSpace {
     /// [`UndoSpace::append`] of a record eager pruning wrote: a kept version of a row,
     /// merged over the pruned ones (U4: the log then outlives a rollback).
     pub fn append_merged(&self, xid: u64, record: &UndoRecord) -> Result<RollPtr> {
-        let ptr = self.append_as(xid, record, true, UndoLane::Short)?;
+        let ptr = self.append_as(xid, record, true, UndoLane::Long)?;
         self.records_merged.fetch_add(1, Ordering::Relaxed);
         Ok(ptr)
     }
