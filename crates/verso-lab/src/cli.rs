@@ -296,8 +296,10 @@ pub struct CommonArgs {
     #[arg(long, value_parser = parse_eviction, requires = "disk")]
     pub eviction: Option<verso::disk::ReplacementPolicy>,
     /// Where the disk engine's heap puts new versions (with --disk): postgres
-    /// (PostgreSQL's placement, the default) or co-located (SI-CV's: each writing
-    /// transaction's new versions on pages of its own; docs/design/buffer-pool.md).
+    /// (PostgreSQL's placement, the default), co-located (SI-CV's: each writing
+    /// transaction's new versions on pages of its own; HOT only onto its own page) or
+    /// co-located-hot (SI-CV's with HOT kept: a HOT update claims its predecessor's page
+    /// when no live transaction owns it; docs/design/buffer-pool.md).
     #[arg(long, value_parser = parse_placement, requires = "disk")]
     pub placement: Option<verso::VersionPlacement>,
     /// The disk engine's version organization (with --disk): heap (PostgreSQL's, the

@@ -919,8 +919,12 @@ impl Options {
     /// versions on page(s) of its own (taken at its first new version in a table, from
     /// the free-space map among pages no live transaction owns, or new), given back to
     /// the map at its end; read-only transactions take none. Visibility, first-updater-wins,
-    /// pruning and vacuum are unchanged. `docs/design/buffer-pool.md`, "SI-CV's co-located
-    /// placement", has the choices the paper leaves open (HOT, flushing, the Barray).
+    /// pruning and vacuum are unchanged; an update is HOT only onto the updater's own page.
+    /// [`VersionPlacement::CoLocatedHot`] is SI-CV's with HOT kept: an update that fits its
+    /// predecessor's page and changes no indexed column claims that page when no live
+    /// transaction owns it, and stays there. `docs/design/buffer-pool.md`, "SI-CV's
+    /// co-located placement", has the choices the paper leaves open (HOT, flushing, the
+    /// Barray).
     pub fn version_placement(mut self, placement: VersionPlacement) -> Self {
         self.version_placement = placement;
         self

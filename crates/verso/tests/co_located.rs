@@ -23,15 +23,21 @@ use verso::{ColumnType, Database, Durability, Error, Isolation, Options, Schema,
 
 /// A heap under the co-located placement with its commit log and map, over `fs`.
 fn open(fs: &Arc<SimulatedFileSystem>, durability: Durability) -> Opened {
-    open_heap(
-        fs,
-        16,
-        durability,
-        Pruning::Horizon,
-        VersionPlacement::CoLocated,
-    )
-    .unwrap()
+    open_placed(fs, durability, VersionPlacement::CoLocated)
 }
+
+/// [`open`] under `placement`, one of the co-located ones.
+fn open_placed(
+    fs: &Arc<SimulatedFileSystem>,
+    durability: Durability,
+    placement: VersionPlacement,
+) -> Opened {
+    open_heap(fs, 16, durability, Pruning::Horizon, placement).unwrap()
+}
+
+/// SI-CV's placements: HOT only onto the updater's own page, and HOT kept.
+const CO_LOCATED: [VersionPlacement; 2] =
+    [VersionPlacement::CoLocated, VersionPlacement::CoLocatedHot];
 
 fn row(id: u32, pad: usize) -> Vec<u8> {
     let mut bytes = id.to_le_bytes().to_vec();
@@ -99,10 +105,17 @@ fn the_map_never_offers_a_live_transaction_s_page_and_gets_it_back_at_its_end() 
 /// A HOT update whose old version sits on a page another live transaction owns goes
 /// cold, to the updater's own page (no page holds new versions of two live transactions);
 /// once the row's version is on the updater's own page, its next update is HOT again.
+/// Under both co-located placements: with HOT kept, a page someone owns is not claimed.
 #[test]
 fn a_hot_update_never_places_on_a_page_another_live_transaction_owns() {
+    for placement in CO_LOCATED {
+        a_hot_update_never_places_on_another_s_page(placement);
+    }
+}
+
+fn a_hot_update_never_places_on_another_s_page(placement: VersionPlacement) {
     let fs = disk(2);
-    let o = open(&fs, Durability::None);
+    let o = open_placed(&fs, Durability::None, placement);
     let mut t0 = o.txns.begin().unwrap();
     let x0 = t0.xid().unwrap();
     let tid = o.heap.insert(x0, &row(1, 100)).unwrap();
@@ -144,6 +157,70 @@ fn a_hot_update_never_places_on_a_page_another_live_transaction_owns() {
     o.heap.release(xo).unwrap();
     assert_eq!(o.heap.stats().hot_updates, 1);
     assert_eq!(o.heap.stats().cold_updates, 1);
+}
+
+/// SI-CV with HOT kept: an update that fits its predecessor's page, which no live
+/// transaction owns, claims the page and stays there (HOT); the page is then the updater's
+/// until its end, so another writer's HOT update of a row on it goes cold, to a page of
+/// its own; the claimed page never becomes the updater's current page (its inserts go to
+/// a page it took for them); its end gives the page back. Under HOT only onto the
+/// updater's own page, the same first update goes cold.
+#[test]
+fn with_hot_kept_an_update_claims_its_predecessor_s_page_when_no_one_owns_it() {
+    for placement in CO_LOCATED {
+        let fs = disk(5);
+        let o = open_placed(&fs, Durability::None, placement);
+        let mut t0 = o.txns.begin().unwrap();
+        let x0 = t0.xid().unwrap();
+        let a = o.heap.insert(x0, &row(1, 100)).unwrap();
+        let b = o.heap.insert(x0, &row(2, 100)).unwrap();
+        assert_eq!(a.block, b.block);
+        t0.commit().unwrap();
+        o.heap.release(x0).unwrap();
+        let mut t1 = o.txns.begin().unwrap();
+        let x1 = t1.xid().unwrap();
+        let first = o
+            .heap
+            .update(a, &row(1, 100), true, &t1.snapshot(), &o.txns)
+            .unwrap();
+        let Replaced::Updated { tid: moved, hot } = first else {
+            panic!("{first:?}");
+        };
+        if placement == VersionPlacement::CoLocated {
+            assert!(!hot && moved.block != a.block, "{placement:?}: {first:?}");
+            t1.commit().unwrap();
+            o.heap.release(x1).unwrap();
+            continue;
+        }
+        assert!(hot && moved.block == a.block, "{first:?}");
+        assert_eq!(o.heap.page_owner(a.block), Some(x1));
+        // Another writer's HOT update of a row on the claimed page: cold, to its own page.
+        let mut t2 = o.txns.begin().unwrap();
+        let x2 = t2.xid().unwrap();
+        let second = o
+            .heap
+            .update(b, &row(2, 100), true, &t2.snapshot(), &o.txns)
+            .unwrap();
+        let Replaced::Updated { tid: b2, hot } = second else {
+            panic!("{second:?}");
+        };
+        assert!(!hot && b2.block != a.block, "{second:?}");
+        assert_eq!(o.heap.page_owner(b2.block), Some(x2));
+        // The claimed page is not where the updater's inserts go.
+        let inserted = o.heap.insert(x1, &row(3, 100)).unwrap();
+        assert_ne!(inserted.block, a.block);
+        assert_ne!(inserted.block, b2.block);
+        assert_eq!(o.heap.pages_owned_by(x1), vec![a.block, inserted.block]);
+        t1.commit().unwrap();
+        o.heap.release(x1).unwrap();
+        t2.commit().unwrap();
+        o.heap.release(x2).unwrap();
+        assert_eq!(o.heap.page_owner(a.block), None);
+        assert_eq!(o.heap.stats().hot_updates, 1);
+        assert_eq!(o.heap.stats().cold_updates, 1);
+        assert_eq!(o.heap.stats().pages_owned, 0);
+        o.heap.check().unwrap();
+    }
 }
 
 /// Pages owned by a transaction alive at a crash are usable after recovery: the Barray is
@@ -206,8 +283,14 @@ fn check_no_page_shared_by_live_writers(o: &Opened) -> bool {
 /// others' through the map, and only one wins a page).
 #[test]
 fn concurrent_writers_never_share_a_page_while_both_live() {
+    for placement in CO_LOCATED {
+        concurrent_writers_never_share_a_page(placement);
+    }
+}
+
+fn concurrent_writers_never_share_a_page(placement: VersionPlacement) {
     let fs = disk(4);
-    let o = open(&fs, Durability::None);
+    let o = open_placed(&fs, Durability::None, placement);
     let stop = std::sync::atomic::AtomicBool::new(false);
     // The writers go on past their 120 transactions until the checker has seen a live
     // writer: on a loaded machine it may not run while they do, and the test, which then

@@ -777,15 +777,15 @@ fn regression_a_queue_folded_faster_than_the_bound_moves_is_still_finalized() {
 /// collector it runs under (tile-block: 'none', tb-collect, and tb-collect with the hash
 /// index; append-nvm: 'none', 'tvcp' and 'zen'; delta-nvm: 'none' and 'oneshot'), and the
 /// disk engine under its two pruning rules, under LRU-2 eviction, under SI-CV's
-/// co-located placement and in InnoDB's design (undo and purge, and Steam's pruning of
-/// undo chains); each opens.
+/// co-located placement (and with HOT kept) and in InnoDB's design (undo and purge, and
+/// Steam's pruning of undo chains); each opens.
 #[test]
 fn the_suites_run_the_configurations_the_docs_list() {
     let all = common::all_configurations();
     assert_eq!(common::si_configurations().len(), 66);
     assert_eq!(common::persistent_memory_configurations().len(), 3 + 3 + 2);
-    assert_eq!(common::disk_configurations().len(), 6);
-    assert_eq!(all.len(), 66 + 4 * 15 + 3 + 3 + 2 + 6);
+    assert_eq!(common::disk_configurations().len(), 7);
+    assert_eq!(all.len(), 66 + 4 * 15 + 3 + 3 + 2 + 7);
     let physical = all
         .iter()
         .filter(|o| o.index_pointers == verso::IndexPointers::Physical)

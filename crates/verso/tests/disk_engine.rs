@@ -230,14 +230,15 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
         } else {
             GarbageCollector::Vacuum
         };
-        // Seeds 2, 6, 10, ... place new versions on their transactions' own pages; seeds
+        // Seeds 2, 10, 18, ... place new versions on their transactions' own pages, and
+        // seeds 6, 14, 22, ... so with HOT kept (a HOT update claims its page); seeds
         // 3, 7, 11, ... run InnoDB's design (in place, undo, purge: recovery rolls back
         // what the cut left uncommitted in place), and seeds 0, 8, 16, ... it with Steam's
         // pruning of undo chains.
-        let placement = if seed % 4 == 2 {
-            VersionPlacement::CoLocated
-        } else {
-            VersionPlacement::PostgreSql
+        let placement = match seed % 8 {
+            2 => VersionPlacement::CoLocated,
+            6 => VersionPlacement::CoLocatedHot,
+            _ => VersionPlacement::PostgreSql,
         };
         let storage = if seed % 4 == 3 || seed % 8 == 0 {
             DiskStorage::Undo
@@ -295,7 +296,7 @@ fn power_cuts_lose_no_acknowledged_commit_and_show_nothing_uncommitted() {
                     break;
                 }
                 if next() % 8 == 0 {
-                    if placement == VersionPlacement::CoLocated {
+                    if placement.co_located() {
                         // Rows enough for a page of its own, which the abort drops
                         // unwritten (and the next writers take as new): aborts with
                         // dropped pages are among the cut's points.

@@ -37,13 +37,13 @@ fn pruning_of(seed: u64) -> Pruning {
     }
 }
 
-/// Every third seed places new versions by SI-CV's co-located placement, the others by
-/// PostgreSQL's.
+/// Every third seed places new versions by SI-CV's co-located placement (every other
+/// one of those with HOT kept), the others by PostgreSQL's.
 fn placement_of(seed: u64) -> VersionPlacement {
-    if seed % 3 == 2 {
-        VersionPlacement::CoLocated
-    } else {
-        VersionPlacement::PostgreSql
+    match seed % 6 {
+        2 => VersionPlacement::CoLocated,
+        5 => VersionPlacement::CoLocatedHot,
+        _ => VersionPlacement::PostgreSql,
     }
 }
 
@@ -357,7 +357,7 @@ fn interleaved_transactions_see_exactly_their_snapshots() {
                     o.heap.free_space_map().check().unwrap();
                 }
             }
-            if placement == VersionPlacement::CoLocated {
+            if placement.co_located() {
                 check_co_located(&o, &format!("seed {seed} step {step}"));
             }
         }

@@ -352,8 +352,8 @@ impl HeapFile {
     }
 
     /// The heap with another placement of new versions (PostgreSQL's by default). Under
-    /// [`VersionPlacement::CoLocated`] whoever ends a transaction that wrote here must
-    /// call [`HeapFile::release`] once its end returned.
+    /// a co-located one ([`VersionPlacement::co_located`]) whoever ends a transaction that
+    /// wrote here must call [`HeapFile::release`] once its end returned.
     pub fn with_placement(mut self, placement: VersionPlacement) -> Self {
         self.placement = placement;
         self
@@ -398,7 +398,7 @@ impl HeapFile {
     /// pages are released even when recording them fails: the map is a hint, and a page
     /// it then under-reports is offered again once vacuum records it.
     pub fn release(&self, xid: u64) -> Result<()> {
-        if self.placement != VersionPlacement::CoLocated {
+        if !self.placement.co_located() {
             // Nothing owned, and no Barray lock on PostgreSQL's commit path.
             debug_assert!(self.barray.pages_of(xid).is_empty());
             return Ok(());
@@ -444,7 +444,7 @@ impl HeapFile {
         xid: u64,
         remove_index_entries: &mut RootsVisitor<'_>,
     ) -> Result<u64> {
-        if self.placement != VersionPlacement::CoLocated || xid == 0 {
+        if !self.placement.co_located() || xid == 0 {
             return Ok(0);
         }
         let candidates: Vec<u32> = self
@@ -614,7 +614,7 @@ impl HeapFile {
     /// once (excluded while owned), so that a crash before its owner's end leaves it
     /// offered once the map page is on disk (P4), rather than hidden until vacuum.
     fn placed(&self, xid: u64, block: u32, free: usize, extended: bool) -> Result<()> {
-        if self.placement == VersionPlacement::CoLocated {
+        if self.placement.co_located() {
             self.barray.placed(xid, block, free);
             if extended {
                 self.free_space.record(block, free)?;
@@ -659,7 +659,9 @@ impl HeapFile {
         match self.placement {
             // Whether the file grew matters only to the co-located placement's record.
             VersionPlacement::PostgreSql => Ok((self.shared_page_with_room(len, avoid)?, false)),
-            VersionPlacement::CoLocated => self.own_page_with_room(xid, len, avoid),
+            VersionPlacement::CoLocated | VersionPlacement::CoLocatedHot => {
+                self.own_page_with_room(xid, len, avoid)
+            }
         }
     }
 
@@ -969,12 +971,19 @@ impl HeapFile {
             return Ok(refused);
         }
         // Under co-located placement a HOT update stays on the old page only when it is
-        // the updater's own (P1); otherwise its version goes cold to the updater's page.
+        // the updater's own (P1), or, with HOT kept, when the updater may claim it (no
+        // one owns it: claimed under the page's latch, P3); otherwise its version goes
+        // cold to the updater's page.
         let same_page = hot_allowed
             && self
                 .placement
-                .same_page_allowed(|| self.barray.owner(old.block), xid);
-        if same_page && HeapPage::new(old_page.body()).fits(data.len()) {
+                .same_page_allowed(|| self.barray.owner(old.block), xid)
+            && HeapPage::new(old_page.body()).fits(data.len())
+            && (self.placement != VersionPlacement::CoLocatedHot || {
+                let free = HeapPage::new(old_page.body()).free_space();
+                self.barray.claim_for_hot(xid, old.block, free) != Claim::Refused
+            });
+        if same_page {
             let new = {
                 let mut heap = HeapPage::new(old_page.body_mut());
                 let mut header = TupleHeader {

@@ -15,6 +15,13 @@
 //!   the heap, from the free-space map among pages no live transaction owns, or by
 //!   extending the file; another when that one is full; the pages return to the map when
 //!   it ends. The ownership is the [`Barray`] (the paper's name: transaction → pages).
+//!   An update is HOT (on its predecessor's page) only when that page is its own.
+//! - [`VersionPlacement::CoLocatedHot`]: SI-CV's, with PostgreSQL's HOT kept: an update
+//!   that changes no indexed column and fits its predecessor's page claims that page if no
+//!   live transaction owns it, and its new version stays there (the page is then the
+//!   updater's until its end, P1); other new versions go to the updater's current page as
+//!   under `CoLocated`. The paper is silent on HOT; this is the other answer, measured
+//!   beside the first (`docs/design/buffer-pool.md`, "SI-CV's co-located placement").
 //!
 //! This module is the policy: which pages a transaction may use and who owns what. The
 //! mechanism (latching, formatting, extending, logging) stays in [`super::heap_file`].
@@ -69,19 +76,37 @@ pub enum VersionPlacement {
     /// Read-only transactions take none. A HOT update stays on its predecessor's page
     /// only when that page is the updater's own.
     CoLocated,
+    /// SI-CV's co-located versions with HOT kept: a HOT update claims its predecessor's
+    /// page when no live transaction owns it, and stays there; everything else as
+    /// [`VersionPlacement::CoLocated`].
+    CoLocatedHot,
 }
 
 impl VersionPlacement {
     /// Every placement, the default first.
-    pub const ALL: [VersionPlacement; 2] =
-        [VersionPlacement::PostgreSql, VersionPlacement::CoLocated];
+    pub const ALL: [VersionPlacement; 3] = [
+        VersionPlacement::PostgreSql,
+        VersionPlacement::CoLocated,
+        VersionPlacement::CoLocatedHot,
+    ];
 
-    /// Its name in designs, reports and the lab's flag: `postgres` or `co-located`.
+    /// Its name in designs, reports and the lab's flag: `postgres`, `co-located` or
+    /// `co-located-hot`.
     pub fn name(self) -> &'static str {
         match self {
             VersionPlacement::PostgreSql => "postgres",
             VersionPlacement::CoLocated => "co-located",
+            VersionPlacement::CoLocatedHot => "co-located-hot",
         }
+    }
+
+    /// Whether new versions go to pages their creators own (SI-CV's, either answer on
+    /// HOT): the Barray, its releases and the drop of an aborted owner's pages apply.
+    pub fn co_located(self) -> bool {
+        matches!(
+            self,
+            VersionPlacement::CoLocated | VersionPlacement::CoLocatedHot
+        )
     }
 
     /// The placement named `name` ([`VersionPlacement::name`]; `si-cv` is `co-located`).
@@ -89,6 +114,7 @@ impl VersionPlacement {
         match name {
             "postgres" | "postgresql" => Some(VersionPlacement::PostgreSql),
             "co-located" | "colocated" | "si-cv" => Some(VersionPlacement::CoLocated),
+            "co-located-hot" | "si-cv-hot" => Some(VersionPlacement::CoLocatedHot),
             _ => None,
         }
     }
@@ -98,7 +124,8 @@ impl VersionPlacement {
     /// no Barray lock is taken) when it fits and no indexed column changed. PostgreSQL:
     /// always (HOT). Co-located: only on the updater's own page (P1): a new version must
     /// go to a page of its creator, and the predecessor's page is usually someone else's
-    /// or no one's.
+    /// or no one's. Co-located with HOT kept: also on a page no one owns, which the
+    /// updater then claims ([`Barray::claim_for_hot`]) before placing there.
     pub(crate) fn same_page_allowed(
         self,
         old_owner: impl FnOnce() -> Option<u64>,
@@ -107,6 +134,7 @@ impl VersionPlacement {
         match self {
             VersionPlacement::PostgreSql => true,
             VersionPlacement::CoLocated => old_owner() == Some(xid),
+            VersionPlacement::CoLocatedHot => old_owner().is_none_or(|owner| owner == xid),
         }
     }
 }
@@ -134,6 +162,9 @@ struct OwnedPage {
     /// the map offered a page that read as new), so every version on it is the owner's
     /// (P1): a candidate for `HeapFile::drop_aborted_pages` if the owner aborts.
     formatted: bool,
+    /// Claimed for a HOT update onto a predecessor's page ([`Barray::claim_for_hot`]):
+    /// never the owner's current page, where its other versions go.
+    hot: bool,
 }
 
 #[derive(Debug, Default)]
@@ -189,13 +220,14 @@ impl Barray {
         self.owners.lock().by_block.get(&block).copied()
     }
 
-    /// `xid`'s current page: the last it took, where its next version goes first.
+    /// `xid`'s current page: the last it took other than for a HOT update, where its next
+    /// version goes first.
     pub(crate) fn current(&self, xid: u64) -> Option<u32> {
         self.owners
             .lock()
             .by_xid
             .get(&xid)
-            .and_then(|pages| pages.last())
+            .and_then(|pages| pages.iter().rev().find(|page| !page.hot))
             .map(|page| page.block)
     }
 
@@ -222,6 +254,17 @@ impl Barray {
     /// Makes `block` `xid`'s current page if no one else owns it (P1). A page taken is
     /// recorded with `free` bytes until the owner places a version there.
     pub(crate) fn claim(&self, xid: u64, block: u32, free: usize) -> Claim {
+        self.claim_as(xid, block, free, false)
+    }
+
+    /// Makes `block`, a predecessor's page a HOT update of `xid` is about to place its
+    /// new version on, `xid`'s if no one else owns it (P1), without making it `xid`'s
+    /// current page.
+    pub(crate) fn claim_for_hot(&self, xid: u64, block: u32, free: usize) -> Claim {
+        self.claim_as(xid, block, free, true)
+    }
+
+    fn claim_as(&self, xid: u64, block: u32, free: usize, hot: bool) -> Claim {
         debug_assert_ne!(xid, 0, "only a writer owns pages");
         let mut owners = self.owners.lock();
         let claim = match owners.by_block.get(&block) {
@@ -233,6 +276,7 @@ impl Barray {
                     block,
                     free,
                     formatted: false,
+                    hot,
                 });
                 owners.claimed += 1;
                 Claim::Taken
@@ -351,6 +395,25 @@ mod tests {
         assert_eq!(barray.pages_owned(), 1);
         assert_eq!(barray.pages_claimed(), 4);
         assert!(barray.release(9).is_empty());
+    }
+
+    #[test]
+    fn a_page_claimed_for_a_hot_update_is_owned_but_never_current() {
+        let barray = Barray::default();
+        assert_eq!(barray.claim(7, 3, 100), Claim::Taken);
+        assert_eq!(barray.claim_for_hot(7, 9, 50), Claim::Taken);
+        assert_eq!(barray.claim_for_hot(8, 9, 50), Claim::Refused);
+        assert_eq!(barray.claim_for_hot(8, 3, 50), Claim::Refused);
+        assert_eq!(barray.owner(9), Some(7));
+        assert_eq!(barray.current(7), Some(3));
+        assert_eq!(barray.pages_of(7), vec![3, 9]);
+        // A transaction whose only page is a HOT claim has no current page.
+        assert_eq!(barray.claim_for_hot(8, 4, 50), Claim::Taken);
+        assert_eq!(barray.current(8), None);
+        let mut released = barray.release(7);
+        released.sort();
+        assert_eq!(released, vec![(3, 100), (9, 50)]);
+        assert_eq!(barray.owner(9), None);
     }
 
     #[test]

@@ -82,6 +82,12 @@ pub fn disk_configurations() -> Vec<Options> {
             VersionPlacement::CoLocated,
             DiskStorage::Heap,
         ),
+        (
+            GarbageCollector::Vacuum,
+            ReplacementPolicy::Clock,
+            VersionPlacement::CoLocatedHot,
+            DiskStorage::Heap,
+        ),
         // InnoDB's design: in place, undo, purge; and with Steam's pruning of undo chains.
         (
             GarbageCollector::Vacuum,
