@@ -710,29 +710,8 @@ fn eager_pruning_frees_the_pages_of_hot_rows_beside_cold_rows_a_snapshot_needs()
     const ROUNDS: i64 = 1_200;
     let mut in_use = Vec::new();
     for gc in [GarbageCollector::Steam, GarbageCollector::Vacuum] {
-        let fs = Arc::new(SimulatedFileSystem::new(13));
-        let db = Database::open(options(&fs).garbage_collector(gc)).unwrap();
-        let table = accounts(&db, 10 + ROUNDS);
-        let held = db.begin_read_only(Isolation::Snapshot);
-        for round in 0..ROUNDS {
-            let mut txn = db.begin(Isolation::Snapshot);
-            for id in [round % 10, 10 + round] {
-                assert!(txn
-                    .update(table, &[Value::I64(id)], &[(1, Value::I64(round))])
-                    .unwrap());
-            }
-            txn.commit().unwrap();
-        }
-        db.collect_garbage();
-        for id in [3, 10, 10 + ROUNDS / 2, 9 + ROUNDS] {
-            assert_eq!(balance(&held, table, id), Some(100), "{gc:?}");
-        }
-        let undo = stats(&db);
+        let undo = hot_and_cold_behind_a_held_snapshot(13, gc, ROUNDS, ROUNDS, |round| round);
         in_use.push(undo.pages - undo.free_pages);
-        drop(held);
-        db.collect_garbage();
-        let undo = stats(&db);
-        assert_eq!(undo.free_pages, undo.pages, "{gc:?}: {undo:?}");
     }
     assert!(
         3 * in_use[0] < 2 * in_use[1],
@@ -753,39 +732,55 @@ fn eager_pruning_of_rows_rewritten_far_apart_keeps_fewer_pages_than_purge_alone(
     const PASSES: i64 = 4;
     let mut in_use = Vec::new();
     for gc in [GarbageCollector::Steam, GarbageCollector::Vacuum] {
-        let fs = Arc::new(SimulatedFileSystem::new(17));
-        let db = Database::open(options(&fs).garbage_collector(gc)).unwrap();
-        let table = accounts(&db, 10 + COLD);
-        let held = db.begin_read_only(Isolation::Snapshot);
-        for round in 0..COLD * PASSES {
-            let mut txn = db.begin(Isolation::Snapshot);
-            for id in [round % 10, 10 + round % COLD] {
-                assert!(txn
-                    .update(table, &[Value::I64(id)], &[(1, Value::I64(round))])
-                    .unwrap());
-            }
-            txn.commit().unwrap();
-        }
-        db.collect_garbage();
-        for id in [3, 10, 10 + COLD / 2, 9 + COLD] {
-            assert_eq!(balance(&held, table, id), Some(100), "{gc:?}");
-        }
-        let undo = stats(&db);
-        eprintln!("{gc:?}: {undo:?}");
+        let undo =
+            hot_and_cold_behind_a_held_snapshot(17, gc, COLD, COLD * PASSES, |round| round % COLD);
         if gc == GarbageCollector::Steam {
             // Each row's held version merged once, not at every change since.
             assert!(undo.records_merged <= (10 + COLD) as u64, "{undo:?}");
         }
         in_use.push(undo.pages - undo.free_pages);
-        drop(held);
-        db.collect_garbage();
-        let undo = stats(&db);
-        assert_eq!(undo.free_pages, undo.pages, "{gc:?}: {undo:?}");
     }
     assert!(
         in_use[0] < in_use[1],
         "undo pages in use behind the snapshot, eager and purge alone: {in_use:?}"
     );
+}
+
+/// Behind a held snapshot, under `gc`, on the simulated disk of `seed`: `rounds`
+/// transactions each update hot row `round % 10` and cold row `10 + cold(round)` of
+/// `10 + cold_rows` accounts. The held reader still reads the rows as loaded; returns the
+/// undo counters then, and checks that once the snapshot ends and purge runs every undo
+/// page is free.
+fn hot_and_cold_behind_a_held_snapshot(
+    seed: u64,
+    gc: GarbageCollector,
+    cold_rows: i64,
+    rounds: i64,
+    cold: impl Fn(i64) -> i64,
+) -> verso::disk::UndoStats {
+    let fs = Arc::new(SimulatedFileSystem::new(seed));
+    let db = Database::open(options(&fs).garbage_collector(gc)).unwrap();
+    let table = accounts(&db, 10 + cold_rows);
+    let held = db.begin_read_only(Isolation::Snapshot);
+    for round in 0..rounds {
+        let mut txn = db.begin(Isolation::Snapshot);
+        for id in [round % 10, 10 + cold(round)] {
+            assert!(txn
+                .update(table, &[Value::I64(id)], &[(1, Value::I64(round))])
+                .unwrap());
+        }
+        txn.commit().unwrap();
+    }
+    db.collect_garbage();
+    for id in [3, 10, 10 + cold_rows / 2, 9 + cold_rows] {
+        assert_eq!(balance(&held, table, id), Some(100), "{gc:?}");
+    }
+    let undo = stats(&db);
+    drop(held);
+    db.collect_garbage();
+    let after = stats(&db);
+    assert_eq!(after.free_pages, after.pages, "{gc:?}: {after:?}");
+    undo
 }
 
 /// Found by the power cuts (seed 14, eager pruning): a transaction's prune wrote a kept
