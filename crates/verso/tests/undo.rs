@@ -783,6 +783,69 @@ fn hot_and_cold_behind_a_held_snapshot(
     undo
 }
 
+/// Found by review of the whole merged records: a row whose whole version and all its
+/// index keys do not fit one undo record (a 1,700-byte text in four indexes) could not be
+/// updated behind a held snapshot once a prune wrote its held version again:
+/// `EntryTooLarge` at the third update, and at every later update or delete of the row
+/// until the snapshot ended. Such a version is now merged as a delta of the newer one.
+#[test]
+fn regression_a_wide_row_s_held_version_too_large_whole_is_merged_as_a_delta() {
+    let fs = Arc::new(SimulatedFileSystem::new(19));
+    let db = Database::open(options(&fs).garbage_collector(GarbageCollector::Steam)).unwrap();
+    let schema = Schema::new()
+        .column("id", ColumnType::I64)
+        .column("n", ColumnType::I64)
+        .column("t", ColumnType::Text)
+        .column("m", ColumnType::I64)
+        .primary_key(&["id"])
+        .index("by_t", &["t"])
+        .index("by_t_id", &["t", "id"])
+        .index("by_id_t", &["id", "t"])
+        .index("by_t_n", &["t", "n"]);
+    let table = db.create_table("wide", schema).unwrap();
+    let text = "x".repeat(1_700);
+    let mut load = db.begin(Isolation::Snapshot);
+    load.insert(
+        table,
+        &[
+            Value::I64(1),
+            Value::I64(0),
+            Value::Text(text.clone()),
+            Value::I64(0),
+        ],
+    )
+    .unwrap();
+    load.commit().unwrap();
+    let held = db.begin_read_only(Isolation::Snapshot);
+    for round in 1..6 {
+        let mut txn = db.begin(Isolation::Snapshot);
+        assert!(txn
+            .update(table, &[Value::I64(1)], &[(3, Value::I64(round))])
+            .unwrap());
+        txn.commit().unwrap();
+    }
+    assert!(stats(&db).records_merged > 0);
+    let m_of = |txn: &verso::Transaction<'_>| {
+        txn.get(table, &[Value::I64(1)]).unwrap().expect("the row")[3].clone()
+    };
+    assert_eq!(m_of(&held), Value::I64(0));
+    let mut delete = db.begin(Isolation::Snapshot);
+    assert!(delete.delete(table, &[Value::I64(1)]).unwrap());
+    delete.commit().unwrap();
+    assert_eq!(m_of(&held), Value::I64(0));
+    drop(held);
+    db.collect_garbage();
+    for index in ["by_t", "by_t_id", "by_id_t", "by_t_n"] {
+        assert_eq!(
+            db.secondary_index_entries(table, index).unwrap(),
+            0,
+            "{index}"
+        );
+    }
+    let undo = stats(&db);
+    assert_eq!(undo.free_pages, undo.pages, "{undo:?}");
+}
+
 /// Found by the power cuts (seed 14, eager pruning): a transaction's prune wrote a kept
 /// version again (merged) into its log, carrying the duty to remove an index entry only
 /// that version still had (the record that had the duty was unlinked); the cut ended the

@@ -336,9 +336,9 @@ impl ClusteredTable {
         let row = record
             .restore(&after.row)
             .ok_or_else(|| self.corrupt("an undo record's delta does not fit its row".into()))?;
-        // Only a merged record marks every key of its version: an update's record marks
-        // the keys its change dropped, a duty its successors' records share.
-        let whole = record.kind == UndoKind::Merged && record.prefix == 0 && record.suffix == 0;
+        // Only a whole merged record marks every key of its version: an update's record
+        // marks the keys its change dropped, a duty its successors' records share.
+        let whole = record.whole;
         let version = Version {
             creator: record.prev_creator,
             roll: record.prev_roll,
@@ -513,6 +513,7 @@ impl ClusteredTable {
                 suffix: 0,
                 middle: Vec::new(),
                 marked: Vec::new(),
+                whole: false,
             },
             Some(newest) => {
                 self.check_writable(newest, &snapshot, txns)?;
@@ -536,6 +537,7 @@ impl ClusteredTable {
                     middle,
                     // The deleted version's entries were marked by its delete.
                     marked: Vec::new(),
+                    whole: false,
                 }
             }
         };
@@ -605,6 +607,7 @@ impl ClusteredTable {
                 .iter()
                 .map(|&(index, _)| (index as u16, old_keys[index].clone()))
                 .collect(),
+            whole: false,
         };
         let roll = self.undo.append(xid, &record, pruned.lane(record.kind))?;
         let version = Version {
@@ -654,6 +657,7 @@ impl ClusteredTable {
                 .enumerate()
                 .map(|(index, k)| (index as u16, k.clone()))
                 .collect(),
+            whole: false,
         };
         let roll = self.undo.append(xid, &record, pruned.lane(record.kind))?;
         let version = Version {
@@ -989,37 +993,16 @@ impl ClusteredTable {
         let (relinked, staying) = walked.split_at(walked.len() - staying);
         debug_assert!(relinked.iter().any(|w| !w.needed), "a prune prunes");
         // The kept versions written again, oldest first, each over the next newer kept.
+        let rewritten: Vec<&Version> = relinked
+            .iter()
+            .filter(|w| w.needed)
+            .map(|w| &w.version)
+            .collect();
         let mut prev_roll = staying.first().map_or(RollPtr::NONE, |w| w.record);
-        for kept in relinked.iter().rev().filter(|w| w.needed) {
-            let version = &kept.version;
-            // Whole: purge of this record removes every entry of the version's keys that
-            // no version a snapshot may need has, once no snapshot needs this one (the
-            // unlinked records that had this duty are dead; purge checks each entry).
-            let marked = if version.deleted {
-                Vec::new()
-            } else {
-                self.index_keys(&version.row)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, k)| (index as u16, k))
-                    .collect()
-            };
-            prev_roll = self.undo.append_merged(
-                xid,
-                &UndoRecord {
-                    kind: UndoKind::Merged,
-                    table: self.position,
-                    key: key.to_vec(),
-                    prev_creator: version.creator,
-                    prev_roll,
-                    prev_deleted: version.deleted,
-                    fresh: 0,
-                    prefix: 0,
-                    suffix: 0,
-                    middle: version.row.clone(),
-                    marked,
-                },
-            )?;
+        for (at, version) in rewritten.iter().enumerate().rev() {
+            let newer = if at == 0 { newest } else { rewritten[at - 1] };
+            let record = self.merged_record(key, version, newer, prev_roll)?;
+            prev_roll = self.undo.append_merged(xid, &record)?;
         }
         // Entries only pruned versions had: theirs to purge, now.
         let mut keep: Vec<Vec<Vec<u8>>> = vec![Vec::new(); self.indexes.len()];
@@ -1057,6 +1040,66 @@ impl ClusteredTable {
             roll: prev_roll,
             unlinked: relinked.iter().map(|w| w.record).collect(),
             hot: xid.saturating_sub(newest.creator) < HOT_ROW_XIDS,
+        })
+    }
+
+    /// The merged record that restores kept `version` (chained to `prev_roll`) from
+    /// `newer`: whole (its row, and all its index keys as purge duties: purge removes
+    /// only the entries no version a snapshot may need has), so a later prune may leave it
+    /// linked; or, if that would not fit an undo record, a delta of `newer` carrying the
+    /// keys `newer` lacks, which a later prune writes again
+    /// (`regression_a_wide_row_s_held_version_too_large_whole_is_merged_as_a_delta`).
+    fn merged_record(
+        &self,
+        key: &[u8],
+        version: &Version,
+        newer: &Version,
+        prev_roll: RollPtr,
+    ) -> Result<UndoRecord> {
+        let keys = if version.deleted {
+            Vec::new()
+        } else {
+            self.index_keys(&version.row)?
+        };
+        let whole = UndoRecord {
+            kind: UndoKind::Merged,
+            table: self.position,
+            key: key.to_vec(),
+            prev_creator: version.creator,
+            prev_roll,
+            prev_deleted: version.deleted,
+            fresh: 0,
+            prefix: 0,
+            suffix: 0,
+            middle: version.row.clone(),
+            marked: keys
+                .iter()
+                .enumerate()
+                .map(|(index, k)| (index as u16, k.clone()))
+                .collect(),
+            whole: true,
+        };
+        if whole.encode().len() <= super::undo::MAX_UNDO_RECORD_BYTES {
+            return Ok(whole);
+        }
+        let newer_keys = if newer.deleted {
+            Vec::new()
+        } else {
+            self.index_keys(&newer.row)?
+        };
+        let (prefix, suffix, middle) = UndoRecord::delta(&version.row, &newer.row);
+        Ok(UndoRecord {
+            prefix,
+            suffix,
+            middle,
+            marked: keys
+                .into_iter()
+                .enumerate()
+                .filter(|(index, k)| newer_keys.get(*index) != Some(k))
+                .map(|(index, k)| (index as u16, k))
+                .collect(),
+            whole: false,
+            ..whole
         })
     }
 

@@ -213,6 +213,11 @@ pub struct UndoRecord {
     /// The index entries the change delete-marked (index, entry key): purge removes them
     /// once no version a snapshot may need has that key.
     pub marked: Vec<(u16, Vec<u8>)>,
+    /// A merged record that holds its version's whole row (`prefix` and `suffix` 0) and
+    /// every one of its index keys in `marked`: it restores its version from any newer
+    /// one, so a later prune may leave it linked (`ClusteredTable::prune`). Bit 1 of the
+    /// delete-mark byte on the page.
+    pub whole: bool,
 }
 
 impl UndoRecord {
@@ -255,7 +260,7 @@ impl UndoRecord {
         out.extend_from_slice(&self.key);
         out.extend_from_slice(&self.prev_creator.to_le_bytes());
         self.prev_roll.encode(&mut out);
-        out.push(u8::from(self.prev_deleted));
+        out.push(u8::from(self.prev_deleted) | (u8::from(self.whole) << 1));
         out.extend_from_slice(&self.fresh.to_le_bytes());
         out.extend_from_slice(&self.prefix.to_le_bytes());
         out.extend_from_slice(&self.suffix.to_le_bytes());
@@ -300,11 +305,11 @@ impl UndoRecord {
         let key = take(key_len)?.to_vec();
         let prev_creator = u64::from_le_bytes(take(8)?.try_into().expect("eight bytes"));
         let prev_roll = RollPtr::decode(take(ROLL_PTR_BYTES)?);
-        let prev_deleted = match take(1)?[0] {
-            0 => false,
-            1 => true,
-            other => return Err(format!("an undo record's delete mark is {other}")),
-        };
+        let marks = take(1)?[0];
+        if marks & !3 != 0 {
+            return Err(format!("an undo record's marks are {marks:#04x}"));
+        }
+        let (prev_deleted, whole) = (marks & 1 != 0, marks & 2 != 0);
         let fresh = u64::from_le_bytes(take(8)?.try_into().expect("eight bytes"));
         let prefix = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
         let suffix = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
@@ -320,6 +325,11 @@ impl UndoRecord {
         if at != bytes.len() {
             return Err(format!("{} bytes after an undo record", bytes.len() - at));
         }
+        if whole && (kind != UndoKind::Merged || prefix != 0 || suffix != 0) {
+            return Err(format!(
+                "an undo record of kind {kind:?} with a delta of {prefix} + {suffix} bytes says it holds a whole row"
+            ));
+        }
         Ok(UndoRecord {
             kind,
             table,
@@ -332,6 +342,7 @@ impl UndoRecord {
             suffix,
             middle,
             marked,
+            whole,
         })
     }
 }
@@ -1221,6 +1232,7 @@ mod tests {
             suffix,
             middle,
             marked: vec![(0, b"old".to_vec())],
+            whole: false,
         }
     }
 
@@ -1368,6 +1380,34 @@ mod tests {
             body[UNDO_HEADER_BYTES..UNDO_HEADER_BYTES + bytes.len()].copy_from_slice(&bytes);
             let _ = page_records(&body);
             let _ = crate::disk::clustered::Version::decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn a_whole_merged_record_round_trips_and_only_a_merged_whole_row_may_say_so() {
+        let whole = UndoRecord {
+            kind: UndoKind::Merged,
+            prefix: 0,
+            suffix: 0,
+            middle: b"abcXYZdef".to_vec(),
+            whole: true,
+            ..record()
+        };
+        let decoded = UndoRecord::decode(&whole.encode()).unwrap();
+        assert_eq!(decoded, whole);
+        assert_eq!(decoded.restore(b"anything").unwrap(), b"abcXYZdef");
+        // The same marks on an update's record, or on a delta, are corruption.
+        for wrong in [
+            UndoRecord {
+                kind: UndoKind::Update,
+                ..whole.clone()
+            },
+            UndoRecord {
+                prefix: 1,
+                ..whole.clone()
+            },
+        ] {
+            assert!(UndoRecord::decode(&wrong.encode()).is_err(), "{wrong:?}");
         }
     }
 
