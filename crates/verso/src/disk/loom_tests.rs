@@ -3,7 +3,9 @@
 //! loads, dirty write-backs and remappings race in every interleaving, and no change is
 //! lost and no reader sees a frame that holds another page; and a page dropped unwritten
 //! (B7) beside evictions and readers is never written, and a page written is never
-//! dropped. Run with
+//! dropped; and the undo space's shared pages (U1-U4 of `undo.rs`): transactions append
+//! to one open page while another's end frees pages, and no record is lost, read as
+//! another's, or freed while its owner needs it. Run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p verso --lib --release loom`.
 
 use std::io;
@@ -235,5 +237,93 @@ fn loom_a_drop_beside_a_reader_of_the_page_never_takes_it_from_under_a_pin() {
         assert!(seen == 7 || (dropped && seen == 0), "read {seen}");
         assert_eq!(get(&pool, page(0)), if dropped { 0 } else { 7 });
         assert_eq!(pool.stats().pages_written, 0);
+    });
+}
+
+/// An undo space over its own page log (no sync: `Durability::None`) and a pool of
+/// `frames` frames, on a simulated disk, as the engine opens it.
+fn undo_space(frames: usize) -> Arc<super::undo::UndoSpace> {
+    use crate::fs::{FileSystem, SimulatedFileSystem};
+    let fs: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(SimulatedFileSystem::new(0));
+    let dir = Path::new("/loom-undo");
+    fs.create_dir_all(dir).unwrap();
+    let recovering = super::PageLog::open(
+        std::sync::Arc::clone(&fs),
+        dir,
+        crate::Durability::None,
+        1 << 20,
+    )
+    .unwrap();
+    let log = recovering.log();
+    let pool = std::sync::Arc::new(BufferPool::new(
+        frames,
+        ReplacementPolicy::Clock,
+        std::sync::Arc::clone(&log) as std::sync::Arc<dyn super::WriteAheadLog>,
+    ));
+    let file = FileNo(1);
+    pool.attach(
+        file,
+        Path::new("undo"),
+        Box::new(MemoryFile(Mutex::new(Vec::new()))),
+    )
+    .unwrap();
+    recovering.redo(&pool).unwrap();
+    let (undo, found) = super::undo::UndoSpace::open(pool, file, log).unwrap();
+    assert!(found.by_owner.is_empty());
+    Arc::new(undo)
+}
+
+/// A record of `owner`'s `n`th change, large enough that two fill an undo page.
+fn undo_record(owner: u64, n: u8) -> super::undo::UndoRecord {
+    super::undo::UndoRecord {
+        kind: super::undo::UndoKind::Update,
+        table: 0,
+        key: vec![owner as u8, n],
+        prev_creator: owner,
+        prev_roll: super::undo::RollPtr::NONE,
+        prev_deleted: false,
+        fresh: 0,
+        prefix: 0,
+        suffix: 0,
+        middle: vec![n; super::undo::MAX_UNDO_RECORD_BYTES / 2 - 100],
+        marked: Vec::new(),
+        whole: false,
+    }
+}
+
+/// Two transactions append two records each to the shared open pages (two fill a page,
+/// so pages close and open under both), and the first ends (its records done, its pages
+/// freed where every record is) while the second still appends: every record the second
+/// appended reads back as its own (U1, U3: a page freed and taken again is never read
+/// as the old owner's), and once both have ended every page is free (U4).
+#[test]
+fn loom_undo_appends_share_pages_while_an_end_frees_them() {
+    use super::undo::UndoLane;
+    loom::model(|| {
+        let undo = undo_space(4);
+        let first = {
+            let undo = Arc::clone(&undo);
+            thread::spawn(move || {
+                for n in 0..2 {
+                    undo.append(1, &undo_record(1, n), UndoLane::Short).unwrap();
+                }
+                let ended = undo.forget(1).unwrap();
+                undo.finish(1, &ended.pages).unwrap();
+            })
+        };
+        let mut mine = Vec::new();
+        for n in 0..2 {
+            let record = undo_record(2, n);
+            mine.push((undo.append(2, &record, UndoLane::Short).unwrap(), record));
+        }
+        first.join().unwrap();
+        for (ptr, record) in &mine {
+            let (owner, read) = undo.read(*ptr).unwrap().expect("a live owner's record");
+            assert_eq!((owner, &read), (2, record));
+        }
+        let ended = undo.forget(2).unwrap();
+        undo.finish(2, &ended.pages).unwrap();
+        let stats = undo.stats();
+        assert_eq!(stats.free_pages, stats.pages, "{stats:?}");
     });
 }
