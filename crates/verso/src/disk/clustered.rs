@@ -919,8 +919,9 @@ impl ClusteredTable {
     /// whose records hold their whole rows, with no pruned version between, stay linked
     /// as they are (merged records an earlier prune wrote); the others are written again,
     /// whole, as merged records in `xid`'s log, chained oldest last. A version a snapshot
-    /// keeps is thus written once more at most while the snapshot lives, however often
-    /// its row changes. Returns the roll pointer the change's record gives `newest` (its
+    /// keeps is thus written again once while the snapshot lives, however often its row
+    /// changes (again only if an older kept version below it is dropped, or it is too
+    /// large to merge whole). Returns the roll pointer the change's record gives `newest` (its
     /// own, if nothing is pruned). The records of the versions dropped or written again
     /// are marked dead (their pages freed once all are, U4), and secondary entries only
     /// pruned versions had are removed (their purge's work, done now). Runs at a
