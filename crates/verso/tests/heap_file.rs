@@ -1289,3 +1289,57 @@ fn freezing_dirties_a_page_as_another_change_and_a_delete_as_a_stamp() {
     // The heap page's stamp; the commit log's page is another change.
     assert_eq!(since(&o.pool.stats(), &before), (0, 1, 1));
 }
+
+/// Found by the anomalies suite's threads (the pool's assertion that a block being
+/// allocated is still zeros): a heap that grows counts its new block before the extender
+/// has it pinned; a vacuum reading it then saw a new page and offered it in the map, a
+/// writer formatted and filled it, and the extender formatted it again, losing that
+/// writer's tuple. The vacuum runs, with a writer after it, at exactly that moment (the
+/// pool's hook between counting the block and pinning it); it now counts the heap's pages
+/// under the extension lock, as PostgreSQL's vacuum takes it for a new page, so it waits
+/// for the extension, and both rows are there.
+#[test]
+fn regression_a_vacuum_beside_an_extension_never_offers_the_new_block() {
+    use std::sync::mpsc;
+    let fs = disk(23);
+    let o = open(&fs, 16, Durability::None).unwrap();
+    let (go, started) = mpsc::channel::<()>();
+    let (finished, done) = mpsc::channel::<()>();
+    o.pool.inject_after_counting_a_block(
+        HEAP,
+        Box::new(move || {
+            go.send(()).unwrap();
+            // Time for the vacuum and the writer; with the fix the vacuum waits for this
+            // extension instead, and so does the writer.
+            let _ = done.recv_timeout(std::time::Duration::from_millis(500));
+        }),
+    );
+    let o = &o;
+    std::thread::scope(|s| {
+        let other = s.spawn(move || {
+            started.recv().unwrap();
+            o.heap.vacuum(&o.txns, &mut |_| Ok(())).unwrap();
+            let mut txn = o.txns.begin().unwrap();
+            let xid = txn.xid().unwrap();
+            let tid = o.heap.insert(xid, &row_bytes(2, 0, 100)).unwrap();
+            txn.commit().unwrap();
+            let _ = finished.send(());
+            tid
+        });
+        let mut txn = o.txns.begin().unwrap();
+        let xid = txn.xid().unwrap();
+        let mine = o.heap.insert(xid, &row_bytes(1, 0, 100)).unwrap();
+        txn.commit().unwrap();
+        let theirs = other.join().unwrap();
+        let reader = o.txns.begin().unwrap();
+        for (tid, row) in [(mine, 1), (theirs, 2)] {
+            let (_, data) = o
+                .heap
+                .fetch(tid, &reader.snapshot(), &o.txns)
+                .unwrap()
+                .unwrap_or_else(|| panic!("row {row} at {tid} is lost"));
+            assert_eq!(row_of(&data), row);
+        }
+        o.heap.check().unwrap();
+    });
+}

@@ -314,6 +314,10 @@ pub struct BufferPool {
     lost: OnceLock<String>,
     /// Who tells which transactions aborted ([`BufferPool::watch_aborts`]).
     aborts: OnceLock<Arc<dyn AbortedTransactions>>,
+    /// For tests of interleavings ([`BufferPool::inject_after_counting_a_block`]), and
+    /// the file whose allocation runs it.
+    after_counting: super::injection::Injection,
+    after_counting_in: std::sync::atomic::AtomicU32,
 }
 
 impl fmt::Debug for BufferPool {
@@ -370,7 +374,19 @@ impl BufferPool {
             last_written: AtomicU64::new(NO_PAGE),
             lost: OnceLock::new(),
             aborts: OnceLock::new(),
+            after_counting: super::injection::Injection::default(),
+            after_counting_in: std::sync::atomic::AtomicU32::new(u32::MAX),
         }
+    }
+
+    /// For tests of interleavings: runs `hook` once, in the next [`BufferPool::allocate`]
+    /// in `file`, after its block is counted in the file (so [`BufferPool::file_pages`]
+    /// includes it) and before the block is pinned; the hook may let other threads read
+    /// the pool meanwhile
+    /// (`regression_a_vacuum_beside_an_extension_never_offers_the_new_block`).
+    pub fn inject_after_counting_a_block(&self, file: FileNo, hook: Box<dyn FnOnce() + Send>) {
+        self.after_counting_in.store(file.0, Ordering::Release);
+        self.after_counting.set(hook);
     }
 
     /// A pool of about `bytes` of pages (at least one frame).
@@ -501,6 +517,9 @@ impl BufferPool {
                 }
             }
         };
+        if self.after_counting_in.load(Ordering::Acquire) == file.0 {
+            self.after_counting.run();
+        }
         match self.pin(PageId::new(file, block), Access::Exclusive, Load::Zeroed) {
             Ok((frame, guard)) => {
                 bump(&self.counters.pages_allocated);

@@ -17,6 +17,7 @@ pub(crate) mod engine;
 pub mod free_space_map;
 pub mod heap_file;
 pub mod heap_page;
+mod injection;
 pub mod page;
 pub mod page_log;
 pub mod placement;

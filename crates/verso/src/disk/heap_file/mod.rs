@@ -45,6 +45,7 @@ use super::free_space_map::FreeSpaceMap;
 use super::heap_page::{
     infomask, HeapPage, Line, TupleHeader, KIND_HEAP_PAGE, MAX_TUPLE_DATA_BYTES, TUPLE_HEADER_BYTES,
 };
+use super::injection::Injection;
 use super::page::{FileNo, Page, PageId};
 use super::page_log::{PageChange, PageLog};
 use super::placement::{Barray, Claim, VersionPlacement};
@@ -200,39 +201,6 @@ pub struct HeapFile {
     barray: Barray,
     /// For tests of interleavings ([`HeapFile::inject_before_hints`]).
     before_hints: Injection,
-}
-
-/// A hook a test sets to run once at a point of the heap's code.
-struct Injection {
-    set: std::sync::atomic::AtomicBool,
-    hook: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-}
-
-impl std::fmt::Debug for Injection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Injection")
-    }
-}
-
-// By hand: under loom, `crate::sync::Mutex` has no `Default`.
-impl Default for Injection {
-    fn default() -> Self {
-        Injection {
-            set: std::sync::atomic::AtomicBool::new(false),
-            hook: Mutex::new(None),
-        }
-    }
-}
-
-impl Injection {
-    fn run(&self) {
-        if self.set.load(Ordering::Acquire) {
-            let hook = self.hook.lock().take();
-            if let Some(hook) = hook {
-                hook();
-            }
-        }
-    }
 }
 
 /// Which versions pruning removes (the collector of the disk engine).
@@ -493,8 +461,7 @@ impl HeapFile {
     /// takes the page again to set them.
     #[doc(hidden)]
     pub fn inject_before_hints(&self, hook: Box<dyn FnOnce() + Send>) {
-        *self.before_hints.hook.lock() = Some(hook);
-        self.before_hints.set.store(true, Ordering::Release);
+        self.before_hints.set(hook);
     }
 
     /// The heap with another pruning rule (PostgreSQL's by default).

@@ -254,7 +254,17 @@ impl HeapFile {
         let _one_at_a_time = self.vacuuming.lock();
         let mut stats = VacuumStats::default();
         let horizon = txns.horizon();
-        let pages = self.pages()?;
+        // Counted under the extension lock (PostgreSQL's vacuum takes it for a new page,
+        // `lazy_scan_new_or_empty`): a block the file grew by is counted before its
+        // extender has it pinned and formatted, and a vacuum reading it then saw a new page,
+        // offered it in the map, and a writer formatted and filled it, which the extender
+        // then formatted again, losing the writer's tuple (the anomalies suite's threads
+        // hit the pool's assertion that a block being allocated is still zeros). Every
+        // block counted here is formatted, or new for good (a crash or a drop left it).
+        let pages = {
+            let _no_extension = self.extending.lock();
+            self.pages()?
+        };
         let mut dead_lines: Vec<Tid> = Vec::new();
         for block in 0..pages {
             let mut page = self.pool.write(self.id(block))?;
