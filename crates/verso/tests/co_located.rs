@@ -534,6 +534,52 @@ fn only_writers_of_new_versions_own_pages_and_every_end_gives_them_back() {
     );
 }
 
+/// Found by review: a commit refused by validation released its pages before dropping
+/// the ones it formatted, so the drop found none and SI-CV's "if T_j aborts Block2 is not
+/// written" never held on that path. The refused writer's own page (new, in an empty
+/// table) is now dropped unwritten, as an abort's is.
+#[test]
+fn regression_a_commit_refused_by_validation_drops_the_pages_it_formatted() {
+    let db = co_located_database();
+    let table = db.create_table("accounts", accounts()).unwrap();
+    let mine = db.create_table("mine", accounts()).unwrap();
+    let mut load = db.begin(Isolation::Snapshot);
+    for id in 0..2u64 {
+        load.insert(table, &[Value::U64(id), Value::I64(0)])
+            .unwrap();
+    }
+    load.commit().unwrap();
+    let dropped = |db: &Database| db.stats().disk.unwrap().heap.pages_dropped_at_abort;
+    let before = dropped(&db);
+    // Write skew under Serializable: `b` is refused at commit.
+    let mut a = db.begin(Isolation::Serializable);
+    let mut b = db.begin(Isolation::Serializable);
+    a.get(table, &[Value::U64(0)]).unwrap();
+    b.get(table, &[Value::U64(1)]).unwrap();
+    assert!(a
+        .update(table, &[Value::U64(1)], &[(1, Value::I64(1))])
+        .unwrap());
+    assert!(b
+        .update(table, &[Value::U64(0)], &[(1, Value::I64(1))])
+        .unwrap());
+    // `b` fills a page of its own in an empty table: new, so formatted by it.
+    for id in 0..50u64 {
+        b.insert(mine, &[Value::U64(id), Value::I64(0)]).unwrap();
+    }
+    a.commit().unwrap();
+    assert!(matches!(
+        b.commit(),
+        Err(Error::SerializationFailure { .. })
+    ));
+    assert!(
+        dropped(&db) > before,
+        "the refused writer's own page was not dropped"
+    );
+    assert_eq!(owned(&db).0, 0);
+    let check = db.begin_read_only(Isolation::Snapshot);
+    assert_eq!(check.scan(mine, ..).unwrap().count(), 0);
+}
+
 fn items() -> Schema {
     Schema::new()
         .column("id", ColumnType::U64)

@@ -805,10 +805,10 @@ impl<'e> DiskTxn<'e> {
                 }
             },
         );
-        // Ended, committed or not: its pages go back to the free-space map (P2).
-        self.release_pages(xid);
         match result {
             Ok((ts, lsn)) => {
+                // Ended: its pages go back to the free-space map (P2).
+                self.release_pages(xid);
                 owner.mark_committed(ts);
                 engine.committed_undo(xid, ts);
                 Counters::add(&c.commits, 1);
@@ -839,9 +839,13 @@ impl<'e> DiskTxn<'e> {
                 pause(Pause::RollbackIoBegins);
                 if matches!(error, Error::SerializationFailure { .. }) {
                     // Refused by validation: aborted in the commit log (a failed abort
-                    // would have been the error).
+                    // would have been the error). Before the release, which forgets which
+                    // pages it formatted
+                    // (`regression_a_commit_refused_by_validation_drops_the_pages_it_formatted`).
                     self.drop_aborted_pages(xid);
                 }
+                // Ended: its pages go back to the free-space map (P2).
+                self.release_pages(xid);
                 engine.roll_back_undo(xid, start);
                 let cause = match error {
                     Error::SerializationFailure { .. } => &c.aborts_serialization,
