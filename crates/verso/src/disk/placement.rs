@@ -119,22 +119,27 @@ impl VersionPlacement {
         }
     }
 
-    /// Whether an update's new version may go on its predecessor's page (`old_owner`
-    /// says who owns that page, asked only under co-located placement: under PostgreSQL's
-    /// no Barray lock is taken) when it fits and no indexed column changed. PostgreSQL:
-    /// always (HOT). Co-located: only on the updater's own page (P1): a new version must
-    /// go to a page of its creator, and the predecessor's page is usually someone else's
-    /// or no one's. Co-located with HOT kept: also on a page no one owns, which the
-    /// updater then claims ([`Barray::claim_for_hot`]) before placing there.
-    pub(crate) fn same_page_allowed(
+    /// Whether a HOT update of `xid` (no indexed column changed, and its new version fits
+    /// its predecessor's page `block`, whose room is `free`) may stay on that page, as
+    /// `barray` says; under PostgreSQL's placement no Barray lock is taken. PostgreSQL:
+    /// always. Co-located: only on the updater's own page (P1): a new version must go to a
+    /// page of its creator, and the predecessor's page is usually someone else's or no
+    /// one's. Co-located with HOT kept: also on a page no one owns, which the updater
+    /// claims here ([`Barray::claim_for_hot`]; the caller holds the page's exclusive
+    /// latch, and the Barray is a leaf lock, P3).
+    pub(crate) fn may_stay_on_page(
         self,
-        old_owner: impl FnOnce() -> Option<u64>,
+        barray: &Barray,
         xid: u64,
+        block: u32,
+        free: impl FnOnce() -> usize,
     ) -> bool {
         match self {
             VersionPlacement::PostgreSql => true,
-            VersionPlacement::CoLocated => old_owner() == Some(xid),
-            VersionPlacement::CoLocatedHot => old_owner().is_none_or(|owner| owner == xid),
+            VersionPlacement::CoLocated => barray.owner(block) == Some(xid),
+            VersionPlacement::CoLocatedHot => {
+                barray.claim_for_hot(xid, block, free()) != Claim::Refused
+            }
         }
     }
 }

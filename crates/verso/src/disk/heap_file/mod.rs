@@ -907,19 +907,16 @@ impl HeapFile {
         if let Some(refused) = self.check_replaceable(&old_page, old, snapshot, txns)? {
             return Ok(refused);
         }
-        // Under co-located placement a HOT update stays on the old page only when it is
-        // the updater's own (P1), or, with HOT kept, when the updater may claim it (no
-        // one owns it: claimed under the page's latch, P3); otherwise its version goes
-        // cold to the updater's page.
+        // Under co-located placement a HOT update stays on the old page only when the
+        // placement lets it (the updater's own page, or one it may claim); otherwise its
+        // version goes cold to the updater's page.
         let same_page = hot_allowed
+            && HeapPage::new(old_page.body()).fits(data.len())
             && self
                 .placement
-                .same_page_allowed(|| self.barray.owner(old.block), xid)
-            && HeapPage::new(old_page.body()).fits(data.len())
-            && (self.placement != VersionPlacement::CoLocatedHot || {
-                let free = HeapPage::new(old_page.body()).free_space();
-                self.barray.claim_for_hot(xid, old.block, free) != Claim::Refused
-            });
+                .may_stay_on_page(&self.barray, xid, old.block, || {
+                    HeapPage::new(old_page.body()).free_space()
+                });
         if same_page {
             let new = {
                 let mut heap = HeapPage::new(old_page.body_mut());
